@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install what the tests need into .venv and run every check CI runs:
+# ruff (lint + format), mypy on the pure core, then pytest (GPU tests skip without a GPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+# torch is pinned here (a CPU build on this project's machines); the package itself asks torch>=2.1.
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 'torch==2.13.0'
+.venv/bin/ruff check src tests benchmarks
+.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/mypy
+.venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,151 @@
+"""``suanli gpus`` (the catalog, filtered and sorted) and ``suanli gpu NAME`` (one in full)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.catalog.gpu import FORM_FACTORS, NUMERIC_FIELDS, VENDORS
+from suanli.catalog.query import SORT_ALIASES, filter_gpus, sort_gpus
+from suanli.cli.render import print_json, print_table
+from suanli.units import GiB, fmt_usd
+
+catalog_option = click.option(
+    "--catalog",
+    "catalog_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A TOML file of extra or overriding [[gpu]] entries (see docs/catalog.md).",
+)
+
+
+def _tflops(value: Any) -> str:
+    return f"{value / 1e12:,.1f}" if value else "-"
+
+
+@click.command("gpus")
+@click.option(
+    "--vendor",
+    type=click.Choice(VENDORS, case_sensitive=False),
+    multiple=True,
+    help="Keep only these vendors (repeatable).",
+)
+@click.option(
+    "--form-factor",
+    type=click.Choice(FORM_FACTORS, case_sensitive=False),
+    multiple=True,
+    help="Keep only these form factors (repeatable).",
+)
+@click.option(
+    "--min-memory",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="GIB",
+    help="Keep GPUs with at least this much memory, in GiB.",
+)
+@click.option(
+    "--sort",
+    "sort_key",
+    default="bf16",
+    show_default=True,
+    metavar="FIELD",
+    help=f"Sort by a metric: {', '.join(SORT_ALIASES)}, or any numeric field name.",
+)
+@click.option("--ascending", is_flag=True, help="Smallest first (default: largest first).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (base units).")
+@catalog_option
+def gpus_cmd(
+    vendor: tuple[str, ...],
+    form_factor: tuple[str, ...],
+    min_memory: float | None,
+    sort_key: str,
+    ascending: bool,
+    as_json: bool,
+    catalog_file: str | None,
+) -> None:
+    """List the GPU catalog: memory, bandwidth, dense peak FLOP/s, power, price."""
+    gpus = filter_gpus(
+        load_catalog(catalog_file),
+        vendors=vendor,
+        form_factors=form_factor,
+        min_memory_bytes=int(min_memory * GiB) if min_memory is not None else None,
+    )
+    gpus = sort_gpus(gpus, sort_key, descending=not ascending)
+    if as_json:
+        print_json([g.as_dict() for g in gpus])
+        return
+    rows = [
+        [
+            g.id,
+            g.name,
+            f"{g.memory_bytes / GiB:,.0f}",
+            g.memory_type,
+            f"{g.memory_bandwidth_bytes_per_s / 1e12:.2f}",
+            _tflops(g.get("peak_bf16_dense_flops") or g.get("peak_fp16_dense_flops")),
+            _tflops(g.get("peak_fp8_dense_flops")),
+            f"{g.get('tdp_watts'):.0f}" if g.get("tdp_watts") else "-",
+            fmt_usd(g.get("cloud_usd_per_hour")) if g.get("cloud_usd_per_hour") else "-",
+        ]
+        for g in gpus
+    ]
+    print_table(
+        f"{len(gpus)} GPUs, sorted by {sort_key}",
+        ["id", "name", "GiB", "memory", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],
+        rows,
+        right_align=["GiB", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],
+        caption="Dense tensor rates (sparse datasheet figures halved). "
+        "bf16 column falls back to fp16 where bf16 is unsupported. 'suanli gpu ID' shows sources.",
+    )
+
+
+def _format_field(name: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if name == "memory_bytes":
+        return f"{value / GiB:,.0f} GiB ({value:,} bytes)"
+    if name.endswith("bytes_per_s"):
+        return f"{value / 1e9:,.0f} GB/s"
+    if name.endswith("_flops"):
+        return f"{value / 1e12:,.1f} TFLOPS"
+    if name.endswith("_ops"):
+        return f"{value / 1e12:,.1f} TOPS"
+    if name.endswith("usd") or name.endswith("usd_per_hour"):
+        return fmt_usd(value)
+    if isinstance(value, float) and value.is_integer():
+        return f"{value:.0f}"
+    return str(value)
+
+
+def gpu_rows(gpu: GPU) -> list[list[str]]:
+    """Every field of ``gpu`` with its formatted value and the number of its source."""
+    index = {id(src): i + 1 for i, src in enumerate(gpu.sources)}
+    rows = []
+    for key, value in gpu.as_dict().items():
+        if key in ("sources", "uncertain", "aliases"):
+            continue
+        src = gpu.source_of(key) if key in NUMERIC_FIELDS else None
+        flag = " (uncertain)" if key in gpu.uncertain else ""
+        rows.append([key, _format_field(key, value) + flag, f"[{index[id(src)]}]" if src else ""])
+    if gpu.aliases:
+        rows.append(["aliases", ", ".join(gpu.aliases), ""])
+    return rows
+
+
+@click.command("gpu")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (base units).")
+@catalog_option
+def gpu_cmd(name: str, as_json: bool, catalog_file: str | None) -> None:
+    """Show one GPU in full, every figure with its source. NAME forgives case, spaces, dashes."""
+    gpu = find_gpu(name, load_catalog(catalog_file))
+    if as_json:
+        print_json(gpu.as_dict())
+        return
+    print_table(gpu.name, ["field", "value", "source"], gpu_rows(gpu), caption=f"from {gpu.origin}")
+    sources = [
+        [f"[{i}]", s.ref, s.date, "all other figures" if "*" in s.fields else ", ".join(s.fields)]
+        for i, s in enumerate(gpu.sources, start=1)
+    ]
+    print_table("sources", ["#", "reference", "date", "covers"], sources)

@@ -1,0 +1,33 @@
+"""Shared rendering: JSON for scripts, rich tables for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def print_json(obj: Any) -> None:
+    """Exactly one JSON document on stdout (numbers in base units)."""
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def print_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    right_align: Sequence[str] = (),
+    caption: str | None = None,
+) -> None:
+    """A rich table on stdout; rich is imported only when a table is drawn."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    for col in columns:
+        table.add_column(col, justify="right" if col in right_align else "left")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)

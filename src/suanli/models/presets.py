@@ -1,0 +1,70 @@
+"""Bundled model presets: real ``config.json`` copies that work offline by name.
+
+``presets/index.toml`` lists each preset with its Hugging Face id, where the config came from,
+and the published parameter count with its source (``docs/models.md`` shows the comparison).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One bundled model."""
+
+    name: str
+    """What users type, e.g. ``llama-3.1-8b``."""
+    file: str
+    hf_id: str
+    family: str
+    display: str
+    config_source: str
+    published_params_total: int | None = None
+    published_params_active: int | None = None
+    params_exact: bool = False
+    """The published figure is an exact count (not rounded like "7.6B")."""
+    params_source: str = ""
+    date: str = ""
+
+    def config(self) -> dict[str, Any]:
+        """The preset's ``config.json`` as a dict."""
+        text = (resources.files("suanli.models") / "presets" / self.file).read_text("utf-8")
+        data: dict[str, Any] = json.loads(text)
+        return data
+
+
+@lru_cache(maxsize=1)
+def presets() -> dict[str, Preset]:
+    """All bundled presets by name."""
+    text = (resources.files("suanli.models") / "presets" / "index.toml").read_text("utf-8")
+    out: dict[str, Preset] = {}
+    for raw in tomllib.loads(text).get("preset", []):
+        fields = {k: raw[k] for k in Preset.__dataclass_fields__ if k in raw}
+        preset = Preset(**fields)
+        out[preset.name] = preset
+    return out
+
+
+def _key(name: str) -> str:
+    return name.lower().replace("_", "-").replace(" ", "-")
+
+
+def find_preset(name: str) -> Preset | None:
+    """The preset called ``name`` (case, spaces and underscores forgiven), or its HF id."""
+    table = presets()
+    key = _key(name)
+    for preset in table.values():
+        if key in (_key(preset.name), _key(preset.hf_id), _key(preset.hf_id.split("/")[-1])):
+            return preset
+    return None

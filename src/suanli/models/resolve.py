@@ -1,0 +1,176 @@
+"""Turn a model argument into a ModelSpec: a preset name, a local path, or a hub id.
+
+- A preset name (``llama-3.1-8b``) reads a bundled ``config.json`` copy: offline, instant.
+- A path to a ``config.json``, or a folder that holds one: the folder's ``*.safetensors`` headers
+  (never the weights) give the stored parameter count, reported next to ours.
+- A hub id (``org/name``) downloads ``config.json`` only (and the safetensors headers through the
+  hub's metadata call), caches both under ``~/.cache/suanli/hub``, and never runs remote code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from suanli.models.config import ModelConfigError, spec_from_config
+from suanli.models.params import ParamCount, count_params
+from suanli.models.presets import Preset, find_preset, presets
+from suanli.models.safetensors import SafetensorsError, StoredParams, stored_params
+from suanli.models.spec import ModelSpec
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class ModelSourceError(ValueError):
+    """The model argument cannot be read; the message says what to pass instead."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model spec with where it came from and what its checkpoint stores."""
+
+    spec: ModelSpec
+    params: ParamCount
+    source: str
+    """``preset``, ``path`` or ``hub``."""
+    location: str
+    """Preset name, file path or hub id."""
+    preset: Preset | None = None
+    stored: StoredParams | None = None
+    """Element counts from safetensors headers, when available."""
+
+
+def cache_dir() -> Path:
+    """Where hub configs are cached: ``$SUANLI_CACHE`` or ``~/.cache/suanli``."""
+    base = os.environ.get("SUANLI_CACHE") or os.environ.get("XDG_CACHE_HOME")
+    root = Path(base) if base else Path.home() / ".cache"
+    return (root if os.environ.get("SUANLI_CACHE") else root / "suanli") / "hub"
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ModelSourceError(f"cannot read {path} ({exc.strerror}); check the path") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelSourceError(
+            f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}); fix or re-download it"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelSourceError(f"{path} must hold a JSON object with the model's config")
+    return data
+
+
+def _spec(cfg: dict[str, Any], name: str) -> ModelSpec:
+    try:
+        return spec_from_config(cfg, name)
+    except ModelConfigError as exc:
+        raise ModelSourceError(f"{name}: {exc}") from None
+
+
+def _from_path(path: Path) -> LoadedModel:
+    folder = path if path.is_dir() else path.parent
+    config_path = path / "config.json" if path.is_dir() else path
+    if not config_path.is_file():
+        raise ModelSourceError(
+            f"{path} holds no config.json; pass the model folder or its config.json"
+        )
+    cfg = _read_json(config_path)
+    spec = _spec(cfg, str(path))
+    stored = None
+    shards = sorted(folder.glob("*.safetensors"))
+    if shards:
+        try:
+            stored = stored_params(shards)
+        except SafetensorsError as exc:
+            raise ModelSourceError(f"{exc}; remove it or pass config.json alone") from None
+    return LoadedModel(spec, count_params(spec), "path", str(path), stored=stored)
+
+
+def _from_hub(repo_id: str) -> LoadedModel:
+    cached = cache_dir() / repo_id.replace("/", "--")
+    config_path = cached / "config.json"
+    stored_path = cached / "safetensors.json"
+    if not config_path.is_file():
+        _download(repo_id, cached)
+    cfg = _read_json(config_path)
+    spec = _spec(cfg, repo_id)
+    stored = None
+    if stored_path.is_file():
+        raw = _read_json(stored_path)
+        by_dtype = {str(k): int(v) for k, v in raw.get("by_dtype", {}).items()}
+        stored = StoredParams(sum(by_dtype.values()), by_dtype, int(raw.get("files", 1)))
+    return LoadedModel(spec, count_params(spec), "hub", repo_id, stored=stored)
+
+
+def _download(repo_id: str, target: Path) -> None:
+    """Fetch ``config.json`` and the safetensors header summary of ``repo_id`` into ``target``."""
+    offline_hint = (
+        f"cannot fetch config.json for {repo_id!r} from the Hugging Face hub (offline, private "
+        "or not found); use a preset ('suanli models') or pass a local path to its config.json"
+    )
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise ModelSourceError(offline_hint)
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise ModelSourceError(
+            f"reading {repo_id!r} from the hub needs huggingface_hub: pip install 'suanli[hub]', "
+            "or pass a local path to its config.json"
+        ) from None
+    try:
+        downloaded = huggingface_hub.hf_hub_download(repo_id, "config.json")
+    except Exception:  # every hub failure means the same thing to the user
+        raise ModelSourceError(offline_hint) from None
+    # Only the JSON is read: a repo's custom modelling code (``auto_map``) is never imported.
+    cfg = _read_json(Path(downloaded))
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+    try:
+        meta = huggingface_hub.get_safetensors_metadata(repo_id)
+        summary = {"by_dtype": dict(meta.parameter_count), "files": len(meta.files_metadata)}
+        (target / "safetensors.json").write_text(json.dumps(summary), encoding="utf-8")
+    except Exception:  # no safetensors, or the header call failed: the stored count is optional
+        pass
+
+
+def load_model(arg: str) -> LoadedModel:
+    """Resolve a model argument: preset name, local path, or hub id (see module docstring)."""
+    if not arg or not arg.strip():
+        raise ModelSourceError(
+            "empty model name; pass a preset ('suanli models'), a path or org/name"
+        )
+    path = Path(arg).expanduser()
+    if path.exists():
+        return _from_path(path)
+    preset = find_preset(arg)
+    if preset is not None:
+        spec = _spec(preset.config(), preset.name)
+        return LoadedModel(spec, count_params(spec), "preset", preset.name, preset=preset)
+    if arg.endswith(".json") or arg.startswith((".", "/", "~")) or arg.count("/") > 1:
+        raise ModelSourceError(f"no such file {arg!r}; check the path")
+    if _HUB_ID.match(arg):
+        return _from_hub(arg)
+    names = ", ".join(sorted(presets())[:8])
+    raise ModelSourceError(
+        f"unknown model {arg!r}: not a preset (e.g. {names}; 'suanli models' lists all), "
+        "a local config.json or folder, or a hub id org/name"
+    )
+
+
+def model_from_module(module: Any) -> ModelSpec:
+    """A ModelSpec for a ``transformers`` model object (its ``config`` is read as a dict)."""
+    config = getattr(module, "config", None)
+    if config is None or not hasattr(config, "to_dict"):
+        raise ModelSourceError(
+            "this module has no transformers config; use suanli.module_params(module) for counts"
+        )
+    cfg = config.to_dict()
+    cfg.setdefault("model_type", getattr(config, "model_type", ""))
+    return _spec(cfg, type(module).__name__)

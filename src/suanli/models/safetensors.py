@@ -1,0 +1,98 @@
+"""Stored parameter counts from safetensors headers, without loading any weights.
+
+A safetensors file starts with an 8-byte little-endian header length, then a JSON header that maps
+each tensor name to its dtype, shape and byte offsets (format spec:
+https://github.com/huggingface/safetensors#format). Only that header is read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Largest header we accept; the format caps it at 100 MB.
+_MAX_HEADER_BYTES = 100_000_000
+
+#: Bytes per element of safetensors dtype names.
+SAFETENSORS_DTYPE_BYTES = {
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
+
+
+class SafetensorsError(ValueError):
+    """A file is not a readable safetensors file."""
+
+
+@dataclass(frozen=True)
+class StoredParams:
+    """What a checkpoint stores: element counts by dtype, over one or more files."""
+
+    total: int
+    by_dtype: dict[str, int] = field(default_factory=dict)
+    files: int = 1
+
+    @property
+    def main_dtype(self) -> str:
+        """The dtype that holds most elements (e.g. ``BF16``)."""
+        return max(self.by_dtype, key=lambda k: self.by_dtype[k]) if self.by_dtype else ""
+
+
+def read_header(path: str | Path) -> dict[str, object]:
+    """The JSON header of one safetensors file."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(8)
+            if len(head) != 8:
+                raise SafetensorsError(f"{p} is too short to be a safetensors file")
+            (size,) = struct.unpack("<Q", head)
+            if size > _MAX_HEADER_BYTES:
+                raise SafetensorsError(f"{p} has an implausible header size; is it safetensors?")
+            raw = fh.read(size)
+    except OSError as exc:
+        raise SafetensorsError(f"cannot read {p} ({exc.strerror})") from None
+    try:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise SafetensorsError(f"{p} has no valid safetensors JSON header") from None
+    if not isinstance(header, dict):
+        raise SafetensorsError(f"{p} has no valid safetensors JSON header")
+    return header
+
+
+def count_header(header: dict[str, object]) -> dict[str, int]:
+    """Element counts by dtype for the tensors of one header."""
+    counts: dict[str, int] = {}
+    for name, info in header.items():
+        if name == "__metadata__" or not isinstance(info, dict):
+            continue
+        shape = info.get("shape", [])
+        dtype = str(info.get("dtype", "?"))
+        counts[dtype] = counts.get(dtype, 0) + math.prod(int(d) for d in shape)
+    return counts
+
+
+def stored_params(paths: list[Path]) -> StoredParams:
+    """Sum the element counts of every tensor over the given safetensors files."""
+    totals: dict[str, int] = {}
+    for path in paths:
+        for dtype, n in count_header(read_header(path)).items():
+            totals[dtype] = totals.get(dtype, 0) + n
+    return StoredParams(total=sum(totals.values()), by_dtype=totals, files=len(paths))

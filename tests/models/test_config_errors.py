@@ -1,0 +1,74 @@
+"""Bad configs fail with one clear sentence naming what to fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from suanli.models.config import SUPPORTED_MODEL_TYPES, ModelConfigError, spec_from_config
+
+LLAMA = {
+    "model_type": "llama",
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+}
+
+
+def test_supported_families_cover_the_issue_list() -> None:
+    for family in [
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "qwen2_moe",
+        "qwen3",
+        "qwen3_moe",
+        "gemma",
+        "gemma2",
+        "gemma3_text",
+        "phi3",
+        "gpt2",
+        "gpt_neox",
+        "bert",
+        "deepseek_v2",
+        "deepseek_v3",
+    ]:
+        assert family in SUPPORTED_MODEL_TYPES
+
+
+def test_unsupported_model_type_lists_supported() -> None:
+    with pytest.raises(ModelConfigError, match="not supported; supported: bert, deepseek_v2"):
+        spec_from_config({**LLAMA, "model_type": "rwkv"})
+
+
+def test_missing_model_type() -> None:
+    with pytest.raises(ModelConfigError, match="no 'model_type'"):
+        spec_from_config({k: v for k, v in LLAMA.items() if k != "model_type"})
+
+
+def test_missing_required_field_is_named() -> None:
+    with pytest.raises(ModelConfigError, match="'hidden_size'"):
+        spec_from_config({k: v for k, v in LLAMA.items() if k != "hidden_size"})
+
+
+@pytest.mark.parametrize("value", [0, -4, 3.5, "32", True])
+def test_bad_sizes(value: object) -> None:
+    with pytest.raises(ModelConfigError, match="num_hidden_layers"):
+        spec_from_config({**LLAMA, "num_hidden_layers": value})
+
+
+def test_heads_not_dividing_hidden() -> None:
+    with pytest.raises(ModelConfigError, match="not divisible"):
+        spec_from_config({**LLAMA, "num_attention_heads": 30})
+
+
+def test_kv_heads_must_divide_heads() -> None:
+    with pytest.raises(ModelConfigError, match="multiple of num_key_value_heads"):
+        spec_from_config({**LLAMA, "num_key_value_heads": 5})
+
+
+def test_not_an_object() -> None:
+    with pytest.raises(ModelConfigError, match="JSON object"):
+        spec_from_config([1, 2])  # type: ignore[arg-type]
