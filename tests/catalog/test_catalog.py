@@ -114,6 +114,15 @@ def test_good_entry_parses() -> None:
         (('id = "my-card"', 'id = "My Card"'), "lower-case"),
         (('memory_type = "GDDR6"\n', ""), "memory_type"),
         (("tdp_watts = 300", "tdp_watts = 300\npeak_bf16_sparse_flops = 150e12"), "twice"),
+        (("tdp_watts = 300", 'tdp_watts = 300\nuncertain = ["price_usd"]'), "uncertain"),
+        (
+            (
+                "tdp_watts = 300",
+                'tdp_watts = 300\nprice_usd = 999\nprice_date = "2024-01"\nprice_kind = "cheap"',
+            ),
+            "price_kind",
+        ),
+        (("tdp_watts = 300", "tdp_watts = 300\nprice_usd = 999"), "go together"),
     ],
 )
 def test_invalid_entries_are_rejected_with_the_file_and_entry(
@@ -125,6 +134,15 @@ def test_invalid_entries_are_rejected_with_the_file_and_entry(
         parse_catalog_text(text, "user.toml")
     assert message in str(err.value)
     assert "user.toml" in str(err.value)
+
+
+def test_alias_naming_two_entries_rejected() -> None:
+    from suanli.catalog.loader import _check_unique
+
+    one = parse_catalog_text(GOOD, "a.toml")[0]
+    two = parse_catalog_text(GOOD.replace('id = "my-card"', 'id = "other"'), "b.toml")[0]
+    with pytest.raises(CatalogError, match="aliases must be unique"):
+        _check_unique([one, two])
 
 
 def test_duplicate_ids_rejected() -> None:

@@ -28,6 +28,9 @@ from suanli.catalog.gpu import (
     Source,
 )
 
+#: Allowed ``price_kind`` values.
+PRICE_KINDS = ("launch-msrp", "street", "list")
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
@@ -135,6 +138,10 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
     for key, allowed in enums.items():
         if key in raw and raw[key] not in allowed:
             raise _fail(origin, gid, f"{key} = {raw[key]!r}; use one of {', '.join(allowed)}")
+    if "price_kind" in raw and raw["price_kind"] not in PRICE_KINDS:
+        raise _fail(
+            origin, gid, f"price_kind = {raw['price_kind']!r}; use one of {', '.join(PRICE_KINDS)}"
+        )
     for key in ("price_date", "cloud_price_date"):
         if key in raw and not _DATE_RE.match(str(raw[key])):
             raise _fail(origin, gid, f"{key} must be YYYY-MM or YYYY-MM-DD")
@@ -162,8 +169,8 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise _fail(origin, gid, "aliases must be a list of strings")
     uncertain = raw.get("uncertain", [])
-    if not isinstance(uncertain, list) or not all(u in ALL_FIELDS for u in uncertain):
-        raise _fail(origin, gid, "uncertain must list known field names")
+    if not isinstance(uncertain, list) or not all(u in raw for u in uncertain):
+        raise _fail(origin, gid, "uncertain must list fields that this entry has")
     sources = _parse_sources(origin, gid, raw.get("sources"), raw.keys())
     core = set(REQUIRED_FIELDS)
     figures = {
@@ -238,13 +245,24 @@ def bundled_gpus() -> tuple[GPU, ...]:
 
 
 def _check_unique(gpus: Iterable[GPU]) -> None:
+    """Ids are unique across files, and no alias names two entries."""
+    from suanli.catalog.lookup import normalize
+
     seen: dict[str, str] = {}
+    alias_owner: dict[str, str] = {}
     for gpu in gpus:
         if gpu.id in seen:
             raise CatalogError(
                 f"id {gpu.id!r} appears in both {seen[gpu.id]} and {gpu.origin}; ids must be unique"
             )
         seen[gpu.id] = gpu.origin
+        for alias in {normalize(a) for a in (gpu.id, gpu.name, *gpu.aliases)}:
+            other = alias_owner.setdefault(alias, gpu.id)
+            if other != gpu.id:
+                raise CatalogError(
+                    f"{gpu.origin}: alias {alias!r} of {gpu.id!r} also names {other!r}; "
+                    "aliases must be unique"
+                )
 
 
 def load_catalog(extra: str | Path | None = None, use_user_file: bool = True) -> list[GPU]:
