@@ -79,7 +79,6 @@ def gpus_cmd(
     rows = [
         [
             g.id,
-            g.name,
             f"{g.memory_bytes / GiB:,.0f}",
             g.memory_type,
             f"{g.memory_bandwidth_bytes_per_s / 1e12:.2f}",
@@ -92,9 +91,10 @@ def gpus_cmd(
     ]
     print_table(
         f"{len(gpus)} GPUs, sorted by {sort_key}",
-        ["id", "name", "GiB", "memory", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],
+        ["id", "GiB", "memory", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],
         rows,
         right_align=["GiB", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],
+        no_wrap=["id"],
         caption="Dense tensor rates (sparse datasheet figures halved). "
         "bf16 column falls back to fp16 where bf16 is unsupported. 'suanli gpu ID' shows sources.",
     )

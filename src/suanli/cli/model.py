@@ -63,6 +63,8 @@ def model_summary(loaded: LoadedModel) -> dict[str, Any]:
             "params_total": p.published_params_total,
             "params_active": p.published_params_active,
             "exact": p.params_exact,
+            "buffers_in_total": p.published_buffers,
+            "active_excludes_embeddings": p.active_excludes_embeddings,
             "source": p.params_source,
         }
     if loaded.stored is not None:

@@ -19,6 +19,7 @@ def print_table(
     rows: Sequence[Sequence[str]],
     *,
     right_align: Sequence[str] = (),
+    no_wrap: Sequence[str] = (),
     caption: str | None = None,
 ) -> None:
     """A rich table on stdout; rich is imported only when a table is drawn."""
@@ -27,7 +28,9 @@ def print_table(
 
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     for col in columns:
-        table.add_column(col, justify="right" if col in right_align else "left")
+        table.add_column(
+            col, justify="right" if col in right_align else "left", no_wrap=col in no_wrap
+        )
     for row in rows:
         table.add_row(*row)
     Console().print(table)

@@ -268,12 +268,30 @@ def _gemma3_text(name: str, cfg: Config) -> ModelSpec:
     )
 
 
+#: Gemma3TextConfig defaults (transformers configuration_gemma3.py): the published Gemma 3
+#: 4B/12B/27B configs omit these keys in their nested text_config and rely on them.
+GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262_208,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "sliding_window": 4096,
+}
+
+
 def _gemma3(name: str, cfg: Config) -> ModelSpec:
     text = cfg.get("text_config")
     if not isinstance(text, Mapping):
         raise ModelConfigError("a gemma3 config needs a 'text_config' object; add it")
     # The multimodal config nests the language model; its tie flag lives at the top level.
-    merged = {"tie_word_embeddings": cfg.get("tie_word_embeddings", True), **text}
+    merged = {
+        **GEMMA3_TEXT_DEFAULTS,
+        "tie_word_embeddings": cfg.get("tie_word_embeddings", True),
+        **text,
+    }
     merged["model_type"] = "gemma3_text"
     spec = _gemma3_text(name, merged)
     note = "gemma3: the language model only; the SigLIP vision tower and projector are not counted"

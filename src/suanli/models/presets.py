@@ -34,6 +34,10 @@ class Preset:
     published_params_active: int | None = None
     params_exact: bool = False
     """The published figure is an exact count (not rounded like "7.6B")."""
+    published_buffers: int = 0
+    """Elements in the published total that are buffers, not parameters (Llama 2 inv_freq)."""
+    active_excludes_embeddings: bool = False
+    """The publisher's active count leaves out the embedding table (DeepSeek)."""
     params_source: str = ""
     date: str = ""
 
