@@ -40,7 +40,12 @@ def main() -> None:
         if pub is None:
             diff, pub_s, kind = "", "n/a", ""
         else:
-            diff = f"{100 * (counts.total - pub) / pub:+.2f}%" if counts.total != pub else "0"
+            params_pub = pub - p.published_buffers
+            diff = f"{100 * (counts.total - params_pub) / pub:+.2f}%"
+            if counts.total == params_pub:
+                diff = "0"
+            if p.published_buffers:
+                diff += f" (total holds {p.published_buffers:,} buffer elements)"
             pub_s = f"{pub:,}"
         meta = _meta(cfg)
         meta_s = "" if meta is None else ("equal" if meta == counts.total else f"{meta:,}")
