@@ -28,6 +28,9 @@ from suanli.catalog.gpu import (
     Source,
 )
 
+#: Data files beside the GPU files that hold other tables (weight formats, runtime overheads).
+NON_GPU_DATA_FILES = frozenset({"quant.toml", "overhead.toml"})
+
 #: Allowed ``price_kind`` values.
 PRICE_KINDS = ("launch-msrp", "street", "list")
 
@@ -238,7 +241,7 @@ def bundled_gpus() -> tuple[GPU, ...]:
     gpus: list[GPU] = []
     data = resources.files("suanli.catalog") / "data"
     for item in sorted(data.iterdir(), key=lambda t: t.name):
-        if item.name.endswith(".toml"):
+        if item.name.endswith(".toml") and item.name not in NON_GPU_DATA_FILES:
             gpus.extend(parse_catalog_text(item.read_text(encoding="utf-8"), item.name))
     _check_unique(gpus)
     return tuple(gpus)

@@ -8,6 +8,7 @@ family's ``configuration_*.py``), so the derived parameter count is exact.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
@@ -240,14 +241,24 @@ def _gemma(name: str, cfg: Config) -> ModelSpec:
     return _decoder(name, cfg, qkv_bias=bias, o_bias=bias, tie_default=True)
 
 
+def _softcaps(
+    cfg: Config, attn_default: float | None, final_default: float | None
+) -> dict[str, float]:
+    """Soft-capping values (a null in the config, or no default, means none)."""
+    attn = cfg.get("attn_logit_softcapping", attn_default)
+    final = cfg.get("final_logit_softcapping", final_default)
+    return {"attn_logit_softcap": float(attn or 0), "final_logit_softcap": float(final or 0)}
+
+
 def _gemma2(name: str, cfg: Config) -> ModelSpec:
     bias = _bool(cfg, "attention_bias", False)
     layers = _int(cfg, "num_hidden_layers")
     # Gemma 2 alternates local (sliding) and global layers, starting with a local one.
     sliding = _sliding_layers(cfg, layers, lambda i: i % 2 == 0)
-    return _decoder(
+    spec = _decoder(
         name, cfg, qkv_bias=bias, o_bias=bias, norms_per_layer=4, tie_default=True, sliding=sliding
     )
+    return replace(spec, **_softcaps(cfg, 50.0, 30.0))
 
 
 def _gemma3_text(name: str, cfg: Config) -> ModelSpec:
@@ -256,7 +267,7 @@ def _gemma3_text(name: str, cfg: Config) -> ModelSpec:
     pattern = _int(cfg, "sliding_window_pattern", 6)
     # Five local layers, then one global one (Gemma 3 report, section 2).
     sliding = _sliding_layers(cfg, layers, lambda i: (i + 1) % pattern != 0)
-    return _decoder(
+    spec = _decoder(
         name,
         cfg,
         qkv_bias=bias,
@@ -266,6 +277,7 @@ def _gemma3_text(name: str, cfg: Config) -> ModelSpec:
         tie_default=True,
         sliding=sliding,
     )
+    return replace(spec, **_softcaps(cfg, None, None))
 
 
 #: Gemma3TextConfig defaults (transformers configuration_gemma3.py): the published Gemma 3
@@ -453,8 +465,6 @@ def _bert(name: str, cfg: Config) -> ModelSpec:
 
 
 def _replace_notes(spec: ModelSpec, notes: tuple[str, ...]) -> ModelSpec:
-    from dataclasses import replace
-
     return replace(spec, notes=notes)
 
 

@@ -130,6 +130,10 @@ class ModelSpec:
     """Indices of layers that attend over a sliding window only."""
     torch_dtype: str = ""
     """The dtype the checkpoint was published in, if the config says."""
+    attn_logit_softcap: float = 0.0
+    """tanh soft-capping of attention scores (Gemma 2: 50); 0 when absent."""
+    final_logit_softcap: float = 0.0
+    """tanh soft-capping of the output logits (Gemma 2: 30); 0 when absent."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What was left out or assumed while reading the config."""
 

@@ -1,0 +1,146 @@
+"""Weight storage formats (``data/quant.toml``) and runtime overheads (``data/overhead.toml``).
+
+Both are data with a source per row, validated on load like the GPU catalog.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from suanli.catalog.loader import CatalogError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+_FORMAT_KINDS = ("float", "int", "nf", "gguf")
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How weights are stored: effective bits per weight including scales and zeros."""
+
+    id: str
+    name: str
+    kind: str
+    bits_per_weight: float
+    derivation: str
+    compute_dtype: str
+    source: str
+    date: str
+    unquantized: tuple[str, ...] = ()
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """A runtime memory overhead default (bytes or a fraction) with its source."""
+
+    id: str
+    description: str
+    source: str
+    date: str
+    value_bytes: int | None = None
+    value_fraction: float | None = None
+    notes: str = ""
+
+
+def _read(name: str) -> dict[str, Any]:
+    text = (resources.files("suanli.catalog") / "data" / name).read_text("utf-8")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{name}: not valid TOML ({exc})") from None
+
+
+@lru_cache(maxsize=1)
+def weight_formats() -> dict[str, WeightFormat]:
+    """All bundled weight formats by id, validated."""
+    out: dict[str, WeightFormat] = {}
+    for raw in _read("quant.toml").get("format", []):
+        fid = str(raw.get("id", ""))
+        bits = raw.get("bits_per_weight")
+        if not isinstance(bits, (int, float)) or not 1 <= bits <= 32:
+            raise CatalogError(f"quant.toml, format {fid!r}: bits_per_weight must be in [1, 32]")
+        if raw.get("kind") not in _FORMAT_KINDS:
+            raise CatalogError(f"quant.toml, format {fid!r}: kind must be one of {_FORMAT_KINDS}")
+        for key in ("name", "derivation", "source", "date"):
+            if not raw.get(key):
+                raise CatalogError(f"quant.toml, format {fid!r}: missing {key!r}")
+        if fid in out:
+            raise CatalogError(f"quant.toml: duplicate format id {fid!r}")
+        out[fid] = WeightFormat(
+            id=fid,
+            name=str(raw["name"]),
+            kind=str(raw["kind"]),
+            bits_per_weight=float(bits),
+            derivation=str(raw["derivation"]),
+            compute_dtype=str(raw.get("compute_dtype", "bf16")),
+            source=str(raw["source"]),
+            date=str(raw["date"]),
+            unquantized=tuple(raw.get("unquantized", [])),
+            notes=str(raw.get("notes", "")),
+        )
+    return out
+
+
+def get_format(format_id: str) -> WeightFormat:
+    """The weight format ``format_id`` (case-insensitive); ValueError lists the known ids."""
+    formats = weight_formats()
+    key = (
+        format_id.lower().replace("_", "-")
+        if format_id.lower() not in formats
+        else format_id.lower()
+    )
+    for candidate in (format_id.lower(), key):
+        if candidate in formats:
+            return formats[candidate]
+    raise ValueError(f"unknown weight format {format_id!r}; use one of {', '.join(formats)}")
+
+
+@lru_cache(maxsize=1)
+def overheads() -> dict[str, Overhead]:
+    """All bundled runtime overhead defaults by id, validated."""
+    out: dict[str, Overhead] = {}
+    for raw in _read("overhead.toml").get("overhead", []):
+        oid = str(raw.get("id", ""))
+        has_bytes = "value_bytes" in raw
+        has_fraction = "value_fraction" in raw
+        if has_bytes == has_fraction:
+            raise CatalogError(
+                f"overhead.toml, entry {oid!r}: give exactly one of value_bytes, value_fraction"
+            )
+        for key in ("description", "source", "date"):
+            if not raw.get(key):
+                raise CatalogError(f"overhead.toml, entry {oid!r}: missing {key!r}")
+        out[oid] = Overhead(
+            id=oid,
+            description=str(raw["description"]),
+            source=str(raw["source"]),
+            date=str(raw["date"]),
+            value_bytes=int(raw["value_bytes"]) if has_bytes else None,
+            value_fraction=float(raw["value_fraction"]) if has_fraction else None,
+            notes=str(raw.get("notes", "")),
+        )
+    return out
+
+
+def overhead_bytes(overhead_id: str) -> tuple[float, str]:
+    """Bytes of a byte-valued overhead default and its source."""
+    entry = overheads().get(overhead_id)
+    if entry is None or entry.value_bytes is None:
+        raise CatalogError(f"overhead.toml has no byte-valued entry {overhead_id!r}")
+    return float(entry.value_bytes), f"{entry.source} ({entry.date})"
+
+
+def overhead_fraction(overhead_id: str) -> tuple[float, str]:
+    """A fraction-valued overhead default and its source."""
+    entry = overheads().get(overhead_id)
+    if entry is None or entry.value_fraction is None:
+        raise CatalogError(f"overhead.toml has no fraction-valued entry {overhead_id!r}")
+    return entry.value_fraction, f"{entry.source} ({entry.date})"

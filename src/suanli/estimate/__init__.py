@@ -1,0 +1,1 @@
+"""Pure estimators: memory, FLOPs, time. No I/O, no torch."""

@@ -1,0 +1,417 @@
+"""Activation memory: the bytes autograd saves for the backward pass, derived from the architecture.
+
+Each term names a tensor that a real ``transformers`` forward pass keeps for backward (checked
+op by op with ``torch.autograd.graph.saved_tensors_hooks``; see tests/estimate and
+docs/memory.md). Sizes are bytes per token unless a term says otherwise. The rules that decide
+what is saved are PyTorch's autograd formulas:
+
+- ``y = x @ W``: saves ``x`` only when ``W`` is trainable (a frozen base layer under LoRA saves
+  nothing), and ``W`` (a parameter, not an activation) for the gradient of ``x``.
+- ``y = a * b``: saves ``b`` for the gradient of ``a`` and ``a`` for the gradient of ``b``.
+- RMSNorm in transformers upcasts to fp32 (``x.float()``, ``rsqrt``), then multiplies the weight.
+- SDPA/flash kernels save q, k, v, the output and a fp32 log-sum-exp per head and token; the
+  eager path keeps the s x s probabilities (fp32 softmax output plus a copy in the compute dtype).
+
+Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+arXiv:2205.05198, section 4) give the same structure with Megatron's kernels (34sbh + 5as^2b);
+the terms here follow transformers' modules so the CPU measurement can check them exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from suanli.models.spec import ModelSpec
+
+FP32 = 4
+INDEX = 8  # int64 indices (embedding lookups, loss targets, top-k)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One saved tensor (or group of them)."""
+
+    name: str
+    bytes_per_token: float
+    """Bytes for each token of the micro-batch (``batch * seq`` tokens)."""
+    formula: str
+    """How the size is computed, in the symbols of docs/memory.md."""
+    shardable: str = "tp"
+    """How it divides under model parallelism: ``tp`` (split over the TP group), ``sp`` (only
+    with sequence parallelism) or ``none``."""
+
+
+@dataclass(frozen=True)
+class ActivationSettings:
+    """What decides the saved bytes besides the architecture."""
+
+    dtype_bytes: int = 2
+    seq: int = 2048
+    attention: str = "sdpa"
+    dropout: float = 0.0
+    mask_bytes: int = 1
+    """Bytes per dropout-mask element: 1 on CUDA (bool), the dtype size on the CPU."""
+    train_weights: bool = True
+    """Base linear weights are trainable (False under LoRA/QLoRA: frozen layers save less)."""
+    frozen_linear_saves_input: bool = False
+    """bitsandbytes 4-bit linears (QLoRA) save their input even when frozen."""
+    lora_targets: tuple[str, ...] = ()
+    """Linears with LoRA adapters; their inputs are saved for the adapter's gradient."""
+    lora_rank: int = 0
+    logits_fp32: bool = True
+    batch: int = 1
+    """Micro-batch: with one sequence some head views need no copy (GPT-2 eager)."""
+
+
+def _trainable(st: ActivationSettings, module: str) -> bool:
+    """Whether a linear's input is saved: trainable weight, adapter, or a 4-bit base layer."""
+    return st.train_weights or st.frozen_linear_saves_input or module in st.lora_targets
+
+
+def _rms_norm(h: int, st: ActivationSettings, name: str, gemma: bool = False) -> list[Term]:
+    """transformers RMSNorm: ``w * (x.float() * rsqrt(mean(x^2) + eps)).to(dtype)``.
+
+    Saves the fp32 input (the input itself when computing in fp32), rsqrt per token, and, when the
+    weight is trainable, the normalised tensor (fp32 for Gemma's ``(1 + w)`` form, else ``dtype``).
+    """
+    b = st.dtype_bytes
+    terms = [Term(f"{name}: fp32 input and rsqrt", FP32 * h + FP32, "4h + 4", "sp")]
+    if st.train_weights:
+        width = FP32 if gemma else b
+        terms.append(
+            Term(f"{name}: normalised (for the weight's gradient)", width * h, f"{width}h", "sp")
+        )
+    return terms
+
+
+def _layer_norm(h: int, st: ActivationSettings, name: str) -> list[Term]:
+    """LayerNorm (native kernel): saves its input plus mean and rstd per token."""
+    b = st.dtype_bytes
+    return [Term(f"{name}: input, mean, rstd", b * h + 2 * b, "b·h + 2b", "sp")]
+
+
+def _dropout(width: float, st: ActivationSettings, name: str) -> list[Term]:
+    if st.dropout <= 0:
+        return []
+    return [Term(f"{name}: dropout mask", st.mask_bytes * width, "mask·width", "sp")]
+
+
+def _attention_core(
+    spec: ModelSpec, st: ActivationSettings, q_storage: float, kv_storage: float, out_copy: bool
+) -> list[Term]:
+    """Scores and softmax (eager) or the fused kernel's saves (sdpa/flash).
+
+    ``q_storage``/``kv_storage``: bytes per token of the storages the kernel's q and k/v live in
+    (a fused QKV projection keeps one storage for all three).
+    """
+    att = spec.attention
+    b = st.dtype_bytes
+    nh, d, s = att.num_heads, att.head_dim, st.seq
+    dv = att.v_head_dim
+    terms = []
+    if st.attention == "eager":
+        # repeat_kv copies K and V to every query head (GQA/MQA); MHA keeps them as they are.
+        k_width = nh * d
+        v_width = nh * dv
+        terms.append(
+            Term(
+                "attention: q, k, v (k and v repeated to all heads)",
+                q_storage + b * (k_width + v_width),
+                "b·(n_q·d) + b·n_q·(d + d_v)",
+            )
+        )
+        scores = FP32 * nh * s + (b * nh * s if b != FP32 else 0)
+        terms.append(
+            Term(
+                "attention: softmax (fp32) and its copy in dtype", scores, "4·n_q·s + b·n_q·s", "tp"
+            )
+        )
+        if spec.attn_logit_softcap:
+            terms.append(Term("attention: tanh soft-cap output", b * nh * s, "b·n_q·s"))
+        if st.dropout > 0:
+            terms.append(
+                Term(
+                    "attention: dropout mask and dropped probabilities",
+                    st.mask_bytes * nh * s + b * nh * s,
+                    "(mask + b)·n_q·s",
+                )
+            )
+        if _trainable(st, "o"):
+            terms.append(Term("attention: output copy for o_proj", b * nh * dv, "b·n_q·d_v"))
+        return terms
+    terms.append(
+        Term(
+            "attention: q, k, v (saved by the kernel)",
+            q_storage + kv_storage,
+            "b·(n_q·d + 2·n_kv·d)",
+        )
+    )
+    terms.append(Term("attention: output", b * nh * dv, "b·n_q·d_v"))
+    terms.append(Term("attention: log-sum-exp (fp32)", FP32 * nh, "4·n_q"))
+    if out_copy:
+        terms.append(
+            Term("attention: merged-heads copy for the output projection", b * nh * dv, "b·n_q·d_v")
+        )
+    return terms
+
+
+def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> list[Term]:
+    """A pre-norm rotary decoder layer (Llama, Mistral, Qwen, Gemma, Phi-3, Mixtral, DeepSeek)."""
+    h = spec.hidden_size
+    b = st.dtype_bytes
+    att = spec.attention
+    gemma = spec.architecture.startswith("gemma")
+    terms = _rms_norm(h, st, "attention norm", gemma)
+    if any(_trainable(st, m) for m in ("q", "k", "v")):
+        terms.append(Term("q/k/v projection input", b * h, "b·h", "sp"))
+    nh, nkv, d = att.num_heads, att.num_kv_heads, att.head_dim
+    if att.kind == "mla":
+        # DeepSeek MLA: low-rank query and KV latents, their norms, then per-head q, k, v.
+        qr, kr, rope = att.q_lora_rank, att.kv_lora_rank, att.qk_rope_head_dim
+        latent = (FP32 * (qr + kr) + 2 * FP32) + b * (qr + kr)
+        terms.append(
+            Term(
+                "MLA: q/kv latents (fp32 norm inputs, normalised)",
+                latent,
+                "4(r_q + r_kv) + b(r_q + r_kv)",
+            )
+        )
+        terms.append(Term("MLA: rope key", b * rope, "b·d_rope"))
+        kv_storage = b * nh * (d + att.v_head_dim)
+        terms += _attention_core(spec, st, b * nh * d, kv_storage, out_copy=False)
+    else:
+        if att.qk_norm:
+            for part, heads in (("q", nh), ("k", nkv)):
+                width = FP32 * heads * d + FP32 * heads + (b * heads * d if st.train_weights else 0)
+                terms.append(
+                    Term(
+                        f"{part}_norm: fp32 input, rsqrt, normalised", width, "4·n·d + 4·n + b·n·d"
+                    )
+                )
+        terms += _attention_core(spec, st, b * nh * d, b * 2 * nkv * d, out_copy=False)
+    terms += _dropout(h, st, "attention residual")
+    if spec.architecture.startswith(("gemma2", "gemma3")):
+        terms.append(
+            Term(
+                "post-attention norm: fp32 input and rsqrt",
+                FP32 * h + FP32 + (FP32 * h if st.train_weights else 0),
+                "4h + 4 (+4h)",
+                "sp",
+            )
+        )
+    terms += _rms_norm(h, st, "MLP norm", gemma)
+    if moe_layer and spec.moe is not None:
+        terms += _moe_terms(spec, st)
+    else:
+        assert spec.mlp is not None
+        terms += _gated_mlp(spec.mlp.intermediate_size, h, st, "MLP")
+    terms += _dropout(h, st, "MLP residual")
+    if spec.architecture.startswith(("gemma2", "gemma3")):
+        terms.append(
+            Term(
+                "post-MLP norm: fp32 input and rsqrt",
+                FP32 * h + FP32 + (FP32 * h if st.train_weights else 0),
+                "4h + 4 (+4h)",
+                "sp",
+            )
+        )
+    return terms
+
+
+def _gated_mlp(width: int, h: int, st: ActivationSettings, name: str) -> list[Term]:
+    """gate and up read the normalised input; act(gate) * up feeds down."""
+    b = st.dtype_bytes
+    terms = []
+    if _trainable(st, "gate") or _trainable(st, "up"):
+        terms.append(Term(f"{name}: gate/up input", b * h, "b·h", "sp"))
+    terms.append(Term(f"{name}: gate output, activation output, up output", 3 * b * width, "3·b·I"))
+    if _trainable(st, "down"):
+        terms.append(Term(f"{name}: down-projection input", b * width, "b·I"))
+    return terms
+
+
+def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
+    """Router and routed experts (transformers' grouped-GEMM experts), per token.
+
+    The router saves its input, the fp32 softmax over experts, top-k indices and the
+    renormalised weights; each token's k copies save the gathered input, the fused gate/up
+    output, the activation, the down input and output, and gather/scatter indices.
+    """
+    moe = spec.moe
+    assert moe is not None
+    h, b, k, e = spec.hidden_size, st.dtype_bytes, moe.experts_per_token, moe.num_experts
+    width = moe.expert.intermediate_size
+    terms = [
+        Term("router: input", b * h if st.train_weights else 0, "b·h", "sp"),
+        Term(
+            "router: fp32 softmax, top-k indices and weights",
+            FP32 * e + 40 * k + FP32,
+            "4E + 40k + 4",
+            "none",
+        ),
+        Term(
+            "experts: per routed copy (input, gate/up, act, down in/out)",
+            b * k * (4 * width + 2 * h),
+            "k·b·(4I + 2h)",
+        ),
+    ]
+    if moe.shared_expert is not None:
+        terms += _gated_mlp(moe.shared_expert.intermediate_size, h, st, "shared expert")
+    return terms
+
+
+def _gpt2_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
+    """GPT-2: LayerNorm, fused Conv1D QKV (one storage), tanh-GELU, plain MLP with biases."""
+    h, b = spec.hidden_size, st.dtype_bytes
+    assert spec.mlp is not None
+    width = spec.mlp.intermediate_size
+    nh = spec.attention.num_heads
+    terms = _layer_norm(h, st, "ln_1")
+    terms.append(Term("c_attn input", b * h, "b·h", "sp"))
+    if st.attention == "eager" or st.dropout > 0:
+        # The eager path: matmul(q, kᵀ), softmax in dtype, matmul(probs, v). With one sequence
+        # q stays a view of the fused qkv output (whose storage is then saved) and k, v are
+        # copied; with more, q, k and v are all copied to batched 3-D layouts.
+        if st.batch == 1:
+            terms.append(Term("attention: fused qkv output, k and v copies", 5 * b * h, "5·b·h"))
+        else:
+            terms.append(Term("attention: q, k, v copies", 3 * b * h, "3·b·h"))
+        terms.append(Term("attention: softmax output", b * nh * st.seq, "b·n_q·s"))
+        if st.dropout > 0:
+            terms.append(
+                Term(
+                    "attention: dropout mask and dropped probabilities",
+                    (st.mask_bytes + b) * nh * st.seq,
+                    "(mask + b)·n_q·s",
+                )
+            )
+    else:
+        terms.append(Term("attention: fused qkv output, k and v copies", b * 5 * h, "5·b·h"))
+        terms.append(Term("attention: log-sum-exp (fp32)", FP32 * nh, "4·n_q"))
+    terms.append(Term("c_proj input (merged heads)", b * h, "b·h"))
+    terms += _dropout(h, st, "attention residual")
+    terms += _layer_norm(h, st, "ln_2")
+    terms.append(Term("c_fc input", b * h, "b·h", "sp"))
+    terms.append(Term("gelu_new: x, 0.5x, tanh, 1 + tanh, output", 5 * b * width, "5·b·I"))
+    terms += _dropout(h, st, "MLP residual")
+    return terms
+
+
+def _neox_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
+    """GPT-NeoX / Pythia: parallel attention and MLP reading one input, LayerNorm, exact GELU."""
+    h, b = spec.hidden_size, st.dtype_bytes
+    assert spec.mlp is not None
+    width = spec.mlp.intermediate_size
+    nh = spec.attention.num_heads
+    terms = [
+        Term(
+            "layer input (read by both LayerNorms), means and rstds",
+            b * h + 4 * b,
+            "b·h + 4b",
+            "sp",
+        ),
+        Term("qkv input", b * h, "b·h", "sp"),
+    ]
+    if st.attention == "eager":
+        terms.append(Term("attention: q, k, v after rotary", 3 * b * h, "3·b·h"))
+        terms.append(
+            Term(
+                "attention: softmax (fp32) and its copy in dtype",
+                FP32 * nh * st.seq + (b * nh * st.seq if b != FP32 else 0),
+                "4·n_q·s + b·n_q·s",
+            )
+        )
+    else:
+        terms.append(Term("attention: q, k, v after rotary, output", 4 * b * h, "4·b·h"))
+        terms.append(Term("attention: log-sum-exp (fp32)", FP32 * nh, "4·n_q"))
+    terms.append(Term("dense input (merged heads)", b * h, "b·h"))
+    terms.append(Term("MLP input", b * h, "b·h", "sp"))
+    terms.append(Term("MLP: GELU input and output", 2 * b * width, "2·b·I"))
+    return terms
+
+
+def _bert_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
+    """BERT (post-norm): q/k/v from the layer input, LayerNorms after each residual add."""
+    h, b = spec.hidden_size, st.dtype_bytes
+    assert spec.mlp is not None
+    width = spec.mlp.intermediate_size
+    terms = [Term("layer input (q/k/v projections)", b * h, "b·h", "sp")]
+    if st.attention == "eager" or st.dropout > 0:
+        nh = spec.attention.num_heads
+        terms.append(Term("attention: q, k, v", 3 * b * h, "3·b·h"))
+        terms.append(Term("attention: softmax output", b * nh * st.seq, "b·n_q·s"))
+        if st.dropout > 0:
+            terms.append(
+                Term(
+                    "attention: dropout mask and dropped probabilities",
+                    (st.mask_bytes + b) * nh * st.seq,
+                    "(mask + b)·n_q·s",
+                )
+            )
+    else:
+        terms.append(Term("attention: q, k, v", 3 * b * h, "3·b·h"))
+        terms.append(
+            Term("attention: log-sum-exp (fp32)", FP32 * spec.attention.num_heads, "4·n_q")
+        )
+    terms.append(Term("attention output (dense input)", b * h, "b·h"))
+    terms += _dropout(h, st, "attention output")
+    terms += _layer_norm(h, st, "attention LayerNorm")
+    terms.append(Term("intermediate input", b * h, "b·h", "sp"))
+    terms.append(Term("GELU input and output", 2 * b * width, "2·b·I"))
+    terms += _dropout(h, st, "output")
+    terms += _layer_norm(h, st, "output LayerNorm")
+    return terms
+
+
+def layer_terms(spec: ModelSpec, st: ActivationSettings, layer: int = 0) -> list[Term]:
+    """Saved-tensor terms of one layer (``layer`` picks dense vs MoE where both exist)."""
+    arch = spec.architecture
+    if arch == "gpt2":
+        return _gpt2_layer(spec, st)
+    if arch == "gpt_neox":
+        return _neox_layer(spec, st)
+    if arch == "bert":
+        return _bert_layer(spec, st)
+    return _decoder_layer(spec, st, moe_layer=layer in spec.moe_layers)
+
+
+def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Term]:
+    """Terms outside the layers: token ids, rotary tables, the final norm, logits and loss.
+
+    Rotary cos/sin are shared by the batch ([1, s, d] each), so their per-token size is divided
+    by ``batch``.
+    """
+    h, b = spec.hidden_size, st.dtype_bytes
+    terms = [Term("token ids (embedding lookup)", INDEX, "8", "none")]
+    if spec.architecture == "gpt2":
+        terms.append(Term("position ids", INDEX / batch, "8/batch", "none"))
+    if spec.architecture not in ("gpt2", "bert"):
+        d = spec.attention.qk_rope_head_dim or spec.attention.head_dim
+        terms.append(Term("rotary cos and sin", 2 * d * b / batch, "2·d·b/batch", "none"))
+    terms += _dropout(h, st, "embedding")
+    if spec.architecture == "bert":
+        terms += _layer_norm(h, st, "embedding LayerNorm")
+        # The pooler's dense layer saves hidden[:, 0], a view that keeps the whole last hidden
+        # state alive; its tanh saves one h-vector per sequence.
+        terms.append(Term("pooler: last hidden state (viewed)", b * h, "b·h", "none"))
+        terms.append(Term("pooler: tanh output", b * h / st.seq, "b·h/s", "none"))
+        return terms
+    if spec.architecture in ("gpt2", "gpt_neox"):
+        terms += _layer_norm(h, st, "final LayerNorm")
+    else:
+        terms += _rms_norm(h, st, "final norm", spec.architecture.startswith("gemma"))
+    if st.train_weights or "lm_head" in st.lora_targets:
+        terms.append(Term("LM head input", b * h, "b·h", "sp"))
+    if spec.final_logit_softcap:
+        terms.append(Term("logits: tanh soft-cap output", b * spec.vocab_size, "b·V", "none"))
+    logit_bytes = FP32 if st.logits_fp32 else b
+    terms.append(
+        Term(
+            "loss: log-softmax over the vocabulary",
+            logit_bytes * spec.vocab_size,
+            f"{logit_bytes}·V",
+            "none",
+        )
+    )
+    terms.append(Term("loss: targets", INDEX, "8", "none"))
+    return terms

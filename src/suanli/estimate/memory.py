@@ -1,0 +1,690 @@
+"""Memory per GPU for training, fine-tuning and inference: a breakdown that explains itself.
+
+Pure functions over a :class:`ModelSpec` and a workload; no torch, no I/O. Every line of the
+breakdown carries its bytes, formula and source; ``assumptions`` lists what was taken as given.
+Formulas and sources are collected in docs/memory.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from suanli.catalog.formats import WeightFormat, get_format, overhead_bytes, overhead_fraction
+from suanli.estimate.activations import ActivationSettings, Term, layer_terms, model_terms
+from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.workload import InferWork, Overheads, TrainWork
+from suanli.models.params import count_params
+from suanli.models.spec import ModelSpec
+
+BREAKDOWN_KEYS = (
+    "weights",
+    "master_weights",
+    "gradients",
+    "optimizer",
+    "activations",
+    "logits",
+    "kv_cache",
+    "overhead",
+)
+
+SRC_ZERO = "Rajbhandari et al. 2019, ZeRO (arXiv:1910.02054) §3-5"
+SRC_KORTHIKANTI = "Korthikanti et al. 2022 (arXiv:2205.05198) §4"
+SRC_AUTOGRAD = "PyTorch autograd saved tensors, checked against transformers (tests/estimate)"
+SRC_ADAM8 = "Dettmers et al. 2021, 8-bit optimizers (arXiv:2110.02861): block-wise, 2048/block"
+SRC_ADAFACTOR = "Shazeer & Stern 2018, Adafactor (arXiv:1804.04235): factored second moment"
+SRC_LORA = "Hu et al. 2021, LoRA (arXiv:2106.09685): r·(d_in + d_out) per adapted matrix"
+SRC_QLORA = "Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §3: NF4 + double quantization"
+SRC_KV = "K and V per layer: 2·n_kv·d·bytes per token (vLLM, HF DynamicCache)"
+SRC_MLA = "DeepSeek-V2 (arXiv:2405.04434) §2.1: MLA caches the latent c_kv and the rope key"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One explained line of a breakdown."""
+
+    key: str
+    """The breakdown bucket (one of :data:`BREAKDOWN_KEYS`)."""
+    label: str
+    bytes: float
+    formula: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU, by component, with the lines that explain them."""
+
+    total_bytes: float
+    breakdown: dict[str, float]
+    lines: tuple[Line, ...]
+    assumptions: tuple[str, ...]
+    per_layer: tuple[Term, ...] = ()
+    """Activation terms of one layer (bytes per token), for ``--explain``."""
+    cpu_bytes: float = 0.0
+    """Host memory the workload needs (offloaded optimizer states)."""
+    tokens: int = 0
+    """Tokens per micro-batch (training) or in the KV cache (inference)."""
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready: bytes as integers."""
+        return {
+            "total_bytes": round(self.total_bytes),
+            "breakdown": {k: round(v) for k, v in self.breakdown.items()},
+            "cpu_bytes": round(self.cpu_bytes),
+            "lines": [
+                {
+                    "key": ln.key,
+                    "label": ln.label,
+                    "bytes": round(ln.bytes),
+                    "formula": ln.formula,
+                    "source": ln.source,
+                }
+                for ln in self.lines
+            ],
+            "assumptions": list(self.assumptions),
+        }
+
+
+def _assemble(lines: list[Line], assumptions: list[str], **extra: object) -> MemoryBreakdown:
+    breakdown = dict.fromkeys(BREAKDOWN_KEYS, 0.0)
+    for line in lines:
+        breakdown[line.key] += line.bytes
+    return MemoryBreakdown(
+        total_bytes=sum(breakdown.values()),
+        breakdown=breakdown,
+        lines=tuple(lines),
+        assumptions=tuple(assumptions),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+# --- parameters on one GPU -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParamSplit:
+    """Parameters that live on the busiest GPU before ZeRO sharding."""
+
+    total: float
+    layer_linear: float
+    """Linear weights inside the layers (what LoRA freezes and QLoRA quantizes)."""
+    other: float
+    """Embeddings, LM head, norms, biases, routers."""
+    layers_on_stage: int
+
+
+def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> ParamSplit:
+    """Parameters per GPU: layers over ``pp`` stages, matrices over ``tp`` (Megatron splits
+    attention heads, MLP width and the vocabulary), routed experts over ``ep``."""
+    counts = count_params(spec).by_component
+    layers_on_stage = math.ceil(spec.num_layers / pp)
+    stage_fraction = layers_on_stage / spec.num_layers
+    linear = sum(n for kind, n in _linear_totals(spec).items() if kind != "experts")
+    experts = counts["experts"] / ep
+    layer_other = counts["attention"] + counts["mlp"] + counts["shared_experts"] - linear
+    layer_linear = (linear + experts) * stage_fraction / tp
+    layer_rest = (layer_other + counts["router"]) * stage_fraction
+    norms = counts["norms"] * stage_fraction
+    # The first stage holds the embeddings, the last the LM head; the busier one counts.
+    edge = max(counts["embeddings"], counts["lm_head"] or counts["embeddings"]) / tp
+    if pp == 1:
+        edge = (counts["embeddings"] + counts["lm_head"]) / tp
+    other = layer_rest + norms + edge + counts["pooler"]
+    return ParamSplit(layer_linear + other, layer_linear, other, layers_on_stage)
+
+
+def _linear_totals(spec: ModelSpec) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for shape in linear_shapes(spec):
+        totals[shape.kind] = totals.get(shape.kind, 0) + shape.weights * shape.count
+    return totals
+
+
+# --- optimizer -------------------------------------------------------------------------------
+
+
+def optimizer_bytes_per_param(optimizer: str, state_bytes: int) -> tuple[float, str, str]:
+    """Bytes of optimizer state per trainable parameter, with formula and source."""
+    if optimizer == "adamw":
+        return 2 * state_bytes, f"2 moments x {state_bytes} B", "Loshchilov & Hutter, AdamW"
+    if optimizer in ("adamw8bit", "paged_adamw8bit"):
+        return 2 * (1 + 4 / 2048), "2 moments x (1 B + 4 B absmax / 2048)", SRC_ADAM8
+    if optimizer == "sgd":
+        return 0.0, "no state", "torch.optim.SGD (momentum=0)"
+    if optimizer in ("sgd_momentum", "lion"):
+        name = "momentum" if optimizer == "sgd_momentum" else "Lion momentum (Chen et al. 2023)"
+        return float(state_bytes), f"1 state x {state_bytes} B", name
+    if optimizer == "adafactor":
+        return 0.0, "factored: see the Adafactor line", SRC_ADAFACTOR
+    raise ValueError(f"unknown optimizer {optimizer!r}")
+
+
+def adafactor_state_elements(spec: ModelSpec, trainable_fraction: float = 1.0) -> float:
+    """Adafactor keeps a row and a column accumulator per matrix (no first moment by default)."""
+    total = 0.0
+    for shape in linear_shapes(spec):
+        total += (shape.n_in + shape.n_out) * shape.count
+    counts = count_params(spec).by_component
+    total += 2 * spec.vocab_size + 2 * spec.hidden_size  # embedding and LM head matrices
+    total += counts["norms"]  # vectors keep a full second moment
+    return total * trainable_fraction
+
+
+# --- training --------------------------------------------------------------------------------
+
+
+def _activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
+    dropout = work.dropout if work.dropout is not None else 0.0
+    return ActivationSettings(
+        dtype_bytes=work.dtype_bytes,
+        seq=work.seq,
+        attention=work.attention,
+        dropout=dropout,
+        mask_bytes=1 if work.device == "cuda" else work.dtype_bytes,
+        train_weights=not work.is_lora,
+        frozen_linear_saves_input=work.task == "qlora",
+        lora_targets=work.lora_targets if work.is_lora else (),
+        lora_rank=work.lora_rank if work.is_lora else 0,
+        logits_fp32=work.logits_fp32,
+        batch=work.batch,
+    )
+
+
+def _sharded(term: Term, tp: int, sp: bool) -> float:
+    if term.shardable == "tp" or (term.shardable == "sp" and sp):
+        return term.bytes_per_token / tp
+    return term.bytes_per_token
+
+
+def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Term, ...]]:
+    """Saved activations of the busiest pipeline stage for the in-flight micro-batches."""
+    par = work.parallel
+    st = _activation_settings(spec, work)
+    tokens = work.batch * work.seq
+    layers = math.ceil(spec.num_layers / par.pp)
+    lines: list[Line] = []
+    first_layer = layer_terms(spec, st, spec.moe_layers[0] if spec.moe_layers else 0)
+    per_layer = [
+        sum(_sharded(t, par.tp, par.sp) for t in layer_terms(spec, st, i)) * tokens
+        for i in range(layers)
+    ]
+    if work.recompute == "full":
+        # Only each layer's input survives the forward; one layer is recomputed at a time.
+        h_bytes = spec.hidden_size * work.dtype_bytes * tokens / (par.tp if par.sp else 1)
+        saved = layers * h_bytes
+        recompute_peak = max(per_layer)
+        formula_layers = f"{layers} layers x b·h per token (checkpointed inputs)"
+    else:
+        drop = (
+            ("softmax", "soft-cap", "dropped probabilities")
+            if work.recompute == "selective"
+            else ()
+        )
+        saved = 0.0
+        for i in range(layers):
+            terms = [t for t in layer_terms(spec, st, i) if not any(d in t.name for d in drop)]
+            saved += sum(_sharded(t, par.tp, par.sp) for t in terms) * tokens
+        recompute_peak = 0.0
+        formula_layers = f"{layers} layers x sum of the per-layer terms (--explain) x tokens"
+    # 1F1B: the first stage holds up to pp micro-batches in flight (Narayanan et al. 2021);
+    # interleaving adds (pp-1)/(pp·vpp) (Korthikanti et al. 2022, §4.2.3).
+    in_flight = 1.0
+    if par.pp > 1:
+        in_flight = (
+            min(par.pp, work.grad_accum) * (1 + (par.pp - 1) / (par.pp * par.vpp))
+            if par.vpp > 1
+            else float(min(par.pp, work.grad_accum))
+        )
+    lines.append(
+        Line(
+            "activations",
+            "saved by the layers",
+            saved * in_flight,
+            formula_layers
+            + (f" x {in_flight:g} micro-batches in flight" if in_flight != 1 else ""),
+            SRC_AUTOGRAD if work.recompute == "none" else SRC_KORTHIKANTI,
+        )
+    )
+    if recompute_peak:
+        lines.append(
+            Line(
+                "activations",
+                "one layer recomputed during backward",
+                recompute_peak,
+                "the largest layer's saved terms",
+                SRC_KORTHIKANTI,
+            )
+        )
+    edge = sum(_sharded(t, par.tp, par.sp) for t in model_terms(spec, st, work.batch)) * tokens
+    lines.append(
+        Line(
+            "activations",
+            "embeddings, final norm, log-softmax of the loss",
+            edge,
+            "token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)",
+            SRC_AUTOGRAD,
+        )
+    )
+    return lines, tuple(first_layer)
+
+
+def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
+    """Per-GPU memory of one training step (peak at the start of the backward pass)."""
+    par = work.parallel
+    b = work.dtype_bytes
+    split = param_split(spec, par.tp, par.pp, par.ep)
+    assumptions: list[str] = []
+    lines: list[Line] = []
+    mixed = work.precision == "mixed" and work.dtype != "fp32"
+    state_bytes = 4 if (mixed or work.dtype == "fp32") else b
+
+    if work.is_lora:
+        trainable, adapter_lines = _lora_params(spec, work, split)
+        lines += adapter_lines
+    else:
+        trainable = split.total
+        shard = par.dp if par.zero >= 3 else 1
+        lines.append(
+            Line(
+                "weights",
+                f"weights ({work.dtype})",
+                split.total * b / shard,
+                f"P x {b} B" + (f" / dp {par.dp} (ZeRO-3)" if shard > 1 else ""),
+                SRC_ZERO,
+            )
+        )
+    trainable_bytes = 4 if (work.is_lora and mixed) else b
+    if work.is_lora:
+        assumptions.append(
+            f"LoRA adapters (rank {work.lora_rank} on {', '.join(work.lora_targets)}) are "
+            f"{'fp32' if mixed else work.dtype}; base weights are frozen"
+        )
+    grad_shard = par.dp if par.zero >= 2 else 1
+    grad_bytes = trainable * trainable_bytes / grad_shard
+    lines.append(
+        Line(
+            "gradients",
+            "gradients of trainable parameters",
+            grad_bytes,
+            f"P_train x {trainable_bytes} B"
+            + (f" / dp {par.dp} (ZeRO-2)" if grad_shard > 1 else ""),
+            SRC_ZERO,
+        )
+    )
+    opt_shard = par.dp if par.zero >= 1 else 1
+    per_param, formula, source = optimizer_bytes_per_param(work.optimizer, state_bytes)
+    if work.optimizer == "adafactor":
+        frac = trainable / max(split.total, 1)
+        elems = adafactor_state_elements(spec, frac) / (par.tp * par.pp)
+        opt = elems * 4
+        formula = "(rows + cols) per matrix x 4 B"
+    else:
+        opt = trainable * per_param
+    master = trainable * 4 if (mixed and not work.is_lora) else 0.0
+    on_cpu = work.offload_optimizer
+    where = "CPU" if on_cpu else "GPU"
+    if master:
+        lines.append(
+            Line(
+                "master_weights",
+                f"fp32 master weights ({where})",
+                0.0 if on_cpu else master / opt_shard,
+                "P x 4 B" + (f" / dp {par.dp} (ZeRO-1)" if opt_shard > 1 else ""),
+                SRC_ZERO,
+            )
+        )
+    lines.append(
+        Line(
+            "optimizer",
+            f"{work.optimizer} states ({where})",
+            0.0 if on_cpu else opt / opt_shard,
+            f"P_train x {formula}" + (f" / dp {par.dp} (ZeRO-1)" if opt_shard > 1 else ""),
+            source,
+        )
+    )
+    cpu = (opt + master) / opt_shard if on_cpu else 0.0
+    if on_cpu:
+        assumptions.append("optimizer states and master weights are offloaded to CPU memory")
+    if work.optimizer == "paged_adamw8bit":
+        assumptions.append("paged optimizer: states can spill to CPU under pressure (bitsandbytes)")
+    if par.zero >= 3 and not work.is_lora:
+        unit = max(s.weights * s.count for s in linear_shapes(spec)) / max(spec.num_layers, 1)
+        gather = 2 * _layer_params(spec) * b / par.tp
+        lines.append(
+            Line(
+                "weights",
+                "ZeRO-3 all-gathered layer (current + prefetch)",
+                gather,
+                "2 x params of one layer x b",
+                SRC_ZERO,
+            )
+        )
+        del unit
+
+    act_lines, per_layer = activation_bytes(spec, work)
+    lines += act_lines
+    tokens = work.batch * work.seq
+    if spec.is_decoder:
+        vocab = spec.vocab_size / par.tp
+        logits = tokens * vocab * (b + 4)
+        lines.append(
+            Line(
+                "logits",
+                "logits (dtype) and their fp32 gradient at backward start",
+                logits,
+                "tokens x V x (b + 4)",
+                "transformers ForCausalLMLoss",
+            )
+        )
+    lines += _runtime_overhead(lines, work.overheads, par.gpus > 1, assumptions)
+    precision = (
+        f"mixed precision: {work.dtype} weights, fp32 master weights and optimizer states"
+        if mixed
+        else f"pure {work.dtype}: weights, gradients and optimizer states"
+    )
+    assumptions += [
+        precision,
+        f"attention kernel: {work.attention}; recomputation: {work.recompute}",
+        f"dropout {_activation_settings(spec, work).dropout:g}",
+    ]
+    return _assemble(lines, assumptions, per_layer=per_layer, cpu_bytes=cpu, tokens=tokens)
+
+
+def _layer_params(spec: ModelSpec) -> float:
+    counts = count_params(spec).by_component
+    layer = sum(counts[k] for k in ("attention", "mlp", "experts", "shared_experts", "router"))
+    return layer / spec.num_layers
+
+
+def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[float, list[Line]]:
+    """Frozen base (bf16, or NF4 for QLoRA) plus the adapters."""
+    par = work.parallel
+    lines: list[Line] = []
+    if work.task == "qlora":
+        fmt = get_format("nf4-dq")
+        base = split.layer_linear * fmt.bits_per_weight / 8 + split.other * 2
+        lines.append(
+            Line(
+                "weights",
+                "frozen base: NF4 linears + bf16 embeddings and norms",
+                base,
+                f"P_linear x {fmt.bits_per_weight:.3f} bits / 8 + P_other x 2 B",
+                SRC_QLORA,
+            )
+        )
+    else:
+        base = split.total * work.dtype_bytes
+        lines.append(
+            Line(
+                "weights",
+                f"frozen base weights ({work.dtype})",
+                base,
+                f"P x {work.dtype_bytes} B",
+                SRC_LORA,
+            )
+        )
+    adapters = 0.0
+    stage = split.layers_on_stage / spec.num_layers
+    for shape in linear_shapes(spec):
+        if shape.kind in work.lora_targets:
+            adapters += work.lora_rank * (shape.n_in + shape.n_out) * shape.count * stage
+    adapters /= par.tp
+    mixed = work.precision == "mixed" and work.dtype != "fp32"
+    adapter_bytes = 4 if mixed else work.dtype_bytes
+    lines.append(
+        Line(
+            "weights",
+            "LoRA adapters",
+            adapters * adapter_bytes,
+            "r x (d_in + d_out) per adapted matrix",
+            SRC_LORA,
+        )
+    )
+    return adapters, lines
+
+
+def _runtime_overhead(
+    lines: list[Line], overheads: Overheads, multi_gpu: bool, assumptions: list[str]
+) -> list[Line]:
+    """CUDA context, allocator reserve (a fraction of what tensors take) and NCCL buffers."""
+    out = []
+    context, source = overhead_bytes("cuda-context")
+    if overheads.cuda_context_bytes is not None:
+        context, source = overheads.cuda_context_bytes, "user value"
+    out.append(Line("overhead", "CUDA context and kernels", context, "per process", source))
+    workspace, source = overhead_bytes("cublas-workspace-sm90")
+    out.append(Line("overhead", "cuBLAS workspace", workspace, "one stream, sm90", source))
+    tensors = sum(ln.bytes for ln in lines)
+    fraction = overheads.fragmentation
+    frag_source = "user value"
+    if fraction is None:
+        fraction, frag_source = overhead_fraction("torch-allocator-fragmentation")
+    out.append(
+        Line(
+            "overhead",
+            "allocator reserve and fragmentation",
+            tensors * fraction,
+            f"{fraction:g} x allocated tensors",
+            frag_source,
+        )
+    )
+    if multi_gpu:
+        nccl, source = overhead_bytes("nccl-communicator-typical")
+        if overheads.nccl_bytes is not None:
+            nccl, source = overheads.nccl_bytes, "user value"
+        out.append(Line("overhead", "NCCL communicator buffers", nccl, "per GPU", source))
+    assumptions.append(
+        "runtime overhead: CUDA context, cuBLAS workspace, allocator reserve"
+        + (", NCCL buffers" if multi_gpu else "")
+        + " (defaults in catalog/data/overhead.toml; override with --cuda-context, "
+        "--fragmentation, --nccl)"
+    )
+    return out
+
+
+# --- inference -------------------------------------------------------------------------------
+
+
+def kv_bytes_per_token(spec: ModelSpec, kv_dtype_bytes: float, context: int, tp: int = 1) -> float:
+    """KV cache bytes for one token position, averaged over ``context`` for sliding layers.
+
+    MHA/GQA/MQA: 2·n_kv·d per layer; KV heads split over TP (replicated when n_kv < tp).
+    MLA: the latent (kv_lora_rank) and the shared rope key per layer, replicated over TP.
+    A sliding-window layer holds at most ``window`` tokens.
+    """
+    att = spec.attention
+    if not spec.is_decoder:
+        return 0.0
+    if att.kind == "mla":
+        per_layer = (att.kv_lora_rank + att.qk_rope_head_dim) * kv_dtype_bytes
+    else:
+        heads = max(att.num_kv_heads / tp, 1)
+        per_layer = 2 * heads * att.head_dim * kv_dtype_bytes
+    window = att.sliding_window
+    sliding = len(spec.sliding_window_layers) if window else 0
+    full = spec.num_layers - sliding
+    held = full + (sliding * min(context, window) / context if window else 0)
+    return per_layer * held
+
+
+def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
+    """Per-GPU memory to serve ``batch`` sequences of ``context`` tokens."""
+    fmt = get_format(work.weight_format)
+    split = param_split(spec, work.tp)
+    lines: list[Line] = []
+    assumptions: list[str] = []
+    quantized, kept = _weight_bytes(split, fmt)
+    lines.append(
+        Line(
+            "weights",
+            f"weights ({fmt.id})",
+            quantized + kept,
+            f"P_linear x {fmt.bits_per_weight:g} bits / 8 + P_other x 2 B"
+            if fmt.bits_per_weight < 16
+            else f"P x {fmt.bits_per_weight:g} bits / 8",
+            fmt.source,
+        )
+    )
+    per_token = kv_bytes_per_token(spec, work.kv_bytes, work.context, work.tp)
+    kv = per_token * work.batch * work.context
+    lines.append(
+        Line(
+            "kv_cache",
+            f"KV cache ({work.kv_dtype})",
+            kv,
+            f"batch {work.batch} x context {work.context} x {per_token:,.0f} B/token",
+            SRC_MLA if spec.attention.kind == "mla" else SRC_KV,
+        )
+    )
+    lines.append(_prefill_line(spec, work))
+    lines += _runtime_overhead(lines, work.overheads, work.tp > 1, assumptions)
+    assumptions.append(f"weights stored as {fmt.name}; compute in {fmt.compute_dtype}")
+    if fmt.bits_per_weight < 16 and fmt.kind != "gguf":
+        assumptions.append("embeddings, LM head and norms stay in 16-bit (usual for GPTQ/AWQ/bnb)")
+    result = _assemble(lines, assumptions, tokens=work.batch * work.context)
+    return result
+
+
+def _weight_bytes(split: ParamSplit, fmt: WeightFormat) -> tuple[float, float]:
+    if fmt.kind == "gguf" or fmt.bits_per_weight >= 16:
+        return split.total * fmt.bits_per_weight / 8, 0.0
+    return split.layer_linear * fmt.bits_per_weight / 8, split.other * 2
+
+
+def _prefill_line(spec: ModelSpec, work: InferWork) -> Line:
+    """The largest transient of a no-grad forward over the prompt (or one chunk of it).
+
+    Live at once in the MLP of one layer: the residual stream and the normalised input
+    (2·h), the gate and up outputs and their product (3·I), in the compute dtype; plus the
+    last-token logits in fp32 for each sequence.
+    """
+    b = 2
+    # A chunked prefill (vLLM's token budget) caps the tokens in one forward pass.
+    tokens = work.batch * work.context
+    if work.prefill_chunk:
+        tokens = min(work.prefill_chunk, tokens)
+    width = spec.mlp.intermediate_size if spec.mlp else 0
+    if spec.moe is not None:
+        width = max(width, spec.moe.expert.intermediate_size * spec.moe.experts_per_token)
+    per_token = b * (2 * spec.hidden_size + 3 * width / work.tp)
+    logits = work.batch * spec.vocab_size * 4
+    how = f"{'chunk' if work.prefill_chunk else 'prompt'} of {tokens:,} tokens"
+    return Line(
+        "activations",
+        f"prefill peak ({how})",
+        tokens * per_token + logits,
+        "tokens x b·(2h + 3I) + batch x V x 4",
+        "no-grad forward: one layer's MLP live",
+    )
+
+
+# --- fitting on a GPU ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a workload sits on one GPU model."""
+
+    gpu_id: str
+    gpu_memory_bytes: int
+    usable_bytes: float
+    fits: bool
+    headroom_bytes: float
+    max_batch: int
+    """Largest micro-batch (training) or concurrent sequences (inference) that fits; 0 if none."""
+    max_seq: int
+    """Longest sequence (training) or context (inference) at the given batch; 0 if none."""
+    best_format: str | None = None
+    """Inference: the highest-precision weight format that fits."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+#: Inference weight formats from highest to lowest fidelity, tried in this order.
+FORMAT_LADDER = (
+    "bf16",
+    "fp8",
+    "int8",
+    "gguf-q8_0",
+    "gguf-q6_k",
+    "gguf-q5_k_m",
+    "awq-4bit-g128",
+    "gptq-4bit-g128",
+    "gguf-q4_k_m",
+    "nf4-dq",
+    "gguf-q3_k_m",
+    "gguf-q2_k",
+)
+
+
+def _largest(fits: Callable[[int], bool], limit: int) -> int:
+    """Largest n in [1, limit] with ``fits(n)``, for a monotone ``fits``; 0 when even 1 fails."""
+    if not fits(1):
+        return 0
+    lo = 1
+    while lo < limit and fits(min(2 * lo, limit)):
+        lo = min(2 * lo, limit)
+    if lo == limit:
+        return limit
+    hi = min(2 * lo, limit)  # fits(lo) holds and fits(hi) fails
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def fit_training(spec: ModelSpec, work: TrainWork, gpu_id: str, memory_bytes: int) -> Fit:
+    """Fit, headroom, the largest micro-batch and the longest sequence for training."""
+    total = training_memory(spec, work).total_bytes
+    max_batch = _largest(
+        lambda n: training_memory(spec, replace(work, batch=n)).total_bytes <= memory_bytes, 1 << 16
+    )
+    max_seq = _largest(
+        lambda n: training_memory(spec, replace(work, seq=n)).total_bytes <= memory_bytes,
+        max(spec.max_position_embeddings, work.seq),
+    )
+    return Fit(
+        gpu_id,
+        memory_bytes,
+        memory_bytes,
+        total <= memory_bytes,
+        memory_bytes - total,
+        max_batch,
+        max_seq,
+    )
+
+
+def fit_inference(spec: ModelSpec, work: InferWork, gpu_id: str, memory_bytes: int) -> Fit:
+    """Fit for serving; with an engine reservation, weights + KV must fit in its share."""
+    usable = memory_bytes * (work.gpu_memory_utilization or 1.0)
+    total = inference_memory(spec, work).total_bytes
+    limit = max(spec.max_position_embeddings, work.context)
+    max_batch = _largest(
+        lambda n: inference_memory(spec, replace(work, batch=n)).total_bytes <= usable, 1 << 16
+    )
+    max_ctx = _largest(
+        lambda n: inference_memory(spec, replace(work, context=n)).total_bytes <= usable, limit
+    )
+    best = None
+    for fid in FORMAT_LADDER:
+        if inference_memory(spec, replace(work, weight_format=fid)).total_bytes <= usable:
+            best = fid
+            break
+    notes = ()
+    if max_ctx == limit and limit == spec.max_position_embeddings:
+        notes = (f"context is capped by the model's max_position_embeddings ({limit:,})",)
+    return Fit(
+        gpu_id,
+        memory_bytes,
+        usable,
+        total <= usable,
+        usable - total,
+        max_batch,
+        max_ctx,
+        best,
+        notes,
+    )

@@ -1,0 +1,110 @@
+"""The linear layers of a model as shapes: what LoRA adapts, QLoRA quantizes, Adafactor factors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from suanli.models.spec import ModelSpec
+
+#: Kinds of linear layers inside the transformer blocks.
+LINEAR_KINDS = (
+    "q",
+    "k",
+    "v",
+    "qkv",
+    "o",
+    "gate",
+    "up",
+    "gate_up",
+    "down",
+    "q_a",
+    "q_b",
+    "kv_a",
+    "kv_b",
+    "experts",
+    "shared",
+)
+
+
+@dataclass(frozen=True)
+class LinearShape:
+    """``count`` linear layers of ``n_in x n_out`` weights of one kind, over the whole model."""
+
+    kind: str
+    n_in: int
+    n_out: int
+    count: int
+
+    @property
+    def weights(self) -> int:
+        """Weights in one of these layers."""
+        return self.n_in * self.n_out
+
+    def targeted_by(self, targets: tuple[str, ...]) -> bool:
+        """Whether LoRA targets (``q k v o gate up down``) adapt this kind (fused kinds count
+        when any of their parts is targeted)."""
+        if self.kind == "qkv":
+            return any(t in targets for t in ("q", "k", "v"))
+        if self.kind == "gate_up":
+            return any(t in targets for t in ("gate", "up"))
+        if self.kind == "q_b":
+            return "q" in targets
+        if self.kind == "kv_b":
+            return "k" in targets or "v" in targets
+        return self.kind in targets
+
+
+def linear_shapes(spec: ModelSpec) -> list[LinearShape]:
+    """Every linear weight inside the layers (embeddings and LM head excluded)."""
+    h, layers = spec.hidden_size, spec.num_layers
+    att = spec.attention
+    shapes: list[LinearShape] = []
+    if att.kind == "mla":
+        nh = att.num_heads
+        if att.q_lora_rank:
+            shapes += [
+                LinearShape("q_a", h, att.q_lora_rank, layers),
+                LinearShape("q_b", att.q_lora_rank, nh * att.head_dim, layers),
+            ]
+        else:
+            shapes.append(LinearShape("q", h, nh * att.head_dim, layers))
+        shapes += [
+            LinearShape("kv_a", h, att.kv_lora_rank + att.qk_rope_head_dim, layers),
+            LinearShape(
+                "kv_b", att.kv_lora_rank, nh * (att.qk_nope_head_dim + att.v_head_dim), layers
+            ),
+        ]
+    else:
+        q_out = att.num_heads * att.head_dim
+        kv_out = att.num_kv_heads * att.head_dim
+        if att.fused_qkv:
+            shapes.append(LinearShape("qkv", h, q_out + 2 * kv_out, layers))
+        else:
+            shapes += [
+                LinearShape("q", h, q_out, layers),
+                LinearShape("k", h, kv_out, layers),
+                LinearShape("v", h, kv_out, layers),
+            ]
+    shapes.append(LinearShape("o", att.num_heads * att.v_head_dim, h, layers))
+    dense = spec.num_dense_layers
+    if spec.mlp is not None and dense:
+        width = spec.mlp.intermediate_size
+        if spec.mlp.gated and spec.architecture == "phi3":
+            shapes.append(LinearShape("gate_up", h, 2 * width, dense))
+        elif spec.mlp.gated:
+            shapes += [LinearShape("gate", h, width, dense), LinearShape("up", h, width, dense)]
+        else:
+            shapes.append(LinearShape("up", h, width, dense))
+        shapes.append(LinearShape("down", width, h, dense))
+    if spec.moe is not None and spec.moe_layers:
+        moe = spec.moe
+        n_moe = len(spec.moe_layers)
+        width = moe.expert.intermediate_size
+        shapes += [
+            LinearShape("experts", h, width, 2 * moe.num_experts * n_moe),
+            LinearShape("experts", width, h, moe.num_experts * n_moe),
+        ]
+        if moe.shared_expert is not None:
+            sw = moe.shared_expert.intermediate_size
+            shapes += [LinearShape("shared", h, sw, 2 * n_moe), LinearShape("shared", sw, h, n_moe)]
+    return shapes

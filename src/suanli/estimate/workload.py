@@ -1,0 +1,187 @@
+"""What the user wants to run: frozen, validated workload descriptions.
+
+Every field has a unit or a closed set of values; a bad value raises ``ValueError`` with one
+sentence that says what to change (the CLI turns it into exit code 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TASKS = ("pretrain", "full", "lora", "qlora", "infer")
+TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
+DTYPES = ("fp32", "bf16", "fp16", "fp8")
+PRECISIONS = ("mixed", "pure")
+OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "sgd_momentum", "adafactor", "lion")
+RECOMPUTE = ("none", "selective", "full")
+ATTENTION = ("eager", "sdpa", "flash")
+DEVICES = ("cuda", "cpu")
+KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"--{name.replace('_', '-')} {value!r} is not one of {', '.join(allowed)}")
+
+
+def _positive(name: str, value: int, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(
+            f"--{name.replace('_', '-')} must be an integer >= {minimum}, got {value!r}"
+        )
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How one model replica is split, and how many replicas there are."""
+
+    dp: int = 1
+    """Data-parallel replicas (ZeRO/FSDP shard over these)."""
+    tp: int = 1
+    """Tensor-parallel degree (Megatron-style column/row splits of attention and MLP)."""
+    pp: int = 1
+    """Pipeline stages (1F1B schedule)."""
+    vpp: int = 1
+    """Virtual stages per pipeline rank (interleaved 1F1B)."""
+    sp: bool = False
+    """Sequence parallelism: shards norm and dropout activations over the TP group."""
+    ep: int = 1
+    """Expert-parallel degree for MoE layers (experts split over this many GPUs)."""
+    zero: int = 0
+    """ZeRO stage 0-3 over ``dp`` (3 is FSDP full sharding)."""
+
+    def __post_init__(self) -> None:
+        for name in ("dp", "tp", "pp", "vpp", "ep"):
+            _positive(name, getattr(self, name))
+        if self.zero not in (0, 1, 2, 3):
+            raise ValueError(f"--zero must be 0, 1, 2 or 3, got {self.zero!r}")
+        if self.sp and self.tp == 1:
+            raise ValueError("--sp (sequence parallel) needs --tp > 1")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in the whole job."""
+        return self.dp * self.tp * self.pp
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """Runtime overheads; ``None`` takes the bundled default (catalog/data/overhead.toml)."""
+
+    cuda_context_bytes: float | None = None
+    """CUDA context and kernel images per process (default 512 MiB)."""
+    fragmentation: float | None = None
+    """Caching-allocator reserve as a fraction of allocated bytes (default 0.10)."""
+    nccl_bytes: float | None = None
+    """NCCL communicator buffers per GPU when more than one GPU works together (default 1 GiB)."""
+
+    def __post_init__(self) -> None:
+        for name in ("cuda_context_bytes", "nccl_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"--{name.replace('_bytes', '').replace('_', '-')} must be >= 0")
+        if self.fragmentation is not None and not 0 <= self.fragmentation < 1:
+            raise ValueError(f"--fragmentation must be in [0, 1), got {self.fragmentation}")
+
+
+@dataclass(frozen=True)
+class TrainWork:
+    """A training or fine-tuning step, per GPU."""
+
+    task: str = "full"
+    """``pretrain``, ``full``, ``lora`` or ``qlora``."""
+    batch: int = 1
+    """Micro-batch per GPU, in sequences."""
+    seq: int = 2048
+    """Sequence length in tokens."""
+    grad_accum: int = 1
+    """Micro-batches accumulated per optimizer step."""
+    dtype: str = "bf16"
+    """Compute and weight dtype."""
+    precision: str = "mixed"
+    """``mixed``: fp32 master weights and fp32 optimizer states beside ``dtype`` weights
+    (Megatron, DeepSpeed: 16 bytes/param with Adam); ``pure``: everything in ``dtype``."""
+    optimizer: str = "adamw"
+    recompute: str = "none"
+    """Activation recomputation: none, selective (attention core), full (layer inputs only)."""
+    attention: str = "sdpa"
+    """``eager`` materialises the s x s scores; ``sdpa``/``flash`` do not."""
+    parallel: Parallelism = field(default_factory=Parallelism)
+    offload_optimizer: bool = False
+    """Optimizer states (and master weights) live in CPU memory (ZeRO-Offload)."""
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = ("q", "k", "v", "o")
+    """Modules that get adapters (``q k v o gate up down``)."""
+    dropout: float | None = None
+    """Dropout probability; ``None`` takes the model config's value (0 for most LLMs)."""
+    logits_fp32: bool = True
+    """The loss upcasts logits to fp32 (transformers, torchtune); False for chunked/fused loss."""
+    device: str = "cuda"
+    """``cuda`` (dropout masks are 1-byte bools) or ``cpu`` (masks in ``dtype``)."""
+    overheads: Overheads = field(default_factory=Overheads)
+
+    def __post_init__(self) -> None:
+        _choice("task", self.task, TRAIN_TASKS)
+        _positive("batch", self.batch)
+        _positive("seq", self.seq)
+        _positive("grad_accum", self.grad_accum)
+        _choice("dtype", self.dtype, DTYPES)
+        _choice("precision", self.precision, PRECISIONS)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("recompute", self.recompute, RECOMPUTE)
+        _choice("attention", self.attention, ATTENTION)
+        _choice("device", self.device, DEVICES)
+        _positive("lora_rank", self.lora_rank)
+        for target in self.lora_targets:
+            _choice("lora_targets", target, LORA_TARGETS)
+        if self.dropout is not None and not 0 <= self.dropout < 1:
+            raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
+
+    @property
+    def dtype_bytes(self) -> int:
+        """Bytes per element of the compute dtype."""
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def is_lora(self) -> bool:
+        """LoRA or QLoRA: the base weights are frozen."""
+        return self.task in ("lora", "qlora")
+
+
+@dataclass(frozen=True)
+class InferWork:
+    """Serving a model: weights, KV cache and the prefill peak, per GPU."""
+
+    batch: int = 1
+    """Concurrent sequences."""
+    context: int = 4096
+    """Tokens per sequence held in the KV cache (prompt + generated)."""
+    weight_format: str = "bf16"
+    """A format id from catalog/data/quant.toml (``bf16``, ``fp8``, ``gguf-q4_k_m``...)."""
+    kv_dtype: str = "bf16"
+    tp: int = 1
+    """Tensor-parallel degree: weights and KV heads split over this many GPUs."""
+    prefill_chunk: int | None = None
+    """Chunked prefill: tokens per chunk (``None`` prefills the whole prompt at once)."""
+    gpu_memory_utilization: float | None = None
+    """A serving engine's reservation (vLLM: 0.9): the engine takes this share of the GPU."""
+    overheads: Overheads = field(default_factory=Overheads)
+
+    def __post_init__(self) -> None:
+        _positive("batch", self.batch)
+        _positive("context", self.context)
+        _positive("tp", self.tp)
+        _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
+        if self.prefill_chunk is not None:
+            _positive("prefill_chunk", self.prefill_chunk)
+        util = self.gpu_memory_utilization
+        if util is not None and not 0 < util <= 1:
+            raise ValueError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+
+    @property
+    def kv_bytes(self) -> float:
+        """Bytes per element of the KV cache."""
+        return {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "fp32": 4}[self.kv_dtype]
