@@ -28,6 +28,16 @@ def test_exported_members() -> None:
             "model_from_module",
             "module_params",
             "presets",
+            "Fit",
+            "InferWork",
+            "MemoryBreakdown",
+            "Overheads",
+            "Parallelism",
+            "TrainWork",
+            "fit_inference",
+            "fit_training",
+            "inference_memory",
+            "training_memory",
             "spec_from_config",
         ]
     )

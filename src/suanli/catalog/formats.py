@@ -53,9 +53,10 @@ class Overhead:
 def _read(name: str) -> dict[str, Any]:
     text = (resources.files("suanli.catalog") / "data" / name).read_text("utf-8")
     try:
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{name}: not valid TOML ({exc})") from None
+    return data
 
 
 @lru_cache(maxsize=1)

@@ -55,12 +55,13 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from suanli.cli import gpus, model
+    from suanli.cli import gpus, mem, model
 
     cli.add_command(gpus.gpus_cmd)
     cli.add_command(gpus.gpu_cmd)
     cli.add_command(model.model_cmd)
     cli.add_command(model.models_cmd)
+    cli.add_command(mem.mem_cmd)
 
 
 _register()

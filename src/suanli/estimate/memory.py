@@ -176,7 +176,7 @@ def adafactor_state_elements(spec: ModelSpec, trainable_fraction: float = 1.0) -
 
 
 def _activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
-    dropout = work.dropout if work.dropout is not None else 0.0
+    dropout = work.dropout if work.dropout is not None else spec.dropout
     return ActivationSettings(
         dtype_bytes=work.dtype_bytes,
         seq=work.seq,
@@ -206,26 +206,28 @@ def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tupl
     layers = math.ceil(spec.num_layers / par.pp)
     lines: list[Line] = []
     first_layer = layer_terms(spec, st, spec.moe_layers[0] if spec.moe_layers else 0)
-    per_layer = [
-        sum(_sharded(t, par.tp, par.sp) for t in layer_terms(spec, st, i)) * tokens
-        for i in range(layers)
+    # The first stage holds layers 0..layers-1: group them into dense and MoE layers.
+    n_moe = sum(1 for i in spec.moe_layers if i < layers)
+    kinds = [
+        (layers - n_moe, _first_dense_layer(spec)),
+        (n_moe, spec.moe_layers[0] if n_moe else -1),
     ]
+    drop = ("softmax", "soft-cap", "dropped probabilities") if work.recompute == "selective" else ()
+    saved = recompute_peak = 0.0
+    for count, index in kinds:
+        if not count:
+            continue
+        terms = layer_terms(spec, st, index)
+        full = sum(_sharded(t, par.tp, par.sp) for t in terms) * tokens
+        recompute_peak = max(recompute_peak, full)
+        kept = [t for t in terms if not any(d in t.name for d in drop)]
+        saved += count * sum(_sharded(t, par.tp, par.sp) for t in kept) * tokens
     if work.recompute == "full":
         # Only each layer's input survives the forward; one layer is recomputed at a time.
         h_bytes = spec.hidden_size * work.dtype_bytes * tokens / (par.tp if par.sp else 1)
         saved = layers * h_bytes
-        recompute_peak = max(per_layer)
         formula_layers = f"{layers} layers x b·h per token (checkpointed inputs)"
     else:
-        drop = (
-            ("softmax", "soft-cap", "dropped probabilities")
-            if work.recompute == "selective"
-            else ()
-        )
-        saved = 0.0
-        for i in range(layers):
-            terms = [t for t in layer_terms(spec, st, i) if not any(d in t.name for d in drop)]
-            saved += sum(_sharded(t, par.tp, par.sp) for t in terms) * tokens
         recompute_peak = 0.0
         formula_layers = f"{layers} layers x sum of the per-layer terms (--explain) x tokens"
     # 1F1B: the first stage holds up to pp micro-batches in flight (Narayanan et al. 2021);
@@ -270,6 +272,11 @@ def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tupl
     return lines, tuple(first_layer)
 
 
+def _first_dense_layer(spec: ModelSpec) -> int:
+    moe = set(spec.moe_layers)
+    return next((i for i in range(spec.num_layers) if i not in moe), 0)
+
+
 def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     """Per-GPU memory of one training step (peak at the start of the backward pass)."""
     par = work.parallel
@@ -301,6 +308,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             f"LoRA adapters (rank {work.lora_rank} on {', '.join(work.lora_targets)}) are "
             f"{'fp32' if mixed else work.dtype}; base weights are frozen"
         )
+    # Gradients shard with ZeRO-2 and up; adapters' gradients shard with FSDP too.
     grad_shard = par.dp if par.zero >= 2 else 1
     grad_bytes = trainable * trainable_bytes / grad_shard
     lines.append(
@@ -399,8 +407,10 @@ def _layer_params(spec: ModelSpec) -> float:
 
 
 def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[float, list[Line]]:
-    """Frozen base (bf16, or NF4 for QLoRA) plus the adapters."""
+    """Frozen base (bf16, or NF4 for QLoRA) plus the adapters; FSDP (ZeRO-3) shards both."""
     par = work.parallel
+    shard = par.dp if par.zero >= 3 else 1
+    note = f" / dp {par.dp} (FSDP)" if shard > 1 else ""
     lines: list[Line] = []
     if work.task == "qlora":
         fmt = get_format("nf4-dq")
@@ -409,8 +419,8 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
             Line(
                 "weights",
                 "frozen base: NF4 linears + bf16 embeddings and norms",
-                base,
-                f"P_linear x {fmt.bits_per_weight:.3f} bits / 8 + P_other x 2 B",
+                base / shard,
+                f"P_linear x {fmt.bits_per_weight:.3f} bits / 8 + P_other x 2 B" + note,
                 SRC_QLORA,
             )
         )
@@ -420,15 +430,15 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
             Line(
                 "weights",
                 f"frozen base weights ({work.dtype})",
-                base,
-                f"P x {work.dtype_bytes} B",
+                base / shard,
+                f"P x {work.dtype_bytes} B" + note,
                 SRC_LORA,
             )
         )
     adapters = 0.0
     stage = split.layers_on_stage / spec.num_layers
     for shape in linear_shapes(spec):
-        if shape.kind in work.lora_targets:
+        if shape.targeted_by(work.lora_targets):
             adapters += work.lora_rank * (shape.n_in + shape.n_out) * shape.count * stage
     adapters /= par.tp
     mixed = work.precision == "mixed" and work.dtype != "fp32"
@@ -437,11 +447,22 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
         Line(
             "weights",
             "LoRA adapters",
-            adapters * adapter_bytes,
-            "r x (d_in + d_out) per adapted matrix",
+            adapters * adapter_bytes / shard,
+            "r x (d_in + d_out) per adapted matrix" + note,
             SRC_LORA,
         )
     )
+    if shard > 1:
+        gather = 2 * _layer_params(spec) * work.dtype_bytes / par.tp
+        lines.append(
+            Line(
+                "weights",
+                "FSDP all-gathered layer (current + prefetch)",
+                gather,
+                "2 x params of one layer x b",
+                SRC_ZERO,
+            )
+        )
     return adapters, lines
 
 
@@ -456,7 +477,8 @@ def _runtime_overhead(
     out.append(Line("overhead", "CUDA context and kernels", context, "per process", source))
     workspace, source = overhead_bytes("cublas-workspace-sm90")
     out.append(Line("overhead", "cuBLAS workspace", workspace, "one stream, sm90", source))
-    tensors = sum(ln.bytes for ln in lines)
+    # A serving engine's preallocated KV pool does not fragment; everything else can.
+    tensors = sum(ln.bytes for ln in lines if ln.key != "kv_cache")
     fraction = overheads.fragmentation
     frag_source = "user value"
     if fraction is None:
@@ -561,16 +583,15 @@ def _prefill_line(spec: ModelSpec, work: InferWork) -> Line:
     last-token logits in fp32 for each sequence.
     """
     b = 2
-    # A chunked prefill (vLLM's token budget) caps the tokens in one forward pass.
-    tokens = work.batch * work.context
-    if work.prefill_chunk:
-        tokens = min(work.prefill_chunk, tokens)
+    # Serving engines prefill under a token budget, one prompt at a time by default here;
+    # --prefill-chunk sets the budget (vLLM's chunked prefill, max_num_batched_tokens).
+    tokens = work.prefill_chunk or work.context
     width = spec.mlp.intermediate_size if spec.mlp else 0
     if spec.moe is not None:
         width = max(width, spec.moe.expert.intermediate_size * spec.moe.experts_per_token)
     per_token = b * (2 * spec.hidden_size + 3 * width / work.tp)
     logits = work.batch * spec.vocab_size * 4
-    how = f"{'chunk' if work.prefill_chunk else 'prompt'} of {tokens:,} tokens"
+    how = f"{'budget' if work.prefill_chunk else 'one prompt'} of {tokens:,} tokens"
     return Line(
         "activations",
         f"prefill peak ({how})",
@@ -674,7 +695,7 @@ def fit_inference(spec: ModelSpec, work: InferWork, gpu_id: str, memory_bytes: i
         if inference_memory(spec, replace(work, weight_format=fid)).total_bytes <= usable:
             best = fid
             break
-    notes = ()
+    notes: tuple[str, ...] = ()
     if max_ctx == limit and limit == spec.max_position_embeddings:
         notes = (f"context is capped by the model's max_position_embeddings ({limit:,})",)
     return Fit(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from suanli.models.spec import ModelSpec
 
@@ -54,7 +55,8 @@ class LinearShape:
         return self.kind in targets
 
 
-def linear_shapes(spec: ModelSpec) -> list[LinearShape]:
+@lru_cache(maxsize=256)
+def linear_shapes(spec: ModelSpec) -> tuple[LinearShape, ...]:
     """Every linear weight inside the layers (embeddings and LM head excluded)."""
     h, layers = spec.hidden_size, spec.num_layers
     att = spec.attention
@@ -107,4 +109,4 @@ def linear_shapes(spec: ModelSpec) -> list[LinearShape]:
         if moe.shared_expert is not None:
             sw = moe.shared_expert.intermediate_size
             shapes += [LinearShape("shared", h, sw, 2 * n_moe), LinearShape("shared", sw, h, n_moe)]
-    return shapes
+    return tuple(shapes)

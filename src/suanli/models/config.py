@@ -51,6 +51,18 @@ def _bool(cfg: Config, key: str, default: bool) -> bool:
     return value
 
 
+def _prob(cfg: Config, key: str, default: float) -> float:
+    """A probability field (dropout), checked to lie in [0, 1)."""
+    value = cfg.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ModelConfigError(
+            f"config field {key!r} must be a probability in [0, 1), got {value!r}"
+        )
+    return float(value)
+
+
 def _head_dim(cfg: Config, hidden: int, heads: int) -> int:
     """``head_dim`` when given (Gemma, Qwen3, Mistral-Nemo), else ``hidden // heads``."""
     if cfg.get("head_dim") is not None:
@@ -137,6 +149,7 @@ def _decoder(
         max_position_embeddings=int(cfg.get("max_position_embeddings") or 0),
         sliding_window_layers=sliding if isinstance(window, int) else (),
         torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or ""),
+        dropout=_prob(cfg, "attention_dropout", 0.0),
         notes=notes,
     )
 
@@ -241,13 +254,13 @@ def _gemma(name: str, cfg: Config) -> ModelSpec:
     return _decoder(name, cfg, qkv_bias=bias, o_bias=bias, tie_default=True)
 
 
-def _softcaps(
-    cfg: Config, attn_default: float | None, final_default: float | None
-) -> dict[str, float]:
-    """Soft-capping values (a null in the config, or no default, means none)."""
+def _with_softcaps(
+    spec: ModelSpec, cfg: Config, attn_default: float | None, final_default: float | None
+) -> ModelSpec:
+    """Add the soft-capping values (a null in the config, or no default, means none)."""
     attn = cfg.get("attn_logit_softcapping", attn_default)
     final = cfg.get("final_logit_softcapping", final_default)
-    return {"attn_logit_softcap": float(attn or 0), "final_logit_softcap": float(final or 0)}
+    return replace(spec, attn_logit_softcap=float(attn or 0), final_logit_softcap=float(final or 0))
 
 
 def _gemma2(name: str, cfg: Config) -> ModelSpec:
@@ -258,7 +271,7 @@ def _gemma2(name: str, cfg: Config) -> ModelSpec:
     spec = _decoder(
         name, cfg, qkv_bias=bias, o_bias=bias, norms_per_layer=4, tie_default=True, sliding=sliding
     )
-    return replace(spec, **_softcaps(cfg, 50.0, 30.0))
+    return _with_softcaps(spec, cfg, 50.0, 30.0)
 
 
 def _gemma3_text(name: str, cfg: Config) -> ModelSpec:
@@ -277,7 +290,7 @@ def _gemma3_text(name: str, cfg: Config) -> ModelSpec:
         tie_default=True,
         sliding=sliding,
     )
-    return replace(spec, **_softcaps(cfg, None, None))
+    return _with_softcaps(spec, cfg, None, None)
 
 
 #: Gemma3TextConfig defaults (transformers configuration_gemma3.py): the published Gemma 3
@@ -405,6 +418,7 @@ def _gpt2(name: str, cfg: Config) -> ModelSpec:
         learned_positions=_int(cfg, "n_positions", 1024),
         max_position_embeddings=_int(cfg, "n_positions", 1024),
         torch_dtype=str(cfg.get("torch_dtype") or ""),
+        dropout=max(_prob(cfg, k, 0.1) for k in ("resid_pdrop", "embd_pdrop", "attn_pdrop")),
     )
 
 
@@ -460,6 +474,9 @@ def _bert(name: str, cfg: Config) -> ModelSpec:
         is_decoder=False,
         max_position_embeddings=_int(cfg, "max_position_embeddings", 512),
         torch_dtype=str(cfg.get("torch_dtype") or ""),
+        dropout=max(
+            _prob(cfg, k, 0.1) for k in ("hidden_dropout_prob", "attention_probs_dropout_prob")
+        ),
         notes=("BertModel with its pooler; the masked-LM head is not counted",),
     )
 

@@ -9,6 +9,7 @@ Every count is the sum of the weight (and bias) shapes of the modules that Huggi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
 
@@ -95,6 +96,7 @@ def router_params(moe: MoESpec, hidden: int) -> int:
     return n
 
 
+@lru_cache(maxsize=256)
 def count_params(spec: ModelSpec) -> ParamCount:
     """Exact parameter counts of ``spec``: total, active per token and by component."""
     h = spec.hidden_size

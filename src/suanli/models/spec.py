@@ -130,6 +130,8 @@ class ModelSpec:
     """Indices of layers that attend over a sliding window only."""
     torch_dtype: str = ""
     """The dtype the checkpoint was published in, if the config says."""
+    dropout: float = 0.0
+    """Dropout probability during training, from the config (GPT-2 and BERT: 0.1)."""
     attn_logit_softcap: float = 0.0
     """tanh soft-capping of attention scores (Gemma 2: 50); 0 when absent."""
     final_logit_softcap: float = 0.0

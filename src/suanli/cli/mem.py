@@ -1,0 +1,143 @@
+"""``suanli mem MODEL --task T ...``: the memory breakdown per GPU; with ``--gpu``, the fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from suanli.catalog import find_gpu, load_catalog
+from suanli.cli.options import work_from_options, workload_options
+from suanli.cli.render import print_json, print_table
+from suanli.estimate.memory import (
+    Fit,
+    MemoryBreakdown,
+    fit_inference,
+    fit_training,
+    inference_memory,
+    training_memory,
+)
+from suanli.estimate.workload import InferWork
+from suanli.models.resolve import load_model
+from suanli.units import GiB
+
+
+def _gib(n: float) -> str:
+    return f"{n / GiB:,.2f}"
+
+
+def _fit_dict(fit: Fit) -> dict[str, Any]:
+    return {
+        "gpu": fit.gpu_id,
+        "gpu_memory_bytes": fit.gpu_memory_bytes,
+        "usable_bytes": round(fit.usable_bytes),
+        "fits": fit.fits,
+        "headroom_bytes": round(fit.headroom_bytes),
+        "max_batch": fit.max_batch,
+        "max_seq": fit.max_seq,
+        "best_format": fit.best_format,
+        "notes": list(fit.notes),
+    }
+
+
+def _short(source: str, limit: int = 70) -> str:
+    """The first clause of a source (the full text is in --json)."""
+    head = source.split(";")[0].split(" (")[0] if len(source) > limit else source
+    return head if len(head) <= limit else head[: limit - 1] + "…"
+
+
+def _render(result: MemoryBreakdown, title: str, explain: bool) -> None:
+    total = result.total_bytes
+    rows = [[k, _gib(v), f"{100 * v / total:.1f}%"] for k, v in result.breakdown.items() if v]
+    rows.append(["total", _gib(total), "100%"])
+    caption = (
+        f"GiB per GPU; {result.cpu_bytes / GiB:,.2f} GiB in CPU memory"
+        if result.cpu_bytes
+        else "GiB per GPU"
+    )
+    print_table(
+        title, ["component", "GiB", "share"], rows, right_align=["GiB", "share"], caption=caption
+    )
+    if not explain:
+        return
+    lines = [
+        [ln.key, ln.label, _gib(ln.bytes), ln.formula, _short(ln.source)] for ln in result.lines
+    ]
+    print_table(
+        "how each line is computed",
+        ["bucket", "line", "GiB", "formula", "source"],
+        lines,
+        right_align=["GiB"],
+    )
+    if result.per_layer:
+        terms = [
+            [t.name, f"{t.bytes_per_token:,.1f}", t.formula, t.shardable] for t in result.per_layer
+        ]
+        print_table(
+            "activations saved by one layer (bytes per token)",
+            ["tensor", "bytes/token", "formula", "splits with"],
+            terms,
+            right_align=["bytes/token"],
+        )
+    for note in result.assumptions:
+        click.echo(f"assumption: {note}")
+
+
+@click.command("mem")
+@click.argument("model")
+@workload_options
+@click.option("--gpu", "gpu_name", default=None, help="Check the fit on this GPU.")
+@click.option(
+    "--catalog",
+    "catalog_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Extra or overriding GPU entries (TOML).",
+)
+@click.option("--explain", is_flag=True, help="Every line's formula and source, per-layer terms.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (bytes).")
+def mem_cmd(
+    model: str,
+    gpu_name: str | None,
+    catalog_file: str | None,
+    explain: bool,
+    as_json: bool,
+    **opts: Any,
+) -> None:
+    """Memory per GPU for MODEL: weights, gradients, optimizer, activations, KV cache, overhead.
+
+    Examples: suanli mem llama-3.1-8b --task qlora --gpu 4090;
+    suanli mem qwen2.5-72b --task infer --quant awq-4bit-g128 --batch 16 --context 8192.
+    """
+    work = work_from_options(opts)
+    spec = load_model(model).spec
+    gpu = find_gpu(gpu_name, load_catalog(catalog_file)) if gpu_name else None
+    if isinstance(work, InferWork):
+        result = inference_memory(spec, work)
+        fit = fit_inference(spec, work, gpu.id, gpu.memory_bytes) if gpu else None
+    else:
+        result = training_memory(spec, work)
+        fit = fit_training(spec, work, gpu.id, gpu.memory_bytes) if gpu else None
+    if as_json:
+        doc: dict[str, Any] = {"model": model, "task": opts["task"], **result.as_dict()}
+        if fit is not None:
+            doc["fit"] = _fit_dict(fit)
+        print_json(doc)
+        return
+    _render(result, f"{model}: {opts['task']} memory per GPU", explain)
+    if fit is not None:
+        verdict = "fits" if fit.fits else "does NOT fit"
+        rows = [
+            ["verdict", f"{verdict} on {fit.gpu_id} ({_gib(fit.gpu_memory_bytes)} GiB)"],
+            ["headroom", f"{_gib(fit.headroom_bytes)} GiB"],
+            ["largest batch", str(fit.max_batch) if fit.max_batch else "none fits"],
+            [
+                "longest " + ("context" if isinstance(work, InferWork) else "sequence"),
+                f"{fit.max_seq:,}" if fit.max_seq else "none fits",
+            ],
+        ]
+        if fit.best_format is not None or isinstance(work, InferWork):
+            rows.append(["best weight format that fits", fit.best_format or "none"])
+        print_table("fit", ["", ""], rows)
+        for note in fit.notes:
+            click.echo(f"note: {note}")

@@ -1,0 +1,277 @@
+"""Workload options shared by ``mem``, ``perf``, ``plan``, ``fit`` and ``verify``: same names,
+same meanings, one place. ``work_from_options`` turns them into the library's workload types."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from suanli.estimate.workload import (
+    ATTENTION,
+    DTYPES,
+    KV_DTYPES,
+    LORA_TARGETS,
+    OPTIMIZERS,
+    PRECISIONS,
+    RECOMPUTE,
+    TASKS,
+    InferWork,
+    Overheads,
+    Parallelism,
+    TrainWork,
+)
+from suanli.units import GiB
+
+_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option(
+        "--task",
+        type=click.Choice(TASKS),
+        default="lora",
+        show_default=True,
+        help="pretrain, full (fine-tune), lora, qlora or infer.",
+    ),
+    click.option(
+        "--batch",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Micro-batch per GPU (training; default 1) or concurrent sequences "
+        "(inference; default 1).",
+    ),
+    click.option(
+        "--global-batch",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Sequences per optimizer step; sets gradient accumulation.",
+    ),
+    click.option(
+        "--grad-accum",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Micro-batches per optimizer step.",
+    ),
+    click.option(
+        "--seq",
+        type=click.IntRange(min=1),
+        default=2048,
+        show_default=True,
+        help="Training sequence length in tokens.",
+    ),
+    click.option(
+        "--context",
+        type=click.IntRange(min=1),
+        default=4096,
+        show_default=True,
+        help="Inference: tokens per sequence held in the KV cache.",
+    ),
+    click.option(
+        "--dtype",
+        type=click.Choice(DTYPES),
+        default="bf16",
+        show_default=True,
+        help="Compute and weight dtype.",
+    ),
+    click.option(
+        "--precision",
+        type=click.Choice(PRECISIONS),
+        default="mixed",
+        show_default=True,
+        help="mixed: fp32 master weights and states; pure: all in --dtype.",
+    ),
+    click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True),
+    click.option(
+        "--recompute",
+        type=click.Choice(RECOMPUTE),
+        default="none",
+        show_default=True,
+        help="Activation recomputation (checkpointing).",
+    ),
+    click.option(
+        "--attention",
+        type=click.Choice(ATTENTION),
+        default="sdpa",
+        show_default=True,
+        help="eager materialises the s x s scores.",
+    ),
+    click.option(
+        "--zero",
+        type=click.IntRange(0, 3),
+        default=0,
+        show_default=True,
+        help="ZeRO stage over --dp (3 = FSDP full shard).",
+    ),
+    click.option(
+        "--tp",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Tensor parallel degree.",
+    ),
+    click.option(
+        "--pp",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Pipeline stages (1F1B).",
+    ),
+    click.option(
+        "--vpp",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Interleaved virtual stages per pipeline rank.",
+    ),
+    click.option(
+        "--dp",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Data-parallel replicas (default: --gpus / (tp x pp)).",
+    ),
+    click.option(
+        "--ep",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Expert parallel degree (MoE).",
+    ),
+    click.option("--sp", is_flag=True, help="Sequence parallelism (needs --tp > 1)."),
+    click.option(
+        "--gpus",
+        type=click.IntRange(min=1),
+        default=None,
+        help="GPUs in the job (training: dp x tp x pp; inference: tensor parallel).",
+    ),
+    click.option(
+        "--offload-optimizer",
+        is_flag=True,
+        help="Optimizer states and master weights in CPU memory.",
+    ),
+    click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True),
+    click.option(
+        "--lora-targets",
+        default="q,k,v,o",
+        show_default=True,
+        help=f"Comma-separated modules with adapters: {','.join(LORA_TARGETS)}.",
+    ),
+    click.option(
+        "--dropout",
+        type=click.FloatRange(0, 1, max_open=True),
+        default=None,
+        help="Dropout probability (default: the model config's, 0 for most LLMs).",
+    ),
+    click.option(
+        "--quant",
+        default="bf16",
+        show_default=True,
+        help="Inference weight format: bf16, fp8, int8, gptq-4bit-g128, "
+        "awq-4bit-g128, nf4-dq, gguf-q4_k_m, ... (catalog/data/quant.toml).",
+    ),
+    click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True),
+    click.option(
+        "--prefill-chunk",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Chunked prefill: tokens per forward pass.",
+    ),
+    click.option(
+        "--gpu-memory-utilization",
+        type=click.FloatRange(0, 1, min_open=True),
+        default=None,
+        help="A serving engine's share of GPU memory (vLLM: 0.92).",
+    ),
+    click.option(
+        "--cuda-context",
+        type=click.FloatRange(min=0),
+        default=None,
+        metavar="GIB",
+        help="CUDA context per process in GiB (default 0.5).",
+    ),
+    click.option(
+        "--fragmentation",
+        type=click.FloatRange(0, 1, max_open=True),
+        default=None,
+        help="Allocator reserve as a fraction of tensors (default 0.10).",
+    ),
+    click.option(
+        "--nccl",
+        type=click.FloatRange(min=0),
+        default=None,
+        metavar="GIB",
+        help="NCCL buffers per GPU in GiB when GPUs > 1 (default 1).",
+    ),
+]
+
+
+def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a command with every shared workload option."""
+    for option in reversed(_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    targets = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not targets:
+        raise ValueError("--lora-targets is empty; give e.g. q,v or q,k,v,o,gate,up,down")
+    return targets
+
+
+def work_from_options(opts: dict[str, Any]) -> TrainWork | InferWork:
+    """Build the workload the options describe; raises ValueError on inconsistent values."""
+    overheads = Overheads(
+        cuda_context_bytes=opts["cuda_context"] * GiB if opts["cuda_context"] is not None else None,
+        fragmentation=opts["fragmentation"],
+        nccl_bytes=opts["nccl"] * GiB if opts["nccl"] is not None else None,
+    )
+    gpus = opts["gpus"]
+    if opts["task"] == "infer":
+        tp = opts["tp"] if opts["tp"] > 1 or gpus is None else gpus
+        return InferWork(
+            batch=opts["batch"] or 1,
+            context=opts["context"],
+            weight_format=opts["quant"],
+            kv_dtype=opts["kv_dtype"],
+            tp=tp,
+            prefill_chunk=opts["prefill_chunk"],
+            gpu_memory_utilization=opts["gpu_memory_utilization"],
+            overheads=overheads,
+        )
+    tp, pp = opts["tp"], opts["pp"]
+    dp = opts["dp"]
+    if dp is None:
+        if gpus is not None and gpus % (tp * pp):
+            raise ValueError(f"--gpus {gpus} is not a multiple of tp x pp = {tp * pp}")
+        dp = gpus // (tp * pp) if gpus is not None else 1
+    elif gpus is not None and gpus != dp * tp * pp:
+        raise ValueError(f"--gpus {gpus} != dp x tp x pp = {dp * tp * pp}; drop one of them")
+    batch = opts["batch"] or 1
+    grad_accum = opts["grad_accum"]
+    if opts["global_batch"] is not None:
+        per_step = batch * dp
+        if opts["global_batch"] % per_step:
+            raise ValueError(
+                f"--global-batch {opts['global_batch']} is not a multiple of batch x dp = "
+                f"{per_step}"
+            )
+        grad_accum = opts["global_batch"] // per_step
+    return TrainWork(
+        task=opts["task"],
+        batch=batch,
+        seq=opts["seq"],
+        grad_accum=grad_accum,
+        dtype=opts["dtype"],
+        precision=opts["precision"],
+        optimizer=opts["optimizer"],
+        recompute=opts["recompute"],
+        attention=opts["attention"],
+        parallel=Parallelism(
+            dp=dp, tp=tp, pp=pp, vpp=opts["vpp"], sp=opts["sp"], ep=opts["ep"], zero=opts["zero"]
+        ),
+        offload_optimizer=opts["offload_optimizer"],
+        lora_rank=opts["lora_rank"],
+        lora_targets=_targets(opts["lora_targets"]),
+        dropout=opts["dropout"],
+        overheads=overheads,
+    )
