@@ -206,6 +206,16 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
         assert spec.mlp is not None
         terms += _gated_mlp(spec.mlp.intermediate_size, h, st, "MLP")
     terms += _dropout(h, st, "MLP residual")
+    if st.lora_targets and st.lora_rank:
+        # lora_B saves lora_A's output: r values per token for each adapted matrix.
+        adapted = sum(1 for t in st.lora_targets if t in ("q", "k", "v", "o", "gate", "up", "down"))
+        terms.append(
+            Term(
+                "LoRA: adapter hidden (A output) per adapted matrix",
+                b * st.lora_rank * adapted,
+                "b·r per adapted matrix",
+            )
+        )
     if spec.architecture.startswith(("gemma2", "gemma3")):
         terms.append(
             Term(

@@ -387,11 +387,17 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             )
         )
     lines += _runtime_overhead(lines, work.overheads, par.gpus > 1, assumptions)
-    precision = (
-        f"mixed precision: {work.dtype} weights, fp32 master weights and optimizer states"
-        if mixed
-        else f"pure {work.dtype}: weights, gradients and optimizer states"
-    )
+    if work.is_lora:
+        precision = (
+            f"frozen base in {work.dtype}; adapters, their gradients and optimizer states "
+            f"in {'fp32' if mixed else work.dtype}"
+        )
+    elif mixed:
+        precision = (
+            f"mixed precision: {work.dtype} weights, fp32 master weights and optimizer states"
+        )
+    else:
+        precision = f"pure {work.dtype}: weights, gradients and optimizer states"
     assumptions += [
         precision,
         f"attention kernel: {work.attention}; recomputation: {work.recompute}",
