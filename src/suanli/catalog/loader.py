@@ -29,7 +29,9 @@ from suanli.catalog.gpu import (
 )
 
 #: Data files beside the GPU files that hold other tables (weight formats, runtime overheads).
-NON_GPU_DATA_FILES = frozenset({"quant.toml", "overhead.toml"})
+NON_GPU_DATA_FILES = frozenset(
+    {"quant.toml", "overhead.toml", "interconnect.toml", "efficiency.toml"}
+)
 
 #: Allowed ``price_kind`` values.
 PRICE_KINDS = ("launch-msrp", "street", "list")
