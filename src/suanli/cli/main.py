@@ -55,13 +55,14 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from suanli.cli import gpus, mem, model
+    from suanli.cli import gpus, mem, model, perf
 
     cli.add_command(gpus.gpus_cmd)
     cli.add_command(gpus.gpu_cmd)
     cli.add_command(model.model_cmd)
     cli.add_command(model.models_cmd)
     cli.add_command(mem.mem_cmd)
+    cli.add_command(perf.perf_cmd)
 
 
 _register()

@@ -11,6 +11,7 @@ import click
 from suanli.estimate.workload import (
     ATTENTION,
     DTYPES,
+    KERNELS,
     KV_DTYPES,
     LORA_TARGETS,
     OPTIMIZERS,
@@ -94,6 +95,14 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         default="sdpa",
         show_default=True,
         help="eager materialises the s x s scores.",
+    ),
+    click.option(
+        "--kernels",
+        type=click.Choice(KERNELS),
+        default="eager",
+        show_default=True,
+        help="eager: one kernel per op (HF, torchtune); fused: Megatron or torch.compile. "
+        "Affects speed, not memory.",
     ),
     click.option(
         "--zero",
@@ -274,4 +283,5 @@ def work_from_options(opts: dict[str, Any]) -> TrainWork | InferWork:
         lora_targets=_targets(opts["lora_targets"]),
         dropout=opts["dropout"],
         overheads=overheads,
+        kernels=opts["kernels"],
     )

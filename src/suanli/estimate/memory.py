@@ -412,6 +412,15 @@ def _layer_params(spec: ModelSpec) -> float:
     return layer / spec.num_layers
 
 
+def lora_adapter_params(spec: ModelSpec, work: TrainWork) -> float:
+    """Adapter parameters of the whole model: r·(d_in + d_out) per adapted matrix."""
+    return sum(
+        work.lora_rank * (shape.n_in + shape.n_out) * shape.count
+        for shape in linear_shapes(spec)
+        if shape.targeted_by(work.lora_targets)
+    )
+
+
 def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[float, list[Line]]:
     """Frozen base (bf16, or NF4 for QLoRA) plus the adapters; FSDP (ZeRO-3) shards both."""
     par = work.parallel
@@ -441,12 +450,8 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
                 SRC_LORA,
             )
         )
-    adapters = 0.0
     stage = split.layers_on_stage / spec.num_layers
-    for shape in linear_shapes(spec):
-        if shape.targeted_by(work.lora_targets):
-            adapters += work.lora_rank * (shape.n_in + shape.n_out) * shape.count * stage
-    adapters /= par.tp
+    adapters = lora_adapter_params(spec, work) * stage / par.tp
     mixed = work.precision == "mixed" and work.dtype != "fp32"
     adapter_bytes = 4 if mixed else work.dtype_bytes
     lines.append(

@@ -15,6 +15,7 @@ PRECISIONS = ("mixed", "pure")
 OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "sgd_momentum", "adafactor", "lion")
 RECOMPUTE = ("none", "selective", "full")
 ATTENTION = ("eager", "sdpa", "flash")
+KERNELS = ("eager", "fused")
 DEVICES = ("cuda", "cpu")
 KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
@@ -122,9 +123,14 @@ class TrainWork:
     device: str = "cuda"
     """``cuda`` (dropout masks are 1-byte bools) or ``cpu`` (masks in ``dtype``)."""
     overheads: Overheads = field(default_factory=Overheads)
+    kernels: str = "eager"
+    """``eager``: one kernel per PyTorch op (Hugging Face, torchtune without compile);
+    ``fused``: fused norms, activations and RoPE (Megatron, torch.compile). Changes the memory
+    traffic of the non-matmul ops, not the memory footprint."""
 
     def __post_init__(self) -> None:
         _choice("task", self.task, TRAIN_TASKS)
+        _choice("kernels", self.kernels, KERNELS)
         _positive("batch", self.batch)
         _positive("seq", self.seq)
         _positive("grad_accum", self.grad_accum)

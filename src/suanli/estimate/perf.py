@@ -1,0 +1,424 @@
+"""Step time, throughput and the bound: a roofline over compute, memory and the network.
+
+Per op class the time is ``max(FLOPs / (peak · matmul efficiency), bytes / (bandwidth · memory
+efficiency))``; classes run one after another, so their times add. Communication that cannot
+hide behind compute (tensor-parallel collectives, the pipeline bubble, the part of the gradient
+all-reduce that outlasts the backward pass) adds to the step. Efficiencies are measured ceilings
+(catalog/data/efficiency.toml), never fitted to a test.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from suanli.estimate.activations import layer_terms
+from suanli.estimate.comm import (
+    Network,
+    all_gather_s,
+    all_reduce_s,
+    all_to_all_s,
+    p2p_s,
+    reduce_scatter_s,
+)
+from suanli.estimate.flops import StepFlops, forward_flops_per_token, step_flops
+from suanli.estimate.memory import (
+    _activation_settings,
+    kv_bytes_per_token,
+    lora_adapter_params,
+    param_split,
+)
+from suanli.estimate.workload import InferWork, Parallelism, TrainWork
+from suanli.models.params import count_params
+from suanli.models.spec import ModelSpec
+
+#: Fraction of the gradient all-reduce that overlaps the backward pass with bucketing
+#: (PyTorch DDP and DeepSpeed overlap bucket reductions with the rest of backward; Li et al.
+#: 2020, "PyTorch Distributed", §3.2.3). The last bucket cannot overlap.
+DP_OVERLAP = 0.9
+
+
+@dataclass(frozen=True)
+class Device:
+    """What the speed model needs from one GPU."""
+
+    name: str
+    peak_flops: float
+    """Dense peak of the compute precision."""
+    matmul_efficiency: float
+    memory_bytes_per_s: float
+    memory_efficiency: float
+    network: Network
+    tdp_watts: float = 0.0
+    usd_per_hour: float = 0.0
+    efficiency_source: str = ""
+
+    @property
+    def matmul_flops(self) -> float:
+        """Achievable matmul FLOP/s."""
+        return self.peak_flops * self.matmul_efficiency
+
+    @property
+    def bandwidth(self) -> float:
+        """Achievable device-memory bytes/s."""
+        return self.memory_bytes_per_s * self.memory_efficiency
+
+
+@dataclass(frozen=True)
+class TrainPerf:
+    """One optimizer step of a training job."""
+
+    gpus: int
+    flops_per_step: float
+    """Model FLOPs of the whole step, all GPUs (MFU numerator)."""
+    hardware_flops_per_step: float
+    step_time_s: float
+    tokens_per_step: int
+    breakdown_s: dict[str, float]
+    """``compute``, ``memory``, ``communication``, ``bubble`` (seconds per step)."""
+    bound: str
+    """``compute``, ``memory`` or ``communication``: the largest share of the step."""
+    comm_detail_s: dict[str, float] = field(default_factory=dict)
+    assumptions: tuple[str, ...] = ()
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Training throughput of the whole job."""
+        return self.tokens_per_step / self.step_time_s
+
+    def mfu(self, peak_flops: float) -> float:
+        """Model FLOPs utilisation against ``peak_flops`` per GPU (PaLM appendix B)."""
+        return self.flops_per_step / (self.step_time_s * self.gpus * peak_flops)
+
+    def hfu(self, peak_flops: float) -> float:
+        """Hardware FLOPs utilisation (recomputation counted)."""
+        return self.hardware_flops_per_step / (self.step_time_s * self.gpus * peak_flops)
+
+
+def eager_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
+    """Forward memory traffic of one layer's non-matmul ops, one kernel per PyTorch op, per token.
+
+    Counted op by op from the transformers modules (read + write of every operand):
+    RMSNorm ``x.float(); pow; mean; mul rsqrt; to(dtype); mul weight`` = ``28h + 4bh``; RoPE on a
+    width ``w`` (``mul cos; neg; cat; mul sin; add``) = ``10bw`` for q and k; gated activation
+    ``act(gate) * up`` = ``5bI`` (plain: ``2bI``); two residual adds ``6bh``; eager attention adds
+    the softmax passes over the scores (``14·n_q·s``).
+    """
+    h, b = spec.hidden_size, work.dtype_bytes
+    att = spec.attention
+    norm = 28 * h + 4 * b * h
+    norms = spec.norm.per_layer * norm
+    rope = (
+        0.0
+        if spec.architecture in ("gpt2", "bert")
+        else 10 * b * (att.num_heads + att.num_kv_heads) * att.head_dim
+    )
+    width = spec.mlp.intermediate_size if spec.mlp else 0
+    gated = spec.mlp.gated if spec.mlp else True
+    if spec.moe is not None and spec.moe_layers:
+        width = spec.moe.expert.intermediate_size * spec.moe.experts_per_token
+    act = (5 if gated else 2) * b * width
+    scores = 14 * att.num_heads * work.seq if work.attention == "eager" else 0
+    return norms + rope + act + 6 * b * h + scores
+
+
+def _elementwise_bytes(spec: ModelSpec, work: TrainWork, layers: int, tokens: int) -> float:
+    """Memory traffic of the non-matmul ops of one micro-batch on one GPU (all passes).
+
+    ``eager``: the op-by-op forward traffic (:func:`eager_bytes_per_token`), twice that in
+    backward, once more with full recomputation. ``fused``: fused kernels touch each saved tensor
+    about five times (written and read in forward; read, gradient written and read in backward).
+    """
+    par = work.parallel
+    if work.kernels == "eager":
+        passes = 3 + (1 if work.recompute == "full" else 0)
+        per_layer = eager_bytes_per_token(spec, work) * passes
+    else:
+        st = _activation_settings(spec, work)
+        per_layer = 5 * sum(t.bytes_per_token for t in layer_terms(spec, st, _first_layer(spec)))
+    return per_layer * layers * tokens / par.tp
+
+
+def loss_bytes(spec: ModelSpec, work: TrainWork, tokens: int) -> float:
+    """Cross-entropy over the vocabulary: the fp32 upcast, log-softmax and their backward read
+    and write ``(4b + 28)`` bytes per logit."""
+    if not spec.is_decoder:
+        return 0.0
+    return tokens * spec.vocab_size / work.parallel.tp * (4 * work.dtype_bytes + 28)
+
+
+def optimizer_step_bytes(work: TrainWork, trainable: float) -> float:
+    """Memory traffic of one optimizer step over ``trainable`` parameters on this GPU.
+
+    AdamW reads the gradient, parameter and both moments and writes them back: in mixed
+    precision ``b`` (grad) + 3 x 4 read and 3 x 4 + ``b`` written (fp32 master, moments, then the
+    dtype copy); in pure precision ``7b``. One state (SGD momentum, Lion) saves a third.
+    """
+    b = work.dtype_bytes
+    mixed = work.precision == "mixed" and work.dtype != "fp32"
+    per_param = (2 * b + 24) if mixed else 7 * b
+    if work.optimizer in ("sgd",):
+        per_param = 3 * b
+    elif work.optimizer in ("sgd_momentum", "lion"):
+        per_param *= 2 / 3
+    elif work.optimizer in ("adamw8bit", "paged_adamw8bit", "adafactor"):
+        per_param = 3 * b + 4
+    return trainable * per_param
+
+
+def _first_layer(spec: ModelSpec) -> int:
+    return spec.moe_layers[0] if spec.moe_layers else 0
+
+
+def _stage_flops(spec: ModelSpec, work: TrainWork, micro: StepFlops) -> float:
+    """Hardware FLOPs of the busiest pipeline stage for one micro-batch.
+
+    Layers split evenly over ``pp`` stages; the last stage also runs the LM head (and the first
+    the embedding lookup, which has no matmul), so with many stages it is the slowest."""
+    par = work.parallel
+    head = micro.forward_by_component["lm_head"]
+    head_total = head * (3 - (1 if work.is_lora else 0))  # forward + backward
+    layers_total = micro.hardware_flops - head_total
+    if par.pp == 1:
+        return micro.hardware_flops
+    per_layer = layers_total / spec.num_layers
+    return math.ceil(spec.num_layers / par.pp) * per_layer + head_total
+
+
+def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf:
+    """Step time of ``work`` on GPUs like ``device`` (layout in ``work.parallel``).
+
+    Per micro-batch on the busiest GPU: matmul time (FLOPs of its pipeline stage, split over TP,
+    at the measured matmul ceiling) plus memory time (weights read per pass, the non-matmul ops,
+    the loss). Per step: the micro-batches, the optimizer step (memory-bound), the exposed
+    communication and the 1F1B bubble ``(p-1)/vpp`` micro-batch times (Narayanan et al. 2021).
+    """
+    par = work.parallel
+    b = work.dtype_bytes
+    frozen = 1.0 if work.is_lora else 0.0
+    # Flash/SDPA kernels skip the masked half of causal attention; eager attention computes
+    # the full s x s scores and masks them.
+    causal = work.attention != "eager"
+    micro = step_flops(
+        spec, work.batch, work.seq, recompute=work.recompute, causal=causal, frozen_fraction=frozen
+    )
+    model_per_micro = step_flops(
+        spec, work.batch, work.seq, causal=False, frozen_fraction=frozen
+    ).model_flops
+    tokens = work.batch * work.seq
+    m = work.grad_accum
+    matmul_s = _stage_flops(spec, work, micro) / par.tp / device.matmul_flops
+    split = param_split(spec, par.tp, par.pp, par.ep)
+    passes = 3 if work.recompute == "full" else 2
+    layers = math.ceil(spec.num_layers / par.pp)
+    traffic = split.total * b * passes + _elementwise_bytes(spec, work, layers, tokens)
+    traffic += loss_bytes(spec, work, tokens)
+    memory_s = traffic / device.bandwidth
+    per_micro_s = matmul_s + memory_s
+    trainable = lora_adapter_params(spec, work) / (par.tp * par.pp) if work.is_lora else split.total
+    opt_shard = par.dp if par.zero >= 1 else 1
+    optimizer_s = (
+        0.0
+        if work.offload_optimizer
+        else optimizer_step_bytes(work, trainable / opt_shard) / device.bandwidth
+    )
+    compute_s = matmul_s * m
+    memory_total_s = memory_s * m + optimizer_s
+
+    comm: dict[str, float] = {}
+    net = device.network
+    h = spec.hidden_size
+    if par.tp > 1:
+        link = net.link_for(par.tp)
+        volume = tokens * h * b
+        # Megatron: 2 all-reduces in forward and 2 in backward per layer (attention and MLP
+        # outputs); with sequence parallelism an all-gather and a reduce-scatter replace each,
+        # moving the same bytes (Korthikanti et al. 2022, §4.2.2). Recompute repeats forward.
+        per_layer = 4 + (2 if work.recompute == "full" else 0)
+        one = (
+            all_gather_s(volume, par.tp, link) + reduce_scatter_s(volume, par.tp, link)
+            if par.sp
+            else all_reduce_s(volume, par.tp, link)
+        )
+        comm["tensor_parallel"] = per_layer * layers * one * m
+    if par.ep > 1 and spec.moe is not None and spec.moe_layers:
+        link = net.link_for(par.ep, par.tp)
+        volume = tokens * spec.moe.experts_per_token * h * b / par.tp
+        moe_layers = math.ceil(len(spec.moe_layers) / par.pp)
+        # Dispatch and combine in forward, and again in backward.
+        comm["expert_all_to_all"] = 4 * moe_layers * all_to_all_s(volume, par.ep, link) * m
+    bubble_s = 0.0
+    if par.pp > 1:
+        link = net.link_for(par.pp, par.tp)
+        comm["pipeline_p2p"] = 2 * p2p_s(tokens * h * b / par.tp, link) * m
+        bubble_s = (par.pp - 1) / par.vpp * per_micro_s
+    grad_bytes = trainable * (4 if work.is_lora else b)
+    if par.dp > 1:
+        link = net.link_for(par.dp, par.tp * par.pp)
+        busy = compute_s + memory_total_s
+        if par.zero >= 3:
+            # FSDP: all-gather the parameters before each forward, recompute and backward pass,
+            # reduce-scatter the gradients; prefetching overlaps them with compute.
+            gathers = passes * m * all_gather_s(split.total * b, par.dp, link)
+            dp_s = gathers + reduce_scatter_s(grad_bytes, par.dp, link)
+            exposed = max(0.0, dp_s - DP_OVERLAP * busy)
+        else:
+            dp_s = (
+                reduce_scatter_s(grad_bytes, par.dp, link) + all_gather_s(grad_bytes, par.dp, link)
+                if par.zero >= 2
+                else all_reduce_s(grad_bytes, par.dp, link)
+            )
+            # Buckets reduce while the last micro-batch's backward (2/3 of it) runs.
+            exposed = max(0.0, dp_s - DP_OVERLAP * per_micro_s * 2 / 3)
+        comm["data_parallel"] = exposed
+    comm_s = sum(comm.values())
+    step = compute_s + memory_total_s + comm_s + bubble_s
+    breakdown = {
+        "compute": compute_s,
+        "memory": memory_total_s,
+        "communication": comm_s,
+        "bubble": bubble_s,
+    }
+    bound = max(
+        ("compute", compute_s),
+        ("memory", memory_total_s),
+        ("communication", comm_s + bubble_s),
+        key=lambda kv: kv[1],
+    )[0]
+    total_model = model_per_micro * m * par.dp
+    total_hw = micro.hardware_flops * m * par.dp
+    assumptions = (
+        f"matmul at {device.matmul_efficiency:.0%} of peak ({device.efficiency_source})",
+        f"memory at {device.memory_efficiency:.0%} of peak bandwidth",
+        f"{work.kernels} kernels for the non-matmul ops",
+        "flash/SDPA kernels skip the masked half of causal attention; MFU counts the full s²",
+        f"gradient reduction overlaps {DP_OVERLAP:.0%} of the backward pass (bucketed)",
+    )
+    return TrainPerf(
+        par.gpus,
+        total_model,
+        total_hw,
+        step,
+        tokens * m * par.dp,
+        breakdown,
+        bound,
+        comm,
+        assumptions,
+    )
+
+
+def scaling(spec: ModelSpec, work: TrainWork, device: Device) -> dict[str, float]:
+    """Speed-up of this layout over one GPU (same per-GPU micro-batch and steps)."""
+    one = training_perf(spec, replace(work, parallel=Parallelism()), device)
+    many = training_perf(spec, work, device)
+    speedup = many.tokens_per_s / one.tokens_per_s
+    return {
+        "gpus": float(work.parallel.gpus),
+        "speedup": speedup,
+        "efficiency": speedup / work.parallel.gpus,
+    }
+
+
+# --- inference -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InferPerf:
+    """Latency and throughput of serving."""
+
+    prefill_flops: float
+    decode_flops_per_token: float
+    ttft_s: float
+    tpot_s: float
+    tokens_per_s: float
+    bound: str
+    """What limits decode: ``compute`` or ``memory``."""
+    decode_bytes_per_step: float
+    compute_bound_batch: int
+    """The batch from which a decode step is limited by compute rather than memory."""
+    breakdown_s: dict[str, float]
+
+
+def _weight_bytes(spec: ModelSpec, work: InferWork) -> float:
+    from suanli.catalog.formats import get_format
+
+    fmt = get_format(work.weight_format)
+    split = param_split(spec, work.tp)
+    if fmt.kind == "gguf" or fmt.bits_per_weight >= 16:
+        return split.total * fmt.bits_per_weight / 8
+    return split.layer_linear * fmt.bits_per_weight / 8 + split.other * 2
+
+
+def _active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
+    """Weights a decode step reads: all dense weights, and the experts the batch touches."""
+    total = _weight_bytes(spec, work)
+    if not spec.is_moe or spec.moe is None:
+        return total
+    counts = count_params(spec).by_component
+    experts = counts["experts"]
+    touched = 1 - (1 - spec.moe.experts_per_token / spec.moe.num_experts) ** batch
+    return total * (1 - experts / count_params(spec).total * (1 - touched))
+
+
+def inference_perf(
+    spec: ModelSpec, work: InferWork, device: Device, prompt: int, output: int
+) -> InferPerf:
+    """Prefill ``prompt`` tokens, then decode ``output`` tokens, for ``work.batch`` sequences."""
+    tp = work.tp
+    b = 2
+    # Prefill: compute-bound matmuls over the whole prompt (causal attention).
+    per_token = forward_flops_per_token(spec, prompt, causal=True)
+    prefill_flops = sum(per_token.values()) * prompt * work.batch
+    prefill_compute = prefill_flops / tp / device.matmul_flops
+    weights = _weight_bytes(spec, work)
+    prefill_memory = weights / device.bandwidth
+    net = device.network
+    link = net.link_for(tp)
+    tp_comm = (
+        2 * spec.num_layers * all_reduce_s(work.batch * prompt * spec.hidden_size * b, tp, link)
+        if tp > 1
+        else 0.0
+    )
+    ttft = max(prefill_compute, prefill_memory) + tp_comm
+    # Decode: one token per sequence per step, attending to the average context.
+    context = prompt + output / 2
+    decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
+    decode_flops = decode_per_token * work.batch
+    kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context * work.batch
+    step_bytes = _active_weight_bytes(spec, work, work.batch) + kv
+    decode_compute = decode_flops / tp / device.matmul_flops
+    decode_memory = step_bytes / device.bandwidth
+    decode_comm = (
+        2 * spec.num_layers * all_reduce_s(work.batch * spec.hidden_size * b, tp, link)
+        if tp > 1
+        else 0.0
+    )
+    tpot = max(decode_compute, decode_memory) + decode_comm
+    bound = "compute" if decode_compute >= decode_memory else "memory"
+    # Smallest batch where compute time per step reaches memory time.
+    per_seq_flops = decode_per_token / tp / device.matmul_flops
+    per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
+    per_seq_mem = per_seq_kv / device.bandwidth
+    weights_s = _weight_bytes(spec, work) / device.bandwidth
+    crossover = (
+        math.inf if per_seq_flops <= per_seq_mem else weights_s / (per_seq_flops - per_seq_mem)
+    )
+    compute_bound_batch = int(min(math.ceil(crossover), 1 << 20)) if math.isfinite(crossover) else 0
+    tokens_per_s = work.batch / tpot
+    return InferPerf(
+        prefill_flops,
+        decode_per_token,
+        ttft,
+        tpot,
+        tokens_per_s,
+        bound,
+        step_bytes,
+        compute_bound_batch,
+        {
+            "prefill_compute": prefill_compute,
+            "prefill_memory": prefill_memory,
+            "decode_compute": decode_compute,
+            "decode_memory": decode_memory,
+            "communication": tp_comm + decode_comm,
+        },
+    )

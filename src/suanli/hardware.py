@@ -1,0 +1,86 @@
+"""From a catalog GPU to the :class:`~suanli.estimate.perf.Device` the speed model uses.
+
+Peaks come from the GPU catalog, achievable fractions from measured ceilings
+(``catalog/data/efficiency.toml``) or a calibration file written by ``suanli bench``
+(``--calibration FILE``), networks from ``catalog/data/interconnect.toml``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from suanli.catalog.gpu import GPU
+from suanli.catalog.loader import CatalogError
+from suanli.catalog.network import ceiling_for, compute_precision, network_for
+from suanli.estimate.perf import Device
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def read_calibration(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Measured ceilings from a calibration TOML: ``[[ceiling]]`` rows with ``gpu_id``,
+    ``precision``, ``matmul_flops`` and optionally ``memory_bandwidth_bytes_per_s``."""
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError(f"cannot read calibration file {str(p)!r} ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{p}: not valid TOML ({exc})") from None
+    rows = {}
+    for raw in doc.get("ceiling", []):
+        try:
+            key = (str(raw["gpu_id"]), str(raw["precision"]))
+            float(raw["matmul_flops"])
+        except (KeyError, TypeError, ValueError):
+            raise CatalogError(
+                f"{p}: each [[ceiling]] needs gpu_id, precision and a numeric matmul_flops"
+            ) from None
+        rows[key] = raw
+    if not rows:
+        raise CatalogError(f"{p}: no [[ceiling]] rows; see docs/speed.md for the format")
+    return rows
+
+
+def device_for(
+    gpu: GPU,
+    dtype: str = "bf16",
+    *,
+    gpus_per_node: int | None = None,
+    inter_node: str | None = None,
+    calibration: dict[tuple[str, str], dict[str, Any]] | None = None,
+) -> Device:
+    """The speed model's view of ``gpu`` computing in ``dtype``."""
+    precision = compute_precision(gpu, dtype)
+    peak = gpu.peak_flops(precision)
+    if not peak:
+        raise ValueError(f"{gpu.id} has no {precision} peak in the catalog; pick another GPU")
+    ceiling = ceiling_for(gpu, precision)
+    matmul_fraction, memory_fraction, source = (
+        ceiling.matmul_fraction,
+        ceiling.memory_fraction,
+        ceiling.source,
+    )
+    row = (calibration or {}).get((gpu.id, precision))
+    if row is not None:
+        matmul_fraction = min(float(row["matmul_flops"]) / peak, 1.0)
+        bw = row.get("memory_bandwidth_bytes_per_s")
+        if bw:
+            memory_fraction = min(float(bw) / gpu.memory_bandwidth_bytes_per_s, 1.0)
+        source = "calibration file"
+    return Device(
+        name=gpu.id,
+        peak_flops=peak,
+        matmul_efficiency=matmul_fraction,
+        memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
+        memory_efficiency=memory_fraction,
+        network=network_for(gpu, gpus_per_node, inter_node),
+        tdp_watts=float(gpu.get("tdp_watts") or 0),
+        usd_per_hour=float(gpu.get("cloud_usd_per_hour") or 0),
+        efficiency_source=source,
+    )
