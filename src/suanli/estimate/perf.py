@@ -156,13 +156,13 @@ def optimizer_step_bytes(work: TrainWork, trainable: float) -> float:
     """
     b = work.dtype_bytes
     mixed = work.precision == "mixed" and work.dtype != "fp32"
-    per_param = (2 * b + 24) if mixed else 7 * b
+    per_param = float(2 * b + 24) if mixed else float(7 * b)
     if work.optimizer in ("sgd",):
-        per_param = 3 * b
+        per_param = float(3 * b)
     elif work.optimizer in ("sgd_momentum", "lion"):
         per_param *= 2 / 3
     elif work.optimizer in ("adamw8bit", "paged_adamw8bit", "adafactor"):
-        per_param = 3 * b + 4
+        per_param = float(3 * b + 4)
     return trainable * per_param
 
 
@@ -243,10 +243,10 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         comm["tensor_parallel"] = per_layer * layers * one * m
     if par.ep > 1 and spec.moe is not None and spec.moe_layers:
         link = net.link_for(par.ep, par.tp)
-        volume = tokens * spec.moe.experts_per_token * h * b / par.tp
+        moe_volume = tokens * spec.moe.experts_per_token * h * b / par.tp
         moe_layers = math.ceil(len(spec.moe_layers) / par.pp)
         # Dispatch and combine in forward, and again in backward.
-        comm["expert_all_to_all"] = 4 * moe_layers * all_to_all_s(volume, par.ep, link) * m
+        comm["expert_all_to_all"] = 4 * moe_layers * all_to_all_s(moe_volume, par.ep, link) * m
     bubble_s = 0.0
     if par.pp > 1:
         link = net.link_for(par.pp, par.tp)
