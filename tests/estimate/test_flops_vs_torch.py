@@ -23,8 +23,9 @@ TOLERANCE = 0.02
 FAMILIES = ["llama", "qwen2", "mixtral", "gpt2", "bert", "qwen3", "gpt_neox"]
 
 
-def _measure(family: str, attention: str, batch: int, seq: int,
-             cfg: dict | None = None) -> tuple[float, float]:  # type: ignore[type-arg]
+def _measure(
+    family: str, attention: str, batch: int, seq: int, cfg: dict | None = None
+) -> tuple[float, float]:  # type: ignore[type-arg]
     cfg = cfg or CONFIGS[family]
     model = _build(cfg, "fp32", attention)
     if family == "mixtral":
