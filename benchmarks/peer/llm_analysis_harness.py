@@ -163,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--configs", type=int, default=200, help="grid size N (default 200)")
     p.add_argument("--out", default="results.json", help="output JSON path")
+    p.add_argument(
+        "--configs-file",
+        default=None,
+        help="JSON list of configurations (same fields as grid()) instead of the grid",
+    )
     p.add_argument("--repeat", type=int, default=5, help="timed calls per config (median kept)")
     p.add_argument(
         "--ffn-mode",
@@ -179,7 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     silence_peer()
 
-    configs = grid(args.configs)
+    if args.configs_file:
+        with open(args.configs_file, encoding="utf-8") as fh:
+            configs = json.load(fh)
+    else:
+        configs = grid(args.configs)
     mcfgs: dict[str, lc.ModelConfig] = {}
     gcfgs: dict[str, lc.GPUConfig] = {}
     rows: list[dict[str, Any]] = []

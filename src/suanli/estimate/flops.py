@@ -72,9 +72,13 @@ def forward_flops_per_token(spec: ModelSpec, seq: int, causal: bool = False) -> 
         proj = q + kv + 2 * nh * dv * h
     else:
         proj = 2 * h * (nh * d + 2 * nkv * d) + 2 * nh * dv * h
-    core = sum(
-        2 * nh * attention_context(spec, seq, causal, i) * (d + dv) for i in range(spec.num_layers)
+    # Layers split into sliding-window and full-attention ones; each kind sees one context.
+    sliding = len(spec.sliding_window_layers) if att.sliding_window else 0
+    full_ctx = attention_context(spec, seq, causal, -1)
+    slide_ctx = (
+        attention_context(spec, seq, causal, spec.sliding_window_layers[0]) if sliding else 0.0
     )
+    core = 2 * nh * (d + dv) * ((spec.num_layers - sliding) * full_ctx + sliding * slide_ctx)
     parts = dict.fromkeys(FLOP_COMPONENTS, 0.0)
     parts["attention_proj"] = proj * spec.num_layers
     parts["attention_core"] = core

@@ -1,0 +1,403 @@
+"""Vectorized evaluation of many layouts at once (numpy): the planner's and the benchmark's path.
+
+Each function takes one model, one device and one fixed workload "shape" (sequence, dtype,
+precision, recompute, attention, kernels, task) and arrays of layout choices (tp, pp, dp, ZeRO
+stage, micro-batch, gradient accumulation, sequence parallelism). It computes exactly what the
+scalar functions in :mod:`suanli.estimate.memory` and :mod:`suanli.estimate.perf` compute;
+``tests/estimate/test_vector.py`` checks the two agree to 1e-9 on random layouts. Layout-free
+quantities (activation terms, FLOPs per sequence) come from the scalar code once per call.
+numpy is imported here, never by the planning CLI at start-up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from suanli.catalog.formats import get_format, overhead_bytes, overhead_fraction
+from suanli.estimate.activations import Term, layer_terms, model_terms
+from suanli.estimate.comm import Network
+from suanli.estimate.flops import step_flops
+from suanli.estimate.memory import (
+    _activation_settings,
+    _first_dense_layer,
+    _layer_params,
+    adafactor_state_elements,
+    lora_adapter_params,
+    optimizer_bytes_per_param,
+)
+from suanli.estimate.perf import (
+    DP_OVERLAP,
+    Device,
+    eager_bytes_per_token,
+    loss_bytes,
+    optimizer_step_bytes,
+)
+from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.workload import Overheads, TrainWork
+from suanli.models.params import count_params
+from suanli.models.spec import ModelSpec
+
+Array = Any  # numpy arrays (kept loose: numpy's typing is not part of the pure core check)
+
+_DROP_SELECTIVE = ("softmax", "soft-cap", "dropped probabilities")
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """Arrays of layout choices, all the same length."""
+
+    tp: Array
+    pp: Array
+    dp: Array
+    zero: Array
+    batch: Array
+    grad_accum: Array
+    sp: Array
+
+    @staticmethod
+    def of(**columns: Any) -> Layouts:
+        """Build from lists or arrays; missing columns default (1, or 0 for zero/sp)."""
+        n = len(next(iter(columns.values())))
+        defaults = {"tp": 1, "pp": 1, "dp": 1, "zero": 0, "batch": 1, "grad_accum": 1, "sp": 0}
+        arrays = {
+            k: np.asarray(columns.get(k, [v] * n), dtype=np.int64) for k, v in defaults.items()
+        }
+        return Layouts(**arrays)
+
+
+# --- vectorized collectives (mirror suanli.estimate.comm) ------------------------------------
+
+
+def _pick(net: Network, group: Array, stride: Array) -> tuple[Array, Array]:
+    """Effective bandwidth and latency of the bottleneck link per element."""
+    inside = group * stride <= net.gpus_per_node
+    inside |= group <= 1
+    bw = np.where(inside, net.intra.effective_bytes_per_s, net.inter.effective_bytes_per_s)
+    lat = np.where(inside, net.intra.latency_s, net.inter.latency_s)
+    return bw, lat
+
+
+def _all_reduce(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+    n_f = n.astype(np.float64)
+    ring = 2 * (n_f - 1) / n_f * nbytes / bw + 2 * (n_f - 1) * lat
+    tree = 2 * nbytes / bw + 2 * np.log2(np.maximum(n_f, 1)) * lat
+    return np.where((n <= 1) | (nbytes <= 0), 0.0, np.minimum(ring, tree))
+
+
+def _reduce_scatter(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+    n_f = n.astype(np.float64)
+    t = (n_f - 1) / n_f * nbytes / bw + (n_f - 1) * lat
+    return np.where((n <= 1) | (nbytes <= 0), 0.0, t)
+
+
+# --- parameters --------------------------------------------------------------------------------
+
+
+def _param_split(spec: ModelSpec, tp: Array, pp: Array, ep: int) -> dict[str, Array]:
+    """Vector form of :func:`suanli.estimate.memory.param_split`."""
+    counts = count_params(spec).by_component
+    layers = np.ceil(spec.num_layers / pp)
+    frac = layers / spec.num_layers
+    totals: dict[str, int] = {}
+    for shape in linear_shapes(spec):
+        totals[shape.kind] = totals.get(shape.kind, 0) + shape.weights * shape.count
+    linear = sum(n for kind, n in totals.items() if kind != "experts")
+    experts = counts["experts"] / ep
+    layer_other = counts["attention"] + counts["mlp"] + counts["shared_experts"] - linear
+    layer_linear = (linear + experts) * frac / tp
+    rest = (layer_other + counts["router"]) * frac
+    norms = counts["norms"] * frac
+    edge_pp = max(counts["embeddings"], counts["lm_head"] or counts["embeddings"]) / tp
+    edge_one = (counts["embeddings"] + counts["lm_head"]) / tp
+    edge = np.where(pp == 1, edge_one, edge_pp)
+    other = rest + norms + edge + counts["pooler"]
+    return {
+        "total": layer_linear + other,
+        "layer_linear": layer_linear,
+        "other": other,
+        "layers": layers,
+    }
+
+
+# --- activations --------------------------------------------------------------------------------
+
+
+def _class_sums(terms: list[Term], drop: tuple[str, ...] = ()) -> Array:
+    """Bytes per token of (tp-sharded, sp-sharded, unsharded) terms."""
+    sums = np.zeros(3)
+    for t in terms:
+        if drop and any(d in t.name for d in drop):
+            continue
+        sums[{"tp": 0, "sp": 1, "none": 2}[t.shardable]] += t.bytes_per_token
+    return sums
+
+
+def _sharded(sums: Array, tp: Array, sp: Array) -> Array:
+    return sums[0] / tp + sums[1] / np.where(sp > 0, tp, 1) + sums[2]
+
+
+def _activations(spec: ModelSpec, work: TrainWork, lay: Layouts, layers: Array) -> Array:
+    """Vector form of :func:`suanli.estimate.memory.activation_bytes` (summed)."""
+    tokens = lay.batch * work.seq
+    drop = _DROP_SELECTIVE if work.recompute == "selective" else ()
+    kinds = [(_first_dense_layer(spec), False)]
+    if spec.moe_layers:
+        kinds.append((spec.moe_layers[0], True))
+    moe_sorted = np.asarray(sorted(spec.moe_layers), dtype=np.int64)
+    n_moe = np.searchsorted(moe_sorted, layers, side="left") if len(moe_sorted) else 0 * layers
+    counts = {False: layers - n_moe, True: n_moe}
+    saved = np.zeros(len(tokens))
+    peak = np.zeros(len(tokens))
+    for index, is_moe in kinds:
+        full_sums, kept_sums = [], []
+        for batch in (1, 2):
+            st = _activation_settings(spec, replace(work, batch=batch))
+            terms = layer_terms(spec, st, index)
+            full_sums.append(_class_sums(terms))
+            kept_sums.append(_class_sums(terms, drop=drop))
+        one = lay.batch == 1
+        full = (
+            np.where(
+                one, _sharded(full_sums[0], lay.tp, lay.sp), _sharded(full_sums[1], lay.tp, lay.sp)
+            )
+            * tokens
+        )
+        kept = (
+            np.where(
+                one, _sharded(kept_sums[0], lay.tp, lay.sp), _sharded(kept_sums[1], lay.tp, lay.sp)
+            )
+            * tokens
+        )
+        count = counts[is_moe]
+        peak = np.maximum(peak, np.where(count > 0, full, 0.0))
+        saved = saved + count * kept
+    if work.recompute == "full":
+        h_bytes = spec.hidden_size * work.dtype_bytes * tokens / np.where(lay.sp > 0, lay.tp, 1)
+        saved = layers * h_bytes
+    else:
+        peak = np.zeros(len(tokens))
+    pp, ga = lay.pp, lay.grad_accum
+    vpp = work.parallel.vpp
+    inflight = np.minimum(pp, ga).astype(np.float64)
+    if vpp > 1:
+        inflight = inflight * (1 + (pp - 1) / (pp * vpp))
+    inflight = np.where(pp > 1, inflight, 1.0)
+    # model terms are const + c / batch (rotary tables and position ids are shared by a batch)
+    m1 = _class_sums(model_terms(spec, _activation_settings(spec, replace(work, batch=1)), 1))
+    m2 = _class_sums(model_terms(spec, _activation_settings(spec, replace(work, batch=2)), 2))
+    coeff = 2 * (m1 - m2)
+    const = m1 - coeff
+    edge = (_sharded(const, lay.tp, lay.sp) + _sharded(coeff, lay.tp, lay.sp) / lay.batch) * tokens
+    return saved * inflight + peak + edge
+
+
+# --- training memory -------------------------------------------------------------------------
+
+
+def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
+    """Per-GPU bytes (the ``total_bytes`` of :func:`training_memory`) for every layout."""
+    b = work.dtype_bytes
+    split = _param_split(spec, lay.tp, lay.pp, work.parallel.ep)
+    mixed = work.precision == "mixed" and work.dtype != "fp32"
+    state_bytes = 4 if (mixed or work.dtype == "fp32") else b
+    zero, dp = lay.zero, lay.dp
+    w3 = np.where(zero >= 3, dp, 1)
+    total = np.zeros(len(lay.tp))
+    if work.is_lora:
+        if work.task == "qlora":
+            bits = get_format("nf4-dq").bits_per_weight
+            base = split["layer_linear"] * bits / 8 + split["other"] * 2
+        else:
+            base = split["total"] * b
+        stage = split["layers"] / spec.num_layers
+        trainable = lora_adapter_params(spec, work) * stage / lay.tp
+        total += base / w3 + trainable * (4 if mixed else b) / w3
+        total += np.where(w3 > 1, 2 * _layer_params(spec) * b / lay.tp, 0.0)
+    else:
+        trainable = split["total"]
+        total += split["total"] * b / w3
+        total += np.where(zero >= 3, 2 * _layer_params(spec) * b / lay.tp, 0.0)
+    trainable_bytes = 4 if (work.is_lora and mixed) else b
+    total += trainable * trainable_bytes / np.where(zero >= 2, dp, 1)
+    opt_shard = np.where(zero >= 1, dp, 1)
+    if not work.offload_optimizer:
+        if work.optimizer == "adafactor":
+            frac = trainable / np.maximum(split["total"], 1)
+            total += adafactor_state_elements(spec, 1.0) * frac / (lay.tp * lay.pp) * 4 / opt_shard
+        else:
+            total += (
+                trainable * optimizer_bytes_per_param(work.optimizer, state_bytes)[0] / opt_shard
+            )
+        if mixed and not work.is_lora:
+            total += trainable * 4 / opt_shard
+    total += _activations(spec, work, lay, split["layers"])
+    if spec.is_decoder:
+        total += lay.batch * work.seq * spec.vocab_size / lay.tp * (b + 4)
+    return total + _overhead(total, work.overheads, lay.dp * lay.tp * lay.pp > 1)
+
+
+def _overhead(tensors: Array, overheads: Overheads, multi: Array) -> Array:
+    context = overheads.cuda_context_bytes
+    if context is None:
+        context = overhead_bytes("cuda-context")[0]
+    fraction = overheads.fragmentation
+    if fraction is None:
+        fraction = overhead_fraction("torch-allocator-fragmentation")[0]
+    nccl = overheads.nccl_bytes
+    if nccl is None:
+        nccl = overhead_bytes("nccl-communicator-typical")[0]
+    workspace = overhead_bytes("cublas-workspace-sm90")[0]
+    return context + workspace + tensors * fraction + np.where(multi, nccl, 0.0)
+
+
+# --- training speed ----------------------------------------------------------------------------
+
+
+def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) -> dict[str, Array]:
+    """Step time, tokens/s and MFU (as :func:`suanli.estimate.perf.training_perf`) per layout."""
+    b = work.dtype_bytes
+    tp, pp, dp, zero, m = lay.tp, lay.pp, lay.dp, lay.zero, lay.grad_accum
+    tokens = lay.batch * work.seq
+    frozen = 1.0 if work.is_lora else 0.0
+    causal = work.attention != "eager"
+    one = step_flops(
+        spec, 1, work.seq, recompute=work.recompute, causal=causal, frozen_fraction=frozen
+    )
+    model_one = step_flops(spec, 1, work.seq, causal=False, frozen_fraction=frozen).model_flops
+    hw = one.hardware_flops * lay.batch
+    head_total = one.forward_by_component["lm_head"] * lay.batch * (3 - (1 if work.is_lora else 0))
+    stage_layers = np.ceil(spec.num_layers / pp)
+    stage = np.where(pp == 1, hw, stage_layers * (hw - head_total) / spec.num_layers + head_total)
+    matmul_s = stage / tp / device.matmul_flops
+    split = _param_split(spec, tp, pp, work.parallel.ep)
+    passes = 3 if work.recompute == "full" else 2
+    if work.kernels == "eager":
+        per_layer = eager_bytes_per_token(spec, work) * (3 + (1 if work.recompute == "full" else 0))
+    else:
+        st = _activation_settings(spec, work)
+        first = spec.moe_layers[0] if spec.moe_layers else 0
+        per_layer = 5 * sum(t.bytes_per_token for t in layer_terms(spec, st, first))
+    traffic = split["total"] * b * passes + per_layer * stage_layers * tokens / tp
+    traffic = (
+        traffic
+        + loss_bytes(spec, replace(work, parallel=replace(work.parallel, tp=1)), 1) * tokens / tp
+    )
+    memory_s = traffic / device.bandwidth
+    per_micro = matmul_s + memory_s
+    trainable = lora_adapter_params(spec, work) / (tp * pp) if work.is_lora else split["total"]
+    opt_shard = np.where(zero >= 1, dp, 1)
+    optimizer_s = (
+        0.0
+        if work.offload_optimizer
+        else optimizer_step_bytes(work, 1.0) * trainable / opt_shard / device.bandwidth
+    )
+    compute_s = matmul_s * m
+    memory_total = memory_s * m + optimizer_s
+    net = device.network
+    h = spec.hidden_size
+    comm = np.zeros(len(tp))
+    bw, lat = _pick(net, tp, np.ones_like(tp))
+    volume = tokens * h * b
+    per_layer_coll = 4 + (2 if work.recompute == "full" else 0)
+    one_coll = np.where(
+        lay.sp > 0, 2 * _reduce_scatter(volume, tp, bw, lat), _all_reduce(volume, tp, bw, lat)
+    )
+    comm += np.where(tp > 1, per_layer_coll * stage_layers * one_coll * m, 0.0)
+    ep = work.parallel.ep
+    if ep > 1 and spec.moe is not None and spec.moe_layers:
+        bw, lat = _pick(net, np.full_like(tp, ep), tp)
+        moe_volume = tokens * spec.moe.experts_per_token * h * b / tp
+        moe_layers = np.ceil(len(spec.moe_layers) / pp)
+        comm += 4 * moe_layers * _reduce_scatter(moe_volume, np.full_like(tp, ep), bw, lat) * m
+    bw, lat = _pick(net, pp, tp)
+    p2p = tokens * h * b / tp / bw + lat
+    comm += np.where(pp > 1, 2 * p2p * m, 0.0)
+    vpp = work.parallel.vpp
+    bubble = np.where(pp > 1, (pp - 1) / vpp * per_micro, 0.0)
+    grad_bytes = trainable * (4 if work.is_lora else b)
+    bw, lat = _pick(net, dp, tp * pp)
+    busy = compute_s + memory_total
+    gathers = passes * m * _reduce_scatter(split["total"] * b, dp, bw, lat)
+    fsdp = np.maximum(0.0, gathers + _reduce_scatter(grad_bytes, dp, bw, lat) - DP_OVERLAP * busy)
+    ddp_s = np.where(
+        zero >= 2,
+        2 * _reduce_scatter(grad_bytes, dp, bw, lat),
+        _all_reduce(grad_bytes, dp, bw, lat),
+    )
+    ddp = np.maximum(0.0, ddp_s - DP_OVERLAP * per_micro * 2 / 3)
+    comm += np.where(dp > 1, np.where(zero >= 3, fsdp, ddp), 0.0)
+    step = compute_s + memory_total + comm + bubble
+    gpus = tp * pp * dp
+    tokens_step = tokens * m * dp
+    mfu = model_one * lay.batch * m * dp / (step * gpus * device.peak_flops)
+    return {
+        "step_time_s": step,
+        "tokens_per_s": tokens_step / step,
+        "mfu": mfu,
+        "compute_s": compute_s,
+        "memory_s": memory_total,
+        "communication_s": comm,
+        "bubble_s": bubble,
+    }
+
+
+# --- inference speed ---------------------------------------------------------------------------
+
+
+def infer_speed(
+    spec: ModelSpec,
+    weight_format: str,
+    kv_bytes: float,
+    batch: Array,
+    tp: Array,
+    prompt: int,
+    output: int,
+    device: Device,
+) -> dict[str, Array]:
+    """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.perf.inference_perf`) per (batch, tp)."""
+    from suanli.estimate.flops import forward_flops_per_token
+    from suanli.estimate.memory import kv_bytes_per_token
+    from suanli.estimate.perf import _active_weight_bytes, _weight_bytes
+    from suanli.estimate.workload import InferWork
+
+    batch = np.asarray(batch, dtype=np.int64)
+    tp = np.asarray(tp, dtype=np.int64)
+    b = 2
+    prefill_per_token = sum(forward_flops_per_token(spec, prompt, causal=True).values())
+    prefill_flops = prefill_per_token * prompt * batch
+    context = prompt + output / 2
+    decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
+    # Layout-dependent pieces that the scalar code computes per tp (few distinct values).
+    weights = np.empty(len(tp))
+    active = np.empty(len(tp))
+    kv_tok = np.empty(len(tp))
+    for value in np.unique(tp):
+        sel = tp == value
+        work = InferWork(weight_format=weight_format, tp=int(value))
+        weights[sel] = _weight_bytes(spec, work)
+        kv_tok[sel] = kv_bytes_per_token(spec, kv_bytes, int(context), int(value))
+        for bval in np.unique(batch[sel]):
+            both = sel & (batch == bval)
+            active[both] = _active_weight_bytes(spec, work, int(bval))
+    bw, lat = _pick(device.network, tp, np.ones_like(tp))
+    layers = spec.num_layers
+    h = spec.hidden_size
+    prefill_comm = np.where(
+        tp > 1, 2 * layers * _all_reduce(batch * prompt * h * b, tp, bw, lat), 0.0
+    )
+    ttft = np.maximum(prefill_flops / tp / device.matmul_flops, weights / device.bandwidth)
+    ttft = ttft + prefill_comm
+    kv = kv_tok * context * batch
+    decode_compute = decode_per_token * batch / tp / device.matmul_flops
+    decode_memory = (active + kv) / device.bandwidth
+    decode_comm = np.where(tp > 1, 2 * layers * _all_reduce(batch * h * b, tp, bw, lat), 0.0)
+    tpot = np.maximum(decode_compute, decode_memory) + decode_comm
+    return {
+        "ttft_s": ttft,
+        "tpot_s": tpot,
+        "tokens_per_s": batch / tpot,
+        "compute_bound": decode_compute >= decode_memory,
+    }

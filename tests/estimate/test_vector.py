@@ -1,0 +1,96 @@
+"""The vectorized path computes exactly what the scalar estimators compute."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.memory import training_memory
+from suanli.estimate.perf import training_perf
+from suanli.estimate.workload import Parallelism, TrainWork
+from suanli.hardware import device_for
+from suanli.models.resolve import load_model
+
+np = pytest.importorskip("numpy")
+vector = pytest.importorskip("suanli.estimate.vector")
+
+SHAPES = [
+    ("llama-3.1-8b", TrainWork(task="full", seq=2048)),
+    ("llama-3.1-8b", TrainWork(task="lora", seq=1024, recompute="full", precision="pure")),
+    ("qwen3-30b-a3b", TrainWork(task="qlora", seq=4096, attention="eager", recompute="selective")),
+    (
+        "mixtral-8x7b",
+        TrainWork(
+            task="pretrain",
+            seq=2048,
+            kernels="fused",
+            optimizer="adafactor",
+            parallel=Parallelism(ep=2),
+        ),
+    ),
+    ("gpt2", TrainWork(task="full", seq=512, attention="eager", dtype="fp32")),
+    ("deepseek-v2-lite", TrainWork(task="full", seq=2048, offload_optimizer=True)),
+]
+
+
+@pytest.mark.parametrize(("model", "base"), SHAPES, ids=[f"{m}-{w.task}" for m, w in SHAPES])
+@pytest.mark.parametrize("gpu", ["h100", "l40s"])
+def test_vector_equals_scalar(model: str, base: TrainWork, gpu: str) -> None:
+    spec = load_model(model).spec
+    device = device_for(find_gpu(gpu, bundled_gpus()), base.dtype)
+    rng = random.Random(7)
+    rows = []
+    for _ in range(40):
+        tp = rng.choice([1, 2, 4, 8])
+        pp = rng.choice([1, 2, 4])
+        dp = rng.choice([1, 2, 8, 16])
+        zero = rng.choice([0, 1, 2, 3])
+        rows.append(
+            {
+                "tp": tp,
+                "pp": pp,
+                "dp": dp,
+                "zero": zero,
+                "batch": rng.choice([1, 2, 4]),
+                "grad_accum": rng.choice([1, 4, 16]),
+                "sp": int(tp > 1 and rng.random() < 0.5),
+            }
+        )
+    lay = vector.Layouts.of(**{k: [r[k] for r in rows] for k in rows[0]})
+    memory = vector.train_memory(spec, base, lay)
+    speed = vector.train_speed(spec, base, lay, device)
+    for i, r in enumerate(rows):
+        par = Parallelism(
+            dp=r["dp"],
+            tp=r["tp"],
+            pp=r["pp"],
+            zero=r["zero"],
+            sp=bool(r["sp"]),
+            ep=base.parallel.ep,
+        )
+        work = TrainWork(
+            **{**base.__dict__, "parallel": par, "batch": r["batch"], "grad_accum": r["grad_accum"]}
+        )
+        assert memory[i] == pytest.approx(training_memory(spec, work).total_bytes, rel=1e-9)
+        scalar = training_perf(spec, work, device)
+        assert speed["step_time_s"][i] == pytest.approx(scalar.step_time_s, rel=1e-9)
+        assert speed["mfu"][i] == pytest.approx(scalar.mfu(device.peak_flops), rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3"])
+def test_vector_inference_equals_scalar(model: str) -> None:
+    from suanli.estimate.perf import inference_perf
+    from suanli.estimate.workload import InferWork
+
+    spec = load_model(model).spec
+    device = device_for(find_gpu("h100", bundled_gpus()), "bf16")
+    batch = [1, 8, 32, 1, 64]
+    tp = [1, 2, 8, 4, 8]
+    result = vector.infer_speed(spec, "fp8", 2, batch, tp, 1024, 128, device)
+    for i, (bval, tval) in enumerate(zip(batch, tp, strict=True)):
+        work = InferWork(batch=bval, tp=tval, weight_format="fp8", context=1024 + 128)
+        scalar = inference_perf(spec, work, device, 1024, 128)
+        assert result["tpot_s"][i] == pytest.approx(scalar.tpot_s, rel=1e-9)
+        assert result["ttft_s"][i] == pytest.approx(scalar.ttft_s, rel=1e-9)
