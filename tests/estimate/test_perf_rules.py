@@ -118,3 +118,23 @@ def test_bad_calibration_file_is_one_sentence(tmp_path: Path) -> None:
     path.write_text("[[ceiling]]\ngpu_id = 'x'\n")
     with pytest.raises(CatalogError, match="matmul_flops"):
         read_calibration(path)
+
+
+def test_advice_names_the_bottleneck_and_quantifies_the_fix() -> None:
+    from suanli.estimate.perf import advice
+
+    work = TrainWork(task="full", batch=1, seq=1024, parallel=Parallelism(dp=2))
+    tips = advice(LLAMA3B, work, L40S)
+    assert tips, "a communication-bound layout must get advice"
+    fixes = " ".join(str(t["fix"]) for t in tips)
+    assert "--grad-accum" in fixes
+    for tip in tips:
+        assert float(tip["speedup"]) > 1.02  # type: ignore[arg-type]
+    assert [t["speedup"] for t in tips] == sorted((t["speedup"] for t in tips), reverse=True)
+
+
+def test_fp8_weights_compute_in_fp8() -> None:
+    from suanli.hardware import device_for as dev
+
+    fp8 = dev(find_gpu("h100", GPUS), "fp8")
+    assert fp8.peak_flops == pytest.approx(2 * H100.peak_flops, rel=0.01)

@@ -8,9 +8,10 @@ from typing import Any
 import click
 
 from suanli.catalog import find_gpu, load_catalog
+from suanli.catalog.formats import get_format
 from suanli.cli.options import work_from_options, workload_options
 from suanli.cli.render import print_json, print_table
-from suanli.estimate.perf import Device, inference_perf, scaling, training_perf
+from suanli.estimate.perf import Device, advice, inference_perf, scaling, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.models.resolve import load_model
@@ -54,6 +55,7 @@ def train_report(
         "breakdown_s": result.breakdown_s,
         "communication_s": result.comm_detail_s,
         "scaling": scaling(spec, work, device),
+        "advice": advice(spec, work, device),
         "assumptions": list(result.assumptions),
     }
     if tokens:
@@ -183,7 +185,11 @@ def perf_cmd(
     spec = load_model(model).spec
     gpu = find_gpu(gpu_name, load_catalog(catalog_file))
     cal = read_calibration(calibration) if calibration else None
-    dtype = work.dtype if isinstance(work, TrainWork) else "bf16"
+    # Weights stored in fp8 are multiplied in fp8; other formats dequantize to 16-bit.
+    if isinstance(work, TrainWork):
+        dtype = work.dtype
+    else:
+        dtype = "fp8" if get_format(work.weight_format).compute_dtype == "fp8" else "bf16"
     device = device_for(
         gpu, dtype, gpus_per_node=gpus_per_node, inter_node=inter_node, calibration=cal
     )
@@ -243,5 +249,10 @@ def perf_cmd(
             ["cost", f"${doc['cost_usd']:,.0f}" if doc["cost_usd"] else "no price known"],
         ]
     print_table(f"{model} {work.task} on {doc['gpus']} x {gpu.id}", ["", ""], rows)
+    for tip in doc["advice"]:
+        click.echo(
+            f"fix: {tip['issue']}: {tip['fix']} -> {tip['tokens_per_s_after']:,.0f} "
+            f"tokens/s ({tip['speedup']:.2f}x)"
+        )
     for note in doc["assumptions"]:
         click.echo(f"assumption: {note}")

@@ -307,6 +307,82 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     )
 
 
+def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, object]]:
+    """What dominates the step and what would fix it, each fix quantified by re-estimating.
+
+    Returns ``{"issue", "fix", "tokens_per_s_after", "speedup"}`` entries, largest gain first.
+    """
+    base = training_perf(spec, work, device)
+    step = base.step_time_s
+    par = work.parallel
+    candidates: list[tuple[str, str, TrainWork]] = []
+    dp_share = base.comm_detail_s.get("data_parallel", 0.0) / step
+    if dp_share > 0.1:
+        candidates.append(
+            (
+                f"gradient communication is {dp_share:.0%} of the step",
+                f"accumulate more micro-batches (--grad-accum {work.grad_accum * 4})",
+                replace(work, grad_accum=work.grad_accum * 4),
+            )
+        )
+        if par.zero < 2 and not work.is_lora:
+            candidates.append(
+                (
+                    f"gradient communication is {dp_share:.0%} of the step",
+                    "shard gradients (--zero 2)",
+                    replace(work, parallel=replace(par, zero=2)),
+                )
+            )
+    tp_share = base.comm_detail_s.get("tensor_parallel", 0.0) / step
+    if tp_share > 0.1 and par.tp > 1:
+        candidates.append(
+            (
+                f"tensor-parallel collectives are {tp_share:.0%} of the step",
+                f"halve tensor parallelism (--tp {par.tp // 2}, --dp {par.dp * 2})",
+                replace(work, parallel=replace(par, tp=par.tp // 2, dp=par.dp * 2)),
+            )
+        )
+    bubble_share = base.breakdown_s["bubble"] / step
+    if bubble_share > 0.1:
+        candidates.append(
+            (
+                f"the pipeline bubble is {bubble_share:.0%} of the step",
+                f"more micro-batches per step (--grad-accum {work.grad_accum * 4})",
+                replace(work, grad_accum=work.grad_accum * 4),
+            )
+        )
+    memory_share = base.breakdown_s["memory"] / step
+    if memory_share > 0.3:
+        if work.kernels == "eager":
+            candidates.append(
+                (
+                    f"memory traffic is {memory_share:.0%} of the step",
+                    "fuse the non-matmul ops (torch.compile; --kernels fused)",
+                    replace(work, kernels="fused"),
+                )
+            )
+        candidates.append(
+            (
+                f"memory traffic is {memory_share:.0%} of the step",
+                f"a larger micro-batch (--batch {work.batch * 2})",
+                replace(work, batch=work.batch * 2),
+            )
+        )
+    out: list[dict[str, object]] = []
+    for issue, fix, changed in candidates:
+        after = training_perf(spec, changed, device).tokens_per_s
+        if after > base.tokens_per_s * 1.02:
+            out.append(
+                {
+                    "issue": issue,
+                    "fix": fix,
+                    "tokens_per_s_after": after,
+                    "speedup": after / base.tokens_per_s,
+                }
+            )
+    return sorted(out, key=lambda a: -float(a["speedup"]))  # type: ignore[arg-type]
+
+
 def scaling(spec: ModelSpec, work: TrainWork, device: Device) -> dict[str, float]:
     """Speed-up of this layout over one GPU (same per-GPU micro-batch and steps)."""
     one = training_perf(spec, replace(work, parallel=Parallelism()), device)
