@@ -55,7 +55,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from suanli.cli import gpus, mem, model, perf
+    from suanli.cli import gpus, mem, model, perf, plan
 
     cli.add_command(gpus.gpus_cmd)
     cli.add_command(gpus.gpu_cmd)
@@ -63,6 +63,8 @@ def _register() -> None:
     cli.add_command(model.models_cmd)
     cli.add_command(mem.mem_cmd)
     cli.add_command(perf.perf_cmd)
+    cli.add_command(plan.plan_cmd)
+    cli.add_command(plan.fit_cmd)
 
 
 _register()

@@ -220,6 +220,38 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+#: The options that describe the work itself (not its layout), for ``plan``, which searches the
+#: layout and would otherwise have to ignore --tp, --batch and the like.
+SHAPE_OPTIONS = (
+    "task",
+    "seq",
+    "context",
+    "dtype",
+    "precision",
+    "optimizer",
+    "attention",
+    "kernels",
+    "lora_rank",
+    "lora_targets",
+    "dropout",
+    "quant",
+    "kv_dtype",
+    "cuda_context",
+    "fragmentation",
+    "nccl",
+)
+
+
+def shape_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a command with the workload-shape options only."""
+    for option in reversed(_OPTIONS):
+        probe = option(lambda **kw: None)
+        params = getattr(probe, "__click_params__", [])
+        if params and params[0].name in SHAPE_OPTIONS:
+            func = option(func)
+    return func
+
+
 def _targets(text: str) -> tuple[str, ...]:
     targets = tuple(t.strip() for t in text.split(",") if t.strip())
     if not targets:

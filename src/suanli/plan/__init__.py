@@ -1,0 +1,1 @@
+"""Planning: layout search, the OOM remedy chain, and cost."""

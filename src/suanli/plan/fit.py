@@ -1,0 +1,187 @@
+"""The OOM remedy chain: what to change, in order, until a configuration fits.
+
+The order is the one practitioners follow (the seed guides' out-of-memory checklist): (1) a
+smaller micro-batch with gradient accumulation to keep the global batch; (2) activation
+recomputation, selective then full; (3) lower precision: bf16 mixed precision, an 8-bit
+optimizer, then a quantized base (QLoRA) for fine-tunes; (4) sharding across the GPUs:
+ZeRO/FSDP stages, then tensor and pipeline parallelism; (5) CPU offload of the optimizer as the
+last resort. Each step reports the memory it saves and what it costs in speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from suanli.catalog.gpu import GPU
+from suanli.estimate.memory import training_memory
+from suanli.estimate.perf import Device, training_perf
+from suanli.estimate.workload import TrainWork
+from suanli.models.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Step:
+    """One remedy and its effect."""
+
+    stage: str
+    """``batch``, ``recompute``, ``precision``, ``sharding`` or ``offload``."""
+    change: str
+    memory_bytes: float
+    saved_bytes: float
+    tokens_per_s: float
+    speed_ratio: float
+    """Throughput after / before this step (below 1 is a slowdown)."""
+    fits: bool
+    options: str
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """The walk down the chain."""
+
+    start_bytes: float
+    gpu_memory_bytes: int
+    steps: tuple[Step, ...]
+    fits: bool
+    final: TrainWork
+    final_options: str
+
+
+def work_options(work: TrainWork) -> str:
+    """A workload as command-line options a user can paste."""
+    par = work.parallel
+    parts = [
+        f"--task {work.task}",
+        f"--batch {work.batch}",
+        f"--seq {work.seq}",
+        f"--grad-accum {work.grad_accum}",
+        f"--dtype {work.dtype}",
+        f"--precision {work.precision}",
+        f"--optimizer {work.optimizer}",
+        f"--recompute {work.recompute}",
+        f"--attention {work.attention}",
+    ]
+    if par.gpus > 1:
+        parts += [f"--gpus {par.gpus}", f"--zero {par.zero}", f"--tp {par.tp}", f"--pp {par.pp}"]
+        if par.sp:
+            parts.append("--sp")
+    if work.offload_optimizer:
+        parts.append("--offload-optimizer")
+    if work.is_lora:
+        parts += [f"--lora-rank {work.lora_rank}", f"--lora-targets {','.join(work.lora_targets)}"]
+    return " ".join(parts)
+
+
+def _remedies(work: TrainWork, gpus: int) -> Iterator[tuple[str, str, TrainWork]]:
+    """Every step of the chain, each applied on top of the previous ones."""
+    current = work
+    while current.batch > 1:  # (1) keep the global batch with accumulation
+        current = replace(current, batch=current.batch // 2, grad_accum=current.grad_accum * 2)
+        yield (
+            "batch",
+            f"micro-batch {current.batch}, gradient accumulation {current.grad_accum}",
+            current,
+        )
+    for mode in ("selective", "full"):  # (2)
+        if ("none", "selective", "full").index(current.recompute) < (
+            "none",
+            "selective",
+            "full",
+        ).index(mode):
+            current = replace(current, recompute=mode)
+            yield "recompute", f"{mode} activation recomputation", current
+    if current.dtype == "fp32":  # (3)
+        current = replace(current, dtype="bf16", precision="mixed")
+        yield "precision", "bf16 mixed precision", current
+    if current.optimizer in ("adamw", "sgd_momentum", "lion"):
+        current = replace(current, optimizer="adamw8bit")
+        yield "precision", "8-bit AdamW (bitsandbytes)", current
+    # QLoRA keeps a LoRA fine-tune's method; for a full fine-tune it is a different method, so it
+    # is offered only when there is no second GPU to shard over.
+    if current.task == "lora" or (current.task == "full" and gpus == 1):
+        before = current.task
+        current = replace(
+            current,
+            task="qlora",
+            lora_targets=current.lora_targets
+            if before == "lora"
+            else ("q", "k", "v", "o", "gate", "up", "down"),
+        )
+        yield (
+            "precision",
+            "quantized NF4 base (QLoRA)"
+            + (" instead of a full fine-tune" if before == "full" else ""),
+            current,
+        )
+    if gpus > 1:  # (4)
+        dp = gpus
+        current = replace(current, parallel=replace(current.parallel, dp=dp, zero=1))
+        yield "sharding", f"data parallel over {dp} GPUs with ZeRO-1", current
+        for stage in (2, 3):
+            current = replace(current, parallel=replace(current.parallel, zero=stage))
+            yield (
+                "sharding",
+                f"ZeRO-{stage}" + (" (FSDP full shard)" if stage == 3 else ""),
+                current,
+            )
+        tp = 2
+        while tp <= min(gpus, 8):
+            par = replace(
+                current.parallel,
+                tp=tp,
+                dp=gpus // tp,
+                sp=True,
+                zero=min(current.parallel.zero, 3) if gpus // tp > 1 else 0,
+            )
+            current = replace(current, parallel=par)
+            yield "sharding", f"tensor parallel {tp} with sequence parallelism", current
+            tp *= 2
+        pp = 2
+        while current.parallel.tp * pp <= gpus:
+            dp = gpus // (current.parallel.tp * pp)
+            par = replace(
+                current.parallel, pp=pp, dp=dp, zero=current.parallel.zero if dp > 1 else 0
+            )
+            current = replace(current, parallel=par, grad_accum=max(current.grad_accum, pp))
+            yield "sharding", f"pipeline parallel {pp}", current
+            pp *= 2
+    if not current.offload_optimizer:  # (5)
+        current = replace(current, offload_optimizer=True)
+        yield "offload", "optimizer states and master weights in CPU memory", current
+
+
+def fit_chain(spec: ModelSpec, work: TrainWork, gpu: GPU, device: Device, gpus: int = 1) -> FitPlan:
+    """Walk the remedy chain until ``work`` fits on ``gpu`` (``gpus`` of them at most)."""
+    limit = gpu.memory_bytes
+    start = training_memory(spec, work).total_bytes
+    before_speed = training_perf(spec, work, device).tokens_per_s
+    steps: list[Step] = []
+    current = work
+    if start <= limit:
+        return FitPlan(start, limit, (), True, work, work_options(work))
+    last_bytes = start
+    for stage, change, candidate in _remedies(work, gpus):
+        try:
+            memory = training_memory(spec, candidate).total_bytes
+            speed = training_perf(spec, candidate, device).tokens_per_s
+        except ValueError:
+            continue
+        fits = memory <= limit
+        steps.append(
+            Step(
+                stage,
+                change,
+                memory,
+                last_bytes - memory,
+                speed,
+                speed / before_speed,
+                fits,
+                work_options(candidate),
+            )
+        )
+        last_bytes, before_speed, current = memory, speed, candidate
+        if fits:
+            break
+    fits = bool(steps) and steps[-1].fits
+    return FitPlan(start, limit, tuple(steps), fits, current, work_options(current))

@@ -1,0 +1,69 @@
+"""Scenarios: documented weightings of what matters, with their reasoning (docs/plan.md).
+
+A scenario only sets defaults (task, objective, which GPUs are candidates, what the table shows);
+every one of them can still be overridden on the command line. Software-stack maturity is shown
+as its own column with the catalog's note, never folded into a score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Defaults and the reasoning behind them."""
+
+    id: str
+    task: str
+    objective: str
+    form_factors: tuple[str, ...]
+    """Candidate form factors (empty: all)."""
+    max_gpus: int
+    reasoning: str
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.id: s
+    for s in (
+        Scenario(
+            "pretraining",
+            "pretrain",
+            "time",
+            ("sxm", "oam"),
+            1024,
+            "Memory capacity and the interconnect come first: a pretraining run is sharded over "
+            "many GPUs, so NVLink/InfiniBand bandwidth and HBM size decide the layout and the "
+            "MFU; ranked by time to train.",
+        ),
+        Scenario(
+            "production-inference",
+            "infer",
+            "cost-per-token",
+            (),
+            64,
+            "Bandwidth per token and latency: decode reads every weight per step, so HBM "
+            "bandwidth, quantized weights and power decide cost per token; ranked by dollars "
+            "per million tokens at the requested rate.",
+        ),
+        Scenario(
+            "personal-finetune",
+            "qlora",
+            "cost",
+            ("consumer", "workstation", "pcie"),
+            2,
+            "Memory capacity must cover the need on one or two cards; consumer and workstation "
+            "cards are candidates and price matters most; ranked by the cost of the run.",
+        ),
+        Scenario(
+            "rendering-video",
+            "infer",
+            "time",
+            (),
+            1,
+            "Not an AI workload: memory capacity for scenes and the hardware encode/decode "
+            "engines (NVENC/NVDEC) decide; ranked by memory, then engines. The software stack "
+            "column matters most here (CUDA/OptiX vs Metal vs ROCm).",
+        ),
+    )
+}

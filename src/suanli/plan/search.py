@@ -1,0 +1,487 @@
+"""Layout search: the fastest (or cheapest) layout that fits, per GPU, vectorized over candidates.
+
+For training, every GPU count up to ``max_gpus`` (powers of two) is split into tensor x pipeline
+x data parallel degrees, with ZeRO stages, recomputation modes and micro-batches; gradient
+accumulation keeps the global batch. Memory and speed come from :mod:`suanli.estimate.vector`,
+which computes exactly what the scalar estimators compute. ``brute_force_train`` runs the same
+candidates through the scalar functions one by one; tests check both pick the same layout.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from suanli.catalog.gpu import GPU
+from suanli.estimate.memory import training_memory
+from suanli.estimate.perf import training_perf
+from suanli.estimate.workload import Parallelism, TrainWork
+from suanli.hardware import device_for
+from suanli.models.spec import ModelSpec
+
+OBJECTIVES = ("time", "cost", "cost-per-token")
+RECOMPUTE_CHOICES = ("none", "selective", "full")
+MICRO_BATCHES = (1, 2, 4, 8, 16)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One layout of one GPU type, with its predicted memory, speed and price."""
+
+    gpu_id: str
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    zero: int
+    sp: bool
+    recompute: str
+    batch: int
+    grad_accum: int
+    memory_bytes: float
+    tokens_per_s: float
+    mfu: float
+    usd_per_hour: float | None
+    """Rent for all the GPUs, when a price is known."""
+
+    def options(self) -> str:
+        """The layout as ``suanli`` options a user can paste."""
+        parts = [
+            f"--gpu {self.gpu_id}",
+            f"--gpus {self.gpus}",
+            f"--tp {self.tp}",
+            f"--pp {self.pp}",
+            f"--zero {self.zero}",
+            f"--recompute {self.recompute}",
+            f"--batch {self.batch}",
+            f"--grad-accum {self.grad_accum}",
+        ]
+        if self.sp:
+            parts.append("--sp")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class GpuResult:
+    """The search outcome for one GPU type."""
+
+    gpu_id: str
+    best: Candidate | None
+    evaluated: int
+    fitting: int
+    reason: str = ""
+    """Why this GPU has no answer, or lost (filled by :func:`rank`)."""
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What the search may change."""
+
+    max_gpus: int = 8
+    global_batch: int | None = None
+    """Sequences per optimizer step; ``None`` lets each layout pick its own (grad_accum 1)."""
+    gpus_per_node: int | None = None
+    micro_batches: tuple[int, ...] = MICRO_BATCHES
+    recompute: tuple[str, ...] = RECOMPUTE_CHOICES
+    exact_gpus: int | None = None
+    """Only this many GPUs (``--gpus``), instead of every power of two up to ``max_gpus``."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _counts(space: SearchSpace) -> list[int]:
+    if space.exact_gpus:
+        return [space.exact_gpus]
+    return [2**i for i in range(int(math.log2(space.max_gpus)) + 1)]
+
+
+def layouts(spec: ModelSpec, gpu: GPU, space: SearchSpace) -> list[dict[str, int]]:
+    """Candidate layouts (without recomputation, which is searched per call)."""
+    from suanli.catalog.network import default_gpus_per_node
+
+    node = space.gpus_per_node or default_gpus_per_node(gpu)
+    rows = []
+    for n in _counts(space):
+        for tp in (1, 2, 4, 8):
+            if tp > n or n % tp or tp > node or spec.attention.num_heads % tp:
+                continue
+            pp = 1
+            while tp * pp <= n and pp <= spec.num_layers:
+                if n % (tp * pp) == 0:
+                    dp = n // (tp * pp)
+                    for zero in (1, 2, 3) if dp > 1 else (0,):
+                        for batch in space.micro_batches:
+                            if space.global_batch is not None:
+                                if space.global_batch % (batch * dp):
+                                    continue
+                                accum = space.global_batch // (batch * dp)
+                            else:
+                                accum = max(1, pp)  # enough micro-batches to fill the pipeline
+                            rows.append(
+                                {
+                                    "tp": tp,
+                                    "pp": pp,
+                                    "dp": dp,
+                                    "zero": zero,
+                                    "batch": batch,
+                                    "grad_accum": accum,
+                                    "sp": int(tp > 1),
+                                }
+                            )
+                pp *= 2
+    return rows
+
+
+def search_train(
+    spec: ModelSpec,
+    base: TrainWork,
+    gpu: GPU,
+    space: SearchSpace,
+    objective: str = "time",
+    price_per_gpu_hour: float | None = None,
+) -> GpuResult:
+    """The best fitting layout of ``gpu`` for ``base`` (vectorized)."""
+    import numpy as np
+
+    from suanli.estimate import vector
+
+    if objective not in OBJECTIVES:
+        raise ValueError(f"--objective {objective!r} is not one of {', '.join(OBJECTIVES)}")
+    try:
+        device = device_for(gpu, base.dtype, gpus_per_node=space.gpus_per_node)
+    except ValueError as exc:
+        return GpuResult(gpu.id, None, 0, 0, str(exc))
+    rows = layouts(spec, gpu, space)
+    if not rows:
+        return GpuResult(gpu.id, None, 0, 0, "no layout divides the GPU counts")
+    lay = vector.Layouts.of(**{k: [r[k] for r in rows] for k in rows[0]})
+    price = price_per_gpu_hour if price_per_gpu_hour is not None else gpu.get("cloud_usd_per_hour")
+    best: Candidate | None = None
+    best_key = -math.inf
+    fitting = 0
+    for recompute in space.recompute:
+        work = replace(base, recompute=recompute)
+        memory = vector.train_memory(spec, work, lay)
+        speed = vector.train_speed(spec, work, lay, device)
+        ok = memory <= gpu.memory_bytes
+        fitting += int(ok.sum())
+        if not ok.any():
+            continue
+        gpus = lay.tp * lay.pp * lay.dp
+        tps = speed["tokens_per_s"]
+        if objective == "time":
+            key = tps
+        elif not price:
+            key = tps  # no price: fall back to speed, reported as such
+        else:
+            key = tps / (gpus * price)  # tokens per dollar
+        key = np.where(ok, key, -np.inf)
+        i = int(np.argmax(key))
+        if key[i] > best_key:
+            best_key = float(key[i])
+            best = Candidate(
+                gpu.id,
+                int(gpus[i]),
+                int(lay.tp[i]),
+                int(lay.pp[i]),
+                int(lay.dp[i]),
+                int(lay.zero[i]),
+                bool(lay.sp[i]),
+                recompute,
+                int(lay.batch[i]),
+                int(lay.grad_accum[i]),
+                float(memory[i]),
+                float(tps[i]),
+                float(speed["mfu"][i]),
+                float(price) * int(gpus[i]) if price else None,
+            )
+    evaluated = len(rows) * len(space.recompute)
+    reason = (
+        ""
+        if best
+        else f"does not fit in {gpu.memory_bytes / 2**30:.0f} GiB at up to "
+        f"{max(_counts(space))} GPUs"
+    )
+    return GpuResult(gpu.id, best, evaluated, fitting, reason)
+
+
+def brute_force_train(
+    spec: ModelSpec, base: TrainWork, gpu: GPU, space: SearchSpace, objective: str = "time"
+) -> Candidate | None:
+    """The same search, one scalar estimate at a time (slow; for tests on small spaces)."""
+    device = device_for(gpu, base.dtype, gpus_per_node=space.gpus_per_node)
+    price = gpu.get("cloud_usd_per_hour")
+    best, best_key = None, -math.inf
+    for recompute in space.recompute:
+        for r in layouts(spec, gpu, space):
+            par = Parallelism(
+                dp=r["dp"],
+                tp=r["tp"],
+                pp=r["pp"],
+                zero=r["zero"],
+                sp=bool(r["sp"]),
+                ep=base.parallel.ep,
+                vpp=base.parallel.vpp,
+            )
+            work = replace(
+                base,
+                recompute=recompute,
+                parallel=par,
+                batch=r["batch"],
+                grad_accum=r["grad_accum"],
+            )
+            memory = training_memory(spec, work).total_bytes
+            if memory > gpu.memory_bytes:
+                continue
+            perf = training_perf(spec, work, device)
+            gpus = par.gpus
+            key = (
+                perf.tokens_per_s
+                if objective == "time" or not price
+                else perf.tokens_per_s / (gpus * price)
+            )
+            if key > best_key:
+                best_key = key
+                best = Candidate(
+                    gpu.id,
+                    gpus,
+                    par.tp,
+                    par.pp,
+                    par.dp,
+                    par.zero,
+                    par.sp,
+                    recompute,
+                    r["batch"],
+                    r["grad_accum"],
+                    memory,
+                    perf.tokens_per_s,
+                    perf.mfu(device.peak_flops),
+                    price * gpus if price else None,
+                )
+    return best
+
+
+def rank(
+    results: list[GpuResult],
+    objective: str,
+    tokens: float | None = None,
+    budget_usd: float | None = None,
+) -> list[dict[str, Any]]:
+    """Rows for the table and the JSON, best first, each saying why it won or lost."""
+    rows = []
+    for res in results:
+        row: dict[str, Any] = {
+            "gpu": res.gpu_id,
+            "evaluated": res.evaluated,
+            "fitting": res.fitting,
+        }
+        if res.best is None:
+            row.update({"fits": False, "reason": res.reason or "does not fit"})
+            rows.append(row)
+            continue
+        c = res.best
+        seconds = tokens / c.tokens_per_s if tokens else None
+        cost = seconds / 3600 * c.usd_per_hour if (seconds and c.usd_per_hour) else None
+        row.update(
+            {
+                "fits": True,
+                "gpus": c.gpus,
+                "tp": c.tp,
+                "pp": c.pp,
+                "dp": c.dp,
+                "zero": c.zero,
+                "sp": c.sp,
+                "recompute": c.recompute,
+                "batch": c.batch,
+                "grad_accum": c.grad_accum,
+                "memory_bytes": c.memory_bytes,
+                "tokens_per_s": c.tokens_per_s,
+                "mfu": c.mfu,
+                "usd_per_hour": c.usd_per_hour,
+                "time_s": seconds,
+                "cost_usd": cost,
+                "usd_per_million_tokens": (
+                    c.usd_per_hour / 3600 / c.tokens_per_s * 1e6 if c.usd_per_hour else None
+                ),
+                "options": c.options(),
+                "reason": "",
+            }
+        )
+        if budget_usd is not None and cost is not None and cost > budget_usd:
+            row["reason"] = f"over the budget (${cost:,.0f} > ${budget_usd:,.0f})"
+        rows.append(row)
+
+    def key(row: dict[str, Any]) -> tuple[int, float]:
+        if not row["fits"]:
+            return (3, 0.0)
+        if row["reason"]:
+            return (2, -row["tokens_per_s"])
+        if objective == "time":
+            return (0, -row["tokens_per_s"])
+        per_token = row["usd_per_million_tokens"]
+        if per_token is None:
+            return (1, -row["tokens_per_s"])
+        if objective == "cost" and row["cost_usd"] is not None:
+            return (0, row["cost_usd"])
+        return (0, per_token)
+
+    rows.sort(key=key)
+    fitting = [r for r in rows if r["fits"] and not r["reason"]]
+    if fitting:
+        top = fitting[0]
+        for row in fitting[1:]:
+            if objective == "time":
+                row["reason"] = (
+                    f"{top['tokens_per_s'] / row['tokens_per_s']:.1f}x slower than {top['gpu']}"
+                )
+            elif row["usd_per_million_tokens"] is None:
+                row["reason"] = "no price known"
+            else:
+                ratio = row["usd_per_million_tokens"] / top["usd_per_million_tokens"]
+                row["reason"] = f"{ratio:.1f}x cost/token"
+    return rows
+
+
+# --- serving -----------------------------------------------------------------------------------
+
+#: Weight formats tried for serving, highest fidelity first.
+SERVE_FORMATS = ("bf16", "fp8", "int8", "awq-4bit-g128", "gptq-4bit-g128")
+SERVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+@dataclass(frozen=True)
+class ServeCandidate:
+    """A serving replica layout and how many replicas a request rate needs."""
+
+    gpu_id: str
+    tp: int
+    weight_format: str
+    kv_dtype: str
+    batch: int
+    replicas: int
+    memory_bytes: float
+    ttft_s: float
+    tpot_s: float
+    tokens_per_s: float
+    """Output tokens per second of all replicas."""
+    requests_per_s: float
+    """Requests per second of all replicas."""
+    usd_per_hour: float | None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in all replicas."""
+        return self.tp * self.replicas
+
+    def options(self) -> str:
+        """The layout as options a user can paste."""
+        return (
+            f"--task infer --gpu {self.gpu_id} --tp {self.tp} --quant {self.weight_format} "
+            f"--kv-dtype {self.kv_dtype} --batch {self.batch}"
+        )
+
+
+def search_serve(
+    spec: ModelSpec,
+    gpu: GPU,
+    *,
+    context: int,
+    output: int,
+    max_gpus: int,
+    rps: float | None = None,
+    objective: str = "cost-per-token",
+    max_tpot_s: float | None = None,
+    formats: tuple[str, ...] = SERVE_FORMATS,
+) -> tuple[ServeCandidate | None, int, str]:
+    """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs.
+
+    Memory is linear in the batch (weights and the prefill peak fixed, KV cache and last-token
+    logits per sequence), so two exact estimates per format and TP degree give every batch.
+    """
+    import numpy as np
+
+    from suanli.estimate import vector
+    from suanli.estimate.memory import inference_memory
+    from suanli.estimate.workload import InferWork
+
+    if objective not in OBJECTIVES:
+        raise ValueError(f"--objective {objective!r} is not one of {', '.join(OBJECTIVES)}")
+    price = gpu.get("cloud_usd_per_hour")
+    prompt = max(context - output, 1)
+    best: ServeCandidate | None = None
+    best_key = -math.inf
+    evaluated = 0
+    tps = [t for t in (1, 2, 4, 8) if t <= max_gpus and spec.attention.num_heads % t == 0]
+    batches = np.asarray(SERVE_BATCHES)
+    for fmt in formats:
+        dtype = "fp8" if fmt == "fp8" else "bf16"
+        try:
+            device = device_for(gpu, dtype)
+        except ValueError:
+            continue
+        for kv in ("bf16", "fp8"):
+            for tp in tps:
+                one = inference_memory(
+                    spec, InferWork(batch=1, context=context, weight_format=fmt, kv_dtype=kv, tp=tp)
+                )
+                two = inference_memory(
+                    spec, InferWork(batch=2, context=context, weight_format=fmt, kv_dtype=kv, tp=tp)
+                )
+                memory = one.total_bytes + (two.total_bytes - one.total_bytes) * (batches - 1)
+                ok = memory <= gpu.memory_bytes
+                evaluated += len(batches)
+                if not ok.any():
+                    continue
+                speed = vector.infer_speed(
+                    spec,
+                    fmt,
+                    1 if kv == "fp8" else 2,
+                    batches,
+                    np.full(len(batches), tp),
+                    prompt,
+                    output,
+                    device,
+                )
+                req = batches / (speed["ttft_s"] + output * speed["tpot_s"])
+                replicas = np.ones(len(batches)) if rps is None else np.ceil(rps / req)
+                gpus = replicas * tp
+                ok &= gpus <= max_gpus
+                if max_tpot_s is not None:
+                    ok &= speed["tpot_s"] <= max_tpot_s
+                if not ok.any():
+                    continue
+                total_tps = speed["tokens_per_s"] * replicas
+                if objective == "time":
+                    key = -speed["tpot_s"] if rps is None else -gpus + 1e-9 * total_tps
+                elif price:
+                    key = total_tps / (gpus * price)
+                else:
+                    key = total_tps / gpus
+                key = np.where(ok, key, -np.inf)
+                i = int(np.argmax(key))
+                if key[i] > best_key:
+                    best_key = float(key[i])
+                    best = ServeCandidate(
+                        gpu.id,
+                        tp,
+                        fmt,
+                        kv,
+                        int(batches[i]),
+                        int(replicas[i]),
+                        float(memory[i]),
+                        float(speed["ttft_s"][i]),
+                        float(speed["tpot_s"][i]),
+                        float(total_tps[i]),
+                        float(req[i] * replicas[i]),
+                        float(price) * float(gpus[i]) if price else None,
+                    )
+    reason = (
+        ""
+        if best
+        else (
+            f"cannot serve within {max_gpus} GPUs"
+            + (f" at {rps:g} requests/s" if rps else "")
+            + (f" with TPOT <= {max_tpot_s * 1e3:g} ms" if max_tpot_s else "")
+        )
+    )
+    return best, evaluated, reason
