@@ -30,7 +30,7 @@ from suanli.catalog.gpu import (
 
 #: Data files beside the GPU files that hold other tables (weight formats, runtime overheads).
 NON_GPU_DATA_FILES = frozenset(
-    {"quant.toml", "overhead.toml", "interconnect.toml", "efficiency.toml"}
+    {"quant.toml", "overhead.toml", "interconnect.toml", "efficiency.toml", "costs.toml"}
 )
 
 #: Allowed ``price_kind`` values.

@@ -417,11 +417,15 @@ def _render_plan(doc: dict[str, Any], work: TrainWork | InferWork, top: int) -> 
         click.echo(f"scenario: {doc['reasoning']}")
     if fitting:
         best = fitting[0]
-        click.echo(
-            f"fastest: {best['gpu']} -> suanli perf {doc['model']} {best['options']}"
-            if doc["objective"] == "time"
-            else f"best: {best['gpu']} -> {best['options']}"
-        )
+        label = "fastest" if doc["objective"] == "time" else "best"
+        if isinstance(work, InferWork):
+            command = f"suanli perf {doc['model']} {best['options']}"
+        else:
+            command = (
+                f"suanli perf {doc['model']} --task {doc['task']} --seq {work.seq} "
+                f"{best['options']}"
+            )
+        click.echo(f"{label}: {best['gpu']} -> {command}")
         priced = [r for r in fitting if r.get("usd_per_million_tokens")]
         if priced:
             cheapest = min(priced, key=lambda r: r["usd_per_million_tokens"])

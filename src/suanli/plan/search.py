@@ -331,9 +331,7 @@ def rank(
         top = fitting[0]
         for row in fitting[1:]:
             if objective == "time":
-                row["reason"] = (
-                    f"{top['tokens_per_s'] / row['tokens_per_s']:.1f}x slower"
-                )
+                row["reason"] = f"{top['tokens_per_s'] / row['tokens_per_s']:.1f}x slower"
             elif row["usd_per_million_tokens"] is None:
                 row["reason"] = "no price known"
             else:
