@@ -299,7 +299,10 @@ def stencil_estimate(gpu: GPU, work: StencilWork, device: Device) -> StencilEsti
     exposed = max(0.0, halo_s - kernel_s) if work.overlap_halo else halo_s
     step = kernel_s + exposed
     bound = max(
-        ("memory", memory_s), ("compute", compute_s), ("communication", halo_s), key=lambda kv: kv[1]
+        ("memory", memory_s),
+        ("compute", compute_s),
+        ("communication", halo_s),
+        key=lambda kv: kv[1],
     )[0]
     breakdown = memory_breakdown(work)
     total_memory = sum(breakdown.values())
