@@ -55,7 +55,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from suanli.cli import gpus, mem, model, perf, plan
+    from suanli.cli import gpus, mem, model, perf, plan, stencil
 
     cli.add_command(gpus.gpus_cmd)
     cli.add_command(gpus.gpu_cmd)
@@ -65,6 +65,7 @@ def _register() -> None:
     cli.add_command(perf.perf_cmd)
     cli.add_command(plan.plan_cmd)
     cli.add_command(plan.fit_cmd)
+    cli.add_command(stencil.stencil_cmd)
 
 
 _register()
