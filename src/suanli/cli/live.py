@@ -1,0 +1,211 @@
+"""The live machine: ``suanli doctor``, ``top``, ``query`` and ``export``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+
+from suanli.cli.render import print_json, print_table
+
+_STATUS = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "info": "info"}
+
+
+def _na(value: Any, fmt: str = "{}") -> str:
+    return "N/A" if value is None else fmt.format(value)
+
+
+@click.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def doctor_cmd(as_json: bool) -> None:
+    """Environment verdicts with the exact fix: driver, PyTorch build, CUDA versions, devices.
+
+    Exit code 1 when a problem is found, 0 when healthy (for CI scripts).
+    """
+    from suanli.live.env import diagnose, probe
+
+    verdicts = diagnose(probe())
+    failed = any(v.status == "fail" for v in verdicts)
+    if as_json:
+        print_json({"healthy": not failed, "verdicts": [v.__dict__ for v in verdicts]})
+    else:
+        rows = [[_STATUS[v.status], v.check, v.detail, v.fix] for v in verdicts]
+        print_table("suanli doctor", ["", "check", "seen", "fix"], rows)
+        click.echo("healthy" if not failed else "problems found: apply the fixes above")
+    sys.exit(1 if failed else 0)
+
+
+def _samples() -> list[Any]:
+    from suanli.live.devices import gpu_samples, providers
+
+    provs = providers()
+    samples = gpu_samples(provs)
+    if not samples:  # no GPU: show the CPU so the commands still say something true
+        samples = next(p for p in provs if p.name == "cpu").sample()
+    return samples
+
+
+def _render_top(samples: list[Any]) -> None:
+    from suanli.live.monitor import flags
+
+    rows = []
+    for s in samples:
+        if s.lost:
+            rows.append([str(s.index), s.name, "LOST", "", "", "", "", ""])
+            continue
+        mem = (
+            f"{s.memory_used_bytes / 2**30:,.1f}/{s.memory_total_bytes / 2**30:,.1f} GiB"
+            if s.memory_total_bytes
+            else "N/A"
+        )
+        power = (
+            f"{s.power_w:.0f}/{s.power_limit_w:.0f} W"
+            if s.power_w is not None and s.power_limit_w
+            else _na(s.power_w, "{:.0f} W")
+        )
+        clocks = (
+            f"{s.sm_clock_mhz:.0f}/{s.sm_clock_max_mhz:.0f}"
+            if s.sm_clock_mhz and s.sm_clock_max_mhz
+            else _na(s.sm_clock_mhz, "{:.0f}")
+        )
+        pcie = (
+            f"Gen{s.pcie_gen}x{s.pcie_width}/Gen{s.pcie_gen_max}x{s.pcie_width_max}"
+            if s.pcie_gen
+            else "N/A"
+        )
+        media = f"{_na(s.encoder_pct, '{:.0f}')}/{_na(s.decoder_pct, '{:.0f}')}"
+        rows.append(
+            [
+                str(s.index),
+                s.name,
+                _na(s.utilization_pct, "{:.0f}%"),
+                mem,
+                power,
+                _na(s.temperature_c, "{:.0f}C"),
+                clocks,
+                pcie + " " + media,
+            ]
+        )
+    print_table(
+        "devices",
+        ["#", "name", "util", "memory", "power", "temp", "SM MHz", "PCIe, enc/dec %"],
+        rows,
+    )
+    procs = [
+        [
+            str(s.index),
+            str(p.pid),
+            p.user,
+            p.name,
+            _na(p.memory_bytes and p.memory_bytes / 2**30, "{:.1f}"),
+            p.path,
+        ]
+        for s in samples
+        for p in s.processes
+    ]
+    if procs:
+        print_table("processes", ["gpu", "pid", "user", "name", "GiB", "path"], procs)
+    for s in samples:
+        for f in flags(s):
+            click.echo(f"! gpu {f.index} {f.kind}: {f.message}")
+
+
+@click.command("top")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between refreshes.",
+)
+@click.option(
+    "--count",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Refreshes before exiting (default: until Ctrl-C).",
+)
+@click.option("--once", is_flag=True, help="One reading, then exit.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON reading (implies --once).")
+def top_cmd(interval: float, count: int | None, once: bool, as_json: bool) -> None:
+    """Live view of each GPU: utilisation, memory, power, temperature, clocks, PCIe, processes,
+    with flags for idle-but-full memory, throttling, down-trained links and unknown processes."""
+    from suanli.live.monitor import flags
+
+    if as_json:
+        samples = _samples()
+        print_json(
+            [
+                {
+                    **s.__dict__,
+                    "processes": [p.__dict__ for p in s.processes],
+                    "flags": [f.__dict__ for f in flags(s)],
+                }
+                for s in samples
+            ]
+        )
+        return
+    n = 1 if once else count
+    i = 0
+    try:
+        while n is None or i < n:
+            if i:
+                time.sleep(interval)
+                click.clear()
+            _render_top(_samples())
+            i += 1
+    except KeyboardInterrupt:
+        pass
+
+
+@click.command("query")
+@click.option(
+    "--fields",
+    default=None,
+    help="Comma-separated nvidia-smi --query-gpu names (default: index, name, "
+    "memory.total, memory.used, utilization.gpu, power.draw, temperature.gpu).",
+)
+@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True)
+@click.option("--count", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True
+)
+@click.option("--timestamp/--no-timestamp", default=False, help="Prefix each row with the time.")
+def query_cmd(fields: str | None, interval: float, count: int, fmt: str, timestamp: bool) -> None:
+    """Sample fields for scripts and logs (nvidia-smi --query-gpu compatible names)."""
+    from suanli.live.monitor import DEFAULT_QUERY, format_rows, parse_fields
+
+    names = parse_fields(fields) if fields else list(DEFAULT_QUERY)
+    for i in range(count):
+        if i:
+            time.sleep(interval)
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds") if timestamp else None
+        sys.stdout.write(format_rows(_samples(), names, fmt, header=i == 0, timestamp=stamp))
+        sys.stdout.flush()
+
+
+@click.command("export")
+@click.option("--port", type=click.IntRange(1, 65535), default=9400, show_default=True)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind (0.0.0.0 exposes it to the network).",
+)
+@click.option("--max-requests", type=click.IntRange(min=1), default=None, hidden=True)
+def export_cmd(port: int, host: str, max_requests: int | None) -> None:
+    """A Prometheus exporter on http://HOST:PORT/metrics; a failed read becomes
+    suanli_scrape_error 1, and the server keeps serving."""
+    from suanli.live.exporter import serve
+
+    click.echo(f"serving metrics on http://{host}:{port}/metrics (Ctrl-C to stop)", err=True)
+    try:
+        serve(host, port, max_requests=max_requests)
+    except OSError as exc:
+        raise ValueError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port"
+        ) from None
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,562 @@
+"""Device providers: one interface over NVML, AMD SMI, the CPU, and table-driven fakes.
+
+A field a device does not support comes back as ``None`` ("not available"), never as an
+exception: every read goes through one choke point (``_query``), the way nvitop's ``nvmlQuery``
+does. A GPU that stops answering is reported as ``lost`` rather than raising. Every import of a
+vendor library happens inside the provider that needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+NA = None
+"""What a field holds when the device or driver does not report it."""
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """A process using a device."""
+
+    pid: int
+    name: str = ""
+    user: str = ""
+    path: str = ""
+    memory_bytes: int | None = NA
+
+
+@dataclass(frozen=True)
+class DeviceSample:
+    """One reading of one device. ``None`` means not available."""
+
+    index: int
+    name: str
+    vendor: str
+    """``nvidia``, ``amd``, ``cpu``, ``fake`` ..."""
+    uuid: str | None = NA
+    memory_total_bytes: int | None = NA
+    memory_used_bytes: int | None = NA
+    utilization_pct: float | None = NA
+    memory_utilization_pct: float | None = NA
+    power_w: float | None = NA
+    power_limit_w: float | None = NA
+    temperature_c: float | None = NA
+    sm_clock_mhz: float | None = NA
+    sm_clock_max_mhz: float | None = NA
+    memory_clock_mhz: float | None = NA
+    memory_clock_max_mhz: float | None = NA
+    throttle_reasons: tuple[str, ...] = ()
+    pcie_gen: int | None = NA
+    pcie_gen_max: int | None = NA
+    pcie_width: int | None = NA
+    pcie_width_max: int | None = NA
+    encoder_pct: float | None = NA
+    decoder_pct: float | None = NA
+    fan_pct: float | None = NA
+    processes: tuple[ProcessInfo, ...] = ()
+    lost: bool = False
+    """The device stopped answering (NVML's GPU_IS_LOST)."""
+
+    def field(self, name: str) -> Any:
+        """A field by its attribute name (``None`` when not available)."""
+        return getattr(self, name, NA)
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    """What the driver layer reports."""
+
+    provider: str
+    driver_version: str | None = NA
+    cuda_driver_version: str | None = NA
+    """The highest CUDA runtime the driver supports (NVML), e.g. ``12.4``."""
+    nvml_version: str | None = NA
+    device_count: int = 0
+    error: str | None = NA
+    """Why the provider could not read the devices, when it could not."""
+
+
+class Provider(Protocol):
+    """What every device provider offers."""
+
+    name: str
+
+    def available(self) -> bool:
+        """Whether this provider can see devices on this machine."""
+
+    def driver(self) -> DriverInfo:
+        """Driver facts (versions, device count)."""
+
+    def sample(self) -> list[DeviceSample]:
+        """One reading of every device."""
+
+
+def _query(fn: Callable[..., Any], *args: Any, default: Any = NA) -> Any:
+    """Call a vendor function; any failure ("not supported", "unknown") yields ``default``."""
+    try:
+        value = fn(*args)
+    except Exception:  # vendor libraries raise many types for "not supported"
+        return default
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value
+
+
+# --- NVIDIA (NVML) ---------------------------------------------------------------------------
+
+#: NVML clock-event (throttle) reason bits -> names (nvml.h, nvmlClocksEventReasons).
+THROTTLE_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def decode_throttle(mask: int | None) -> tuple[str, ...]:
+    """Names of the set clock-event reason bits (idle alone is not a throttle)."""
+    if not mask:
+        return ()
+    return tuple(name for bit, name in THROTTLE_REASONS.items() if mask & bit)
+
+
+class NvmlProvider:
+    """NVIDIA GPUs through nvidia-ml-py (``pynvml``)."""
+
+    name = "nvml"
+
+    def __init__(self) -> None:
+        self._nvml: Any = None
+        self._error: str | None = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+        except Exception as exc:  # no library, no driver, no device
+            self._error = f"{type(exc).__name__}: {exc}".strip()
+
+    def available(self) -> bool:
+        """Whether NVML initialised."""
+        return self._nvml is not None
+
+    def driver(self) -> DriverInfo:
+        """Driver and NVML versions, and the CUDA version the driver supports."""
+        nv = self._nvml
+        if nv is None:
+            return DriverInfo(self.name, error=self._error)
+        cuda = _query(nv.nvmlSystemGetCudaDriverVersion)
+        cuda_str = f"{cuda // 1000}.{(cuda % 1000) // 10}" if isinstance(cuda, int) else NA
+        return DriverInfo(
+            self.name,
+            driver_version=_query(nv.nvmlSystemGetDriverVersion),
+            cuda_driver_version=cuda_str,
+            nvml_version=_query(nv.nvmlSystemGetNVMLVersion),
+            device_count=_query(nv.nvmlDeviceGetCount, default=0),
+        )
+
+    def sample(self) -> list[DeviceSample]:
+        """Read every GPU; a GPU that fails its basic reads is reported as lost."""
+        nv = self._nvml
+        if nv is None:
+            return []
+        out = []
+        for i in range(_query(nv.nvmlDeviceGetCount, default=0)):
+            handle = _query(nv.nvmlDeviceGetHandleByIndex, i)
+            name = _query(nv.nvmlDeviceGetName, handle) if handle is not None else NA
+            if handle is None or name is NA:
+                out.append(DeviceSample(i, "unknown (lost)", "nvidia", lost=True))
+                continue
+            mem = _query(nv.nvmlDeviceGetMemoryInfo, handle)
+            util = _query(nv.nvmlDeviceGetUtilizationRates, handle)
+            power = _query(nv.nvmlDeviceGetPowerUsage, handle)
+            limit = _query(nv.nvmlDeviceGetEnforcedPowerLimit, handle)
+            clk = getattr(nv, "NVML_CLOCK_SM", 1)
+            mclk = getattr(nv, "NVML_CLOCK_MEM", 2)
+            reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+                nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+            )
+            enc = _query(nv.nvmlDeviceGetEncoderUtilization, handle)
+            dec = _query(nv.nvmlDeviceGetDecoderUtilization, handle)
+            out.append(
+                DeviceSample(
+                    index=i,
+                    name=str(name),
+                    vendor="nvidia",
+                    uuid=_query(nv.nvmlDeviceGetUUID, handle),
+                    memory_total_bytes=getattr(mem, "total", NA),
+                    memory_used_bytes=getattr(mem, "used", NA),
+                    utilization_pct=getattr(util, "gpu", NA),
+                    memory_utilization_pct=getattr(util, "memory", NA),
+                    power_w=power / 1000 if isinstance(power, (int, float)) else NA,
+                    power_limit_w=limit / 1000 if isinstance(limit, (int, float)) else NA,
+                    temperature_c=_query(nv.nvmlDeviceGetTemperature, handle, 0),
+                    sm_clock_mhz=_query(nv.nvmlDeviceGetClockInfo, handle, clk),
+                    sm_clock_max_mhz=_query(nv.nvmlDeviceGetMaxClockInfo, handle, clk),
+                    memory_clock_mhz=_query(nv.nvmlDeviceGetClockInfo, handle, mclk),
+                    memory_clock_max_mhz=_query(nv.nvmlDeviceGetMaxClockInfo, handle, mclk),
+                    throttle_reasons=decode_throttle(
+                        _query(reasons_fn, handle) if reasons_fn else NA
+                    ),
+                    pcie_gen=_query(nv.nvmlDeviceGetCurrPcieLinkGeneration, handle),
+                    pcie_gen_max=_query(nv.nvmlDeviceGetMaxPcieLinkGeneration, handle),
+                    pcie_width=_query(nv.nvmlDeviceGetCurrPcieLinkWidth, handle),
+                    pcie_width_max=_query(nv.nvmlDeviceGetMaxPcieLinkWidth, handle),
+                    encoder_pct=enc[0] if isinstance(enc, (list, tuple)) else NA,
+                    decoder_pct=dec[0] if isinstance(dec, (list, tuple)) else NA,
+                    fan_pct=_query(nv.nvmlDeviceGetFanSpeed, handle),
+                    processes=self._processes(handle),
+                )
+            )
+        return out
+
+    def _processes(self, handle: Any) -> tuple[ProcessInfo, ...]:
+        nv = self._nvml
+        procs = []
+        for getter in (
+            "nvmlDeviceGetComputeRunningProcesses",
+            "nvmlDeviceGetGraphicsRunningProcesses",
+        ):
+            fn = getattr(nv, getter, None)
+            for p in (_query(fn, handle, default=[]) if fn else []) or []:
+                procs.append(_describe_process(int(p.pid), getattr(p, "usedGpuMemory", NA)))
+        return tuple(procs)
+
+
+def _describe_process(pid: int, memory: int | None) -> ProcessInfo:
+    """Name, user and executable path of a process, when the OS lets us read them."""
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        return ProcessInfo(
+            pid,
+            _query(proc.name, default=""),
+            _query(proc.username, default=""),
+            _query(proc.exe, default=""),
+            memory,
+        )
+    except Exception:
+        return ProcessInfo(pid, memory_bytes=memory)
+
+
+# --- AMD (amd-smi / rocm-smi JSON) -------------------------------------------------------------
+
+
+class AmdSmiProvider:
+    """AMD GPUs through ``amd-smi metric --json`` or ``rocm-smi --json`` when installed."""
+
+    name = "amd-smi"
+
+    def __init__(self, runner: Callable[[list[str]], str] | None = None) -> None:
+        self._run = runner or _run_json_tool
+        self._tool = shutil.which("amd-smi") or shutil.which("rocm-smi")
+
+    def available(self) -> bool:
+        """Whether an AMD SMI tool is on the PATH."""
+        return self._tool is not None
+
+    def driver(self) -> DriverInfo:
+        """The device count (driver versions are not parsed yet)."""
+        return DriverInfo(
+            self.name,
+            device_count=len(self.sample()),
+            error=None if self._tool else "amd-smi/rocm-smi not found",
+        )
+
+    def sample(self) -> list[DeviceSample]:
+        """Parse the tool's JSON; anything missing stays not available."""
+        if not self._tool:
+            return []
+        is_amd_smi = self._tool.endswith("amd-smi")
+        args = (
+            [self._tool, "metric", "--json"]
+            if is_amd_smi
+            else [
+                self._tool,
+                "--showmeminfo",
+                "vram",
+                "--showuse",
+                "--showpower",
+                "--showtemp",
+                "--json",
+            ]
+        )
+        try:
+            data = json.loads(self._run(args))
+        except (ValueError, OSError):
+            return []
+        return parse_amd_json(data)
+
+
+def parse_amd_json(data: Any) -> list[DeviceSample]:
+    """Devices from amd-smi (a list of GPU objects) or rocm-smi (a dict keyed by card)."""
+    items = (
+        data
+        if isinstance(data, list)
+        else [v for k, v in sorted(data.items()) if str(k).startswith("card")]
+    )
+    out = []
+    for i, item in enumerate(items):
+        flat = _flatten(item)
+        total = _num(flat, ("vram_total", "VRAM Total Memory (B)", "total_vram"))
+        used = _num(flat, ("vram_used", "VRAM Total Used Memory (B)", "used_vram"))
+        scale = 2**20 if total is not None and total < 10_000_000 else 1  # amd-smi reports MiB
+        out.append(
+            DeviceSample(
+                index=i,
+                name=str(flat.get("market_name") or flat.get("Card series") or "AMD GPU"),
+                vendor="amd",
+                memory_total_bytes=int(total * scale) if total is not None else NA,
+                memory_used_bytes=int(used * scale) if used is not None else NA,
+                utilization_pct=_num(flat, ("gfx_activity", "GPU use (%)")),
+                power_w=_num(
+                    flat,
+                    (
+                        "socket_power",
+                        "Average Graphics Package Power (W)",
+                        "Current Socket Graphics Package Power (W)",
+                    ),
+                ),
+                temperature_c=_num(flat, ("hotspot", "edge", "Temperature (Sensor edge) (C)")),
+            )
+        )
+    return out
+
+
+def _flatten(obj: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
+    out = {} if out is None else out
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if isinstance(value, dict) and set(value) >= {"value"}:
+                out[str(key)] = value["value"]
+            elif isinstance(value, dict):
+                _flatten(value, out)
+            else:
+                out[str(key)] = value
+    return out
+
+
+def _num(flat: dict[str, Any], keys: Sequence[str]) -> float | None:
+    for key in keys:
+        value = flat.get(key)
+        try:
+            if value is not None and str(value).upper() != "N/A":
+                return float(str(value).split()[0])
+        except ValueError:
+            continue
+    return NA
+
+
+def _run_json_tool(args: list[str]) -> str:
+    return subprocess.run(args, capture_output=True, text=True, timeout=10, check=False).stdout
+
+
+# --- CPU (psutil) ----------------------------------------------------------------------------
+
+
+class CpuProvider:
+    """The host CPU and its memory, through psutil: always available."""
+
+    name = "cpu"
+
+    def available(self) -> bool:
+        """psutil is a dependency of the live commands."""
+        try:
+            import psutil  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def driver(self) -> DriverInfo:
+        """No driver layer for the CPU."""
+        return DriverInfo(self.name, device_count=1)
+
+    def sample(self) -> list[DeviceSample]:
+        """CPU utilisation, host memory, frequency, temperature when the OS reports one."""
+        import psutil
+
+        vm = psutil.virtual_memory()
+        freq = _query(psutil.cpu_freq)
+        temps = (
+            _query(psutil.sensors_temperatures, default={})
+            if hasattr(psutil, "sensors_temperatures")
+            else {}
+        )
+        temp = NA
+        for readings in (temps or {}).values():
+            if readings:
+                temp = readings[0].current
+                break
+        return [
+            DeviceSample(
+                index=0,
+                name=cpu_name(),
+                vendor="cpu",
+                memory_total_bytes=int(vm.total),
+                memory_used_bytes=int(vm.total - vm.available),
+                utilization_pct=float(psutil.cpu_percent(interval=0.1)),
+                memory_utilization_pct=float(vm.percent),
+                sm_clock_mhz=getattr(freq, "current", NA) or NA,
+                sm_clock_max_mhz=getattr(freq, "max", NA) or NA,
+                temperature_c=temp,
+            )
+        ]
+
+
+def cpu_name() -> str:
+    """The CPU model name (``/proc/cpuinfo`` on Linux, ``platform`` elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+# --- fakes ----------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeProvider:
+    """Table-driven devices for tests and demos (``SUANLI_FAKE_GPUS=scenario``)."""
+
+    devices: list[DeviceSample] = field(default_factory=list)
+    driver_info: DriverInfo = field(default_factory=lambda: DriverInfo("fake"))
+    name: str = "fake"
+
+    def available(self) -> bool:
+        """Fakes are always there."""
+        return True
+
+    def driver(self) -> DriverInfo:
+        """The scripted driver facts."""
+        return replace(self.driver_info, device_count=len(self.devices))
+
+    def sample(self) -> list[DeviceSample]:
+        """The scripted devices."""
+        return list(self.devices)
+
+
+def _h100(index: int, **kw: Any) -> DeviceSample:
+    base = DeviceSample(
+        index=index,
+        name="NVIDIA H100 80GB HBM3",
+        vendor="nvidia",
+        uuid=f"GPU-fake-{index}",
+        memory_total_bytes=81559 * 2**20,
+        memory_used_bytes=1024 * 2**20,
+        utilization_pct=0.0,
+        memory_utilization_pct=0.0,
+        power_w=70.0,
+        power_limit_w=700.0,
+        temperature_c=35.0,
+        sm_clock_mhz=1980.0,
+        sm_clock_max_mhz=1980.0,
+        memory_clock_mhz=2619.0,
+        memory_clock_max_mhz=2619.0,
+        pcie_gen=5,
+        pcie_gen_max=5,
+        pcie_width=16,
+        pcie_width_max=16,
+        encoder_pct=0.0,
+        decoder_pct=0.0,
+    )
+    return replace(base, **kw)
+
+
+#: Named fake scenarios: several GPUs, unsupported fields, a lost GPU, processes, problems.
+SCENARIOS: dict[str, Callable[[], FakeProvider]] = {
+    "healthy-8xh100": lambda: FakeProvider(
+        [
+            _h100(i, utilization_pct=97.0, memory_used_bytes=70_000 * 2**20, power_w=650.0)
+            for i in range(8)
+        ],
+        DriverInfo("fake", driver_version="550.54.15", cuda_driver_version="12.4"),
+    ),
+    "problems": lambda: FakeProvider(
+        [
+            _h100(
+                0,
+                utilization_pct=8.0,
+                memory_used_bytes=78_000 * 2**20,
+                processes=(
+                    ProcessInfo(4242, "python", "alice", "/usr/bin/python3", 77_000 * 2**20),
+                ),
+            ),
+            _h100(
+                1,
+                utilization_pct=99.0,
+                sm_clock_mhz=1200.0,
+                power_w=700.0,
+                throttle_reasons=("sw_power_cap", "hw_thermal_slowdown"),
+                temperature_c=91.0,
+            ),
+            _h100(2, pcie_gen=3, pcie_width=8),
+            _h100(
+                3,
+                utilization_pct=100.0,
+                memory_used_bytes=6000 * 2**20,
+                processes=(ProcessInfo(777, "xmrig", "nobody", "/tmp/.x/xmrig", 5_900 * 2**20),),
+            ),
+            DeviceSample(4, "unknown (lost)", "nvidia", lost=True),
+            DeviceSample(
+                5,
+                "NVIDIA T4",
+                "nvidia",
+                memory_total_bytes=15360 * 2**20,
+                memory_used_bytes=0,
+                utilization_pct=0.0,
+            ),  # most fields not supported
+        ],
+        DriverInfo("fake", driver_version="535.104.05", cuda_driver_version="12.2"),
+    ),
+    "no-gpu": lambda: FakeProvider([], DriverInfo("fake", error="no NVIDIA driver found")),
+}
+
+
+def fake_provider(scenario: str) -> FakeProvider:
+    """A named fake scenario; ValueError lists the known ones."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown fake scenario {scenario!r}; use one of {', '.join(SCENARIOS)}")
+    return SCENARIOS[scenario]()
+
+
+def providers() -> list[Any]:
+    """The providers to ask on this machine: a fake when ``SUANLI_FAKE_GPUS`` names one, else
+    NVML and AMD SMI when present; the CPU provider always comes last."""
+    scenario = os.environ.get("SUANLI_FAKE_GPUS")
+    if scenario:
+        return [fake_provider(scenario), CpuProvider()]
+    found: list[Any] = []
+    nvml = NvmlProvider()
+    if nvml.available():
+        found.append(nvml)
+    amd = AmdSmiProvider()
+    if amd.available():
+        found.append(amd)
+    found.append(CpuProvider())
+    return found
+
+
+def gpu_samples(provs: Sequence[Any] | None = None) -> list[DeviceSample]:
+    """All GPU samples (the CPU provider excluded)."""
+    out: list[DeviceSample] = []
+    for provider in provs if provs is not None else providers():
+        if provider.name != "cpu":
+            out.extend(provider.sample())
+    return out

@@ -1,0 +1,299 @@
+"""The environment doctor: what the driver sees, what PyTorch was built for, and the exact fix.
+
+``probe()`` gathers an :class:`Environment` snapshot (imports torch and NVML lazily);
+``diagnose(env)`` turns it into verdicts with pure rules, so tests feed table-driven snapshots.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+
+from suanli.live.devices import DriverInfo, providers
+
+#: PyTorch wheel CUDA tags (download.pytorch.org/whl/cuXYZ), newest last.
+TORCH_CUDA_TAGS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Everything the doctor looks at."""
+
+    python: str = platform.python_version()
+    driver: DriverInfo = field(default_factory=lambda: DriverInfo("none"))
+    gpu_names: tuple[str, ...] = ()
+    """GPUs the driver reports."""
+    gpu_capabilities: tuple[str, ...] = ()
+    """``sm_90`` style, per driver GPU, when known."""
+    torch_version: str | None = None
+    torch_cuda: str | None = None
+    """``torch.version.cuda`` (None on CPU-only and ROCm builds)."""
+    torch_hip: str | None = None
+    torch_cuda_available: bool = False
+    torch_device_count: int = 0
+    torch_arch_list: tuple[str, ...] = ()
+    torch_error: str | None = None
+    """Why ``torch.cuda`` failed to initialise, if it did."""
+    nccl_version: str | None = None
+    mps_available: bool = False
+    xpu_available: bool = False
+    directml_available: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One check: ``ok``, ``warn``, ``fail`` or ``info``, what was seen, and the fix."""
+
+    check: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def _version_tuple(text: str | None) -> tuple[int, ...]:
+    if not text:
+        return ()
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def torch_wheel_tag(driver_cuda: str | None) -> str | None:
+    """The newest PyTorch CUDA wheel the driver can run (``cu124`` for a 12.4 driver)."""
+    supported = _version_tuple(driver_cuda)
+    if not supported:
+        return None
+    fitting = [t for t in TORCH_CUDA_TAGS if _version_tuple(t) <= supported]
+    return "cu" + fitting[-1].replace(".", "") if fitting else None
+
+
+def pip_command(driver_cuda: str | None) -> str:
+    """The pip command for a PyTorch build this driver runs."""
+    tag = torch_wheel_tag(driver_cuda)
+    if tag is None:
+        return "upgrade the NVIDIA driver to one supporting CUDA 11.8 or newer"
+    return f"pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{tag}"
+
+
+def diagnose(env: Environment) -> list[Verdict]:
+    """Verdicts for a snapshot, most important first."""
+    out: list[Verdict] = []
+    drv = env.driver
+    has_gpu = bool(env.gpu_names)
+    if drv.error and "mismatch" in drv.error.lower():
+        out.append(
+            Verdict(
+                "driver",
+                "fail",
+                f"NVML: {drv.error}",
+                "the kernel driver and the user-space library differ after an "
+                "update: reboot, or reload the module (sudo rmmod nvidia_uvm "
+                "nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia)",
+            )
+        )
+    elif has_gpu:
+        out.append(
+            Verdict(
+                "driver",
+                "ok",
+                f"{drv.provider} driver {drv.driver_version or '?'}"
+                f" (supports CUDA up to {drv.cuda_driver_version or '?'}), "
+                f"{len(env.gpu_names)} GPU(s): {', '.join(sorted(set(env.gpu_names)))}",
+            )
+        )
+    else:
+        out.append(
+            Verdict(
+                "driver",
+                "info",
+                "no GPU driver or GPU found" + (f" ({drv.error})" if drv.error else ""),
+                "if this machine has an NVIDIA GPU, install the driver (nvidia-smi must work)",
+            )
+        )
+    if env.torch_version is None:
+        out.append(
+            Verdict(
+                "pytorch",
+                "warn" if has_gpu else "info",
+                "PyTorch is not installed",
+                pip_command(drv.cuda_driver_version) if has_gpu else "pip install 'suanli[torch]'",
+            )
+        )
+        return out
+    build = (
+        ("CUDA " + env.torch_cuda)
+        if env.torch_cuda
+        else ("ROCm " + env.torch_hip if env.torch_hip else "CPU-only")
+    )
+    out.append(Verdict("pytorch", "info", f"torch {env.torch_version}, {build} build"))
+    if (
+        has_gpu
+        and drv.provider in ("nvml", "fake")
+        and env.torch_cuda is None
+        and env.torch_hip is None
+    ):
+        out.append(
+            Verdict(
+                "cpu-only-build",
+                "fail",
+                "a CPU-only PyTorch on a machine with an NVIDIA GPU: every tensor runs on the CPU",
+                pip_command(drv.cuda_driver_version),
+            )
+        )
+    if env.torch_cuda and drv.cuda_driver_version:
+        if _version_tuple(env.torch_cuda)[:2] > _version_tuple(drv.cuda_driver_version)[:2]:
+            out.append(
+                Verdict(
+                    "cuda-vs-driver",
+                    "fail",
+                    f"PyTorch was built for CUDA {env.torch_cuda} but the driver "
+                    f"supports up to {drv.cuda_driver_version}",
+                    f"upgrade the NVIDIA driver, or {pip_command(drv.cuda_driver_version)}",
+                )
+            )
+        else:
+            out.append(
+                Verdict(
+                    "cuda-vs-driver",
+                    "ok",
+                    f"CUDA {env.torch_cuda} runtime <= driver's {drv.cuda_driver_version}",
+                )
+            )
+    if env.torch_cuda and has_gpu:
+        if env.torch_device_count != len(env.gpu_names):
+            fix = (
+                "check CUDA_VISIBLE_DEVICES and the container's --gpus flag"
+                if env.torch_device_count
+                else f"torch.cuda failed: {env.torch_error or 'unknown error'}; "
+                "check the driver and CUDA_VISIBLE_DEVICES"
+            )
+            out.append(
+                Verdict(
+                    "device-count",
+                    "warn" if env.torch_device_count else "fail",
+                    f"driver sees {len(env.gpu_names)} GPU(s), PyTorch sees "
+                    f"{env.torch_device_count}",
+                    fix,
+                )
+            )
+        else:
+            out.append(
+                Verdict("device-count", "ok", f"PyTorch sees all {env.torch_device_count} GPU(s)")
+            )
+        missing = sorted(
+            {
+                cap
+                for cap in env.gpu_capabilities
+                if cap and env.torch_arch_list and not _arch_supported(cap, env.torch_arch_list)
+            }
+        )
+        if missing:
+            out.append(
+                Verdict(
+                    "gpu-architecture",
+                    "fail",
+                    f"{', '.join(missing)} not in this build's architectures "
+                    f"({' '.join(env.torch_arch_list)}): 'no kernel image is "
+                    "available for execution on the device'",
+                    "install a newer PyTorch build that lists this architecture: "
+                    + pip_command(drv.cuda_driver_version),
+                )
+            )
+        elif env.gpu_capabilities and env.torch_arch_list:
+            out.append(
+                Verdict(
+                    "gpu-architecture",
+                    "ok",
+                    f"{', '.join(sorted(set(env.gpu_capabilities)))} supported",
+                )
+            )
+        if env.nccl_version:
+            out.append(Verdict("nccl", "info", f"NCCL {env.nccl_version}"))
+    if env.torch_hip:
+        out.append(
+            Verdict(
+                "rocm",
+                "info",
+                f"ROCm build (HIP {env.torch_hip}); {env.torch_device_count} device(s) visible",
+            )
+        )
+    if env.mps_available:
+        out.append(Verdict("mps", "info", "Apple MPS backend available (torch.device('mps'))"))
+    if env.xpu_available:
+        out.append(Verdict("xpu", "info", "Intel XPU backend available (torch.device('xpu'))"))
+    if env.directml_available:
+        out.append(Verdict("directml", "info", "DirectML backend available (torch_directml)"))
+    return out
+
+
+def _arch_supported(cap: str, arch_list: tuple[str, ...]) -> bool:
+    """A GPU runs a build that has its exact SASS, or PTX (``compute_XY``) of an older arch."""
+    if cap in arch_list:
+        return True
+    digits = cap.replace("sm_", "")
+    value = int(digits) if digits.isdigit() else 0
+    return any(
+        a.startswith("compute_") and int(a.split("_")[1]) <= value
+        for a in arch_list
+        if a.split("_")[-1].isdigit()
+    )
+
+
+def probe() -> Environment:
+    """Read this machine: driver through the providers, then PyTorch (imported here)."""
+    provs = providers()
+    gpu_provider = next((p for p in provs if p.name != "cpu"), None)
+    driver = gpu_provider.driver() if gpu_provider else DriverInfo("none")
+    if gpu_provider is None:
+        from suanli.live.devices import NvmlProvider
+
+        driver = NvmlProvider().driver()
+    samples = gpu_provider.sample() if gpu_provider else []
+    names = tuple(s.name for s in samples)
+    caps: tuple[str, ...] = ()
+    env = Environment(driver=driver, gpu_names=names)
+    try:
+        import torch
+    except ImportError:
+        return env
+    values: dict[str, object] = {
+        "torch_version": torch.__version__.split("+")[0],
+        "torch_cuda": torch.version.cuda,
+        "torch_hip": getattr(torch.version, "hip", None),
+    }
+    try:
+        available = bool(torch.cuda.is_available())
+        values["torch_cuda_available"] = available
+        values["torch_device_count"] = torch.cuda.device_count() if available else 0
+        values["torch_arch_list"] = tuple(torch.cuda.get_arch_list()) if available else ()
+        if available:
+            caps = tuple(
+                f"sm_{a}{b}"
+                for a, b in (
+                    torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())
+                )
+            )
+            try:
+                nccl = torch.cuda.nccl.version()
+                values["nccl_version"] = (
+                    ".".join(str(x) for x in nccl) if isinstance(nccl, tuple) else str(nccl)
+                )
+            except Exception:
+                pass
+    except Exception as exc:
+        values["torch_error"] = str(exc)
+    mps = getattr(torch.backends, "mps", None)
+    values["mps_available"] = bool(mps and mps.is_available())
+    xpu = getattr(torch, "xpu", None)
+    values["xpu_available"] = bool(xpu and hasattr(xpu, "is_available") and xpu.is_available())
+    try:
+        import torch_directml  # noqa: F401
+
+        values["directml_available"] = True
+    except ImportError:
+        pass
+    return Environment(driver=driver, gpu_names=names, gpu_capabilities=caps, **values)  # type: ignore[arg-type]
