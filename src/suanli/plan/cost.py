@@ -414,6 +414,7 @@ def tokens_per_year(
     """Tokens a year at ``tokens_per_s`` while busy a fraction ``utilisation`` of the hours."""
     _check_nonneg("tokens_per_s", tokens_per_s)
     _check_fraction("utilisation", utilisation)
+    _check_positive("hours_per_year", hours_per_year)
     return tokens_per_s * 3600.0 * utilisation * hours_per_year
 
 

@@ -1,0 +1,151 @@
+"""``suanli cost GPU``: buy vs rent vs API over the years, with the break-even."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from suanli.catalog import find_gpu, load_catalog
+from suanli.cli.render import print_json, print_table
+
+
+@click.command("cost")
+@click.argument("gpu_name", metavar="GPU")
+@click.option("--gpus", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--years", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True
+)
+@click.option(
+    "--utilisation",
+    "--utilization",
+    "utilisation",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
+    help="Share of the hours the GPUs are busy.",
+)
+@click.option(
+    "--price",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Purchase price per GPU in USD (default: the catalog's).",
+)
+@click.option(
+    "--resale",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Resale value at the end, as a share of the purchase price.",
+)
+@click.option(
+    "--pue",
+    default=None,
+    help="Power usage effectiveness: a number or an id "
+    "(hyperscale, typical-colo, enterprise, home).",
+)
+@click.option("--region", default=None, help="Electricity region (us, eu, cn, ...).")
+@click.option("--usd-per-kwh", type=click.FloatRange(min=0), default=None)
+@click.option(
+    "--rent",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="On-demand USD per GPU-hour (default: the cheapest snapshot).",
+)
+@click.option("--spot", type=click.FloatRange(min=0), default=None)
+@click.option("--reserved", type=click.FloatRange(min=0), default=None)
+@click.option(
+    "--tokens-per-year",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    help="Output tokens per year the work needs, for the API column.",
+)
+@click.option("--input-tokens-per-year", type=click.FloatRange(min=0), default=0.0)
+@click.option("--api", default=None, help="API model for the price (e.g. llama-3.1-8b).")
+@click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def cost_cmd(
+    gpu_name: str,
+    gpus: int,
+    years: float,
+    utilisation: float,
+    price: float | None,
+    resale: float,
+    pue: str | None,
+    region: str | None,
+    usd_per_kwh: float | None,
+    rent: float | None,
+    spot: float | None,
+    reserved: float | None,
+    tokens_per_year: float,
+    input_tokens_per_year: float,
+    api: str | None,
+    catalog_file: str | None,
+    as_json: bool,
+) -> None:
+    """Buy vs rent vs API for GPU over --years: cumulative cost per year, break-even
+    utilisation and hours, and the verdict. Every default is dated data with a source.
+
+    Example: suanli cost h100 --gpus 8 --price 25000 --utilisation 0.6 --years 3
+    """
+    from suanli.plan.cost import cost_report
+
+    gpu = find_gpu(gpu_name, load_catalog(catalog_file))
+    pue_value: float | str | None = pue
+    if pue is not None:
+        try:
+            pue_value = float(pue)
+        except ValueError:
+            pue_value = pue
+    kwargs: dict[str, Any] = {
+        "gpus": gpus,
+        "years": years,
+        "utilisation": utilisation,
+        "price_usd": price,
+        "resale_fraction": resale,
+        "pue": pue_value,
+        "region": region,
+        "usd_per_kwh": usd_per_kwh,
+        "rent_usd_per_gpu_hour": rent,
+        "spot_usd_per_gpu_hour": spot,
+        "reserved_usd_per_gpu_hour": reserved,
+        "output_tokens_per_year": tokens_per_year,
+        "input_tokens_per_year": input_tokens_per_year,
+        "api": api,
+    }
+    doc = cost_report(gpu, **kwargs)
+    if as_json:
+        print_json(doc)
+        return
+
+    def money(value: float | None) -> str:
+        return "-" if value is None else f"${value:,.0f}"
+
+    rows = [
+        [
+            f"{r['year']:g}",
+            money(r["buy_cumulative_usd"]),
+            money(r["rent_cumulative_usd"]),
+            money(r.get("spot_cumulative_usd")),
+            money(r["api_cumulative_usd"]) if tokens_per_year or input_tokens_per_year else "-",
+        ]
+        for r in doc["per_year"]
+    ]
+    print_table(
+        f"{gpus} x {gpu.id}, {utilisation:.0%} utilised: cumulative cost",
+        ["year", "buy", "rent", "spot", "API"],
+        rows,
+        right_align=["buy", "rent", "spot", "API"],
+    )
+    click.echo(doc["verdict"])
+    notes = [
+        [
+            str(a["name"]),
+            f"{a['value']:,}" if isinstance(a["value"], (int, float)) else str(a["value"]),
+            str(a.get("unit", "")),
+            str(a.get("source", "")).split(";")[0][:60],
+            str(a.get("date", "")),
+        ]
+        for a in doc["assumptions"]
+    ]
+    print_table("assumptions", ["input", "value", "unit", "source", "date"], notes)
