@@ -323,7 +323,7 @@ def test_unreadable_errors_file_raises_catalog_error(tmp_path: Path) -> None:
         (GOOD_ENTRY.replace('"2026-11-30"', '"last week"'), r"date 'last week'"),
         (GOOD_ENTRY.replace('"demo-error"', '"Demo Error"'), r"id must be lowercase"),
         (GOOD_ENTRY.replace('title = "Demo error"', "title = 3"), r"'title' must be"),
-        ('version = 2\n' + GOOD_ENTRY, r"unknown top-level key 'version'"),
+        ("version = 2\n" + GOOD_ENTRY, r"unknown top-level key 'version'"),
         ("", r"no \[\[error\]\] entries"),
         ("[[error]\n", r"not valid TOML"),
     ],

@@ -139,6 +139,8 @@ def _print_tables(result: Any, saved: str | None) -> None:
             ],
             right_align=["size", "time", "algbw", "busbw", "runs"],
         )
+    for note in result.notes:
+        click.echo(f"note: {note}")
     if saved:
         click.echo(f"calibration saved to {saved}")
         click.echo(f"use it: suanli perf MODEL --gpu {result.gpu_id} --calibration {saved}")

@@ -32,8 +32,12 @@ def doctor_cmd(as_json: bool) -> None:
     if as_json:
         print_json({"healthy": not failed, "verdicts": [v.__dict__ for v in verdicts]})
     else:
-        rows = [[_STATUS[v.status], v.check, v.detail, v.fix] for v in verdicts]
-        print_table("suanli doctor", ["", "check", "seen", "fix"], rows)
+        rows = [[_STATUS[v.status], v.check, v.detail] for v in verdicts]
+        print_table("suanli doctor", ["", "check", "seen"], rows)
+        # Fixes in full, one per line, so a command can be copied whole.
+        for v in verdicts:
+            if v.fix and v.status in ("fail", "warn"):
+                click.echo(f"fix {v.check}: {v.fix}")
         click.echo("healthy" if not failed else "problems found: apply the fixes above")
     sys.exit(1 if failed else 0)
 

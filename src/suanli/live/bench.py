@@ -186,8 +186,8 @@ class Health:
     pcie_width: int | None = None
     max_pcie_gen: int | None = None
     max_pcie_width: int | None = None
-    load_average: float | None = None
-    """1-minute load average of the host before the run (CPU runs)."""
+    cpu_busy_percent: float | None = None
+    """CPU time other processes used just before the run, % of all cores (Linux)."""
     cpu_count: int | None = None
 
 
@@ -210,6 +210,8 @@ class BenchResult:
     allreduce: AllReduceResult
     health: Health = field(default_factory=Health)
     seconds: float = 0.0
+    notes: tuple[str, ...] = ()
+    """Caveats for the whole run (a busy CPU, ...)."""
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (numbers in base units: FLOP/s, bytes/s, bytes, seconds)."""
@@ -912,24 +914,36 @@ def gpu_health(device: str) -> Health:
             pynvml.nvmlShutdown()
 
 
-def cpu_health() -> Health:
-    """The host's 1-minute load average and CPU count (None where the OS has no load average)."""
+def _proc_stat() -> tuple[int, int] | None:
+    """(busy, total) jiffies over all CPUs from /proc/stat, None off Linux."""
     try:
-        load: float | None = os.getloadavg()[0]
-    except (OSError, AttributeError):
-        load = None
-    return Health(load_average=load, cpu_count=os.cpu_count())
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
 
 
-def _busy_cpu(health: Health) -> str:
-    """A note when other work keeps the CPU busy (load >= half the cores), else ''."""
-    if health.load_average is None or not health.cpu_count:
-        return ""
-    if health.load_average < 0.5 * health.cpu_count:
+def cpu_health(window_s: float = 0.25) -> Health:
+    """How busy the host's CPUs are (sampled over ``window_s`` while this process sleeps)."""
+    before = _proc_stat()
+    busy = None
+    if before is not None:
+        time.sleep(window_s)
+        after = _proc_stat()
+        if after is not None and after[1] > before[1]:
+            busy = 100.0 * (after[0] - before[0]) / (after[1] - before[1])
+    return Health(cpu_busy_percent=busy, cpu_count=os.cpu_count())
+
+
+def busy_cpu_note(health: Health) -> str:
+    """A note when other work keeps the CPUs busy (>= 25% of them), else ''."""
+    if health.cpu_busy_percent is None or health.cpu_busy_percent < 25:
         return ""
     return (
-        f"busy CPU: load average {health.load_average:.1f} on {health.cpu_count} cores "
-        "before the run, figures may be low"
+        f"busy CPU: other processes used {health.cpu_busy_percent:.0f}% of "
+        f"{health.cpu_count} cores just before the run; figures may be low"
     )
 
 
@@ -1083,9 +1097,6 @@ def run_bench(
     else:
         name, gpu, gpu_id = cpu_name(), None, f"cpu-{_hostname()}"
         why = "CPU: no datasheet in the GPU catalog"
-        busy = _busy_cpu(cpu_health())
-        if busy:
-            why += f"; {busy}"
     shapes: Sequence[tuple[int, int, int]]
     if cuda:
         shapes = CUDA_QUICK_SHAPES if quick else CUDA_SHAPES
@@ -1106,6 +1117,7 @@ def run_bench(
     # Events, streams and allocations on the chosen GPU, without changing the process default.
     with torch.cuda.device(dev) if cuda else contextlib.nullcontext():
         health = gpu_health(dev) if cuda else cpu_health()
+        busy = "" if cuda else busy_cpu_note(health)
         matmuls = [bench_matmul(d, dev, quick=quick, shapes=shapes, step=step) for d in dtypes]
         health = _merge_health(health, gpu_health(dev))  # right after the load: clocks
         memory = bench_memory(dev, quick=quick)
@@ -1133,6 +1145,7 @@ def run_bench(
         allreduce=replace(allreduce, grade=_grade_allreduce(allreduce, gpu, health, quick, why)),
         health=health,
         seconds=time.perf_counter() - started,
+        notes=(busy,) if busy else (),
     )
 
 

@@ -182,7 +182,9 @@ def load_errors(path: str | Path | None = None) -> tuple[ErrorEntry, ...]:
     try:
         text = file.read_text("utf-8")
     except OSError as exc:
-        raise CatalogError(f"cannot read errors file {str(file)!r}: {exc.strerror or exc}") from None
+        raise CatalogError(
+            f"cannot read errors file {str(file)!r}: {exc.strerror or exc}"
+        ) from None
     return parse_errors(text, str(file))
 
 
