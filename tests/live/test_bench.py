@@ -208,6 +208,16 @@ def test_grading_against_the_catalog() -> None:
     assert graded.grade == "fail" and "slow link" in graded.cause
 
 
+def test_busy_cpu_note() -> None:
+    assert bench.busy_cpu_note(Health(cpu_busy_percent=5.0, cpu_count=2)) == ""
+    note = bench.busy_cpu_note(Health(cpu_busy_percent=80.0, cpu_count=2))
+    assert note.startswith("busy CPU: other processes used 80% of 2 cores")
+    sample = bench.cpu_health(0.05)
+    assert sample.cpu_count and sample.cpu_count >= 1
+    if sample.cpu_busy_percent is not None:
+        assert 0 <= sample.cpu_busy_percent <= 100
+
+
 def test_parse_sizes() -> None:
     assert bench.parse_sizes("64K,1M, 1G") == (65536, 2**20, 2**30)
     assert bench.parse_sizes("4096,4096") == (4096,)
@@ -267,6 +277,18 @@ def test_cli_table_saves_to_the_profile(tmp_path: Path) -> None:
     saved = list((tmp_path / "suanli" / "calibration").glob("cpu-*.toml"))
     assert len(saved) == 1 and str(saved[0]) in result.stdout
     read_calibration(saved[0])
+
+
+def test_cli_cuda_without_a_gpu_is_a_value_error() -> None:
+    import torch
+
+    from suanli.cli.bench import bench_cmd
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = CliRunner().invoke(bench_cmd, ["--device", "cuda", "--no-save"])
+    assert isinstance(result.exception, ValueError)
+    assert "CUDA is not available" in str(result.exception)
 
 
 def test_cli_bad_sizes_and_missing_torch(monkeypatch: pytest.MonkeyPatch) -> None:

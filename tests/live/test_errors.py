@@ -352,3 +352,25 @@ def test_leading_inline_flags_are_allowed_anywhere_in_the_catalog() -> None:
     )
     found = explain_text("DEMO FAILURE 1 casesensitive", (other, entry))
     assert [m.id for m in found] == ["demo-error"]
+
+
+def _plain_scan(text: str) -> list[str]:
+    """The definition of the result: first matching line per entry, ordered by line then file."""
+    first: dict[str, tuple[int, int]] = {}
+    for number, line in enumerate(text.splitlines()):
+        for order, entry in enumerate(ENTRIES):
+            if entry.id not in first and entry.matches(line):
+                first[entry.id] = (number, order)
+    return sorted(first, key=lambda eid: first[eid])
+
+
+@pytest.mark.parametrize("chunk_lines", [1, 7, 20_000])
+def test_fast_scan_agrees_with_a_plain_line_by_line_scan(
+    chunk_lines: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("suanli.live.errors.CHUNK_LINES", chunk_lines)
+    samples = [s for e in reversed(ENTRIES) for s in e.samples]
+    text = "\n".join([*ORDINARY_LINES, *samples, MULTI_NODE_LOG, NCCL_WATCHDOG_LOG])
+    expected = _plain_scan(text)
+    assert len(expected) == len(ENTRIES)
+    assert [m.id for m in explain_text(text)] == expected

@@ -143,7 +143,13 @@ def _print_tables(result: Any, saved: str | None) -> None:
         click.echo(f"note: {note}")
     if saved:
         click.echo(f"calibration saved to {saved}")
-        click.echo(f"use it: suanli perf MODEL --gpu {result.gpu_id} --calibration {saved}")
+        if result.in_catalog:
+            click.echo(f"use it: suanli perf MODEL --gpu {result.gpu_id} --calibration {saved}")
+        else:
+            click.echo(
+                f"{result.gpu_id} is not a catalog GPU: suanli perf cannot use this profile "
+                "(kept for reference)"
+            )
 
 
 @click.command("bench")
@@ -231,6 +237,7 @@ def _run_with_progress(
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not console.is_terminal,
     ) as bar:
         task = bar.add_task("bench", total=None)
 

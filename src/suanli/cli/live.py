@@ -18,13 +18,17 @@ def _na(value: Any, fmt: str = "{}") -> str:
     return "N/A" if value is None else fmt.format(value)
 
 
-@click.command("doctor")
+@click.group("doctor", invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def doctor_cmd(as_json: bool) -> None:
+@click.pass_context
+def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     """Environment verdicts with the exact fix: driver, PyTorch build, CUDA versions, devices.
 
     Exit code 1 when a problem is found, 0 when healthy (for CI scripts).
+    'suanli doctor run train.py ARGS' diagnoses a training loop instead.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     from suanli.live.env import diagnose, probe
 
     verdicts = diagnose(probe())
@@ -40,6 +44,80 @@ def doctor_cmd(as_json: bool) -> None:
                 click.echo(f"fix {v.check}: {v.fix}")
         click.echo("healthy" if not failed else "problems found: apply the fixes above")
     sys.exit(1 if failed else 0)
+
+
+@doctor_cmd.command(
+    "run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=3),
+    default=30,
+    show_default=True,
+    help="Training steps to record (replayed steps included).",
+)
+@click.option(
+    "--replay",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    help="Final steps fed from cached batches: measures 'what if data were free'.",
+)
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def doctor_run_cmd(
+    steps: int, replay: int, warmup: int, as_json: bool, script: str, args: tuple[str, ...]
+) -> None:
+    """Run an unmodified PyTorch training SCRIPT with instrumentation and print one verdict
+    (input-, sync-, launch-, communication- or compute-bound) with ranked, quantified fixes."""
+    import contextlib
+    import os
+    import runpy
+
+    from suanli.live.callbacks import format_report
+
+    if not os.path.isfile(script):
+        raise ValueError(f"no such script {script!r}; give the path of a Python training script")
+    try:
+        from suanli.live.profiler import profile
+    except ImportError:
+        from suanli.cli.main import MissingExtra
+
+        raise MissingExtra("suanli doctor run needs PyTorch: pip install 'suanli[torch]'") from None
+    if replay >= steps - warmup:
+        raise ValueError("--replay must leave steps to measure: lower it or raise --steps")
+    saved_argv = sys.argv
+    sys.argv = [script, *args]
+    error = None
+    try:
+        with profile(max_steps=steps, replay_steps=replay) as rec, contextlib.suppress(SystemExit):
+            runpy.run_path(script, run_name="__main__")
+    except Exception as exc:  # the user's script failed: report what was recorded
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        sys.argv = saved_argv
+    if len(rec.records) <= warmup:
+        raise ValueError(
+            f"only {len(rec.records)} optimizer steps were recorded"
+            + (f" (the script failed: {error})" if error else "")
+            + "; does the script call optimizer.step() in a loop?"
+        )
+    report = rec.report(warmup=warmup)
+    if error:
+        report.extras["script_error"] = error
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        click.echo(format_report(report))
+        if report.data_free_step_s:
+            click.echo(
+                f"  with data replayed from memory a step takes "
+                f"{report.data_free_step_s * 1e3:.1f} ms"
+            )
+        if error:
+            click.echo(f"  note: the script stopped with {error}")
 
 
 def _samples() -> list[Any]:

@@ -425,7 +425,9 @@ class _Timer:
         if self.cuda and flush:
             props = torch.cuda.get_device_properties(device)
             l2 = int(getattr(props, "L2_cache_size", 0) or 50 * MiB)
-            self.flush_buf = torch.empty(max(2 * l2, 64 * MiB), dtype=torch.int8, device=device)
+            # mamf-finder writes 256 MB (the largest LLC, MI300X); at least twice L2 here.
+            size = max(2 * l2, 256 * MiB)
+            self.flush_buf = torch.empty(size, dtype=torch.int8, device=device)
 
     def time(self, fn: Callable[[], Any], iterations: int) -> list[float]:
         """Seconds per call for ``iterations`` calls of ``fn``."""
@@ -509,7 +511,8 @@ def _matmul_call(dtype: str, m: int, n: int, k: int, device: str) -> Callable[[]
         dtype, torch.bfloat16 if dtype == "bf16" else torch.float16
     )
     a = torch.randn(m, k, device=device, dtype=torch_dtype)
-    b = torch.randn(k, n, device=device, dtype=torch_dtype)
+    # B column-major, as nn.Linear's x @ W.t() and mamf-finder lay it out.
+    b = torch.randn(n, k, device=device, dtype=torch_dtype).t()
     out = torch.empty(m, n, device=device, dtype=torch_dtype)
     return lambda: torch.mm(a, b, out=out)
 
@@ -594,6 +597,20 @@ def bench_matmul(
         shapes=tuple(results),
         skipped=tuple(skipped),
     )
+
+
+def warm_up_gpu(device: str, seconds: float) -> None:
+    """Keep the GPU busy with bf16 matmuls for ``seconds`` so clocks and temperature settle
+    before timing (mamf-finder warms the accelerator for 30 s: a cold GPU scores higher)."""
+    import torch
+
+    a = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for _ in range(10):
+            torch.mm(a, b)
+        torch.cuda.synchronize(device)
 
 
 # --------------------------------------------------------------------------- bandwidth
@@ -1081,6 +1098,10 @@ def run_bench(
     nproc = default_processes(dev) if processes is None else processes
     if nproc < 1:
         raise ValueError("--processes must be at least 1")
+    if cuda and nproc > 1 and nproc > torch.cuda.device_count():
+        raise ValueError(
+            f"--processes {nproc} needs {nproc} GPUs; this machine has {torch.cuda.device_count()}"
+        )
     available = _dtypes_for(dev)
     if dtypes is None:
         dtypes = available
@@ -1096,7 +1117,7 @@ def run_bench(
         why = "" if gpu is not None else f"{name} is not in the GPU catalog: no datasheet"
     else:
         name, gpu, gpu_id = cpu_name(), None, f"cpu-{_hostname()}"
-        why = "CPU: no datasheet in the GPU catalog"
+        why = "CPU: no datasheet in the catalog"
     shapes: Sequence[tuple[int, int, int]]
     if cuda:
         shapes = CUDA_QUICK_SHAPES if quick else CUDA_SHAPES
@@ -1118,6 +1139,10 @@ def run_bench(
     with torch.cuda.device(dev) if cuda else contextlib.nullcontext():
         health = gpu_health(dev) if cuda else cpu_health()
         busy = "" if cuda else busy_cpu_note(health)
+        if cuda:
+            if progress:
+                progress("warming up the GPU", 0, total)
+            warm_up_gpu(dev, 2.0 if quick else 10.0)
         matmuls = [bench_matmul(d, dev, quick=quick, shapes=shapes, step=step) for d in dtypes]
         health = _merge_health(health, gpu_health(dev))  # right after the load: clocks
         memory = bench_memory(dev, quick=quick)

@@ -3,15 +3,17 @@
 Each ``[[error]]`` entry has regular expressions that survive the variable parts of real messages
 (sizes, device ids, paths, versions), a cause, a concrete fix and the source it was checked
 against. :func:`explain_text` scans text line by line, so a whole log works; every entry is
-reported once, in the order of the line that first matched it. Pure: no torch, no NVML, no I/O
-beyond reading the bundled data file.
+reported once, in the order of the line that first matched it. Pure: no torch, no NVML; the only
+I/O is reading an errors file.
 """
 
 from __future__ import annotations
 
+import bisect
+import importlib
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -25,6 +27,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+# The regex parser, to read each pattern's mandatory literal (a speed-up only, see _keyword).
+_sre_parse: Any = importlib.import_module(
+    "re._parser" if sys.version_info >= (3, 11) else "sre_parse"
+)
+
 #: The bundled data file, in ``suanli/live/data``.
 ERRORS_FILE = "errors.toml"
 
@@ -32,10 +39,12 @@ _REQUIRED_KEYS = ("id", "title", "patterns", "samples", "cause", "fix", "source"
 _ALLOWED_KEYS = frozenset((*_REQUIRED_KEYS, "notes"))
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
-_LEADING_FLAGS_RE = re.compile(r"^\(\?([imsx]+)\)")
 
 #: Matched lines longer than this are cut (a minified JSON log line can be megabytes).
 MAX_LINE_CHARS = 400
+
+#: Lines scanned together; bounds memory for logs of any length.
+CHUNK_LINES = 20_000
 
 
 @dataclass(frozen=True)
@@ -170,7 +179,6 @@ def parse_errors(text: str, origin: str = ERRORS_FILE) -> tuple[ErrorEntry, ...]
             raise CatalogError(f"{origin}: duplicate error id {entry.id!r}")
         seen.add(entry.id)
         entries.append(entry)
-    _prefilter(tuple(entries))  # every pattern must also combine into the one-pass prefilter
     return tuple(entries)
 
 
@@ -195,56 +203,143 @@ def bundled_errors() -> tuple[ErrorEntry, ...]:
     return parse_errors(text, ERRORS_FILE)
 
 
-def _scoped(pattern: str) -> str:
-    """``pattern`` as one alternative of a combined regex (leading ``(?i)`` becomes ``(?i:...)``)."""
-    flags = _LEADING_FLAGS_RE.match(pattern)
-    if flags:
-        return f"(?{flags.group(1)}:{pattern[flags.end() :]})"
-    return f"(?:{pattern})"
-
-
-@lru_cache(maxsize=8)
-def _prefilter(entries: tuple[ErrorEntry, ...]) -> re.Pattern[str]:
-    """One regex matching any pattern of any entry: most log lines are rejected in one search."""
-    combined = "|".join(_scoped(p.pattern) for e in entries for p in e.patterns)
-    try:
-        return re.compile(combined)
-    except re.error as exc:
-        raise CatalogError(
-            f"the patterns do not combine into one regex ({exc}); use scoped flags like "
-            "(?i:...) instead of inline flags in the middle, and no backreferences"
-        ) from None
-
-
 def _clip(line: str) -> str:
     line = line.strip()
     return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
 
 
+def _keyword(pattern: re.Pattern[str]) -> str | None:
+    """The longest literal every match of ``pattern`` must contain (lowercased under ``(?i)``).
+
+    Read from the parsed pattern: consecutive top-level literals are mandatory and contiguous.
+    None when there is none of 3+ characters or the private parser is unavailable; such a
+    pattern is simply searched in every line (slower, same result).
+    """
+    try:
+        tree = _sre_parse.parse(pattern.pattern, pattern.flags)
+        literal = _sre_parse.LITERAL
+        best = current = ""
+        for op, av in tree.data:
+            if op is literal:
+                current += chr(av)
+            else:
+                best, current = max(best, current, key=len), ""
+        best = max(best, current, key=len)
+    except Exception:  # pragma: no cover - only if the private parser changes
+        return None
+    if len(best) < 3 or "\n" in best:
+        return None
+    return best.lower() if pattern.flags & re.IGNORECASE else best
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """One pattern of one entry, with the literal used to find candidate lines fast."""
+
+    entry: int
+    pattern: re.Pattern[str]
+    keyword: str | None
+    ignorecase: bool
+
+
+@lru_cache(maxsize=8)
+def _probes(entries: tuple[ErrorEntry, ...]) -> tuple[_Probe, ...]:
+    return tuple(
+        _Probe(i, p, _keyword(p), bool(p.flags & re.IGNORECASE))
+        for i, entry in enumerate(entries)
+        for p in entry.patterns
+    )
+
+
+class _Haystack:
+    """A chunk of lines joined by newlines, with the offset where each line starts."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.text = "\n".join(lines)
+        self.starts = [0]
+        for line in lines[:-1]:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    def end_of(self, line: int) -> int:
+        """Offset just past ``line`` (exclusive bound for searches before the next line)."""
+        return self.starts[line + 1] if line + 1 < len(self.starts) else len(self.text)
+
+
+def _first_line(probe: _Probe, lines: list[str], hay: _Haystack | None, limit: int) -> int | None:
+    """The first line index below ``limit`` where ``probe`` matches, or None."""
+    if probe.keyword is None or hay is None:
+        return next((i for i in range(limit) if probe.pattern.search(lines[i])), None)
+    end = hay.starts[limit] if limit < len(hay.starts) else len(hay.text)
+    pos = hay.text.find(probe.keyword, 0, end)
+    while pos != -1:
+        index = hay.line_of(pos)
+        if probe.pattern.search(lines[index]):
+            return index
+        pos = hay.text.find(probe.keyword, hay.end_of(index), end)
+    return None
+
+
+def _scan_chunk(lines: list[str], probes: tuple[_Probe, ...], done: set[int]) -> dict[int, int]:
+    """Entry index -> first line index in ``lines``, for entries not in ``done``."""
+    plain = _Haystack(lines)
+    lowered: _Haystack | None = None
+    first: dict[int, int] = {}
+    for probe in probes:
+        if probe.entry in done:
+            continue
+        if probe.ignorecase and probe.keyword is not None and lowered is None:
+            lowered = _Haystack([line.lower() for line in lines])
+        hay = lowered if probe.ignorecase else plain
+        index = _first_line(probe, lines, hay, first.get(probe.entry, len(lines)))
+        if index is not None:
+            first[probe.entry] = index
+    return first
+
+
+def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for raw in lines:
+        chunk.append(raw.rstrip("\r\n"))
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def explain_lines(
     lines: Iterable[str], entries: tuple[ErrorEntry, ...] | None = None
 ) -> list[Match]:
-    """Known errors in ``lines`` (any iterable, e.g. an open file), once each, first seen first."""
+    """Known errors in ``lines`` (any iterable, e.g. an open file), once each, first seen first.
+
+    Lines are read in chunks; within a chunk each pattern's literal keyword is located with one
+    substring search and only the lines containing it are tried with the full regex.
+    """
     catalog = bundled_errors() if entries is None else entries
-    prefilter = _prefilter(catalog)
-    found: dict[str, Match] = {}
-    for raw in lines:
-        line = raw.rstrip("\r\n")
-        if not prefilter.search(line):
-            continue
-        for entry in catalog:
-            if entry.id not in found and entry.matches(line):
-                found[entry.id] = Match(
-                    id=entry.id,
-                    title=entry.title,
-                    cause=entry.cause,
-                    fix=entry.fix,
-                    source=entry.source,
-                    matched_line=_clip(line),
-                )
+    probes = _probes(catalog)
+    found: dict[int, tuple[int, str]] = {}
+    base = 0
+    for chunk in _chunks(lines, CHUNK_LINES):
+        for entry, index in _scan_chunk(chunk, probes, set(found)).items():
+            found[entry] = (base + index, chunk[index])
+        base += len(chunk)
         if len(found) == len(catalog):
             break
-    return list(found.values())
+    order = sorted(found, key=lambda entry: (found[entry][0], entry))
+    return [
+        Match(
+            id=catalog[e].id,
+            title=catalog[e].title,
+            cause=catalog[e].cause,
+            fix=catalog[e].fix,
+            source=catalog[e].source,
+            matched_line=_clip(found[e][1]),
+        )
+        for e in order
+    ]
 
 
 def explain_text(text: str, entries: tuple[ErrorEntry, ...] | None = None) -> list[Match]:

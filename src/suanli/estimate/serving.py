@@ -1,0 +1,1382 @@
+"""Serving capacity: a discrete-event simulation of LLM serving replicas, and SLO-based sizing.
+
+One replica is a tensor-parallel group of GPUs running an inference engine. The engine works in
+iterations (forward passes). An iteration processes the prefill tokens scheduled in it and one
+decode token for every running sequence; its time comes from the roofline of the speed model
+(:mod:`suanli.estimate.perf`), per op class, classes one after another:
+
+- the linear layers (GEMMs): ``max(tokens x FLOPs/token / matmul FLOP/s, weight bytes / bandwidth)``,
+  with the LM head only for tokens that produce logits (decode tokens, last prompt chunk);
+- attention: ``max(attention FLOPs / matmul FLOP/s, KV bytes read and written / bandwidth)``;
+- the tensor-parallel all-reduces (2 per layer, :func:`suanli.estimate.comm.all_reduce_s`);
+- an optional fixed per-iteration overhead (``step_overhead_s``, 0 by default).
+
+Per-GPU quantities are used (weights and KV heads split over TP, FLOPs divided by TP), which is
+``max(FLOPs / (F x tp), bytes / (B x tp))`` with the replication of KV heads when ``tp > n_kv``.
+Everything per token is computed once (:class:`ReplicaCost`), so an iteration costs a few
+arithmetic operations; a run of decode-only iterations with nothing to schedule is summed in
+closed form (the KV read grows linearly), which keeps 100,000 requests well under a second
+of simulation per replica in plain Python.
+
+KV cache: GPU memory x ``gpu_memory_utilization`` (0.9) minus the non-KV part of
+:func:`suanli.estimate.memory.inference_memory` (weights, prefill peak, runtime overhead), in
+paged blocks of 16 tokens. Two policies (``kv_policy``):
+
+- ``preempt`` (default, vLLM): a request is admitted when the blocks of its prompt are free
+  (above a 1% watermark); blocks are allocated as sequences grow; when a decode step needs more
+  blocks than are free, the most recently admitted running sequence is preempted and later
+  recomputed (its prompt and the tokens generated so far are prefilled again; vLLM's default
+  ``recompute`` mode). Preemptions are counted.
+- ``reserve`` (TensorRT-LLM ``GUARANTEED_NO_EVICT``): a request is admitted only when the blocks
+  of its prompt plus all its output tokens are free; nothing is ever preempted.
+
+Scheduling policies (``policy``):
+
+- ``static``: wait for ``max_batch`` requests or ``batch_timeout_s`` after the first waiting one;
+  prefill the batch (padded to its longest prompt), decode until its longest output is done
+  (finished sequences stay in the batch as padding); no request joins a running batch.
+  Tokens stream: a request's E2E ends with its own last token.
+- ``continuous``: iteration-level scheduling (Orca, vLLM): every iteration, finished sequences
+  leave and waiting ones join (FCFS, up to ``max_batch`` sequences and ``max_batched_tokens``
+  prompt tokens, the first prompt always allowed); prompts are prefilled whole, in the same
+  iteration as the running sequences' decode tokens.
+- ``chunked``: continuous with a per-iteration token budget (``max_batched_tokens``, 2048):
+  decode tokens first, the rest of the budget to prompt chunks (Sarathi-Serve, vLLM V1).
+
+Several replicas share the arrivals by round-robin or least-loaded dispatch (fewest requests
+waiting or running, as seen at each replica's last iteration boundary).
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from suanli.estimate.comm import all_reduce_s
+from suanli.estimate.flops import forward_flops_per_token
+from suanli.estimate.memory import inference_memory, kv_bytes_per_token
+from suanli.estimate.perf import Device, _weight_bytes
+from suanli.estimate.workload import KV_DTYPES, InferWork
+from suanli.models.params import count_params
+from suanli.models.spec import ModelSpec
+
+POLICIES = ("static", "continuous", "chunked")
+KV_POLICIES = ("preempt", "reserve")
+ARRIVALS = ("poisson", "bursty", "trace")
+LENGTH_DISTS = ("fixed", "uniform", "lognormal")
+DISPATCH = ("round-robin", "least-loaded")
+TP_CHOICES = (1, 2, 4, 8)
+#: vLLM keeps this share of the KV blocks free when admitting (``watermark=0.01``).
+WATERMARK = 0.01
+#: Simulated requests above which the CLI shows a progress bar and the simulation refuses.
+MAX_REQUESTS = 5_000_000
+
+
+# --- workload -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A distribution of token counts: ``fixed``, ``uniform`` or ``lognormal`` around ``mean``.
+
+    ``uniform``: integers in ``[mean (1 - spread), mean (1 + spread)]``; ``lognormal``: mean
+    ``mean`` and log-space sigma ``spread`` (a heavy right tail, like chat prompts); both at
+    least 1 and at most ``maximum`` when given.
+    """
+
+    mean: int
+    dist: str = "fixed"
+    spread: float = 0.5
+    maximum: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mean, bool) or not isinstance(self.mean, int) or self.mean < 1:
+            raise ValueError(f"token lengths must be integers >= 1, got {self.mean!r}")
+        if self.dist not in LENGTH_DISTS:
+            raise ValueError(f"length distribution {self.dist!r} is not one of {LENGTH_DISTS}")
+        if not 0 <= self.spread <= 3 or (self.dist == "uniform" and self.spread > 1):
+            raise ValueError(
+                f"--spread must be in [0, 1] for uniform and [0, 3] for lognormal, "
+                f"got {self.spread}"
+            )
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` lengths as int64."""
+        if self.dist == "fixed" or self.spread == 0:
+            out = np.full(n, self.mean, dtype=np.int64)
+        elif self.dist == "uniform":
+            lo = max(1, round(self.mean * (1 - self.spread)))
+            hi = max(lo, round(self.mean * (1 + self.spread)))
+            out = rng.integers(lo, hi + 1, size=n, dtype=np.int64)
+        else:
+            sigma = self.spread
+            mu = math.log(self.mean) - sigma * sigma / 2
+            out = np.rint(rng.lognormal(mu, sigma, size=n)).astype(np.int64)
+        out = np.maximum(out, 1)
+        if self.maximum is not None:
+            out = np.minimum(out, self.maximum)
+        return out
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Arrival times (seconds, sorted), prompt and output tokens of each request."""
+
+    arrival_s: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+
+def _poisson_times(rng: np.random.Generator, rate: float, n: int | None, end: float | None) -> Any:
+    if n is not None:
+        return np.cumsum(rng.exponential(1 / rate, size=n))
+    assert end is not None
+    times: list[np.ndarray] = []
+    t = 0.0
+    while t <= end:
+        chunk = t + np.cumsum(rng.exponential(1 / rate, size=max(16, int(rate * end / 4) + 16)))
+        times.append(chunk)
+        t = float(chunk[-1])
+    out = np.concatenate(times)
+    return out[out <= end]
+
+
+def _bursty_times(
+    rng: np.random.Generator,
+    rate: float,
+    n: int | None,
+    end: float | None,
+    ratio: float,
+    period_s: float,
+) -> Any:
+    """A two-state Markov-modulated Poisson process: equal mean time in a high and a low state
+    (exponential sojourns of mean ``period_s``), rates in ratio ``ratio``, overall mean ``rate``."""
+    high, low = rate * 2 * ratio / (1 + ratio), rate * 2 / (1 + ratio)
+    out: list[float] = []
+    t, state = 0.0, 0
+    limit = n if n is not None else MAX_REQUESTS
+    while len(out) < limit:
+        stay = rng.exponential(period_s)
+        r = high if state == 0 else low
+        count = rng.poisson(r * stay)
+        times = np.sort(t + rng.uniform(0, stay, size=count))
+        if end is not None:
+            times = times[times <= end]
+        out.extend(times.tolist())
+        t += stay
+        state ^= 1
+        if end is not None and t > end:
+            break
+    return np.asarray(out[:limit] if n is not None else out, dtype=np.float64)
+
+
+def read_trace(path: str | Path) -> Requests:
+    """A trace CSV with the columns ``arrival_s, prompt_tokens, output_tokens`` (header row)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read trace {str(p)!r} ({exc.strerror})") from None
+    rows = list(csv.DictReader(text.splitlines()))
+    need = ("arrival_s", "prompt_tokens", "output_tokens")
+    if not rows or any(k not in rows[0] for k in need):
+        raise ValueError(f"{p}: a trace needs a header row with {', '.join(need)} and data rows")
+    try:
+        arr = np.asarray([float(r["arrival_s"]) for r in rows])
+        prompt = np.asarray([int(r["prompt_tokens"]) for r in rows], dtype=np.int64)
+        output = np.asarray([int(r["output_tokens"]) for r in rows], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{p}: arrival_s must be numbers and token counts integers") from None
+    if (arr < 0).any() or not np.isfinite(arr).all() or (prompt < 1).any() or (output < 1).any():
+        raise ValueError(f"{p}: arrival times must be >= 0 and token counts >= 1")
+    order = np.argsort(arr, kind="stable")
+    return Requests(arr[order], prompt[order], output[order])
+
+
+def make_requests(
+    *,
+    rate: float,
+    prompt: Lengths,
+    output: Lengths,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    arrivals: str = "poisson",
+    seed: int = 0,
+    trace: str | Path | None = None,
+    burst_ratio: float = 4.0,
+    burst_period_s: float = 10.0,
+) -> Requests:
+    """Requests for a simulation, deterministic for a ``seed``.
+
+    ``rate``: requests per second (``math.inf``: all arrive at time 0, an offline benchmark).
+    Give ``requests`` or ``duration_s`` (a trace brings its own).
+    """
+    if arrivals not in ARRIVALS:
+        raise ValueError(f"--arrivals {arrivals!r} is not one of {', '.join(ARRIVALS)}")
+    if arrivals == "trace":
+        if trace is None:
+            raise ValueError("--arrivals trace needs --trace FILE")
+        return read_trace(trace)
+    if not rate > 0:
+        raise ValueError(f"--rate must be > 0 requests/s, got {rate}")
+    if requests is None and duration_s is None:
+        raise ValueError("give --requests or --duration")
+    if requests is not None and (requests < 1 or requests > MAX_REQUESTS):
+        raise ValueError(f"--requests must be in [1, {MAX_REQUESTS:,}], got {requests}")
+    if duration_s is not None:
+        if not duration_s > 0:
+            raise ValueError(f"--duration must be > 0 seconds, got {duration_s}")
+        if math.isinf(rate):
+            raise ValueError("an infinite --rate needs --requests, not --duration")
+        if rate * duration_s > MAX_REQUESTS:
+            raise ValueError(
+                f"--rate x --duration is {rate * duration_s:,.0f} requests; at most "
+                f"{MAX_REQUESTS:,}"
+            )
+    if burst_ratio < 1 or burst_period_s <= 0:
+        raise ValueError("burst ratio must be >= 1 and burst period > 0")
+    rng = np.random.default_rng(seed)
+    if math.isinf(rate):
+        assert requests is not None
+        times = np.zeros(requests)
+    elif arrivals == "poisson":
+        times = _poisson_times(rng, rate, requests, duration_s)
+    else:
+        times = _bursty_times(rng, rate, requests, duration_s, burst_ratio, burst_period_s)
+    n = len(times)
+    if n == 0:
+        raise ValueError("no request arrives within --duration; raise --rate or --duration")
+    return Requests(np.asarray(times, dtype=np.float64), prompt.sample(rng, n), output.sample(rng, n))
+
+
+# --- engine and costs ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How the serving engine schedules (see the module docstring)."""
+
+    policy: str = "continuous"
+    max_batch: int = 256
+    """Most sequences in flight (vLLM ``max_num_seqs``; the static batch size)."""
+    max_batched_tokens: int | None = None
+    """Tokens per iteration: prompt tokens for ``continuous`` (default 8192), all tokens for
+    ``chunked`` (default 2048); unused by ``static``."""
+    batch_timeout_s: float = 0.5
+    """``static``: the longest a waiting request holds the batch back."""
+    kv_policy: str = "preempt"
+    block_size: int = 16
+    gpu_memory_utilization: float = 0.9
+    step_overhead_s: float = 0.0
+    """Fixed time per iteration (scheduling, sampling, launches); 0 in the pure roofline."""
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"--policy {self.policy!r} is not one of {', '.join(POLICIES)}")
+        if self.kv_policy not in KV_POLICIES:
+            raise ValueError(f"kv policy {self.kv_policy!r} is not one of {KV_POLICIES}")
+        if self.max_batch < 1:
+            raise ValueError(f"--max-batch must be >= 1, got {self.max_batch}")
+        if self.max_batched_tokens is not None and self.max_batched_tokens < 1:
+            raise ValueError(f"--max-batched-tokens must be >= 1, got {self.max_batched_tokens}")
+        if self.batch_timeout_s < 0 or self.step_overhead_s < 0:
+            raise ValueError("batch timeout and step overhead must be >= 0")
+        if self.block_size < 1:
+            raise ValueError(f"block size must be >= 1, got {self.block_size}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(
+                f"--gpu-memory-utilization must be in (0, 1], got {self.gpu_memory_utilization}"
+            )
+
+    @property
+    def token_budget(self) -> int:
+        """Tokens per iteration for the prefill scheduler."""
+        if self.max_batched_tokens is not None:
+            return self.max_batched_tokens
+        return 2048 if self.policy == "chunked" else 8192
+
+
+@dataclass(frozen=True)
+class ReplicaCost:
+    """Per-GPU costs of one replica, computed once: everything an iteration needs."""
+
+    device: Device
+    tp: int
+    linear_flops: float
+    """FLOPs per token of the linear layers on one GPU, LM head excluded."""
+    lm_head_flops: float
+    """FLOPs per token that produces logits, on one GPU."""
+    attn_a: float
+    attn_b: float
+    """Attention FLOPs of one query on one GPU: ``attn_a + attn_b x keys``."""
+    weight_bytes: float
+    """Weights read per iteration on one GPU (all of them for a dense model)."""
+    expert_fraction: float
+    """Share of the weights in routed experts (MoE); 0 for dense models."""
+    expert_pick: float
+    """``experts_per_token / num_experts`` (MoE)."""
+    kv_bytes: float
+    """KV bytes per token position on one GPU."""
+    allreduce_bytes_per_token: float
+    layers: int
+    kv_blocks: int
+    """Paged KV blocks one replica holds."""
+    block_size: int
+    memory_bytes: float
+    """GPU memory of one GPU."""
+    non_kv_bytes: float
+    """Weights, prefill peak and runtime overhead on one GPU."""
+    weight_format: str = "bf16"
+    kv_dtype: str = "bf16"
+
+    def weights_read(self, tokens: int) -> float:
+        """Weight bytes an iteration of ``tokens`` tokens reads (MoE: the experts it touches)."""
+        if not self.expert_fraction:
+            return self.weight_bytes
+        touched = 1 - (1 - self.expert_pick) ** tokens
+        return self.weight_bytes * (1 - self.expert_fraction * (1 - touched))
+
+    def comm_s(self, tokens: int) -> float:
+        """Tensor-parallel all-reduces of an iteration: 2 per layer (attention and MLP)."""
+        if self.tp <= 1 or tokens <= 0:
+            return 0.0
+        link = self.device.network.link_for(self.tp)
+        return 2 * self.layers * all_reduce_s(tokens * self.allreduce_bytes_per_token, self.tp, link)
+
+    def iteration_s(
+        self, tokens: int, logits: int, keys: float, kv_positions: float, overhead: float = 0.0
+    ) -> float:
+        """One iteration: ``tokens`` through the layers, ``logits`` of them through the LM head,
+        ``keys`` query-key pairs in attention, ``kv_positions`` KV entries read or written."""
+        flops = self.device.matmul_flops
+        bw = self.device.bandwidth
+        linear = max(
+            (tokens * self.linear_flops + logits * self.lm_head_flops) / flops,
+            self.weights_read(tokens) / bw,
+        )
+        attention = max(
+            (tokens * self.attn_a + keys * self.attn_b) / flops, kv_positions * self.kv_bytes / bw
+        )
+        return linear + attention + self.comm_s(tokens) + overhead
+
+
+def replica_cost(
+    spec: ModelSpec,
+    device: Device,
+    *,
+    tp: int = 1,
+    weight_format: str = "bf16",
+    kv_dtype: str = "bf16",
+    memory_bytes: float,
+    config: EngineConfig | None = None,
+    reference_context: int = 2048,
+) -> ReplicaCost:
+    """Precompute the per-token costs and the KV blocks of one replica of ``tp`` GPUs.
+
+    ``reference_context``: the context at which sliding-window attention is linearised (keys
+    per query and KV bytes per position); exact for models without sliding windows.
+    """
+    config = config or EngineConfig()
+    if tp not in TP_CHOICES:
+        raise ValueError(f"--tp must be one of {TP_CHOICES}, got {tp}")
+    if spec.attention.num_heads % tp:
+        raise ValueError(
+            f"--tp {tp} does not divide the {spec.attention.num_heads} attention heads"
+        )
+    if kv_dtype not in KV_DTYPES:
+        raise ValueError(f"--kv-dtype {kv_dtype!r} is not one of {', '.join(KV_DTYPES)}")
+    if not spec.is_decoder:
+        raise ValueError(f"{spec.name} is not a decoder; serving simulates text generation")
+    work = InferWork(
+        batch=config.max_batch,
+        context=1,
+        weight_format=weight_format,
+        kv_dtype=kv_dtype,
+        tp=tp,
+        prefill_chunk=config.token_budget,
+        gpu_memory_utilization=config.gpu_memory_utilization,
+    )
+    ref = max(2, int(reference_context))
+    parts = forward_flops_per_token(spec, ref, causal=False)
+    linear = sum(v for k, v in parts.items() if k not in ("attention_core", "lm_head"))
+    core_ref = parts["attention_core"]
+    core_2ref = forward_flops_per_token(spec, 2 * ref, causal=False)["attention_core"]
+    attn_b = (core_2ref - core_ref) / ref
+    attn_a = core_ref - attn_b * ref
+    weights = _weight_bytes(spec, work)
+    expert_fraction = expert_pick = 0.0
+    if spec.is_moe and spec.moe is not None:
+        counts = count_params(spec)
+        expert_fraction = counts.by_component["experts"] / counts.total
+        expert_pick = spec.moe.experts_per_token / spec.moe.num_experts
+    kv_tok = kv_bytes_per_token(spec, work.kv_bytes, ref, tp)
+    mem = inference_memory(spec, work)
+    non_kv = mem.total_bytes - mem.breakdown["kv_cache"]
+    usable = memory_bytes * config.gpu_memory_utilization - non_kv
+    blocks = int(usable // (kv_tok * config.block_size)) if usable > 0 and kv_tok > 0 else 0
+    return ReplicaCost(
+        device=device,
+        tp=tp,
+        linear_flops=linear / tp,
+        lm_head_flops=parts["lm_head"] / tp,
+        attn_a=attn_a / tp,
+        attn_b=attn_b / tp,
+        weight_bytes=weights,
+        expert_fraction=expert_fraction,
+        expert_pick=expert_pick,
+        kv_bytes=kv_tok,
+        allreduce_bytes_per_token=spec.hidden_size * 2,
+        layers=spec.num_layers,
+        kv_blocks=max(blocks, 0),
+        block_size=config.block_size,
+        memory_bytes=memory_bytes,
+        non_kv_bytes=non_kv,
+        weight_format=weight_format,
+        kv_dtype=kv_dtype,
+    )
+
+
+# --- closed-form sums --------------------------------------------------------------------------
+
+
+def _lin_sum(a0: float, a1: float, lo: int, hi: int) -> float:
+    """Sum of ``a0 + a1 i`` for ``i`` in ``[lo, hi)``."""
+    count = hi - lo
+    if count <= 0:
+        return 0.0
+    return count * a0 + a1 * (lo + hi - 1) * count / 2
+
+
+def _sum_max(c0: float, c1: float, m0: float, m1: float, m: int) -> float:
+    """Sum over ``i < m`` of ``max(c0 + c1 i, m0 + m1 i)`` (one crossover at most)."""
+    d0, d1 = c0 - m0, c1 - m1
+    if d1 == 0:
+        return _lin_sum(c0, c1, 0, m) if d0 >= 0 else _lin_sum(m0, m1, 0, m)
+    x = -d0 / d1
+    if d1 > 0:  # c dominates for i >= x
+        s = min(max(math.ceil(x), 0), m)
+        return _lin_sum(m0, m1, 0, s) + _lin_sum(c0, c1, s, m)
+    s = min(max(math.floor(x) + 1, 0), m)  # c dominates for i <= x
+    return _lin_sum(c0, c1, 0, s) + _lin_sum(m0, m1, s, m)
+
+
+# --- one replica -------------------------------------------------------------------------------
+
+
+class _Shared:
+    """Per-request state shared by the replicas of one simulation (plain lists: fast writes)."""
+
+    def __init__(self, reqs: Requests) -> None:
+        n = len(reqs)
+        self.arrival: list[float] = reqs.arrival_s.tolist()
+        self.prompt0: list[int] = reqs.prompt.tolist()
+        self.output0: list[int] = reqs.output.tolist()
+        self.prompt: list[int] = list(self.prompt0)
+        """Tokens to prefill (grows when a preempted sequence is recomputed)."""
+        self.remaining: list[int] = list(self.output0)
+        """Output tokens still to produce when the current prefill starts."""
+        nan = math.nan
+        self.admit: list[float] = [nan] * n
+        self.first: list[float] = [nan] * n
+        self.finish: list[float] = [nan] * n
+        self.gen: list[int] = [0] * n
+        self.k0: list[int] = [0] * n
+        self.pd: list[int] = [0] * n
+        self.held: list[int] = [0] * n
+        self.done: list[int] = [0] * n
+
+
+class _Replica:
+    """One engine: the iteration loop, KV blocks, events and statistics."""
+
+    def __init__(
+        self,
+        cost: ReplicaCost,
+        config: EngineConfig,
+        shared: _Shared,
+        grid: float,
+    ) -> None:
+        self.c = cost
+        self.cfg = config
+        self.s = shared
+        self.bs = config.block_size
+        self.total_blocks = cost.kv_blocks
+        self.free = cost.kv_blocks
+        self.watermark = int(WATERMARK * cost.kv_blocks)
+        self.reserve = config.kv_policy == "reserve"
+        self.budget = config.token_budget
+        self.clock = 0.0
+        self.k = 0
+        self.waiting: deque[int] = deque()
+        self.prefilling: deque[int] = deque()
+        self.decoding: dict[int, None] = {}
+        self.n = 0
+        self.acc = 0  # sum over decoding of (pd - k0)
+        self.phase = [0] * self.bs
+        self.events: dict[int, list[tuple[int, int, int]]] = {}
+        self.heap: list[int] = []
+        self.batch_blocks = 0  # static: blocks reserved by the running batch
+        self.batch_running = False
+        self.assigned = 0
+        self.completed = 0
+        self.busy = 0.0
+        self.kv_area = 0.0
+        self.kv_max = 0
+        self.max_running = 0
+        self.iterations = 0
+        self.preemptions = 0
+        self.grid = grid
+        self.next_sample = 0.0
+        self.samples: list[tuple[float, int]] = []
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    @property
+    def outstanding(self) -> int:
+        return self.assigned - self.completed
+
+    def add(self, rid: int) -> None:
+        t = self.s.arrival[rid]
+        if not self.has_work():
+            self.clock = max(self.clock, t)
+        self.waiting.append(rid)
+        self.assigned += 1
+
+    def has_work(self) -> bool:
+        return bool(self.n or self.waiting or self.prefilling or self.batch_running)
+
+    def _event(self, k: int, rid: int, kind: int) -> None:
+        lst = self.events.get(k)
+        if lst is None:
+            self.events[k] = [(rid, kind, self.s.gen[rid])]
+            heapq.heappush(self.heap, k)
+        else:
+            lst.append((rid, kind, self.s.gen[rid]))
+
+    def _next_event(self) -> int:
+        heap, events = self.heap, self.events
+        while heap and heap[0] not in events:
+            heapq.heappop(heap)
+        return heap[0] if heap else -1
+
+    def _account(self, dt: float, used0: int, used1: int) -> None:
+        self.busy += dt
+        self.kv_area += dt * (used0 + used1) / 2
+        if used1 > self.kv_max:
+            self.kv_max = used1
+        running = self.n + len(self.prefilling)
+        if running > self.max_running:
+            self.max_running = running
+        if self.clock >= self.next_sample:
+            q = len(self.waiting)
+            while self.next_sample <= self.clock:
+                self.samples.append((self.next_sample, q))
+                self.next_sample += self.grid
+
+    def _join_decode(self, rid: int, j: int) -> None:
+        """``rid`` finished its prefill in iteration ``j`` (its first token is out)."""
+        s = self.s
+        left = s.remaining[rid]
+        if left <= 1:
+            self._finish(rid, j, leave=False)
+            return
+        p = s.prompt[rid]
+        s.k0[rid] = j + 1
+        s.pd[rid] = p
+        self.n += 1
+        self.acc += p - (j + 1)
+        self.phase[(p - j - 1) % self.bs] += 1
+        self.decoding[rid] = None
+        self._event(j + left - 1, rid, 3)
+
+    def _finish(self, rid: int, j: int, leave: bool) -> None:
+        s = self.s
+        s.finish[rid] = self.clock
+        self.completed += 1
+        if not leave:  # finished at its prefill: never decoded
+            if not self.batch_running:
+                self.free += s.held[rid]
+                s.held[rid] = 0
+            return
+        self._leave(rid, j)
+
+    def _leave(self, rid: int, j: int) -> None:
+        s = self.s
+        k0, pd = s.k0[rid], s.pd[rid]
+        self.n -= 1
+        self.acc -= pd - k0
+        self.phase[(pd - k0) % self.bs] -= 1
+        del self.decoding[rid]
+        if self.reserve:
+            self.free += s.held[rid]
+        else:
+            self.free += -(-(pd + j - k0 + 1) // self.bs)
+        s.held[rid] = 0
+
+    def _process_events(self, j: int) -> None:
+        lst = self.events.pop(j, None)
+        if not lst:
+            return
+        s = self.s
+        gen = s.gen
+        for rid, kind, g in lst:
+            if gen[rid] != g:
+                continue
+            if kind == 3:
+                s.finish[rid] = self.clock
+                self.completed += 1
+                self._leave(rid, j)
+            elif kind == 1:
+                s.finish[rid] = self.clock
+                self.completed += 1
+        if self.batch_running and self.n == 0 or (self.batch_running and j == self._batch_end):
+            self._end_batch()
+
+    # -- KV ------------------------------------------------------------------------------------
+
+    def _blocks_needed(self, j: int, m: int) -> int:
+        """Blocks the decoding sequences allocate in iterations ``[j, j + m)``."""
+        bs = self.bs
+        last = j + m - 1
+        total = 0
+        for r, count in enumerate(self.phase):
+            if count:
+                first = j + ((-r - j) % bs)
+                if first <= last:
+                    total += count * (1 + (last - first) // bs)
+        return total
+
+    def _preempt_for(self, j: int) -> bool:
+        """Free blocks for iteration ``j`` by preempting the newest sequences; True if any."""
+        need = self.phase[(-j) % self.bs] if self.n else 0
+        if need <= self.free:
+            return False
+        s = self.s
+        while need > self.free and self.decoding:
+            rid, _ = self.decoding.popitem()
+            k0, pd = s.k0[rid], s.pd[rid]
+            ctx = pd + j - k0
+            produced = 1 + j - k0
+            if (pd - k0) % self.bs == (-j) % self.bs:
+                need -= 1
+            self.n -= 1
+            self.acc -= pd - k0
+            self.phase[(pd - k0) % self.bs] -= 1
+            self.free += -(-ctx // self.bs)
+            s.held[rid] = 0
+            s.gen[rid] += 1
+            s.prompt[rid] = pd + produced
+            s.remaining[rid] -= produced
+            self.waiting.appendleft(rid)
+            self.preemptions += 1
+        return True
+
+    def _admit_blocks(self, rid: int) -> int:
+        s = self.s
+        if self.reserve:
+            return -(-(s.prompt[rid] + s.remaining[rid]) // self.bs)
+        return -(-s.prompt[rid] // self.bs)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self, limit: float) -> None:
+        """Iterate until the first iteration boundary at or after ``limit`` (or until idle)."""
+        static = self.cfg.policy == "static"
+        while self.has_work() and self.clock < limit:
+            if static and not self.batch_running:
+                if not self._start_batch(limit):
+                    return
+                continue
+            if not static:
+                if self._scheduled_iteration():
+                    continue
+            if self.n:
+                self._decode_run(limit)
+            elif not static:
+                raise ValueError(
+                    "a request cannot be admitted even on an empty replica; "
+                    "raise GPU memory or shorten prompts"
+                )
+
+    def _scheduled_iteration(self) -> bool:
+        """Schedule and run one iteration with prefill work; False when there is none."""
+        s = self.s
+        j = self.k
+        preempted = False if self.reserve else self._preempt_for(j)
+        chunks: list[tuple[int, int, int]] = []  # (rid, tokens, start position)
+        budget = self.budget
+        chunked = self.cfg.policy == "chunked"
+        if chunked:
+            budget = max(budget - self.n, 0)
+            for rid in self.prefilling:
+                if budget <= 0:
+                    break
+                c = min(s.prompt[rid] - s.done[rid], budget)
+                chunks.append((rid, c, s.done[rid]))
+                budget -= c
+        if not preempted and self.waiting:
+            slots = self.cfg.max_batch - self.n - len(self.prefilling)
+            used_tokens = 0
+            while self.waiting and slots > 0:
+                rid = self.waiting[0]
+                p = s.prompt[rid]
+                if chunked:
+                    if budget <= 0:
+                        break
+                    c = min(p, budget)
+                else:
+                    if used_tokens and used_tokens + p > budget:
+                        break
+                    c = p
+                blocks = self._admit_blocks(rid)
+                reserve_floor = 0 if self.reserve else self.watermark
+                if blocks > self.free - reserve_floor and (self.n or self.prefilling or chunks):
+                    break
+                if blocks > self.free:
+                    break
+                self.waiting.popleft()
+                self.free -= blocks
+                s.held[rid] = blocks
+                if math.isnan(s.admit[rid]):
+                    s.admit[rid] = self.clock
+                s.done[rid] = 0
+                self.prefilling.append(rid)
+                chunks.append((rid, c, 0))
+                used_tokens += c
+                budget -= c
+                slots -= 1
+        if not chunks:
+            return False
+        # One iteration: the prefill chunks plus one decode token per running sequence.
+        n = self.n
+        decode_keys = self.acc + n * (j + 1)
+        tokens = n
+        logits = n
+        keys = float(decode_keys)
+        positions = float(decode_keys)
+        completing: list[int] = []
+        for rid, c, p in chunks:
+            tokens += c
+            keys += c * p + c * (c + 1) / 2
+            positions += p + c
+            if p + c >= s.prompt[rid]:
+                logits += 1
+                completing.append(rid)
+        need = 0 if (self.reserve or not n) else self.phase[(-j) % self.bs]
+        used0 = self.total_blocks - self.free
+        self.free -= need
+        dt = self.c.iteration_s(tokens, logits, keys, positions, self.cfg.step_overhead_s)
+        self.clock += dt
+        self.iterations += 1
+        for rid, c, p in chunks:
+            s.done[rid] = p + c
+        for rid in completing:
+            self.prefilling.remove(rid)
+            if math.isnan(s.first[rid]):
+                s.first[rid] = self.clock
+            self._join_decode(rid, j)
+        self._process_events(j)
+        self.k = j + 1
+        self._account(dt, used0, self.total_blocks - self.free)
+        return True
+
+    def _decode_run(self, limit: float) -> None:
+        """Decode-only iterations until the next event, KV limit or ``limit`` (closed form)."""
+        j = self.k
+        if not self.reserve and not self.batch_running and self._preempt_for(j):
+            if not self.n:
+                return
+        n = self.n
+        cost, cfg = self.c, self.cfg
+        nxt = self._next_event()
+        m = nxt - j + 1 if nxt >= j else 1 << 40
+        if not self.reserve and not self.batch_running and self._blocks_needed(j, m) > self.free:
+            lo, hi = 1, m  # need(lo) <= free < need(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self._blocks_needed(j, mid) <= self.free:
+                    lo = mid
+                else:
+                    hi = mid
+            m = lo
+        flops, bw = cost.device.matmul_flops, cost.device.bandwidth
+        fixed = (
+            max(n * (cost.linear_flops + cost.lm_head_flops) / flops, cost.weights_read(n) / bw)
+            + cost.comm_s(n)
+            + cfg.step_overhead_s
+        )
+        s0 = self.acc + n * (j + 1)
+        c0, c1 = (n * cost.attn_a + s0 * cost.attn_b) / flops, n * cost.attn_b / flops
+        m0, m1 = s0 * cost.kv_bytes / bw, n * cost.kv_bytes / bw
+
+        def total(k: int) -> float:
+            return k * fixed + _sum_max(c0, c1, m0, m1, k)
+
+        if math.isfinite(limit):
+            gap = limit - self.clock
+            if m >= 1 << 40 or total(m) >= gap:
+                lo, hi = 0, min(m, 1 << 40)
+                if total(hi) < gap:  # unreachable for the sentinel; guards float edge cases
+                    lo = hi
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if total(mid) >= gap:
+                        hi = mid
+                    else:
+                        lo = mid
+                m = max(hi, 1)
+        elif m >= 1 << 40:
+            raise RuntimeError("decode run without an end")  # pragma: no cover
+        dt = total(m)
+        used0 = self.total_blocks - self.free
+        if not self.reserve and not self.batch_running:
+            self.free -= self._blocks_needed(j, m)
+        self.clock += dt
+        self.iterations += m
+        last = j + m - 1
+        self.k = last + 1
+        self._process_events(last)
+        self._account(dt, used0, self.total_blocks - self.free)
+
+    # -- static batching -----------------------------------------------------------------------
+
+    _batch_end = -1
+
+    def _start_batch(self, limit: float) -> bool:
+        """Form and prefill a static batch if one is due before ``limit``; False to wait."""
+        s = self.s
+        cap = self.cfg.max_batch
+        if len(self.waiting) >= cap:
+            start = self.clock
+        else:
+            start = max(self.clock, s.arrival[self.waiting[0]] + self.cfg.batch_timeout_s)
+            if start >= limit:
+                return False
+        self.clock = start
+        batch: list[int] = []
+        pmax = omax = 0
+        for rid in self.waiting:
+            if len(batch) >= cap:
+                break
+            p2, o2 = max(pmax, s.prompt[rid]), max(omax, s.remaining[rid])
+            per = -(-(p2 + o2) // self.bs)
+            if per * (len(batch) + 1) > self.total_blocks:
+                break
+            batch.append(rid)
+            pmax, omax = p2, o2
+        if not batch:
+            raise ValueError(
+                "a request cannot be admitted even on an empty replica; "
+                "raise GPU memory or shorten prompts"
+            )
+        for _ in batch:
+            self.waiting.popleft()
+        b = len(batch)
+        self.batch_blocks = b * -(-(pmax + omax) // self.bs)
+        used0 = self.total_blocks - self.free
+        self.free -= self.batch_blocks
+        self.batch_running = True
+        j = self.k
+        keys = b * (pmax * (pmax + 1) / 2)
+        dt = self.c.iteration_s(b * pmax, b, keys, float(b * pmax), self.cfg.step_overhead_s)
+        for rid in batch:
+            s.admit[rid] = start
+        self.clock += dt
+        self.iterations += 1
+        self._batch_end = j + omax - 1
+        for rid in batch:
+            s.first[rid] = self.clock
+            if s.remaining[rid] <= 1:
+                s.finish[rid] = self.clock
+                self.completed += 1
+            else:
+                self._event(j + s.remaining[rid] - 1, rid, 1)
+        if omax > 1:
+            # Every sequence (finished ones as padding) decodes until the longest is done.
+            self.n = b
+            self.acc = b * (pmax - (j + 1))
+            self._event(self._batch_end, -1, 0)
+        self.k = j + 1
+        if omax <= 1:
+            self._end_batch()
+        self._account(dt, used0, self.total_blocks - self.free)
+        return True
+
+    def _end_batch(self) -> None:
+        self.free += self.batch_blocks
+        self.batch_blocks = 0
+        self.batch_running = False
+        self.n = 0
+        self.acc = 0
+
+
+# --- the simulation -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """What a simulation measured; times in seconds, rates per second."""
+
+    requests: int
+    completed: int
+    replicas: int
+    tp: int
+    policy: str
+    duration_s: float
+    requests_per_s: float
+    tokens_per_s: float
+    """Output tokens per second of all replicas."""
+    input_tokens_per_s: float
+    ttft_s: dict[str, float]
+    tpot_s: dict[str, float]
+    e2e_s: dict[str, float]
+    queue_wait_mean_s: float
+    gpu_utilization: float
+    kv_usage_mean: float
+    kv_usage_max: float
+    kv_blocks: int
+    max_running: int
+    preemptions: int
+    iterations: int
+    queue_series: dict[str, list[float]] = field(default_factory=dict)
+    usd_per_gpu_hour: float | None = None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in all replicas."""
+        return self.replicas * self.tp
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        """Rent of all the GPUs."""
+        return None if self.usd_per_gpu_hour is None else self.usd_per_gpu_hour * self.gpus
+
+    @property
+    def usd_per_million_tokens(self) -> float | None:
+        """Rent per million output tokens at the simulated throughput."""
+        if self.usd_per_hour is None or not self.tokens_per_s:
+            return None
+        return self.usd_per_hour / 3600 / self.tokens_per_s * 1e6
+
+    def meets(self, slo_ttft_s: float | None, slo_tpot_s: float | None) -> bool:
+        """p95 TTFT and p95 TPOT within the targets (all requests completed)."""
+        if self.completed < self.requests:
+            return False
+        if slo_ttft_s is not None and not self.ttft_s["p95"] <= slo_ttft_s:
+            return False
+        return slo_tpot_s is None or self.tpot_s["p95"] <= slo_tpot_s
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the field names of the CLI (units in the names)."""
+        doc: dict[str, Any] = {
+            "requests": self.requests,
+            "completed": self.completed,
+            "replicas": self.replicas,
+            "tp": self.tp,
+            "gpus": self.gpus,
+            "policy": self.policy,
+            "duration_s": self.duration_s,
+            "requests_per_s": self.requests_per_s,
+            "tokens_per_s": self.tokens_per_s,
+            "input_tokens_per_s": self.input_tokens_per_s,
+        }
+        for name, stats in (("ttft", self.ttft_s), ("tpot", self.tpot_s), ("e2e", self.e2e_s)):
+            for key in ("mean", "p50", "p95", "p99"):
+                doc[f"{name}_{key}_s"] = stats[key]
+        doc.update(
+            {
+                "queue_wait_mean_s": self.queue_wait_mean_s,
+                "gpu_utilization": self.gpu_utilization,
+                "kv_usage_mean": self.kv_usage_mean,
+                "kv_usage_max": self.kv_usage_max,
+                "kv_blocks_per_replica": self.kv_blocks,
+                "max_running_per_replica": self.max_running,
+                "preemptions": self.preemptions,
+                "iterations": self.iterations,
+                "usd_per_gpu_hour": self.usd_per_gpu_hour,
+                "usd_per_hour": self.usd_per_hour,
+                "usd_per_million_tokens": self.usd_per_million_tokens,
+                "queue_series": self.queue_series,
+            }
+        )
+        return doc
+
+
+def _stats(values: np.ndarray) -> dict[str, float]:
+    if len(values) == 0:
+        return {"mean": math.nan, "p50": math.nan, "p95": math.nan, "p99": math.nan}
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {"mean": float(values.mean()), "p50": float(p50), "p95": float(p95), "p99": float(p99)}
+
+
+def simulate(
+    cost: ReplicaCost,
+    requests: Requests,
+    config: EngineConfig | None = None,
+    *,
+    replicas: int = 1,
+    dispatch: str = "round-robin",
+    usd_per_gpu_hour: float | None = None,
+    samples: int = 100,
+    progress: Callable[[int, int], None] | None = None,
+) -> ServingResult:
+    """Simulate ``replicas`` replicas of ``cost`` serving ``requests`` under ``config``."""
+    config = config or EngineConfig()
+    if replicas < 1:
+        raise ValueError(f"--replicas must be >= 1, got {replicas}")
+    if dispatch not in DISPATCH:
+        raise ValueError(f"dispatch {dispatch!r} is not one of {', '.join(DISPATCH)}")
+    if usd_per_gpu_hour is not None and usd_per_gpu_hour < 0:
+        raise ValueError(f"--price must be >= 0, got {usd_per_gpu_hour}")
+    n = len(requests)
+    if n == 0:
+        raise ValueError("no requests to simulate")
+    bs = cost.block_size
+    longest = int((requests.prompt + requests.output).max())
+    need = -(-longest // bs)
+    if cost.kv_blocks < max(need, 1):
+        free_gib = cost.kv_blocks * bs * cost.kv_bytes / 2**30
+        raise ValueError(
+            f"the KV cache holds {cost.kv_blocks * bs:,} tokens per replica "
+            f"({free_gib:,.2f} GiB per GPU after weights and overhead) but a request needs "
+            f"{longest:,}; use more memory, --tp, quantization or shorter requests"
+        )
+    shared = _Shared(requests)
+    first_t = shared.arrival[0]
+    span = shared.arrival[-1] - first_t
+    grid = span / samples if span > 0 else 1.0
+    reps = [_Replica(cost, config, shared, grid) for _ in range(replicas)]
+    for r in reps:
+        r.clock = first_t
+        r.next_sample = first_t
+    arrival = shared.arrival
+    step = max(1, n // 100)
+    for rid in range(n):
+        t = arrival[rid]
+        if replicas == 1:
+            target = reps[0]
+            target.run(t)
+        elif dispatch == "round-robin":
+            target = reps[rid % replicas]
+            target.run(t)
+        else:
+            for r in reps:
+                r.run(t)
+            target = min(reps, key=lambda r: r.outstanding)
+        target.add(rid)
+        if progress is not None and rid % step == 0:
+            progress(rid, n)
+    for r in reps:
+        r.run(math.inf)
+    if progress is not None:
+        progress(n, n)
+    return _collect(cost, config, shared, reps, requests, usd_per_gpu_hour)
+
+
+def _collect(
+    cost: ReplicaCost,
+    config: EngineConfig,
+    shared: _Shared,
+    reps: list[_Replica],
+    requests: Requests,
+    usd_per_gpu_hour: float | None,
+) -> ServingResult:
+    arrival = requests.arrival_s
+    first = np.asarray(shared.first)
+    finish = np.asarray(shared.finish)
+    admit = np.asarray(shared.admit)
+    done = ~np.isnan(finish)
+    completed = int(done.sum())
+    end = float(np.nanmax(finish)) if completed else float(arrival[-1])
+    duration = max(end - float(arrival[0]), 1e-12)
+    out_tokens = float(requests.output[done].sum())
+    in_tokens = float(requests.prompt[done].sum())
+    ttft = (first - arrival)[done]
+    e2e = (finish - arrival)[done]
+    multi = done & (requests.output > 1)
+    tpot = (finish[multi] - first[multi]) / (requests.output[multi] - 1)
+    wait = (admit - arrival)[done]
+    busy = sum(r.busy for r in reps)
+    area = sum(r.kv_area for r in reps)
+    total_blocks = cost.kv_blocks * len(reps)
+    length = max(len(r.samples) for r in reps)
+    queue = [0.0] * length
+    times = [0.0] * length
+    for r in reps:
+        for i, (t, q) in enumerate(r.samples):
+            times[i] = t - float(arrival[0])
+            queue[i] += q
+    return ServingResult(
+        requests=len(requests),
+        completed=completed,
+        replicas=len(reps),
+        tp=cost.tp,
+        policy=config.policy,
+        duration_s=duration,
+        requests_per_s=completed / duration,
+        tokens_per_s=out_tokens / duration,
+        input_tokens_per_s=in_tokens / duration,
+        ttft_s=_stats(ttft),
+        tpot_s=_stats(tpot),
+        e2e_s=_stats(e2e),
+        queue_wait_mean_s=float(wait.mean()) if len(wait) else math.nan,
+        gpu_utilization=busy / (duration * len(reps)),
+        kv_usage_mean=area / (duration * total_blocks) if total_blocks else 0.0,
+        kv_usage_max=max(r.kv_max for r in reps) / cost.kv_blocks if cost.kv_blocks else 0.0,
+        kv_blocks=cost.kv_blocks,
+        max_running=max(r.max_running for r in reps),
+        preemptions=sum(r.preemptions for r in reps),
+        iterations=sum(r.iterations for r in reps),
+        queue_series={"t_s": times, "waiting": queue},
+        usd_per_gpu_hour=usd_per_gpu_hour,
+    )
+
+
+# --- capacity planning --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapacityRow:
+    """The cheapest replica layout of one GPU type that meets the SLOs at the rate."""
+
+    gpu_id: str
+    fits: bool
+    reason: str = ""
+    tp: int = 0
+    replicas: int = 0
+    weight_format: str = ""
+    result: ServingResult | None = None
+    simulations: int = 0
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the whole deployment."""
+        return self.tp * self.replicas
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready row."""
+        doc: dict[str, Any] = {
+            "gpu": self.gpu_id,
+            "fits": self.fits,
+            "reason": self.reason,
+            "tp": self.tp or None,
+            "replicas": self.replicas or None,
+            "gpus": self.gpus or None,
+            "weight_format": self.weight_format or None,
+            "simulations": self.simulations,
+        }
+        if self.result is not None:
+            res = self.result.as_dict()
+            res.pop("queue_series", None)
+            for key in ("replicas", "tp", "gpus"):
+                res.pop(key, None)
+            doc.update(res)
+        return doc
+
+
+def _device_dtype(weight_format: str) -> str:
+    from suanli.catalog.formats import get_format
+
+    return "fp8" if get_format(weight_format).compute_dtype == "fp8" else "bf16"
+
+
+def plan_replicas(
+    spec: ModelSpec,
+    device: Device,
+    memory_bytes: float,
+    requests: Requests,
+    *,
+    slo_ttft_s: float | None,
+    slo_tpot_s: float | None,
+    config: EngineConfig | None = None,
+    weight_format: str = "bf16",
+    kv_dtype: str = "bf16",
+    max_gpus: int = 64,
+    gpus_per_node: int = 8,
+    usd_per_gpu_hour: float | None = None,
+    dispatch: str = "round-robin",
+) -> tuple[int, int, ServingResult | None, int, str]:
+    """The fewest GPUs (replicas x TP, TP within a node) meeting the SLOs on ``requests``.
+
+    Per TP degree: a lower bound from one replica's saturated throughput, then exponential and
+    binary search on the replica count, each candidate checked by simulation. Returns
+    ``(tp, replicas, result, simulations, reason)``; ``result`` is ``None`` when nothing within
+    ``max_gpus`` meets the SLOs, with the reason.
+    """
+    config = config or EngineConfig()
+    if slo_ttft_s is not None and not slo_ttft_s > 0:
+        raise ValueError(f"--slo-ttft must be > 0 seconds, got {slo_ttft_s}")
+    if slo_tpot_s is not None and not slo_tpot_s > 0:
+        raise ValueError(f"--slo-tpot must be > 0 seconds, got {slo_tpot_s}")
+    ref = int(requests.prompt.mean() + requests.output.mean() / 2)
+    longest = int((requests.prompt + requests.output).max())
+    best: tuple[int, int, ServingResult] | None = None
+    sims = 0
+    reasons: list[str] = []
+    for tp in TP_CHOICES:
+        if tp > max_gpus or tp > gpus_per_node or spec.attention.num_heads % tp:
+            continue
+        if best is not None and tp >= best[0] * best[1]:
+            break
+        cost = replica_cost(
+            spec,
+            device,
+            tp=tp,
+            weight_format=weight_format,
+            kv_dtype=kv_dtype,
+            memory_bytes=memory_bytes,
+            config=config,
+            reference_context=ref,
+        )
+        if cost.kv_blocks * cost.block_size < longest:
+            reasons.append(f"tp{tp}: does not fit")
+            continue
+        # Unloaded latency bounds: one request alone.
+        p, o = int(requests.prompt.mean()), int(requests.output.mean())
+        alone_ttft = cost.iteration_s(p, 1, p * (p + 1) / 2, p, config.step_overhead_s)
+        alone_tpot = cost.iteration_s(1, 1, p + o / 2, p + o / 2, config.step_overhead_s)
+        if slo_tpot_s is not None and alone_tpot > slo_tpot_s:
+            reasons.append(f"tp{tp}: TPOT alone {alone_tpot * 1e3:.1f} ms")
+            continue
+        if slo_ttft_s is not None and alone_ttft > slo_ttft_s:
+            reasons.append(f"tp{tp}: TTFT alone {alone_ttft * 1e3:.0f} ms")
+            continue
+        limit = max_gpus // tp
+        if best is not None:
+            limit = min(limit, (best[0] * best[1] - 1) // tp)
+        if limit < 1:
+            continue
+        # Saturated throughput of one replica bounds the replicas from below.
+        probe_n = min(len(requests), max(4 * config.max_batch, 200))
+        probe = Requests(
+            np.zeros(probe_n), requests.prompt[:probe_n], requests.output[:probe_n]
+        )
+        sat = simulate(cost, probe, config)
+        sims += 1
+        span = float(requests.arrival_s[-1] - requests.arrival_s[0])
+        rate = (len(requests) - 1) / span if span > 0 else math.inf
+        lo = max(1, math.ceil(rate / sat.requests_per_s * 0.9)) if math.isfinite(rate) else 1
+        if lo > limit:
+            reasons.append(f"tp{tp}: needs over {limit * tp} GPUs")
+            continue
+
+        def run(r: int, cost: ReplicaCost = cost) -> ServingResult:
+            return simulate(
+                cost,
+                requests,
+                config,
+                replicas=r,
+                dispatch=dispatch,
+                usd_per_gpu_hour=usd_per_gpu_hour,
+            )
+
+        found: tuple[int, ServingResult] | None = None
+        failed = lo - 1
+        r = lo
+        while r <= limit:
+            res = run(r)
+            sims += 1
+            if res.meets(slo_ttft_s, slo_tpot_s):
+                found = (r, res)
+                break
+            failed = r
+            r = min(limit, r * 2) if r < limit else limit + 1
+        if found is None:
+            reasons.append(f"tp{tp}: SLOs not met with {limit * tp} GPUs")
+            continue
+        hi = found[0]
+        while hi - failed > 1:
+            mid = (hi + failed) // 2
+            res = run(mid)
+            sims += 1
+            if res.meets(slo_ttft_s, slo_tpot_s):
+                hi, found = mid, (mid, res)
+            else:
+                failed = mid
+        if best is None or tp * found[0] < best[0] * best[1]:
+            best = (tp, found[0], found[1])
+    if best is None:
+        return 0, 0, None, sims, "; ".join(reasons) or "no tensor-parallel degree applies"
+    return best[0], best[1], best[2], sims, ""
+
+
+def plan_capacity(
+    spec: ModelSpec,
+    gpus: Sequence[Any],
+    requests: Requests,
+    *,
+    slo_ttft_s: float | None,
+    slo_tpot_s: float | None,
+    config: EngineConfig | None = None,
+    weight_format: str = "bf16",
+    kv_dtype: str = "bf16",
+    max_gpus: int = 64,
+    price: float | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[CapacityRow]:
+    """Per catalog GPU, the cheapest deployment meeting the SLOs; ranked by cost per hour.
+
+    GPUs without a price (and no ``price`` given) rank after the priced ones, by GPU count;
+    those that cannot meet the SLOs come last with the reason.
+    """
+    from suanli.catalog.network import default_gpus_per_node
+    from suanli.hardware import device_for
+
+    rows: list[CapacityRow] = []
+    dtype = _device_dtype(weight_format)
+    for i, gpu in enumerate(gpus):
+        if progress is not None:
+            progress(gpu.id, i, len(gpus))
+        try:
+            device = device_for(gpu, dtype)
+        except ValueError as exc:
+            rows.append(CapacityRow(gpu.id, False, str(exc)))
+            continue
+        usd = price if price is not None else gpu.get("cloud_usd_per_hour")
+        tp, reps, result, sims, reason = plan_replicas(
+            spec,
+            device,
+            gpu.memory_bytes,
+            requests,
+            slo_ttft_s=slo_ttft_s,
+            slo_tpot_s=slo_tpot_s,
+            config=config,
+            weight_format=weight_format,
+            kv_dtype=kv_dtype,
+            max_gpus=max_gpus,
+            gpus_per_node=default_gpus_per_node(gpu),
+            usd_per_gpu_hour=float(usd) if usd is not None else None,
+        )
+        if result is None:
+            rows.append(CapacityRow(gpu.id, False, reason, simulations=sims))
+        else:
+            rows.append(CapacityRow(gpu.id, True, "", tp, reps, weight_format, result, sims))
+    if progress is not None:
+        progress("done", len(gpus), len(gpus))
+
+    def key(row: CapacityRow) -> tuple[int, float, float]:
+        if not row.fits or row.result is None:
+            return (2, 0.0, 0.0)
+        cost = row.result.usd_per_hour
+        if cost is None:
+            return (1, float(row.gpus), row.result.ttft_s["p95"])
+        return (0, cost, float(row.gpus))
+
+    rows.sort(key=key)
+    return rows
+
+
+def with_policy(config: EngineConfig, policy: str) -> EngineConfig:
+    """``config`` with another scheduling policy (and its default token budget)."""
+    return replace(config, policy=policy)

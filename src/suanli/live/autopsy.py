@@ -1,0 +1,112 @@
+"""OOM autopsy: what filled the memory, what the estimator expected, and the remedy chain.
+
+Measured: parameters, gradients and optimizer state of the live model (exact, from the tensors),
+activations and temporaries as the rest of the peak (CUDA's ``max_memory_allocated``) or, on the
+CPU, the bytes autograd saved in the last forward. Expected: the memory estimator for the same
+model (its transformers config) and settings. Remedies: ``suanli fit``'s chain against the limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from suanli.units import GiB
+
+
+def measured_states(model: Any, optimizer: Any | None) -> dict[str, int]:
+    """Parameter, gradient and optimizer-state bytes of a live model."""
+    from suanli.live.measure import optimizer_state_bytes, tensor_bytes
+
+    params = list(model.parameters())
+    out = {
+        "weights": tensor_bytes(params),
+        "gradients": tensor_bytes([p.grad for p in params if p.grad is not None]),
+        "optimizer": optimizer_state_bytes(optimizer) if optimizer is not None else 0,
+    }
+    return out
+
+
+def autopsy(
+    model: Any,
+    optimizer: Any | None,
+    *,
+    batch: int,
+    seq: int,
+    limit_bytes: float,
+    peak_bytes: float | None = None,
+    activation_bytes: float | None = None,
+    gpu_name: str = "h100",
+) -> dict[str, Any]:
+    """The breakdown, the estimator's view, and the remedy chain against ``limit_bytes``."""
+    from suanli.catalog import bundled_gpus, find_gpu
+    from suanli.estimate.memory import training_memory
+    from suanli.estimate.workload import TrainWork
+    from suanli.hardware import device_for
+    from suanli.models.resolve import ModelSourceError, model_from_module
+    from suanli.plan.fit import fit_chain
+
+    measured: dict[str, float] = dict(measured_states(model, optimizer))
+    states = sum(measured.values())
+    if peak_bytes is not None:
+        measured["activations_and_temporaries"] = max(peak_bytes - states, 0.0)
+    elif activation_bytes is not None:
+        measured["activations"] = activation_bytes
+    doc: dict[str, Any] = {
+        "limit_bytes": limit_bytes,
+        "measured_bytes": measured,
+        "measured_total_bytes": sum(measured.values()),
+    }
+    try:
+        spec = model_from_module(model)
+    except ModelSourceError as exc:
+        doc["estimate"] = None
+        doc["note"] = f"no estimator comparison: {exc}"
+        return doc
+    dtype = "fp32"
+    first = next(iter(model.parameters()), None)
+    if first is not None and "bfloat16" in str(first.dtype):
+        dtype = "bf16"
+    elif first is not None and "float16" in str(first.dtype):
+        dtype = "fp16"
+    work = TrainWork(task="full", batch=batch, seq=seq, dtype=dtype, precision="pure")
+    estimate = training_memory(spec, work)
+    doc["estimate"] = {"total_bytes": estimate.total_bytes, "breakdown": estimate.breakdown}
+    gpu = replace(find_gpu(gpu_name, bundled_gpus()), memory_bytes=int(limit_bytes))
+    plan = fit_chain(spec, work, gpu, device_for(gpu, dtype))
+    doc["remedies"] = [
+        {
+            "change": s.change,
+            "memory_bytes": s.memory_bytes,
+            "saved_bytes": s.saved_bytes,
+            "fits": s.fits,
+        }
+        for s in plan.steps
+    ]
+    doc["fits_after_remedies"] = plan.fits
+    doc["final_options"] = plan.final_options
+    return doc
+
+
+def format_autopsy(doc: dict[str, Any]) -> str:
+    """Plain lines for the terminal."""
+    lines = [
+        f"out of memory: {doc['measured_total_bytes'] / GiB:.2f} GiB measured against a "
+        f"limit of {doc['limit_bytes'] / GiB:.2f} GiB"
+    ]
+    for key, value in doc["measured_bytes"].items():
+        lines.append(f"  measured {key}: {value / GiB:.3f} GiB")
+    if doc.get("estimate"):
+        lines.append(
+            f"  the estimator expected {doc['estimate']['total_bytes'] / GiB:.2f} GiB "
+            "for this model and batch"
+        )
+        for step in doc["remedies"]:
+            mark = "fits" if step["fits"] else ""
+            lines.append(
+                f"  -> {step['change']}: {step['memory_bytes'] / GiB:.2f} GiB "
+                f"(saves {step['saved_bytes'] / GiB:.2f}) {mark}"
+            )
+    elif doc.get("note"):
+        lines.append(f"  {doc['note']}")
+    return "\n".join(lines)

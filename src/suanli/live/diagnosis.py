@@ -1,0 +1,235 @@
+"""The training-loop verdict: pure rules over recorded step timings.
+
+Each rule names its threshold and where the threshold comes from; the verdict is the first rule
+that fires, in the order below, and the fixes are ranked by their estimated gain. The recorder
+(:mod:`suanli.live.profiler`) fills :class:`StepRecord`; tests feed recorded timings directly
+and compare with golden verdicts.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+PHASES = ("data", "h2d", "forward", "backward", "optimizer", "communication", "other")
+
+#: Data wait above this share of the step means the GPU (or CPU) waits on the input pipeline.
+#: The PyTorch performance tuning guide treats data loading that does not overlap compute as the
+#: first thing to fix; a third of the step is the point where the fix (workers, pinning,
+#: prefetching) typically buys more than any kernel tuning (docs/doctor.md).
+INPUT_SHARE = 0.30
+#: Communication above this share: scaling is limited by the network, not the GPUs
+#: (the speed model's "communication" bound; docs/speed.md).
+COMM_SHARE = 0.30
+#: More synchronising calls per step than this (``.item()``, ``.cpu()``, ``print(loss)``) stall
+#: the launch queue every time (torch.cuda.set_sync_debug_mode reports each).
+SYNCS_PER_STEP = 3
+#: A step whose compute (forward + backward + optimizer) takes less than this is dominated by
+#: kernel-launch and Python overhead (a CUDA launch costs ~5-10 us; a few hundred launches per
+#: step reach milliseconds): bigger batches, CUDA graphs or torch.compile help.
+LAUNCH_BOUND_S = 0.010
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """Seconds spent in each phase of one step."""
+
+    data: float = 0.0
+    h2d: float = 0.0
+    forward: float = 0.0
+    backward: float = 0.0
+    optimizer: float = 0.0
+    communication: float = 0.0
+    other: float = 0.0
+    syncs: int = 0
+    """Synchronising calls seen during the step."""
+
+    @property
+    def total(self) -> float:
+        """Wall time of the step."""
+        return sum(getattr(self, p) for p in PHASES)
+
+    @property
+    def compute(self) -> float:
+        """Forward, backward and optimizer."""
+        return self.forward + self.backward + self.optimizer
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A remedy and what it is expected to give."""
+
+    action: str
+    expected_speedup: float
+    """Step-time ratio before / after, estimated from the measurements."""
+    basis: str
+    """How the gain was estimated."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """One verdict with ranked fixes."""
+
+    verdict: str
+    """``input-bound``, ``communication-bound``, ``sync-bound``, ``launch-bound``, or
+    ``compute-bound`` (healthy)."""
+    explanation: str
+    shares: dict[str, float]
+    step_time_s: float
+    steps: int
+    fixes: tuple[Fix, ...] = ()
+    data_free_step_s: float | None = None
+    """Median step time when batches were replayed from memory ("what if data were free")."""
+    extras: dict[str, object] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready."""
+        return {
+            "verdict": self.verdict,
+            "explanation": self.explanation,
+            "shares": self.shares,
+            "step_time_s": self.step_time_s,
+            "steps": self.steps,
+            "fixes": [
+                {"action": f.action, "expected_speedup": f.expected_speedup, "basis": f.basis}
+                for f in self.fixes
+            ],
+            "data_free_step_s": self.data_free_step_s,
+            **self.extras,
+        }
+
+
+def _median(records: Sequence[StepRecord], phase: str) -> float:
+    return statistics.median(getattr(r, phase) for r in records)
+
+
+def diagnose_steps(
+    records: Sequence[StepRecord],
+    *,
+    warmup: int = 1,
+    data_free_step_s: float | None = None,
+    batch_size: int | None = None,
+    multi_process: bool = False,
+) -> Report:
+    """The verdict for recorded steps (the first ``warmup`` steps are ignored)."""
+    steady = list(records[warmup:]) or list(records)
+    if not steady:
+        raise ValueError("no steps were recorded; run at least two training steps")
+    medians = {p: _median(steady, p) for p in PHASES}
+    step = sum(medians.values())
+    shares = {p: (medians[p] / step if step else 0.0) for p in PHASES}
+    syncs = statistics.median(r.syncs for r in steady)
+    compute = medians["forward"] + medians["backward"] + medians["optimizer"]
+    fixes: list[Fix] = []
+    if shares["data"] >= INPUT_SHARE:
+        free = data_free_step_s if data_free_step_s is not None else step - medians["data"]
+        gain = step / free if free > 0 else 1.0
+        basis = (
+            "measured: the same steps with batches replayed from memory"
+            if data_free_step_s is not None
+            else "estimated: step time minus data wait"
+        )
+        fixes += [
+            Fix(
+                "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, "
+                "prefetch_factor=4): load batches in parallel with compute",
+                gain,
+                basis,
+            ),
+            Fix(
+                "cache or memory-map the decoded dataset; move decoding/augmentation off the "
+                "critical path; use faster storage",
+                gain,
+                basis,
+            ),
+        ]
+        return Report(
+            "input-bound",
+            f"the loop waits {shares['data']:.0%} of each step for the next batch; "
+            f"with free data the step would take {free * 1e3:.1f} ms instead of "
+            f"{step * 1e3:.1f} ms",
+            shares,
+            step,
+            len(steady),
+            tuple(fixes),
+            data_free_step_s,
+        )
+    if multi_process and shares["communication"] >= COMM_SHARE:
+        gain = step / max(step - medians["communication"] * 0.8, 1e-9)
+        fixes += [
+            Fix(
+                "a bigger per-GPU batch or gradient accumulation (fewer all-reduces per sample)",
+                gain,
+                "estimated: 80% of the communication hidden",
+            ),
+            Fix(
+                "overlap communication with backward (DDP bucket_cap_mb, FSDP prefetch) or "
+                "compress gradients",
+                gain,
+                "estimated: 80% of the communication hidden",
+            ),
+        ]
+        return Report(
+            "communication-bound",
+            f"gradient communication takes {shares['communication']:.0%} of the step",
+            shares,
+            step,
+            len(steady),
+            tuple(fixes),
+            data_free_step_s,
+        )
+    if syncs > SYNCS_PER_STEP:
+        gain = step / max(step - medians["other"], 1e-9) if medians["other"] else 1.1
+        fixes.append(
+            Fix(
+                "remove host syncs from the loop: log loss.item() every N steps, "
+                "avoid .cpu()/.tolist()/print on tensors inside the step",
+                gain,
+                "estimated: the time outside the phases",
+            )
+        )
+        return Report(
+            "sync-bound",
+            f"{syncs:.0f} synchronising calls per step stall the GPU queue",
+            shares,
+            step,
+            len(steady),
+            tuple(fixes),
+            data_free_step_s,
+        )
+    if compute < LAUNCH_BOUND_S:
+        fixes += [
+            Fix(
+                "a bigger batch (with bf16 mixed precision to keep memory in check)",
+                2.0,
+                "estimated: launch overhead amortised over twice the work",
+            ),
+            Fix(
+                "torch.compile(model) or CUDA graphs to cut per-kernel launch overhead",
+                1.5,
+                "estimated: typical gain for launch-bound small models",
+            ),
+        ]
+        return Report(
+            "launch-bound",
+            f"compute takes only {compute * 1e3:.2f} ms per step"
+            + (f" at batch {batch_size}" if batch_size else "")
+            + ": kernel-launch and Python overhead dominate",
+            shares,
+            step,
+            len(steady),
+            tuple(fixes),
+            data_free_step_s,
+        )
+    compute_share = shares["forward"] + shares["backward"] + shares["optimizer"]
+    return Report(
+        "compute-bound",
+        f"healthy: {compute_share:.0%} of the step is compute; compare MFU with the "
+        "ceiling (suanli perf) for what is left",
+        shares,
+        step,
+        len(steady),
+        (),
+        data_free_step_s,
+    )
