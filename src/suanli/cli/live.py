@@ -291,3 +291,49 @@ def export_cmd(port: int, host: str, max_requests: int | None) -> None:
         ) from None
     except KeyboardInterrupt:
         pass
+
+
+@doctor_cmd.command("scaling")
+@click.option(
+    "--procs",
+    type=click.IntRange(min=2, max=64),
+    default=2,
+    show_default=True,
+    help="Ranks in the multi-process run (gloo on the CPU, NCCL on GPUs).",
+)
+@click.option("--hidden", type=click.IntRange(min=8), default=1024, show_default=True)
+@click.option("--layers", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def doctor_scaling_cmd(procs: int, hidden: int, layers: int, batch: int, as_json: bool) -> None:
+    """The same DDP training step on 1 and N processes: speed-up, efficiency, communication
+    share and its cause, next to what the speed model predicts from the measured all-reduce."""
+    try:
+        from suanli.live.scaling import measure_scaling
+    except ImportError:
+        from suanli.cli.main import MissingExtra
+
+        raise MissingExtra(
+            "suanli doctor scaling needs PyTorch: pip install 'suanli[torch]'"
+        ) from None
+    doc = measure_scaling(procs, hidden, layers, batch).as_dict()
+    if as_json:
+        print_json(doc)
+        return
+    rows = [
+        ["step, 1 process", f"{doc['step_1_s'] * 1e3:.1f} ms"],
+        [f"step, {procs} processes", f"{doc['step_n_s'] * 1e3:.1f} ms"],
+        [
+            "predicted (speed model)",
+            f"{doc['predicted_step_n_s'] * 1e3:.1f} ms ({doc['prediction_error']:+.0%})",
+        ],
+        ["bare all-reduce of the gradients", f"{doc['allreduce_s'] * 1e3:.1f} ms"],
+        ["speed-up", f"{doc['speedup']:.2f}x ({doc['efficiency']:.0%} efficiency)"],
+        ["communication share", f"{doc['communication_share']:.0%}"],
+    ]
+    print_table(
+        f"scaling over {procs} {doc['backend']} processes ({doc['params']:,} params)",
+        ["", ""],
+        rows,
+    )
+    click.echo(f"cause: {doc['cause']}")

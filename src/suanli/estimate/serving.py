@@ -257,7 +257,9 @@ def make_requests(
     n = len(times)
     if n == 0:
         raise ValueError("no request arrives within --duration; raise --rate or --duration")
-    return Requests(np.asarray(times, dtype=np.float64), prompt.sample(rng, n), output.sample(rng, n))
+    return Requests(
+        np.asarray(times, dtype=np.float64), prompt.sample(rng, n), output.sample(rng, n)
+    )
 
 
 # --- engine and costs ------------------------------------------------------------------------
@@ -352,7 +354,9 @@ class ReplicaCost:
         if self.tp <= 1 or tokens <= 0:
             return 0.0
         link = self.device.network.link_for(self.tp)
-        return 2 * self.layers * all_reduce_s(tokens * self.allreduce_bytes_per_token, self.tp, link)
+        return (
+            2 * self.layers * all_reduce_s(tokens * self.allreduce_bytes_per_token, self.tp, link)
+        )
 
     def iteration_s(
         self, tokens: int, logits: int, keys: float, kv_positions: float, overhead: float = 0.0
@@ -498,15 +502,16 @@ class _Shared:
 
 
 class _Replica:
-    """One engine: the iteration loop, KV blocks, events and statistics."""
+    """One engine: the iteration loop, KV blocks, events and statistics.
 
-    def __init__(
-        self,
-        cost: ReplicaCost,
-        config: EngineConfig,
-        shared: _Shared,
-        grid: float,
-    ) -> None:
+    Decoding sequences are tracked in aggregate: ``n`` of them, and ``acc`` = the sum over them
+    of ``prompt - k0`` (``k0``: the first decode iteration), so that the KV entries iteration
+    ``j`` reads are ``acc + n (j + 1)``; ``phase[r]`` counts those whose context fills a block
+    at iterations ``j`` with ``(r + j) % block_size == 0``. Finishes are events keyed by
+    iteration; preempted sequences are dropped lazily (a generation counter).
+    """
+
+    def __init__(self, cost: ReplicaCost, config: EngineConfig, shared: _Shared, grid: float):
         self.c = cost
         self.cfg = config
         self.s = shared
@@ -515,19 +520,36 @@ class _Replica:
         self.free = cost.kv_blocks
         self.watermark = int(WATERMARK * cost.kv_blocks)
         self.reserve = config.kv_policy == "reserve"
+        self.static = config.policy == "static"
+        self.chunked = config.policy == "chunked"
         self.budget = config.token_budget
+        self.max_batch = config.max_batch
+        # Seconds per unit, precomputed: an iteration is a handful of multiply-adds.
+        flops, bw = cost.device.matmul_flops, cost.device.bandwidth
+        self.lin_s = cost.linear_flops / flops
+        self.lm_s = cost.lm_head_flops / flops
+        self.att_a_s = cost.attn_a / flops
+        self.att_b_s = cost.attn_b / flops
+        self.kv_s = cost.kv_bytes / bw
+        self.w_s = cost.weight_bytes / bw
+        self.bw = bw
+        self.moe = bool(cost.expert_fraction)
+        self.tp1 = cost.tp <= 1
+        self.overhead = config.step_overhead_s
+        self.t_min = cost.weights_read(1) / bw + self.overhead
         self.clock = 0.0
         self.k = 0
         self.waiting: deque[int] = deque()
         self.prefilling: deque[int] = deque()
         self.decoding: dict[int, None] = {}
         self.n = 0
-        self.acc = 0  # sum over decoding of (pd - k0)
+        self.acc = 0
         self.phase = [0] * self.bs
         self.events: dict[int, list[tuple[int, int, int]]] = {}
         self.heap: list[int] = []
-        self.batch_blocks = 0  # static: blocks reserved by the running batch
+        self.batch_blocks = 0
         self.batch_running = False
+        self.batch_end = -1
         self.assigned = 0
         self.completed = 0
         self.busy = 0.0
@@ -540,38 +562,62 @@ class _Replica:
         self.next_sample = 0.0
         self.samples: list[tuple[float, int]] = []
 
-    # -- bookkeeping --------------------------------------------------------------------------
+    # -- costs ---------------------------------------------------------------------------------
+
+    def _iteration_s(self, tokens: int, logits: int, keys: float, positions: float) -> float:
+        w = self.c.weights_read(tokens) / self.bw if self.moe else self.w_s
+        lin = tokens * self.lin_s + logits * self.lm_s
+        att = tokens * self.att_a_s + keys * self.att_b_s
+        kv = positions * self.kv_s
+        t = (lin if lin > w else w) + (att if att > kv else kv) + self.overhead
+        return t if self.tp1 else t + self.c.comm_s(tokens)
+
+    # -- bookkeeping ---------------------------------------------------------------------------
 
     @property
     def outstanding(self) -> int:
         return self.assigned - self.completed
 
-    def add(self, rid: int) -> None:
-        t = self.s.arrival[rid]
-        if not self.has_work():
-            self.clock = max(self.clock, t)
-        self.waiting.append(rid)
-        self.assigned += 1
-
     def has_work(self) -> bool:
         return bool(self.n or self.waiting or self.prefilling or self.batch_running)
 
-    def _event(self, k: int, rid: int, kind: int) -> None:
-        lst = self.events.get(k)
-        if lst is None:
-            self.events[k] = [(rid, kind, self.s.gen[rid])]
-            heapq.heappush(self.heap, k)
-        else:
-            lst.append((rid, kind, self.s.gen[rid]))
-
-    def _next_event(self) -> int:
+    def safe_until(self) -> float:
+        """A time before which no request of this replica can complete (for dispatch)."""
+        if not (self.n or self.waiting or self.prefilling or self.batch_running):
+            return math.inf
+        if self.waiting or self.prefilling:
+            return self.clock + self.t_min
         heap, events = self.heap, self.events
         while heap and heap[0] not in events:
             heapq.heappop(heap)
-        return heap[0] if heap else -1
+        if not heap:
+            return self.clock
+        return self.clock + (heap[0] - self.k) * self.t_min
 
-    def _account(self, dt: float, used0: int, used1: int) -> None:
+    def add(self, rid: int) -> None:
+        t = self.s.arrival[rid]
+        if t > self.clock and not self.has_work():
+            while self.next_sample <= t:  # idle: nothing waits
+                self.samples.append((self.next_sample, 0))
+                self.next_sample += self.grid
+            self.clock = t
+        self.waiting.append(rid)
+        self.assigned += 1
+
+    def _event(self, k: int, rid: int, kind: int) -> None:
+        """At the end of iteration ``k``: 1 record a finish, 3 record and leave, 0 end the
+        static batch."""
+        entry = (rid, kind, self.s.gen[rid] if rid >= 0 else 0)
+        lst = self.events.get(k)
+        if lst is None:
+            self.events[k] = [entry]
+            heapq.heappush(self.heap, k)
+        else:
+            lst.append(entry)
+
+    def _account(self, dt: float, used0: int) -> None:
         self.busy += dt
+        used1 = self.total_blocks - self.free
         self.kv_area += dt * (used0 + used1) / 2
         if used1 > self.kv_max:
             self.kv_max = used1
@@ -588,40 +634,32 @@ class _Replica:
         """``rid`` finished its prefill in iteration ``j`` (its first token is out)."""
         s = self.s
         left = s.remaining[rid]
-        if left <= 1:
-            self._finish(rid, j, leave=False)
+        if left <= 1:  # its only token came from the prefill
+            s.finish[rid] = self.clock
+            self.completed += 1
+            self.free += s.held[rid]
+            s.held[rid] = 0
             return
         p = s.prompt[rid]
         s.k0[rid] = j + 1
         s.pd[rid] = p
         self.n += 1
-        self.acc += p - (j + 1)
+        self.acc += p - j - 1
         self.phase[(p - j - 1) % self.bs] += 1
         self.decoding[rid] = None
         self._event(j + left - 1, rid, 3)
 
-    def _finish(self, rid: int, j: int, leave: bool) -> None:
-        s = self.s
-        s.finish[rid] = self.clock
-        self.completed += 1
-        if not leave:  # finished at its prefill: never decoded
-            if not self.batch_running:
-                self.free += s.held[rid]
-                s.held[rid] = 0
-            return
-        self._leave(rid, j)
-
     def _leave(self, rid: int, j: int) -> None:
         s = self.s
-        k0, pd = s.k0[rid], s.pd[rid]
+        r = s.pd[rid] - s.k0[rid]
         self.n -= 1
-        self.acc -= pd - k0
-        self.phase[(pd - k0) % self.bs] -= 1
+        self.acc -= r
+        self.phase[r % self.bs] -= 1
         del self.decoding[rid]
         if self.reserve:
             self.free += s.held[rid]
         else:
-            self.free += -(-(pd + j - k0 + 1) // self.bs)
+            self.free += -(-(r + j + 1) // self.bs)
         s.held[rid] = 0
 
     def _process_events(self, j: int) -> None:
@@ -629,81 +667,85 @@ class _Replica:
         if not lst:
             return
         s = self.s
-        gen = s.gen
+        gen, finish = s.gen, s.finish
+        clock = self.clock
+        end_batch = False
         for rid, kind, g in lst:
-            if gen[rid] != g:
-                continue
-            if kind == 3:
-                s.finish[rid] = self.clock
+            if kind == 0:
+                end_batch = True
+            elif gen[rid] == g:
+                finish[rid] = clock
                 self.completed += 1
-                self._leave(rid, j)
-            elif kind == 1:
-                s.finish[rid] = self.clock
-                self.completed += 1
-        if self.batch_running and self.n == 0 or (self.batch_running and j == self._batch_end):
-            self._end_batch()
+                if kind == 3:
+                    self._leave(rid, j)
+        if end_batch:
+            self.free += self.batch_blocks
+            self.batch_blocks = 0
+            self.batch_running = False
+            self.n = 0
+            self.acc = 0
 
     # -- KV ------------------------------------------------------------------------------------
 
     def _blocks_needed(self, j: int, m: int) -> int:
-        """Blocks the decoding sequences allocate in iterations ``[j, j + m)``."""
+        """Blocks the decoding sequences allocate in iterations ``[j, j + m)``: each sequence
+        one per ``block_size`` iterations, at the phase its context fills a block."""
         bs = self.bs
-        last = j + m - 1
-        total = 0
-        for r, count in enumerate(self.phase):
-            if count:
-                first = j + ((-r - j) % bs)
-                if first <= last:
-                    total += count * (1 + (last - first) // bs)
+        q, rem = divmod(m, bs)
+        total = self.n * q
+        if rem:
+            phase = self.phase
+            base = j + q * bs
+            for t in range(rem):
+                total += phase[(-(base + t)) % bs]
         return total
 
     def _preempt_for(self, j: int) -> bool:
-        """Free blocks for iteration ``j`` by preempting the newest sequences; True if any."""
-        need = self.phase[(-j) % self.bs] if self.n else 0
+        """Free blocks for iteration ``j`` by preempting the newest sequences; True if any.
+
+        A preempted sequence loses its KV blocks and waits at the head of the queue; it is
+        recomputed later (prompt plus the tokens generated so far prefilled again)."""
+        bs = self.bs
+        need = self.phase[(-j) % bs]
         if need <= self.free:
             return False
         s = self.s
         while need > self.free and self.decoding:
             rid, _ = self.decoding.popitem()
-            k0, pd = s.k0[rid], s.pd[rid]
-            ctx = pd + j - k0
-            produced = 1 + j - k0
-            if (pd - k0) % self.bs == (-j) % self.bs:
+            r = s.pd[rid] - s.k0[rid]
+            produced = 1 + j - s.k0[rid]
+            if r % bs == (-j) % bs:
                 need -= 1
             self.n -= 1
-            self.acc -= pd - k0
-            self.phase[(pd - k0) % self.bs] -= 1
-            self.free += -(-ctx // self.bs)
+            self.acc -= r
+            self.phase[r % bs] -= 1
+            self.free += -(-(r + j) // bs)
             s.held[rid] = 0
             s.gen[rid] += 1
-            s.prompt[rid] = pd + produced
+            s.prompt[rid] = s.pd[rid] + produced
             s.remaining[rid] -= produced
             self.waiting.appendleft(rid)
             self.preemptions += 1
         return True
 
-    def _admit_blocks(self, rid: int) -> int:
-        s = self.s
-        if self.reserve:
-            return -(-(s.prompt[rid] + s.remaining[rid]) // self.bs)
-        return -(-s.prompt[rid] // self.bs)
-
     # -- the loop ------------------------------------------------------------------------------
 
     def run(self, limit: float) -> None:
         """Iterate until the first iteration boundary at or after ``limit`` (or until idle)."""
-        static = self.cfg.policy == "static"
-        while self.has_work() and self.clock < limit:
-            if static and not self.batch_running:
-                if not self._start_batch(limit):
-                    return
-                continue
-            if not static:
-                if self._scheduled_iteration():
+        static = self.static
+        while self.clock < limit and (
+            self.n or self.waiting or self.prefilling or self.batch_running
+        ):
+            if static:
+                if not self.batch_running:
+                    if not self._start_batch(limit):
+                        return
                     continue
+            elif (self.waiting or self.prefilling) and self._scheduled_iteration():
+                continue
             if self.n:
                 self._decode_run(limit)
-            elif not static:
+            elif not static and not self._scheduled_iteration():
                 raise ValueError(
                     "a request cannot be admitted even on an empty replica; "
                     "raise GPU memory or shorten prompts"
@@ -713,44 +755,53 @@ class _Replica:
         """Schedule and run one iteration with prefill work; False when there is none."""
         s = self.s
         j = self.k
-        preempted = False if self.reserve else self._preempt_for(j)
+        bs = self.bs
+        # Running sequences first: their decode blocks, preempting if short (vLLM order);
+        # after a preemption nothing new is admitted in this iteration.
+        preempted = False
+        need = 0
+        if not self.reserve and self.n:
+            preempted = self._preempt_for(j) and self.n > 0
+            need = self.phase[(-j) % bs]
+        n = self.n
         chunks: list[tuple[int, int, int]] = []  # (rid, tokens, start position)
         budget = self.budget
-        chunked = self.cfg.policy == "chunked"
+        chunked = self.chunked
+        prompt, done = s.prompt, s.done
         if chunked:
-            budget = max(budget - self.n, 0)
+            budget = max(budget - n, 0)
             for rid in self.prefilling:
                 if budget <= 0:
                     break
-                c = min(s.prompt[rid] - s.done[rid], budget)
-                chunks.append((rid, c, s.done[rid]))
+                c = min(prompt[rid] - done[rid], budget)
+                chunks.append((rid, c, done[rid]))
                 budget -= c
-        if not preempted and self.waiting:
-            slots = self.cfg.max_batch - self.n - len(self.prefilling)
+        waiting = self.waiting
+        if not preempted and waiting:
+            slots = self.max_batch - n - len(self.prefilling)
             used_tokens = 0
-            while self.waiting and slots > 0:
-                rid = self.waiting[0]
-                p = s.prompt[rid]
+            reserve = self.reserve
+            while waiting and slots > 0:
+                rid = waiting[0]
+                p = prompt[rid]
                 if chunked:
                     if budget <= 0:
                         break
-                    c = min(p, budget)
+                    c = p if p < budget else budget
                 else:
                     if used_tokens and used_tokens + p > budget:
                         break
                     c = p
-                blocks = self._admit_blocks(rid)
-                reserve_floor = 0 if self.reserve else self.watermark
-                if blocks > self.free - reserve_floor and (self.n or self.prefilling or chunks):
+                blocks = -(-(p + s.remaining[rid]) // bs) if reserve else -(-p // bs)
+                floor = need + (self.watermark if (n or self.prefilling) and not reserve else 0)
+                if blocks > self.free - floor:
                     break
-                if blocks > self.free:
-                    break
-                self.waiting.popleft()
+                waiting.popleft()
                 self.free -= blocks
                 s.held[rid] = blocks
-                if math.isnan(s.admit[rid]):
+                if s.admit[rid] != s.admit[rid]:  # NaN: first admission
                     s.admit[rid] = self.clock
-                s.done[rid] = 0
+                done[rid] = 0
                 self.prefilling.append(rid)
                 chunks.append((rid, c, 0))
                 used_tokens += c
@@ -759,49 +810,47 @@ class _Replica:
         if not chunks:
             return False
         # One iteration: the prefill chunks plus one decode token per running sequence.
-        n = self.n
         decode_keys = self.acc + n * (j + 1)
-        tokens = n
-        logits = n
-        keys = float(decode_keys)
-        positions = float(decode_keys)
+        tokens = logits = n
+        keys = positions = float(decode_keys)
         completing: list[int] = []
         for rid, c, p in chunks:
             tokens += c
             keys += c * p + c * (c + 1) / 2
             positions += p + c
-            if p + c >= s.prompt[rid]:
+            done[rid] = p + c
+            if p + c >= prompt[rid]:
                 logits += 1
                 completing.append(rid)
-        need = 0 if (self.reserve or not n) else self.phase[(-j) % self.bs]
         used0 = self.total_blocks - self.free
         self.free -= need
-        dt = self.c.iteration_s(tokens, logits, keys, positions, self.cfg.step_overhead_s)
+        dt = self._iteration_s(tokens, logits, keys, positions)
         self.clock += dt
         self.iterations += 1
-        for rid, c, p in chunks:
-            s.done[rid] = p + c
+        first = s.first
         for rid in completing:
             self.prefilling.remove(rid)
-            if math.isnan(s.first[rid]):
-                s.first[rid] = self.clock
+            if first[rid] != first[rid]:  # NaN: first token (not a recomputation)
+                first[rid] = self.clock
             self._join_decode(rid, j)
-        self._process_events(j)
+        if j in self.events:
+            self._process_events(j)
         self.k = j + 1
-        self._account(dt, used0, self.total_blocks - self.free)
+        self._account(dt, used0)
         return True
 
     def _decode_run(self, limit: float) -> None:
         """Decode-only iterations until the next event, KV limit or ``limit`` (closed form)."""
         j = self.k
-        if not self.reserve and not self.batch_running and self._preempt_for(j):
-            if not self.n:
-                return
+        grow = not self.reserve and not self.batch_running
+        if grow and self._preempt_for(j) and not self.n:
+            return
         n = self.n
-        cost, cfg = self.c, self.cfg
-        nxt = self._next_event()
-        m = nxt - j + 1 if nxt >= j else 1 << 40
-        if not self.reserve and not self.batch_running and self._blocks_needed(j, m) > self.free:
+        heap, events = self.heap, self.events
+        while heap[0] not in events:
+            heapq.heappop(heap)
+        m = heap[0] - j + 1
+        if grow and n * -(-m // self.bs) > self.free and self._blocks_needed(j, m) > self.free:
             lo, hi = 1, m  # need(lo) <= free < need(hi)
             while hi - lo > 1:
                 mid = (lo + hi) // 2
@@ -810,55 +859,49 @@ class _Replica:
                 else:
                     hi = mid
             m = lo
-        flops, bw = cost.device.matmul_flops, cost.device.bandwidth
-        fixed = (
-            max(n * (cost.linear_flops + cost.lm_head_flops) / flops, cost.weights_read(n) / bw)
-            + cost.comm_s(n)
-            + cfg.step_overhead_s
-        )
+        w = self.c.weights_read(n) / self.bw if self.moe else self.w_s
+        lin = n * (self.lin_s + self.lm_s)
+        fixed = (lin if lin > w else w) + self.overhead
+        if not self.tp1:
+            fixed += self.c.comm_s(n)
         s0 = self.acc + n * (j + 1)
-        c0, c1 = (n * cost.attn_a + s0 * cost.attn_b) / flops, n * cost.attn_b / flops
-        m0, m1 = s0 * cost.kv_bytes / bw, n * cost.kv_bytes / bw
-
-        def total(k: int) -> float:
-            return k * fixed + _sum_max(c0, c1, m0, m1, k)
-
-        if math.isfinite(limit):
-            gap = limit - self.clock
-            if m >= 1 << 40 or total(m) >= gap:
-                lo, hi = 0, min(m, 1 << 40)
-                if total(hi) < gap:  # unreachable for the sentinel; guards float edge cases
-                    lo = hi
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    if total(mid) >= gap:
-                        hi = mid
-                    else:
-                        lo = mid
-                m = max(hi, 1)
-        elif m >= 1 << 40:
-            raise RuntimeError("decode run without an end")  # pragma: no cover
-        dt = total(m)
+        c0, c1 = n * self.att_a_s + s0 * self.att_b_s, n * self.att_b_s
+        m0, m1 = s0 * self.kv_s, n * self.kv_s
+        dt = m * fixed + _sum_max(c0, c1, m0, m1, m)
+        gap = limit - self.clock
+        if dt > gap:
+            # Stop at the first boundary at or after `limit`: T(k) >= k t(0) bounds it above,
+            # T(k) <= k t(hi - 1) below; iteration times barely change, so the range is small.
+            hi = min(m, math.ceil(gap / (fixed + max(c0, m0))))
+            t_hi = fixed + max(c0 + c1 * (hi - 1), m0 + m1 * (hi - 1))
+            lo = max(0, min(hi - 1, math.ceil(gap / t_hi) - 1))
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if mid * fixed + _sum_max(c0, c1, m0, m1, mid) >= gap:
+                    hi = mid
+                else:
+                    lo = mid
+            m = max(hi, 1)
+            dt = m * fixed + _sum_max(c0, c1, m0, m1, m)
         used0 = self.total_blocks - self.free
-        if not self.reserve and not self.batch_running:
+        if grow:
             self.free -= self._blocks_needed(j, m)
         self.clock += dt
         self.iterations += m
         last = j + m - 1
         self.k = last + 1
-        self._process_events(last)
-        self._account(dt, used0, self.total_blocks - self.free)
+        if last in events:
+            self._process_events(last)
+        self._account(dt, used0)
 
     # -- static batching -----------------------------------------------------------------------
-
-    _batch_end = -1
 
     def _start_batch(self, limit: float) -> bool:
         """Form and prefill a static batch if one is due before ``limit``; False to wait."""
         s = self.s
-        cap = self.cfg.max_batch
+        cap = self.max_batch
         if len(self.waiting) >= cap:
-            start = self.clock
+            start = max(self.clock, s.arrival[self.waiting[cap - 1]])
         else:
             start = max(self.clock, s.arrival[self.waiting[0]] + self.cfg.batch_timeout_s)
             if start >= limit:
@@ -870,8 +913,7 @@ class _Replica:
             if len(batch) >= cap:
                 break
             p2, o2 = max(pmax, s.prompt[rid]), max(omax, s.remaining[rid])
-            per = -(-(p2 + o2) // self.bs)
-            if per * (len(batch) + 1) > self.total_blocks:
+            if -(-(p2 + o2) // self.bs) * (len(batch) + 1) > self.total_blocks:
                 break
             batch.append(rid)
             pmax, omax = p2, o2
@@ -888,13 +930,14 @@ class _Replica:
         self.free -= self.batch_blocks
         self.batch_running = True
         j = self.k
-        keys = b * (pmax * (pmax + 1) / 2)
-        dt = self.c.iteration_s(b * pmax, b, keys, float(b * pmax), self.cfg.step_overhead_s)
+        # Prefill padded to the longest prompt; every sequence (finished ones as padding)
+        # then decodes until the longest output is done.
+        dt = self._iteration_s(b * pmax, b, b * pmax * (pmax + 1) / 2, float(b * pmax))
         for rid in batch:
             s.admit[rid] = start
         self.clock += dt
         self.iterations += 1
-        self._batch_end = j + omax - 1
+        self.batch_end = j + omax - 1
         for rid in batch:
             s.first[rid] = self.clock
             if s.remaining[rid] <= 1:
@@ -902,23 +945,17 @@ class _Replica:
                 self.completed += 1
             else:
                 self._event(j + s.remaining[rid] - 1, rid, 1)
+        self.k = j + 1
         if omax > 1:
-            # Every sequence (finished ones as padding) decodes until the longest is done.
             self.n = b
             self.acc = b * (pmax - (j + 1))
-            self._event(self._batch_end, -1, 0)
-        self.k = j + 1
-        if omax <= 1:
-            self._end_batch()
-        self._account(dt, used0, self.total_blocks - self.free)
+            self._event(self.batch_end, -1, 0)
+        else:
+            self.free += self.batch_blocks
+            self.batch_blocks = 0
+            self.batch_running = False
+        self._account(dt, used0)
         return True
-
-    def _end_batch(self) -> None:
-        self.free += self.batch_blocks
-        self.batch_blocks = 0
-        self.batch_running = False
-        self.n = 0
-        self.acc = 0
 
 
 # --- the simulation -----------------------------------------------------------------------------
@@ -1062,6 +1099,7 @@ def simulate(
         r.next_sample = first_t
     arrival = shared.arrival
     step = max(1, n // 100)
+    safe = [-math.inf] * replicas if (replicas > 1 and dispatch == "least-loaded") else []
     for rid in range(n):
         t = arrival[rid]
         if replicas == 1:
@@ -1071,10 +1109,17 @@ def simulate(
             target = reps[rid % replicas]
             target.run(t)
         else:
-            for r in reps:
-                r.run(t)
+            # Least loaded: a replica whose next completion cannot come before t needs no
+            # advancing to know its load; the others iterate up to t.
+            for i, r in enumerate(reps):
+                if safe[i] < t:
+                    r.run(t)
+                    safe[i] = r.safe_until()
             target = min(reps, key=lambda r: r.outstanding)
+            target.run(t)
         target.add(rid)
+        if safe:
+            safe[reps.index(target)] = target.safe_until()
         if progress is not None and rid % step == 0:
             progress(rid, n)
     for r in reps:
@@ -1259,14 +1304,12 @@ def plan_replicas(
             continue
         # Saturated throughput of one replica bounds the replicas from below.
         probe_n = min(len(requests), max(4 * config.max_batch, 200))
-        probe = Requests(
-            np.zeros(probe_n), requests.prompt[:probe_n], requests.output[:probe_n]
-        )
+        probe = Requests(np.zeros(probe_n), requests.prompt[:probe_n], requests.output[:probe_n])
         sat = simulate(cost, probe, config)
         sims += 1
         span = float(requests.arrival_s[-1] - requests.arrival_s[0])
         rate = (len(requests) - 1) / span if span > 0 else math.inf
-        lo = max(1, math.ceil(rate / sat.requests_per_s * 0.9)) if math.isfinite(rate) else 1
+        lo = max(1, math.ceil(0.8 * rate / sat.requests_per_s)) if math.isfinite(rate) else 1
         if lo > limit:
             reasons.append(f"tp{tp}: needs over {limit * tp} GPUs")
             continue

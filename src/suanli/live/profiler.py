@@ -59,6 +59,11 @@ class Recorder:
     _forward_start: float = 0.0
     _cache: list[Any] = field(default_factory=list)
     _cuda: bool = False
+    model: Any = None
+    """The outermost module seen in a forward (for the memory breakdown)."""
+    optimizer: Any = None
+    sync_sites: dict[str, int] = field(default_factory=dict)
+    """Call sites of synchronising calls (CUDA sync debug mode) and how often they fired."""
 
     @property
     def replaying(self) -> bool:
@@ -119,6 +124,8 @@ class Recorder:
         if self._depth == 0:
             self._sync()
             self._forward_start = time.perf_counter()
+            if self.model is None:
+                self.model = module
             try:
                 first = args[0] if args else None
                 if first is not None and hasattr(first, "shape"):
@@ -139,6 +146,7 @@ class Recorder:
     # -- optimizer
     def optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Global optimizer pre-hook: backward ends here."""
+        self.optimizer = optimizer
         self._sync()
         self._pending.optimizer_start = time.perf_counter()
 
@@ -178,7 +186,41 @@ class Recorder:
             self.records, warmup=warmup, data_free_step_s=data_free, batch_size=self.batch_size
         )
         report.extras["instrumentation_errors"] = list(self.errors)
+        report.extras["memory_bytes"] = self.memory_breakdown()
+        if self.sync_sites:
+            top = sorted(self.sync_sites.items(), key=lambda kv: -kv[1])[:10]
+            report.extras["sync_sites"] = dict(top)
         return report
+
+    def note_sync(self, site: str) -> None:
+        """Count a synchronising call (from CUDA's sync debug warnings) at its call site."""
+        self._pending.syncs += 1
+        self.sync_sites[site] = self.sync_sites.get(site, 0) + 1
+
+    def memory_breakdown(self) -> dict[str, float]:
+        """Parameters, gradients and optimizer state (exact), and the peak (CUDA allocator, or
+        the process's resident memory on the CPU) with the rest as activations and temporaries."""
+        out: dict[str, float] = {}
+        try:
+            if self.model is not None:
+                from suanli.live.autopsy import measured_states
+
+                out.update(measured_states(self.model, self.optimizer))
+            if self._cuda:
+                import torch
+
+                peak = float(torch.cuda.max_memory_allocated())
+                states = sum(out.get(k, 0) for k in ("weights", "gradients", "optimizer"))
+                out["peak_allocated"] = peak
+                out["activations_and_temporaries"] = max(peak - states, 0.0)
+                out["peak_reserved"] = float(torch.cuda.max_memory_reserved())
+            else:
+                import psutil
+
+                out["process_resident"] = float(psutil.Process().memory_info().rss)
+        except Exception as exc:
+            self.errors.append(f"memory breakdown: {exc}")
+        return out
 
 
 @contextmanager
@@ -217,6 +259,7 @@ def profile(max_steps: int | None = None, replay_steps: int = 0) -> Iterator[Rec
 
     DataLoader.__iter__ = timed_iter  # type: ignore[method-assign,assignment]
     rec._step_start = time.perf_counter()
+    restore_sync = _watch_syncs(rec) if rec._cuda else None
     try:
         yield rec
     except StopProfiling:
@@ -225,3 +268,33 @@ def profile(max_steps: int | None = None, replay_steps: int = 0) -> Iterator[Rec
         DataLoader.__iter__ = original_iter  # type: ignore[method-assign]
         for handle in handles:
             handle.remove()
+        if restore_sync is not None:
+            restore_sync()
+
+
+def _watch_syncs(rec: Recorder) -> Callable[[], None]:
+    """CUDA only: turn on ``torch.cuda.set_sync_debug_mode('warn')`` and count each warning at
+    its call site; returns a function that restores the previous state."""
+    import warnings
+
+    import torch
+
+    previous_mode = torch.cuda.get_sync_debug_mode()
+    previous_show = warnings.showwarning
+
+    def show(
+        message: Any, category: Any, filename: str, lineno: int, *args: Any, **kwargs: Any
+    ) -> None:
+        if "synchroniz" in str(message).lower():
+            rec.note_sync(f"{filename}:{lineno}")
+            return
+        previous_show(message, category, filename, lineno, *args, **kwargs)
+
+    warnings.showwarning = show
+    torch.cuda.set_sync_debug_mode("warn")
+
+    def restore() -> None:
+        torch.cuda.set_sync_debug_mode(previous_mode)
+        warnings.showwarning = previous_show
+
+    return restore

@@ -1,0 +1,169 @@
+"""Multi-process scaling: the same training step on 1 and N processes, measured and predicted.
+
+Each run spawns ranks with ``torch.multiprocessing`` and a ``torch.distributed`` process group
+(gloo on the CPU, NCCL on GPUs) over 127.0.0.1, trains a small MLP with DistributedDataParallel
+for a few steps at the same per-rank batch (weak scaling), and times the steps. The N-rank run
+also times a bare all-reduce of the gradient buffer, which gives the link's measured bus
+bandwidth; the speed model's data-parallel rule (the all-reduce overlapping 90% of the last
+backward, docs/speed.md) then predicts the N-rank step from the 1-rank step. Bounded in time.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ScalingResult:
+    """One-rank vs N-rank step times and the prediction."""
+
+    processes: int
+    backend: str
+    params: int
+    step_1_s: float
+    step_n_s: float
+    allreduce_s: float
+    """A bare all-reduce of the gradient buffer on N ranks."""
+    predicted_step_n_s: float
+
+    @property
+    def speedup(self) -> float:
+        """Throughput of N ranks over one (same per-rank batch)."""
+        return self.processes * self.step_1_s / self.step_n_s
+
+    @property
+    def efficiency(self) -> float:
+        """Speed-up per rank."""
+        return self.speedup / self.processes
+
+    @property
+    def communication_share(self) -> float:
+        """The N-rank step's time beyond the one-rank step, as a share of it."""
+        return max(self.step_n_s - self.step_1_s, 0.0) / self.step_n_s
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the cause in one line."""
+        cause = (
+            "communication: the gradient all-reduce does not hide behind the backward pass"
+            if self.communication_share > 0.3
+            else "scales well: communication is mostly hidden"
+        )
+        return {
+            "processes": self.processes,
+            "backend": self.backend,
+            "params": self.params,
+            "step_1_s": self.step_1_s,
+            "step_n_s": self.step_n_s,
+            "allreduce_s": self.allreduce_s,
+            "predicted_step_n_s": self.predicted_step_n_s,
+            "prediction_error": self.predicted_step_n_s / self.step_n_s - 1,
+            "speedup": self.speedup,
+            "efficiency": self.efficiency,
+            "communication_share": self.communication_share,
+            "cause": cause,
+        }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _worker(
+    rank: int, world: int, port: int, hidden: int, layers: int, batch: int, steps: int, queue: Any
+) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    dist.init_process_group(backend, rank=rank, world_size=world)
+    device = torch.device(f"cuda:{rank}") if backend == "nccl" else torch.device("cpu")
+    torch.manual_seed(rank)
+    mods: list[Any] = []
+    for _ in range(layers):
+        mods += [torch.nn.Linear(hidden, hidden), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*mods).to(device)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    x = torch.randn(batch, hidden, device=device)
+    times = []
+    for _ in range(steps):
+        if backend == "nccl":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        loss = ddp(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if backend == "nccl":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    params = sum(p.numel() for p in model.parameters())
+    buf = torch.zeros(params, device=device)
+    ar = []
+    for _ in range(5):
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce(buf)
+        if backend == "nccl":
+            torch.cuda.synchronize()
+        ar.append(time.perf_counter() - start)
+    if rank == 0:
+        queue.put(
+            {
+                "step_s": statistics.median(times[2:] or times),
+                "params": params,
+                "allreduce_s": statistics.median(ar[1:]),
+                "backend": backend,
+            }
+        )
+    dist.destroy_process_group()
+
+
+def _run(world: int, hidden: int, layers: int, batch: int, steps: int) -> dict[str, Any]:
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    port = _free_port()
+    mp.start_processes(
+        _worker,
+        args=(world, port, hidden, layers, batch, steps, queue),
+        nprocs=world,
+        join=True,
+        start_method="spawn",
+    )
+    result: dict[str, Any] = queue.get()
+    return result
+
+
+def measure_scaling(
+    processes: int = 2, hidden: int = 1024, layers: int = 4, batch: int = 16, steps: int = 12
+) -> ScalingResult:
+    """Run the step on 1 and ``processes`` ranks; predict the N-rank step from the 1-rank one."""
+    if processes < 2:
+        raise ValueError("--procs must be at least 2 to measure scaling")
+    one = _run(1, hidden, layers, batch, steps)
+    many = _run(processes, hidden, layers, batch, steps)
+    # The speed model's DDP rule: buckets reduce during the backward pass (2/3 of the step)
+    # and hide 90% of it; the rest of the all-reduce adds to the step.
+    from suanli.estimate.perf import DP_OVERLAP
+
+    exposed = max(0.0, many["allreduce_s"] - DP_OVERLAP * one["step_s"] * 2 / 3)
+    return ScalingResult(
+        processes,
+        many["backend"],
+        many["params"],
+        one["step_s"],
+        many["step_s"],
+        many["allreduce_s"],
+        one["step_s"] + exposed,
+    )
