@@ -96,6 +96,8 @@ def doctor_run_cmd(
             runpy.run_path(script, run_name="__main__")
     except Exception as exc:  # the user's script failed: report what was recorded
         error = f"{type(exc).__name__}: {exc}"
+        if "out of memory" in str(exc).lower() and rec.model is not None:
+            _print_autopsy(rec, as_json)
     finally:
         sys.argv = saved_argv
     if len(rec.records) <= warmup:
@@ -291,6 +293,36 @@ def export_cmd(port: int, host: str, max_requests: int | None) -> None:
         ) from None
     except KeyboardInterrupt:
         pass
+
+
+def _print_autopsy(rec: Any, as_json: bool) -> None:
+    """The OOM autopsy of a recorded run (CUDA peak against the device's memory)."""
+    from suanli.live.autopsy import autopsy, format_autopsy
+
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return
+        shape = rec.last_input_shape or (rec.batch_size or 1, 1)
+        doc = autopsy(
+            rec.model,
+            rec.optimizer,
+            batch=int(shape[0]),
+            seq=int(shape[1]) if len(shape) > 1 else 1,
+            limit_bytes=torch.cuda.get_device_properties(0).total_memory,
+            peak_bytes=torch.cuda.max_memory_allocated(),
+        )
+        click.echo(json_dumps(doc) if as_json else format_autopsy(doc), err=True)
+    except Exception as exc:  # the autopsy must not hide the original error
+        click.echo(f"(autopsy failed: {exc})", err=True)
+
+
+def json_dumps(doc: Any) -> str:
+    """Compact JSON for stderr."""
+    import json
+
+    return json.dumps(doc, default=str)
 
 
 @doctor_cmd.command("scaling")
