@@ -47,6 +47,19 @@ def read_calibration(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
     return rows
 
 
+def _local_profile(gpu_id: str) -> dict[tuple[str, str], dict[str, Any]] | None:
+    """The saved ``suanli bench`` profile of this GPU, if there is one."""
+    from suanli.live.bench import local_calibration_path
+
+    path = local_calibration_path(gpu_id)
+    if not path.is_file():
+        return None
+    try:
+        return read_calibration(path)
+    except CatalogError:
+        return None
+
+
 def device_for(
     gpu: GPU,
     dtype: str = "bf16",
@@ -54,8 +67,17 @@ def device_for(
     gpus_per_node: int | None = None,
     inter_node: str | None = None,
     calibration: dict[tuple[str, str], dict[str, Any]] | None = None,
+    auto_calibration: bool = True,
 ) -> Device:
-    """The speed model's view of ``gpu`` computing in ``dtype``."""
+    """The speed model's view of ``gpu`` computing in ``dtype``.
+
+    Without an explicit ``calibration``, a profile saved by ``suanli bench`` for this GPU
+    (``~/.config/suanli/calibration/<gpu id>.toml``) is used when it exists.
+    """
+    source_note = "calibration file"
+    if calibration is None and auto_calibration:
+        calibration = _local_profile(gpu.id)
+        source_note = "local calibration profile (suanli bench)"
     precision = compute_precision(gpu, dtype)
     peak = gpu.peak_flops(precision)
     if not peak:
@@ -72,7 +94,7 @@ def device_for(
         bw = row.get("memory_bandwidth_bytes_per_s")
         if bw:
             memory_fraction = min(float(bw) / gpu.memory_bandwidth_bytes_per_s, 1.0)
-        source = "calibration file"
+        source = source_note
     return Device(
         name=gpu.id,
         peak_flops=peak,

@@ -138,3 +138,19 @@ def test_fp8_weights_compute_in_fp8() -> None:
 
     fp8 = dev(find_gpu("h100", GPUS), "fp8")
     assert fp8.peak_flops == pytest.approx(2 * H100.peak_flops, rel=0.01)
+
+
+def test_local_bench_profile_is_used_automatically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    profile = tmp_path / "suanli" / "calibration" / "h100-sxm-80gb.toml"
+    profile.parent.mkdir(parents=True)
+    profile.write_text(
+        '[[ceiling]]\ngpu_id = "h100-sxm-80gb"\nprecision = "bf16"\nmatmul_flops = 500e12\n'
+    )
+    device = device_for(find_gpu("h100", GPUS), "bf16")
+    assert device.matmul_flops == pytest.approx(500e12)
+    assert "local calibration profile" in device.efficiency_source
+    plain = device_for(find_gpu("h100", GPUS), "bf16", auto_calibration=False)
+    assert plain.matmul_flops == pytest.approx(H100.matmul_flops)

@@ -174,7 +174,7 @@ def test_nvml_causes_are_specific() -> None:
     assert h2d.grade == "fail"
     assert "slow link: PCIe Gen3 x8 (the GPU supports Gen5 x16)" in h2d.cause
     nvlink = grade_figure(100e9, 450e9, 0.8, "allreduce", small_problem=True)
-    assert "slow link" in nvlink.cause and "quick mode" in nvlink.cause
+    assert "slow link" in nvlink.cause and "too small" in nvlink.cause
 
 
 def test_grading_against_the_catalog() -> None:
@@ -307,3 +307,53 @@ def test_shape_result_in_matmul_result_is_frozen() -> None:
     s = ShapeResult(1, 1, 1, 1.0, 1.0, 1)
     with pytest.raises(AttributeError):
         s.m = 2  # type: ignore[misc]
+
+
+def _fake_h100_result() -> BenchResult:
+    """A graded H100 run built from synthetic numbers (no GPU needed)."""
+    h100 = find_gpu("h100-sxm-80gb", bundled_gpus())
+    health = Health(throttle_reasons=("software power cap",))
+    bf16 = MatmulResult(
+        "bf16",
+        "bf16",
+        4.0e14,
+        (8192, 8192, 8192),
+        (ShapeResult(8192, 8192, 8192, 4.0e14, 2.7e-3, 50),),
+    )
+    memory = BandwidthResult("device memory (copy)", 2.9e12, 2**30, 1e-3, 50)
+    pinned = BandwidthResult("host->device pinned", 54e9, 2**28, 5e-3, 5)
+    rows = (bench.AllReduceSize(2**28, 20, 1e-3, 2**28 / 1e-3, 360e9),)
+    ar = AllReduceResult("nccl", 8, rows, 360e9)
+    return BenchResult(
+        device="cuda:0",
+        device_name="NVIDIA H100 80GB HBM3",
+        gpu_id=h100.id,
+        in_catalog=True,
+        quick=False,
+        torch_version="2.13.0",
+        date="2026-11-30T00:00:00+00:00",
+        matmul=(replace(bf16, grade=bench._grade_matmul(bf16, h100, health, False, "")),),
+        memory=replace(memory, grade=bench._grade_memory(memory, h100, health, "")),
+        host_transfer=(replace(pinned, grade=bench._grade_host(pinned, h100, health, "")),),
+        allreduce=replace(ar, grade=bench._grade_allreduce(ar, h100, health, False, "")),
+        health=health,
+    )
+
+
+def test_cli_table_for_a_graded_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from suanli.cli.bench import bench_cmd
+
+    fake = _fake_h100_result()
+    monkeypatch.setattr(bench, "run_bench", lambda **kwargs: fake)
+    result = CliRunner().invoke(
+        bench_cmd,
+        ["--output", str(tmp_path / "h100.toml")],
+        env={"COLUMNS": "250"},
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "fail" in out and "throttling (software power cap)" in out  # bf16 at ~50% of ceiling
+    assert "of ceiling" in out and "989.4 TFLOP/s" in out
+    assert "use it: suanli perf MODEL --gpu h100-sxm-80gb" in out
+    cal = read_calibration(tmp_path / "h100.toml")
+    assert cal[("h100-sxm-80gb", "bf16")]["host_to_device_bytes_per_s"] == pytest.approx(54e9)

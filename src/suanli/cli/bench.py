@@ -84,23 +84,32 @@ def _rows(result: Any) -> list[list[str]]:
 
 def _print_tables(result: Any, saved: str | None) -> None:
     mode = "quick" if result.quick else "full"
+    columns = [
+        "measurement",
+        "result",
+        "detail",
+        "datasheet",
+        "of datasheet",
+        "of ceiling",
+        "grade",
+        "likely cause / note",
+    ]
+    rows = _rows(result)
+    caption: str | None = (
+        "of ceiling: of the datasheet x the achievable fraction real kernels reach "
+        "(catalog/data/efficiency.toml); pass >= 90%, warn >= 75%, else fail."
+    )
+    if not any(row[3] for row in rows):  # nothing to compare with (a CPU): drop empty columns
+        columns = columns[:3] + columns[6:]
+        rows = [row[:3] + row[6:] for row in rows]
+        caption = None
     print_table(
         f"suanli bench: {result.device_name} ({result.device}, {mode}, {result.seconds:.1f} s)",
-        [
-            "measurement",
-            "result",
-            "detail",
-            "datasheet",
-            "of datasheet",
-            "of ceiling",
-            "grade",
-            "likely cause / note",
-        ],
-        _rows(result),
+        columns,
+        rows,
         right_align=["result", "datasheet", "of datasheet", "of ceiling"],
         no_wrap=["measurement", "result"],
-        caption="of ceiling: of the datasheet x the achievable fraction real kernels reach "
-        "(catalog/data/efficiency.toml); pass >= 90%, warn >= 75%, else fail.",
+        caption=caption,
     )
     shape_rows = [
         [

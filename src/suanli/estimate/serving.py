@@ -5,18 +5,24 @@ iterations (forward passes). An iteration processes the prefill tokens scheduled
 decode token for every running sequence; its time comes from the roofline of the speed model
 (:mod:`suanli.estimate.perf`), per op class, classes one after another:
 
-- the linear layers (GEMMs): ``max(tokens x FLOPs/token / matmul FLOP/s, weight bytes / bandwidth)``,
-  with the LM head only for tokens that produce logits (decode tokens, last prompt chunk);
+- the linear layers (GEMMs): ``max(tokens x FLOPs per token / matmul FLOP/s, weight bytes /
+  bandwidth)``, with the LM head only for tokens that produce logits (decode tokens, the last
+  prompt chunk);
 - attention: ``max(attention FLOPs / matmul FLOP/s, KV bytes read and written / bandwidth)``;
+- the non-matmul ops (fused norms, activation, RoPE; the logits the sampler reads): memory
+  traffic / bandwidth (:func:`elementwise_bytes_per_token`);
 - the tensor-parallel all-reduces (2 per layer, :func:`suanli.estimate.comm.all_reduce_s`);
 - an optional fixed per-iteration overhead (``step_overhead_s``, 0 by default).
+
+A single ``max`` over the whole iteration would let the attention's KV reads hide behind the
+GEMMs' compute, which kernels that run one after another do not do.
 
 Per-GPU quantities are used (weights and KV heads split over TP, FLOPs divided by TP), which is
 ``max(FLOPs / (F x tp), bytes / (B x tp))`` with the replication of KV heads when ``tp > n_kv``.
 Everything per token is computed once (:class:`ReplicaCost`), so an iteration costs a few
 arithmetic operations; a run of decode-only iterations with nothing to schedule is summed in
-closed form (the KV read grows linearly), which keeps 100,000 requests well under a second
-of simulation per replica in plain Python.
+closed form (the KV read grows linearly): 100,000 requests take a few seconds in plain Python
+(``benchmarks/bench_serving.py``).
 
 KV cache: GPU memory x ``gpu_memory_utilization`` (0.9) minus the non-KV part of
 :func:`suanli.estimate.memory.inference_memory` (weights, prefill peak, runtime overhead), in
@@ -44,7 +50,8 @@ Scheduling policies (``policy``):
   decode tokens first, the rest of the budget to prompt chunks (Sarathi-Serve, vLLM V1).
 
 Several replicas share the arrivals by round-robin or least-loaded dispatch (fewest requests
-waiting or running, as seen at each replica's last iteration boundary).
+waiting or running when the request arrives; a replica in the middle of an iteration counts
+what that iteration completes as done).
 """
 
 from __future__ import annotations
@@ -54,8 +61,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -181,25 +187,23 @@ def _bursty_times(
     return np.asarray(out[:limit] if n is not None else out, dtype=np.float64)
 
 
-def read_trace(path: str | Path) -> Requests:
-    """A trace CSV with the columns ``arrival_s, prompt_tokens, output_tokens`` (header row)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read trace {str(p)!r} ({exc.strerror})") from None
+def parse_trace(text: str, source: str = "trace") -> Requests:
+    """Requests from trace CSV text: a header row with ``arrival_s``, ``prompt_tokens`` and
+    ``output_tokens``, then one row per request (sorted by arrival here)."""
     rows = list(csv.DictReader(text.splitlines()))
     need = ("arrival_s", "prompt_tokens", "output_tokens")
     if not rows or any(k not in rows[0] for k in need):
-        raise ValueError(f"{p}: a trace needs a header row with {', '.join(need)} and data rows")
+        raise ValueError(
+            f"{source}: a trace needs a header row with {', '.join(need)} and data rows"
+        )
     try:
         arr = np.asarray([float(r["arrival_s"]) for r in rows])
         prompt = np.asarray([int(r["prompt_tokens"]) for r in rows], dtype=np.int64)
         output = np.asarray([int(r["output_tokens"]) for r in rows], dtype=np.int64)
     except (TypeError, ValueError):
-        raise ValueError(f"{p}: arrival_s must be numbers and token counts integers") from None
-    if (arr < 0).any() or not np.isfinite(arr).all() or (prompt < 1).any() or (output < 1).any():
-        raise ValueError(f"{p}: arrival times must be >= 0 and token counts >= 1")
+        raise ValueError(f"{source}: arrival_s must be numbers and token counts integers") from None
+    if not np.isfinite(arr).all() or (arr < 0).any() or (prompt < 1).any() or (output < 1).any():
+        raise ValueError(f"{source}: arrival times must be >= 0 and token counts >= 1")
     order = np.argsort(arr, kind="stable")
     return Requests(arr[order], prompt[order], output[order])
 
@@ -213,21 +217,22 @@ def make_requests(
     duration_s: float | None = None,
     arrivals: str = "poisson",
     seed: int = 0,
-    trace: str | Path | None = None,
+    trace: Requests | None = None,
     burst_ratio: float = 4.0,
     burst_period_s: float = 10.0,
 ) -> Requests:
     """Requests for a simulation, deterministic for a ``seed``.
 
     ``rate``: requests per second (``math.inf``: all arrive at time 0, an offline benchmark).
-    Give ``requests`` or ``duration_s`` (a trace brings its own).
+    Give ``requests`` or ``duration_s``; ``arrivals="trace"`` takes ``trace`` as it is
+    (:func:`parse_trace`).
     """
     if arrivals not in ARRIVALS:
         raise ValueError(f"--arrivals {arrivals!r} is not one of {', '.join(ARRIVALS)}")
     if arrivals == "trace":
         if trace is None:
             raise ValueError("--arrivals trace needs --trace FILE")
-        return read_trace(trace)
+        return trace
     if not rate > 0:
         raise ValueError(f"--rate must be > 0 requests/s, got {rate}")
     if requests is None and duration_s is None:
@@ -309,6 +314,40 @@ class EngineConfig:
         return 2048 if self.policy == "chunked" else 8192
 
 
+def elementwise_bytes_per_token(spec: ModelSpec, tp: int = 1, dtype_bytes: int = 2) -> float:
+    """Memory traffic of the non-matmul ops of one token's forward pass on one GPU, with the
+    fused kernels serving engines run (vLLM, TensorRT-LLM), summed over the layers.
+
+    Per layer: two fused residual-add + RMSNorm (read the residual stream and the branch
+    output, write both: ``4h``, not split by TP), the gated activation (read gate and up, write
+    their product: ``3I/tp``; plain MLPs ``2I/tp``; MoE layers ``k`` experts' widths plus the
+    shared expert), RoPE applied in place to q and k (``2 (n_q + n_kv) d / tp``; none for GPT-2
+    and BERT). Attention and the KV cache are counted by the attention class.
+    """
+    b = dtype_bytes
+    h = spec.hidden_size
+    att = spec.attention
+    norms = 2 * 4 * h * b
+    if spec.architecture in ("gpt2", "bert"):
+        rope = 0.0
+    elif att.kind == "mla":
+        rope = 2 * (att.num_heads + 1) * att.qk_rope_head_dim * b / tp
+    else:
+        rope = 2 * (att.num_heads + att.num_kv_heads) * att.head_dim * b / tp
+    dense = 0.0
+    if spec.mlp is not None:
+        dense = (3 if spec.mlp.gated else 2) * spec.mlp.intermediate_size * b / tp
+    moe = 0.0
+    if spec.moe is not None and spec.moe_layers:
+        e = spec.moe.expert
+        moe = (3 if e.gated else 2) * e.intermediate_size * spec.moe.experts_per_token * b / tp
+        if spec.moe.shared_expert is not None:
+            moe += 3 * spec.moe.shared_expert.intermediate_size * b / tp
+    n_moe = len(spec.moe_layers) if spec.moe is not None else 0
+    layers = spec.num_layers
+    return layers * (norms + rope) + (layers - n_moe) * dense + n_moe * moe
+
+
 @dataclass(frozen=True)
 class ReplicaCost:
     """Per-GPU costs of one replica, computed once: everything an iteration needs."""
@@ -330,6 +369,10 @@ class ReplicaCost:
     """``experts_per_token / num_experts`` (MoE)."""
     kv_bytes: float
     """KV bytes per token position on one GPU."""
+    elementwise_bytes: float
+    """Non-matmul traffic per token on one GPU (:func:`elementwise_bytes_per_token`)."""
+    logits_bytes: float
+    """Per token that produces logits: fp32 logits written and read by the sampler (8 V)."""
     allreduce_bytes_per_token: float
     layers: int
     kv_blocks: int
@@ -372,7 +415,8 @@ class ReplicaCost:
         attention = max(
             (tokens * self.attn_a + keys * self.attn_b) / flops, kv_positions * self.kv_bytes / bw
         )
-        return linear + attention + self.comm_s(tokens) + overhead
+        elementwise = (tokens * self.elementwise_bytes + logits * self.logits_bytes) / bw
+        return linear + attention + elementwise + self.comm_s(tokens) + overhead
 
 
 def replica_cost(
@@ -440,6 +484,8 @@ def replica_cost(
         expert_fraction=expert_fraction,
         expert_pick=expert_pick,
         kv_bytes=kv_tok,
+        elementwise_bytes=elementwise_bytes_per_token(spec, tp),
+        logits_bytes=8.0 * spec.vocab_size,
         allreduce_bytes_per_token=spec.hidden_size * 2,
         layers=spec.num_layers,
         kv_blocks=max(blocks, 0),
@@ -532,6 +578,8 @@ class _Replica:
         self.att_b_s = cost.attn_b / flops
         self.kv_s = cost.kv_bytes / bw
         self.w_s = cost.weight_bytes / bw
+        self.elt_s = cost.elementwise_bytes / bw
+        self.logit_s = cost.logits_bytes / bw
         self.bw = bw
         self.moe = bool(cost.expert_fraction)
         self.tp1 = cost.tp <= 1
@@ -570,6 +618,7 @@ class _Replica:
         att = tokens * self.att_a_s + keys * self.att_b_s
         kv = positions * self.kv_s
         t = (lin if lin > w else w) + (att if att > kv else kv) + self.overhead
+        t += tokens * self.elt_s + logits * self.logit_s
         return t if self.tp1 else t + self.c.comm_s(tokens)
 
     # -- bookkeeping ---------------------------------------------------------------------------
@@ -861,7 +910,7 @@ class _Replica:
             m = lo
         w = self.c.weights_read(n) / self.bw if self.moe else self.w_s
         lin = n * (self.lin_s + self.lm_s)
-        fixed = (lin if lin > w else w) + self.overhead
+        fixed = (lin if lin > w else w) + self.overhead + n * (self.elt_s + self.logit_s)
         if not self.tp1:
             fixed += self.c.comm_s(n)
         s0 = self.acc + n * (j + 1)
@@ -1418,8 +1467,3 @@ def plan_capacity(
 
     rows.sort(key=key)
     return rows
-
-
-def with_policy(config: EngineConfig, policy: str) -> EngineConfig:
-    """``config`` with another scheduling policy (and its default token budget)."""
-    return replace(config, policy=policy)

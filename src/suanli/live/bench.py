@@ -308,7 +308,10 @@ def grade_figure(
         grade = "warn" if of_ceiling >= WARN_AT else "fail"
         causes = _causes(kind, health or Health()) or [GENERIC_CAUSE.get(kind, "unknown")]
         if small_problem:
-            causes.append("quick mode: problems may be too small to reach the ceiling")
+            causes.append(
+                "problems may be too small to reach the ceiling (use a full run, and all-reduce "
+                "messages of 256 MiB or more)"
+            )
         cause = "; ".join(causes)
     return Grade(
         grade=grade,

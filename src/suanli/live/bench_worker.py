@@ -47,13 +47,13 @@ def main(argv: list[str] | None = None) -> None:
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-    dist.init_process_group(
-        args.backend,
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=args.timeout),
-        **({"device_id": device} if args.backend == "nccl" else {}),
-    )
+    timeout = timedelta(seconds=args.timeout)
+    if args.backend == "nccl":
+        dist.init_process_group(
+            "nccl", rank=rank, world_size=world, timeout=timeout, device_id=device
+        )
+    else:
+        dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timeout)
 
     def sync() -> None:
         if device.type == "cuda":
