@@ -329,6 +329,9 @@ def capacity_cmd(
         burst_period_s=burst_period,
     )
     spec = load_model(model).spec
+    clipped = 0
+    if trace is None and (prompt_dist != "fixed" or output_dist != "fixed"):
+        reqs, clipped = _clip_to_context(reqs, spec.max_position_embeddings)
     catalog = load_catalog(catalog_file)
     workload: dict[str, Any] = {
         "model": model,
@@ -342,6 +345,7 @@ def capacity_cmd(
         "weight_format": quant,
         "kv_dtype": kv_dtype,
         "seed": seed,
+        "clipped_requests": clipped,
         "slo_ttft_s": slo_ttft,
         "slo_tpot_s": slo_tpot,
     }
@@ -351,6 +355,18 @@ def capacity_cmd(
         _simulate(spec, gpu, reqs, config, int(tp), replicas, dispatch, price, workload, as_json)
     else:
         _plan(spec, catalog, reqs, config, max_gpus, price, workload, top, as_json)
+
+
+def _clip_to_context(reqs: Any, context: int) -> tuple[Any, int]:
+    """Sampled lengths cut to the model's context (a heavy tail can pass it); how many were."""
+    import numpy as np
+
+    from suanli.estimate.serving import Requests
+
+    prompt = np.minimum(reqs.prompt, context - 1)
+    output = np.minimum(reqs.output, context - prompt)
+    clipped = int(((prompt != reqs.prompt) | (output != reqs.output)).sum())
+    return Requests(reqs.arrival_s, prompt, output), clipped
 
 
 def _simulate(

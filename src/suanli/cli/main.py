@@ -55,7 +55,19 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from suanli.cli import bench, cost, explain, gpus, live, mem, model, perf, plan, stencil
+    from suanli.cli import (
+        bench,
+        cost,
+        explain,
+        gpus,
+        live,
+        mem,
+        model,
+        perf,
+        plan,
+        stencil,
+        verify,
+    )
 
     cli.add_command(gpus.gpus_cmd)
     cli.add_command(gpus.gpu_cmd)
@@ -69,6 +81,7 @@ def _register() -> None:
     cli.add_command(cost.cost_cmd)
     cli.add_command(explain.explain_cmd)
     cli.add_command(bench.bench_cmd)
+    cli.add_command(verify.verify_cmd)
     for command in (live.doctor_cmd, live.top_cmd, live.query_cmd, live.export_cmd):
         cli.add_command(command)
 

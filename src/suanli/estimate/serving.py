@@ -384,6 +384,8 @@ class ReplicaCost:
     """Weights, prefill peak and runtime overhead on one GPU."""
     weight_format: str = "bf16"
     kv_dtype: str = "bf16"
+    max_context: int = 0
+    """The model's longest sequence (``max_position_embeddings``); 0: no limit."""
 
     def weights_read(self, tokens: int) -> float:
         """Weight bytes an iteration of ``tokens`` tokens reads (MoE: the experts it touches)."""
@@ -494,6 +496,7 @@ def replica_cost(
         non_kv_bytes=non_kv,
         weight_format=weight_format,
         kv_dtype=kv_dtype,
+        max_context=spec.max_position_embeddings,
     )
 
 
@@ -511,13 +514,16 @@ def _lin_sum(a0: float, a1: float, lo: int, hi: int) -> float:
 def _sum_max(c0: float, c1: float, m0: float, m1: float, m: int) -> float:
     """Sum over ``i < m`` of ``max(c0 + c1 i, m0 + m1 i)`` (one crossover at most)."""
     d0, d1 = c0 - m0, c1 - m1
-    if d1 == 0:
-        return _lin_sum(c0, c1, 0, m) if d0 >= 0 else _lin_sum(m0, m1, 0, m)
+    half = m * (m - 1) / 2
+    if d0 <= 0 and d1 <= 0:  # the second dominates throughout (decode: KV reads)
+        return m * m0 + m1 * half
+    if d0 >= 0 and d1 >= 0:
+        return m * c0 + c1 * half
     x = -d0 / d1
-    if d1 > 0:  # c dominates for i >= x
+    if d1 > 0:  # the first dominates for i >= x
         s = min(max(math.ceil(x), 0), m)
         return _lin_sum(m0, m1, 0, s) + _lin_sum(c0, c1, s, m)
-    s = min(max(math.floor(x) + 1, 0), m)  # c dominates for i <= x
+    s = min(max(math.floor(x) + 1, 0), m)  # the first dominates for i <= x
     return _lin_sum(c0, c1, 0, s) + _lin_sum(m0, m1, s, m)
 
 
@@ -631,7 +637,8 @@ class _Replica:
         return bool(self.n or self.waiting or self.prefilling or self.batch_running)
 
     def safe_until(self) -> float:
-        """A time before which no request of this replica can complete (for dispatch)."""
+        """A time before which no request of this replica completes, if nothing new arrives
+        (for least-loaded dispatch): exact while it only decodes, a lower bound otherwise."""
         if not (self.n or self.waiting or self.prefilling or self.batch_running):
             return math.inf
         if self.waiting or self.prefilling:
@@ -641,7 +648,31 @@ class _Replica:
             heapq.heappop(heap)
         if not heap:
             return self.clock
-        return self.clock + (heap[0] - self.k) * self.t_min
+        j = self.k
+        m = heap[0] - j + 1
+        grow = not self.reserve and not self.batch_running
+        if grow and self.n * -(-m // self.bs) > self.free and self._blocks_needed(j, m) > self.free:
+            return self.clock + m * self.t_min  # preemptions come first: a bound only
+        fixed, c0, c1, m0, m1 = self._run_terms(j)
+        return self.clock + m * fixed + _sum_max(c0, c1, m0, m1, m)
+
+    def _run_terms(self, j: int) -> tuple[float, float, float, float, float]:
+        """Decode iteration ``j + i`` takes ``fixed + max(c0 + c1 i, m0 + m1 i)`` seconds while
+        the batch stays the same (attention compute and KV reads grow by ``n`` keys each)."""
+        n = self.n
+        w = self.c.weights_read(n) / self.bw if self.moe else self.w_s
+        lin = n * (self.lin_s + self.lm_s)
+        fixed = (lin if lin > w else w) + self.overhead + n * (self.elt_s + self.logit_s)
+        if not self.tp1:
+            fixed += self.c.comm_s(n)
+        s0 = self.acc + n * (j + 1)
+        return (
+            fixed,
+            n * self.att_a_s + s0 * self.att_b_s,
+            n * self.att_b_s,
+            s0 * self.kv_s,
+            n * self.kv_s,
+        )
 
     def add(self, rid: int) -> None:
         t = self.s.arrival[rid]
@@ -837,7 +868,7 @@ class _Replica:
                     if budget <= 0:
                         break
                     c = p if p < budget else budget
-                else:
+                else:  # whole prompts within the budget; the first one always
                     if used_tokens and used_tokens + p > budget:
                         break
                     c = p
@@ -854,7 +885,8 @@ class _Replica:
                 self.prefilling.append(rid)
                 chunks.append((rid, c, 0))
                 used_tokens += c
-                budget -= c
+                if chunked:
+                    budget -= c
                 slots -= 1
         if not chunks:
             return False
@@ -908,14 +940,7 @@ class _Replica:
                 else:
                     hi = mid
             m = lo
-        w = self.c.weights_read(n) / self.bw if self.moe else self.w_s
-        lin = n * (self.lin_s + self.lm_s)
-        fixed = (lin if lin > w else w) + self.overhead + n * (self.elt_s + self.logit_s)
-        if not self.tp1:
-            fixed += self.c.comm_s(n)
-        s0 = self.acc + n * (j + 1)
-        c0, c1 = n * self.att_a_s + s0 * self.att_b_s, n * self.att_b_s
-        m0, m1 = s0 * self.kv_s, n * self.kv_s
+        fixed, c0, c1, m0, m1 = self._run_terms(j)
         dt = m * fixed + _sum_max(c0, c1, m0, m1, m)
         gap = limit - self.clock
         if dt > gap:
@@ -1131,6 +1156,11 @@ def simulate(
     bs = cost.block_size
     longest = int((requests.prompt + requests.output).max())
     need = -(-longest // bs)
+    if cost.max_context and longest > cost.max_context:
+        raise ValueError(
+            f"a request of {longest:,} tokens (prompt + output) is longer than the model's "
+            f"context of {cost.max_context:,}"
+        )
     if cost.kv_blocks < max(need, 1):
         free_gib = cost.kv_blocks * bs * cost.kv_bytes / 2**30
         raise ValueError(
@@ -1149,6 +1179,7 @@ def simulate(
     arrival = shared.arrival
     step = max(1, n // 100)
     safe = [-math.inf] * replicas if (replicas > 1 and dispatch == "least-loaded") else []
+    best = 0
     for rid in range(n):
         t = arrival[rid]
         if replicas == 1:
@@ -1160,15 +1191,19 @@ def simulate(
         else:
             # Least loaded: a replica whose next completion cannot come before t needs no
             # advancing to know its load; the others iterate up to t.
+            best, load = 0, -1
             for i, r in enumerate(reps):
                 if safe[i] < t:
                     r.run(t)
                     safe[i] = r.safe_until()
-            target = min(reps, key=lambda r: r.outstanding)
+                out = r.assigned - r.completed
+                if load < 0 or out < load:
+                    best, load = i, out
+            target = reps[best]
             target.run(t)
         target.add(rid)
         if safe:
-            safe[reps.index(target)] = target.safe_until()
+            safe[best] = target.safe_until()
         if progress is not None and rid % step == 0:
             progress(rid, n)
     for r in reps:
@@ -1176,6 +1211,46 @@ def simulate(
     if progress is not None:
         progress(n, n)
     return _collect(cost, config, shared, reps, requests, usd_per_gpu_hour)
+
+
+#: Throughput of a run with arrivals spread in time is measured from this share of the arrival
+#: span on (the system filling up is left out) to the last arrival (the drain is left out).
+WARMUP_SHARE = 0.1
+
+
+def _throughput(
+    requests: Requests, first: np.ndarray, finish: np.ndarray, makespan: float
+) -> tuple[float, float, float]:
+    """Requests, output tokens and prompt tokens per second.
+
+    All arrivals at once (an offline benchmark): everything over the whole run, as
+    ``trtllm-bench`` and ``vllm bench`` count. Arrivals spread in time: over the steady window
+    ``[t0 + 10% of the span, last arrival]``, which gives the arrival rate when the replicas keep
+    up and their capacity when they do not; output tokens are counted as produced evenly between
+    a request's first and last token.
+    """
+    arrival = requests.arrival_s
+    t0, t1 = float(arrival[0]), float(arrival[-1])
+    out = requests.output.astype(np.float64)
+    done = ~np.isnan(finish)
+    if t1 - t0 <= 0:
+        return (
+            float(done.sum()) / makespan,
+            float(out[done].sum()) / makespan,
+            float(requests.prompt[done].sum()) / makespan,
+        )
+    lo = t0 + WARMUP_SHARE * (t1 - t0)
+    window = t1 - lo
+
+    def produced(t: float) -> float:
+        span = np.where(finish > first, finish - first, 1.0)
+        share = np.clip((t - first) / span, 0.0, 1.0)
+        tokens = np.where(t >= first, 1 + (out - 1) * share, 0.0)
+        return float(np.nansum(np.where(t >= finish, out, tokens)))
+
+    finished = int(((finish > lo) & (finish <= t1)).sum())
+    prefilled = float(requests.prompt[(first > lo) & (first <= t1)].sum())
+    return finished / window, (produced(t1) - produced(lo)) / window, prefilled / window
 
 
 def _collect(
@@ -1194,8 +1269,7 @@ def _collect(
     completed = int(done.sum())
     end = float(np.nanmax(finish)) if completed else float(arrival[-1])
     duration = max(end - float(arrival[0]), 1e-12)
-    out_tokens = float(requests.output[done].sum())
-    in_tokens = float(requests.prompt[done].sum())
+    req_rate, out_rate, in_rate = _throughput(requests, first, finish, duration)
     ttft = (first - arrival)[done]
     e2e = (finish - arrival)[done]
     multi = done & (requests.output > 1)
@@ -1218,9 +1292,9 @@ def _collect(
         tp=cost.tp,
         policy=config.policy,
         duration_s=duration,
-        requests_per_s=completed / duration,
-        tokens_per_s=out_tokens / duration,
-        input_tokens_per_s=in_tokens / duration,
+        requests_per_s=req_rate,
+        tokens_per_s=out_rate,
+        input_tokens_per_s=in_rate,
         ttft_s=_stats(ttft),
         tpot_s=_stats(tpot),
         e2e_s=_stats(e2e),
