@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -166,10 +165,14 @@ def test_usage_errors_exit_2() -> None:
     assert invoke("llama-3.1-8b", "--gpu", "h100", "--rate", "1", "--tp", "3").exit_code == 2
 
 
-def test_offline_rate_inf() -> None:
-    doc = invoke_json("llama-3.1-8b", "--gpu", "h100", "--rate", "inf", "--requests", "500")
-    assert math.isinf(doc["rate_requests_per_s"]) or doc["rate_requests_per_s"] is None
+def test_offline_rate_inf_is_strict_json() -> None:
+    result = invoke("llama-3.1-8b", "--gpu", "h100", "--rate", "inf", "--requests", "500", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output, parse_constant=lambda name: pytest.fail(name))
+    assert doc["all_at_once"] is True and doc["rate_requests_per_s"] is None
     assert doc["queue_wait_mean_s"] > 0
+    one_token = invoke_json("llama-3.1-8b", "--gpu", "h100", "--rate", "5", "--output", "1")
+    assert one_token["tpot_p95_s"] is None and one_token["ttft_p95_s"] > 0
 
 
 def test_sparkline() -> None:

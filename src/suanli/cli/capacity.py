@@ -32,6 +32,18 @@ def _ms(seconds: float | None) -> str:
     return f"{seconds * 1e3:,.1f} ms" if seconds < 1 else f"{seconds:,.2f} s"
 
 
+def _finite(obj: Any) -> Any:
+    """Non-finite floats (an infinite rate, a TPOT with no multi-token request) as null: the
+    document stays strict JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def _money(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"${value:,.{digits}f}"
 
@@ -336,6 +348,7 @@ def capacity_cmd(
     workload: dict[str, Any] = {
         "model": model,
         "rate_requests_per_s": rate if arrivals != "trace" else None,
+        "all_at_once": rate is not None and math.isinf(rate) and arrivals != "trace",
         "arrivals": arrivals,
         "requests": len(reqs),
         "prompt_tokens_mean": float(reqs.prompt.mean()),
@@ -422,7 +435,7 @@ def _simulate(
         "assumptions": _assumptions(device, config),
     }
     if as_json:
-        print_json(doc)
+        print_json(_finite(doc))
         return
     title = (
         f"{workload['model']} on {result.replicas} x tp{tp} {gpu.id} "
@@ -517,7 +530,7 @@ def _plan(
         )
     doc = {**workload, "max_gpus": max_gpus, "rows": [r.as_dict() for r in rows]}
     if as_json:
-        print_json(doc)
+        print_json(_finite(doc))
         return
     slo = ", ".join(
         f"{name} p95 <= {_ms(value)}"
