@@ -130,9 +130,20 @@ def _progress(label: str, show: bool) -> Iterator[Callable[[str, int, int], None
     metavar="SECONDS",
     help="Bursty: mean time in each state.",
 )
-@click.option("--prompt", type=click.IntRange(min=1), default=512, show_default=True)
 @click.option(
-    "--output", "output_tokens", type=click.IntRange(min=1), default=256, show_default=True
+    "--prompt",
+    type=click.IntRange(min=1),
+    default=512,
+    show_default=True,
+    help="Prompt tokens (the mean with --prompt-dist).",
+)
+@click.option(
+    "--output",
+    "output_tokens",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="Output tokens (the mean with --output-dist).",
 )
 @click.option(
     "--prompt-dist",

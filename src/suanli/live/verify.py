@@ -106,20 +106,36 @@ def verify_training(
     saved = None
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    for i in range(steps):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        if i == 0 and device == "cpu":
-            saved, out = saved_for_backward(model, lambda: model(input_ids=ids, labels=ids))
-        else:
-            out = model(input_ids=ids, labels=ids)
-        out.loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=False)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
+    try:
+        for i in range(steps):
+            if device == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            if i == 0 and device == "cpu":
+                saved, out = saved_for_backward(model, lambda: model(input_ids=ids, labels=ids))
+            else:
+                out = model(input_ids=ids, labels=ids)
+            out.loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+    except torch.OutOfMemoryError:
+        # An out-of-memory the estimator did not foresee: report the autopsy, not a traceback.
+        from suanli.live.autopsy import autopsy, format_autopsy
+
+        doc = autopsy(
+            model,
+            opt,
+            batch=work.batch,
+            seq=work.seq,
+            limit_bytes=torch.cuda.get_device_properties(0).total_memory,
+            peak_bytes=torch.cuda.max_memory_allocated(),
+        )
+        raise ValueError(
+            "out of memory during the step; " + format_autopsy(doc).replace("\n", "; ")
+        ) from None
     params = list(model.parameters())
     measured: dict[str, float] = {
         "weights": float(tensor_bytes(params)),
@@ -138,12 +154,26 @@ def verify_training(
         est["peak_allocated"] = tensors_estimate
         est["peak_reserved"] = estimate.total_bytes - _context_bytes(estimate)
         est.update(_speed_estimate(spec, work))
+        nvml = _nvml_used_bytes()
+        if nvml is not None:
+            measured["nvml_used"] = nvml  # the driver's view: context and cache included
+            est["nvml_used"] = estimate.total_bytes
     else:
         notes.append(
             "CPU: step time has no estimate yet (no CPU device model); activations are "
             "the bytes autograd saved"
         )
     return Comparison(est, measured, device, tuple(notes))
+
+
+def _nvml_used_bytes() -> float | None:
+    """Device memory in use as NVML sees it (GPU 0), or None without NVML."""
+    from suanli.live.devices import NvmlProvider
+
+    nvml = NvmlProvider()
+    samples = nvml.sample() if nvml.available() else []
+    used = samples[0].memory_used_bytes if samples else None
+    return float(used) if used is not None else None
 
 
 def _context_bytes(estimate: Any) -> float:
