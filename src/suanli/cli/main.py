@@ -57,6 +57,7 @@ def cli() -> None:
 def _register() -> None:
     from suanli.cli import (
         bench,
+        capacity,
         cost,
         explain,
         gpus,
@@ -82,6 +83,7 @@ def _register() -> None:
     cli.add_command(explain.explain_cmd)
     cli.add_command(bench.bench_cmd)
     cli.add_command(verify.verify_cmd)
+    cli.add_command(capacity.capacity_cmd)
     for command in (live.doctor_cmd, live.top_cmd, live.query_cmd, live.export_cmd):
         cli.add_command(command)
 
