@@ -216,7 +216,12 @@ def ceiling_for(gpu: GPU, precision: str) -> Ceiling:
 
 
 def compute_precision(gpu: GPU, dtype: str) -> str:
-    """The tensor precision a dtype runs at on this GPU (bf16 falls back to fp16 on V100/T4)."""
+    """The tensor precision a dtype runs at on this GPU (bf16 falls back to fp16 on V100/T4;
+    a CPU without a 16-bit rate runs in fp32)."""
+    if gpu.form_factor == "cpu":
+        # CPU frameworks run whichever is faster: bf16 only pays with AMX-class units.
+        rate = gpu.peak_flops(dtype) if dtype in PRECISION_FIELDS else None
+        return dtype if rate and rate >= (gpu.peak_flops("fp32") or 0) else "fp32"
     if dtype in ("bf16", "fp16", "fp8") and gpu.peak_flops(dtype):
         return dtype
     if dtype == "bf16" and gpu.peak_flops("fp16"):

@@ -58,6 +58,7 @@ def _register() -> None:
     from suanli.cli import (
         bench,
         capacity,
+        compare,
         cost,
         explain,
         gpus,
@@ -84,6 +85,7 @@ def _register() -> None:
     cli.add_command(bench.bench_cmd)
     cli.add_command(verify.verify_cmd)
     cli.add_command(capacity.capacity_cmd)
+    cli.add_command(compare.compare_cmd)
     for command in (live.doctor_cmd, live.top_cmd, live.query_cmd, live.export_cmd):
         cli.add_command(command)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from suanli.catalog import find_gpu, load_catalog
+from suanli.cli.devices import resolve_gpu
 from suanli.cli.options import work_from_options, workload_options
 from suanli.cli.render import print_json, print_table
 from suanli.estimate.memory import (
@@ -111,7 +111,7 @@ def mem_cmd(
     """
     work = work_from_options(opts)
     spec = load_model(model).spec
-    gpu = find_gpu(gpu_name, load_catalog(catalog_file)) if gpu_name else None
+    gpu = resolve_gpu(gpu_name, catalog_file)[0] if gpu_name else None
     if isinstance(work, InferWork):
         result = inference_memory(spec, work)
         fit = fit_inference(spec, work, gpu.id, gpu.memory_bytes) if gpu else None

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from suanli.catalog import find_gpu, load_catalog
 from suanli.catalog.formats import get_format
+from suanli.cli.devices import resolve_gpu
 from suanli.cli.options import work_from_options, workload_options
 from suanli.cli.render import print_json, print_table
 from suanli.estimate.perf import Device, advice, inference_perf, scaling, training_perf
@@ -183,8 +183,8 @@ def perf_cmd(
         opts["context"] = prompt + output_tokens
     work = work_from_options(opts)
     spec = load_model(model).spec
-    gpu = find_gpu(gpu_name, load_catalog(catalog_file))
-    cal = read_calibration(calibration) if calibration else None
+    gpu, measured = resolve_gpu(gpu_name, catalog_file)
+    cal = read_calibration(calibration) if calibration else measured
     # Weights stored in fp8 are multiplied in fp8; other formats dequantize to 16-bit.
     if isinstance(work, TrainWork):
         dtype = work.dtype

@@ -1,0 +1,996 @@
+/* suanli serve: the page. Plain JavaScript, no build step; Chart.js is vendored under
+ * /static/vendor. Every figure comes from the JSON API (the CLI's --json documents). */
+"use strict";
+
+(function () {
+  const GiB = 2 ** 30;
+  const COMPONENTS = {
+    weights: ["weights", "#4e79a7"],
+    master_weights: ["master weights", "#a0cbe8"],
+    gradients: ["gradients", "#f28e2b"],
+    optimizer: ["optimizer states", "#ffbe7d"],
+    activations: ["activations", "#59a14f"],
+    logits: ["logits", "#8cd17d"],
+    kv_cache: ["KV cache", "#b6992d"],
+    overhead: ["runtime overhead", "#bab0ac"],
+  };
+  const LIVE_POINTS = 150;
+  const DEFAULT_CARDS = ["rtx-4090-24gb", "l40s-48gb", "h100-sxm-80gb"];
+
+  const state = {
+    presets: [],
+    gpus: [],
+    options: null,
+    cards: DEFAULT_CARDS.slice(),
+    gen: 0,
+    last: {},
+    charts: {},
+    explain: {},
+    live: { samples: [], timer: null, start: null },
+  };
+  window.suanli = state; // for the curious, and for the end-to-end test
+
+  const $ = (sel) => document.querySelector(sel);
+
+  // --- formatting ------------------------------------------------------------------------
+  function esc(text) {
+    return String(text).replace(/[&<>"']/g, (c) => ({
+      "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
+    }[c]));
+  }
+  function gib(bytes) { return (bytes / GiB).toFixed(2) + " GiB"; }
+  function group(v, digits) {
+    return Number(v).toLocaleString("en-US", {
+      minimumFractionDigits: digits || 0, maximumFractionDigits: digits || 0,
+    });
+  }
+  function si(v, unit) {
+    if (v === null || v === undefined || !isFinite(v)) return "-";
+    const steps = [[1e18, "E"], [1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    for (const [size, prefix] of steps) {
+      if (Math.abs(v) >= size) return (v / size).toPrecision(3) + " " + prefix + unit;
+    }
+    return v.toPrecision(3) + " " + unit;
+  }
+  function dur(s) {
+    if (s === null || s === undefined) return "-";
+    if (s >= 86400) return group(s / 86400, 1) + " days";
+    if (s >= 3600) return group(s / 3600, 1) + " h";
+    if (s >= 60) return group(s / 60, 1) + " min";
+    if (s >= 1) return s.toFixed(2) + " s";
+    return (s * 1e3).toFixed(2) + " ms";
+  }
+  function money(v) {
+    if (v === null || v === undefined) return "-";
+    return "$" + group(v, Math.abs(v) < 100 ? 2 : 0);
+  }
+  function count(v) {
+    if (v >= 1e12) return (v / 1e12).toPrecision(3) + "T";
+    if (v >= 1e9) return (v / 1e9).toPrecision(3) + "B";
+    if (v >= 1e6) return (v / 1e6).toPrecision(3) + "M";
+    return group(v);
+  }
+  function pct(v) { return v === null || v === undefined ? "-" : (100 * v).toFixed(1) + "%"; }
+  function rate(v) { return v === null || v === undefined ? "-" : group(v, 0); }
+
+  // --- explanations: every number is a button that opens its derivation ---------------------
+  let explainCount = 0;
+  function num(scope, text, title, details) {
+    const id = scope + "-" + explainCount++;
+    state.explain[id] = { title: title, value: text, details: details || [] };
+    return '<button type="button" class="num" data-x="' + id + '">' + esc(text) + "</button>";
+  }
+  function forget(scope) {
+    for (const key of Object.keys(state.explain)) {
+      if (key.startsWith(scope + "-")) delete state.explain[key];
+    }
+  }
+  function showExplain(entry) {
+    $("#explain-title").textContent = entry.title;
+    $("#explain-value").textContent = entry.value;
+    const body = $("#explain-body");
+    body.innerHTML = "";
+    for (const part of entry.details) {
+      const div = document.createElement("div");
+      div.className = "item";
+      if (typeof part === "string") {
+        div.textContent = part;
+      } else if (Array.isArray(part)) {
+        div.innerHTML = "<dl>" + part.map(([k, v]) =>
+          "<dt>" + esc(k) + "</dt><dd>" + esc(v) + "</dd>").join("") + "</dl>";
+      } else if (part && part.list) {
+        div.innerHTML = "<strong>" + esc(part.heading || "") + "</strong><ul>" +
+          part.list.map((x) => "<li>" + esc(x) + "</li>").join("") + "</ul>";
+      }
+      body.appendChild(div);
+    }
+    $("#explain").hidden = false;
+  }
+  document.addEventListener("click", (ev) => {
+    const button = ev.target.closest("button.num");
+    if (button && state.explain[button.dataset.x]) {
+      showExplain(state.explain[button.dataset.x]);
+    }
+  });
+  $("#explain-close").addEventListener("click", () => { $("#explain").hidden = true; });
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape") $("#explain").hidden = true;
+  });
+
+  // --- the API -------------------------------------------------------------------------------
+  async function api(path, body, signal) {
+    const init = body === undefined ? { signal: signal } : {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+      signal: signal,
+    };
+    const response = await fetch(path, init);
+    let data = null;
+    try { data = await response.json(); } catch (e) { data = null; }
+    if (!response.ok) {
+      const message = data && data.error ? data.error : "the server answered " + response.status;
+      const error = new Error(message);
+      error.status = response.status;
+      throw error;
+    }
+    return data;
+  }
+
+  // --- the form ------------------------------------------------------------------------------
+  function fill(select, values, chosen) {
+    select.innerHTML = values.map((v) => {
+      const [value, label] = Array.isArray(v) ? v : [v, v];
+      return '<option value="' + esc(value) + '"' + (value === chosen ? " selected" : "") +
+        ">" + esc(label) + "</option>";
+    }).join("");
+  }
+  function intOf(id, fallback) {
+    const v = Number($(id).value);
+    return Number.isFinite(v) && v >= 1 ? Math.round(v) : fallback;
+  }
+  function isInfer() { return $("#task").value === "infer"; }
+
+  function readForm() {
+    const infer = isInfer();
+    const context = intOf("#context", 4096);
+    const output = Math.min(intOf("#output", 256), Math.max(context - 1, 1));
+    const util = Number($("#util").value);
+    const price = $("#price").value.trim();
+    return {
+      model: $("#model").value.trim(),
+      task: $("#task").value,
+      batch: intOf("#batch", 1),
+      seq: intOf("#seq", 2048),
+      context: Math.max(context, output + 1),
+      output: output,
+      dtype: $("#dtype").value,
+      precision: $("#precision").value,
+      optimizer: $("#optimizer").value,
+      recompute: $("#recompute").value,
+      quant: $("#quant").value,
+      kv_dtype: $("#kv_dtype").value,
+      gpus: intOf("#gpus", 1),
+      zero: infer ? 0 : Number($("#zero").value),
+      tokens: Number($("#tokens").value) >= 1 ? Number($("#tokens").value) : 1e8,
+      years: Number($("#years").value) > 0 ? Math.min(Number($("#years").value), 50) : 3,
+      utilisation: Number.isFinite(util) ? Math.min(Math.max(util, 0), 100) / 100 : 0.6,
+      price: price === "" || !(Number(price) >= 0) ? null : Number(price),
+      cards: state.cards.slice(),
+    };
+  }
+
+  function workload(f) {
+    const w = {
+      model: f.model, task: f.task, batch: f.batch, gpus: f.gpus,
+    };
+    if (f.task === "infer") {
+      Object.assign(w, { context: f.context, quant: f.quant, kv_dtype: f.kv_dtype });
+    } else {
+      Object.assign(w, {
+        seq: f.seq, dtype: f.dtype, precision: f.precision, optimizer: f.optimizer,
+        recompute: f.recompute, zero: f.zero,
+      });
+    }
+    return w;
+  }
+
+  function requests(f) {
+    const memory = Object.assign(workload(f), { gpu: f.cards[0] || null, cards: f.cards });
+    const perf = Object.assign(workload(f), { gpu: f.cards[0] });
+    if (f.task === "infer") {
+      delete perf.context;
+      perf.prompt = f.context - f.output;
+      perf.output = f.output;
+    } else {
+      perf.tokens = f.tokens;
+    }
+    const plan = { model: f.model, task: f.task, max_gpus: Math.min(f.gpus, 64) };
+    if (f.task === "infer") {
+      Object.assign(plan, {
+        context: f.context, quant: f.quant, kv_dtype: f.kv_dtype, output: f.output,
+      });
+    } else {
+      Object.assign(plan, {
+        seq: f.seq, dtype: f.dtype, precision: f.precision, optimizer: f.optimizer,
+        tokens: f.tokens,
+      });
+    }
+    const cost = {
+      gpu: f.cards[0], gpus: f.gpus, years: f.years, utilisation: f.utilisation,
+    };
+    if (f.price !== null) cost.price = f.price;
+    return { memory: memory, perf: perf, plan: plan, cost: cost };
+  }
+
+  function syncTask() {
+    const infer = isInfer();
+    document.querySelectorAll("[data-for]").forEach((el) => {
+      el.hidden = (el.dataset.for === "infer") !== infer;
+    });
+    $("#batch-label").textContent = infer ? "Concurrent sequences (batch)" : "Micro-batch per GPU";
+  }
+
+  // --- GPU cards -----------------------------------------------------------------------------
+  function norm(s) { return String(s).toLowerCase().replace(/[\s_-]+/g, ""); }
+  function findGpu(query) {
+    const q = norm(query);
+    if (!q) return null;
+    const keys = (g) => [g.id, g.name].concat(g.aliases || []).map(norm);
+    const exact = state.gpus.filter((g) => keys(g).includes(q));
+    if (exact.length === 1) return exact[0];
+    const partial = state.gpus.filter((g) => keys(g).some((k) => k.includes(q)));
+    return partial.length === 1 ? partial[0] : null;
+  }
+  function renderChips() {
+    $("#chips").innerHTML = state.cards.map((id, i) =>
+      '<span class="chip' + (i === 0 ? " first" : "") + '" data-id="' + esc(id) + '">' +
+      '<button type="button" class="chip-main" title="use for speed and cost">' +
+      (i === 0 ? "★ " : "") + esc(id) + "</button>" +
+      '<button type="button" class="chip-x" aria-label="remove ' + esc(id) + '">×</button></span>'
+    ).join("");
+  }
+  $("#chips").addEventListener("click", (ev) => {
+    const chip = ev.target.closest(".chip");
+    if (!chip) return;
+    const id = chip.dataset.id;
+    if (ev.target.classList.contains("chip-x")) {
+      if (state.cards.length > 1) state.cards = state.cards.filter((c) => c !== id);
+    } else {
+      state.cards = [id].concat(state.cards.filter((c) => c !== id));
+    }
+    renderChips();
+    schedule();
+  });
+  function addGpu() {
+    const input = $("#gpu-add");
+    const value = input.value.trim();
+    if (!value) return;
+    const gpu = findGpu(value);
+    const error = $("#gpu-error");
+    if (!gpu) {
+      error.textContent = "no single GPU matches " + JSON.stringify(value) +
+        "; pick one from the list";
+      error.hidden = false;
+      return;
+    }
+    error.hidden = true;
+    input.value = "";
+    if (!state.cards.includes(gpu.id)) {
+      state.cards.push(gpu.id);
+      if (state.cards.length > 8) state.cards.splice(1, 1);
+    }
+    renderChips();
+    schedule();
+  }
+  $("#gpu-add").addEventListener("change", addGpu);
+  $("#gpu-add").addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") { ev.preventDefault(); addGpu(); }
+  });
+
+  // --- upload --------------------------------------------------------------------------------
+  $("#upload").addEventListener("change", async () => {
+    const file = $("#upload").files[0];
+    if (!file) return;
+    const info = $("#model-info");
+    const body = new FormData();
+    body.append("file", file, file.name);
+    info.classList.remove("field-error");
+    info.textContent = "reading " + file.name + "…";
+    try {
+      const response = await fetch("/api/config", { method: "POST", body: body });
+      const data = await response.json().catch(() => null);
+      if (!response.ok) throw new Error(data && data.error ? data.error : "upload failed");
+      $("#model").value = data.model;
+      info.textContent = file.name + ": " + data.architecture + ", " +
+        count(data.params_total) + " parameters (" + data.layers + " layers); read as JSON, " +
+        "kept in the server's memory only";
+      schedule();
+    } catch (err) {
+      info.classList.add("field-error");
+      info.textContent = err.message;
+    }
+  });
+  function describeModel() {
+    const name = $("#model").value.trim();
+    const info = $("#model-info");
+    if (name.startsWith("upload:")) return;
+    info.classList.remove("field-error");
+    const preset = state.presets.find((p) => p.name === name);
+    info.textContent = preset
+      ? preset.name + ": " + count(preset.params_total) + " parameters" +
+        (preset.params_active !== preset.params_total
+          ? ", " + count(preset.params_active) + " active per token" : "") +
+        " (" + preset.hf_id + ")"
+      : name.includes("/") ? "a Hugging Face id: only its config.json is read" : "";
+  }
+
+  // --- charts --------------------------------------------------------------------------------
+  function chart(id, config) {
+    const existing = state.charts[id];
+    if (existing && existing.config.type === config.type) {
+      existing.data = config.data;
+      existing.options = config.options;
+      existing.update("none");
+      return existing;
+    }
+    if (existing) existing.destroy();
+    config.options = Object.assign({ animation: false, maintainAspectRatio: false }, config.options);
+    state.charts[id] = new Chart(document.getElementById(id), config);
+    return state.charts[id];
+  }
+  function baseOptions(extra) {
+    return Object.assign({
+      animation: false,
+      maintainAspectRatio: false,
+      responsive: true,
+      plugins: { legend: { labels: { boxWidth: 12, font: { size: 11 } } } },
+    }, extra);
+  }
+  const logTicks = (unit) => ({
+    autoSkip: false,
+    maxRotation: 0,
+    callback: function (value) {
+      const exp = Math.log10(value);
+      if (Math.abs(exp - Math.round(exp)) > 1e-9) return "";
+      return unit ? si(value, unit) : value >= 1 ? group(value) : String(Number(value.toPrecision(1)));
+    },
+  });
+  // The fit line: each card's usable memory drawn across its bar, labelled.
+  const capacityLines = {
+    id: "capacityLines",
+    afterDatasetsDraw(c) {
+      const index = c.data.datasets.findIndex((d) => d.capacity);
+      if (index < 0 || !c.isDatasetVisible(index)) return;
+      const points = c.getDatasetMeta(index).data;
+      const bars = c.getDatasetMeta(0).data;
+      const ctx = c.ctx;
+      ctx.save();
+      ctx.strokeStyle = "#c62828";
+      ctx.fillStyle = "#c62828";
+      ctx.lineWidth = 3;
+      ctx.font = "11px sans-serif";
+      ctx.textAlign = "center";
+      points.forEach((pt, i) => {
+        const half = ((bars[i] && bars[i].width) || 40) / 2 + 8;
+        ctx.beginPath();
+        ctx.moveTo(pt.x - half, pt.y);
+        ctx.lineTo(pt.x + half, pt.y);
+        ctx.stroke();
+        ctx.fillText(c.data.datasets[index].data[i].toFixed(1) + " GiB usable", pt.x, pt.y - 6);
+      });
+      ctx.restore();
+    },
+  };
+
+  // --- memory --------------------------------------------------------------------------------
+  function renderMemory(doc) {
+    forget("mem");
+    const fits = doc.fits || [];
+    const keys = Object.keys(doc.breakdown).filter((k) => doc.breakdown[k] > 0);
+    const labels = fits.map((f) => f.gpu + (f.fits ? " ✓" : " ✗"));
+    const datasets = keys.map((k) => ({
+      type: "bar",
+      label: (COMPONENTS[k] || [k])[0],
+      data: fits.map(() => doc.breakdown[k] / GiB),
+      backgroundColor: (COMPONENTS[k] || [k, "#999"])[1],
+      stack: "need",
+      order: 2,
+    }));
+    datasets.push({
+      type: "line",
+      label: "usable memory (fit line)",
+      capacity: true,
+      data: fits.map((f) => f.usable_bytes / GiB),
+      borderColor: "#c62828",
+      backgroundColor: "#c62828",
+      showLine: false,
+      pointStyle: "line",
+      pointRadius: 0,
+      pointHitRadius: 12,
+      borderWidth: 3,
+      order: 1,
+    });
+    chart("mem-chart", {
+      type: "bar",
+      plugins: [capacityLines],
+      data: { labels: labels, datasets: datasets },
+      options: baseOptions({
+        scales: {
+          x: { stacked: true },
+          y: { stacked: true, title: { display: true, text: "GiB per GPU" }, beginAtZero: true,
+            grace: "8%" },
+        },
+        plugins: {
+          legend: { position: "right", labels: { boxWidth: 12, font: { size: 11 } } },
+          tooltip: {
+            callbacks: {
+              label: (ctx) => ctx.dataset.label + ": " + ctx.parsed.y.toFixed(2) + " GiB",
+            },
+          },
+        },
+        onClick: (ev, elements, c) => {
+          if (!elements.length) return;
+          const ds = c.data.datasets[elements[0].datasetIndex];
+          const key = keys[elements[0].datasetIndex];
+          if (key) showExplain(componentExplain(doc, key));
+          else if (ds) showExplain(fitExplain(doc, fits[elements[0].index]));
+        },
+      }),
+    });
+    const rows = keys.map((k) => {
+      const entry = componentExplain(doc, k);
+      return "<tr><td><span class=\"swatch\" style=\"background:" + COMPONENTS[k][1] +
+        "\"></span>" + esc(COMPONENTS[k][0]) + '</td><td class="r">' +
+        num("mem", gib(doc.breakdown[k]), entry.title, entry.details) + '</td><td class="r">' +
+        (100 * doc.breakdown[k] / doc.total_bytes).toFixed(1) + "%</td></tr>";
+    });
+    rows.push('<tr><td><strong>total per GPU</strong></td><td class="r" id="mem-total">' +
+      num("mem", gib(doc.total_bytes), "Total memory per GPU", [
+        "The sum of the components above, per GPU.",
+        { heading: "assumptions", list: doc.assumptions },
+      ]) + "</td><td class=\"r\">100%</td></tr>");
+    if (doc.cpu_bytes) {
+      rows.push("<tr><td>in CPU memory (offloaded)</td><td class=\"r\">" +
+        num("mem", gib(doc.cpu_bytes), "Offloaded to CPU memory", [
+          "Optimizer states and master weights kept in host memory (offload_optimizer).",
+        ]) + "</td><td></td></tr>");
+    }
+    const fitRows = fits.map((f) => {
+      const x = fitExplain(doc, f);
+      return "<tr><td>" + esc(f.gpu) + '</td><td class="r">' +
+        num("mem", gib(f.gpu_memory_bytes), f.name, [[["memory", gib(f.gpu_memory_bytes)],
+          ["usable", gib(f.usable_bytes)]]]) + "</td><td>" +
+        (f.fits ? '<span class="yes">fits</span>' : '<span class="no">does not fit</span>') +
+        '</td><td class="r">' + num("mem", gib(f.headroom_bytes), x.title, x.details) +
+        '</td><td class="r">' + num("mem", f.max_batch ? String(f.max_batch) : "none fits",
+          "Largest batch that fits on " + f.gpu, x.details) + '</td><td class="r">' +
+        num("mem", f.max_seq ? group(f.max_seq) : "none fits",
+          "Longest " + (doc.task === "infer" ? "context" : "sequence") + " that fits on " + f.gpu,
+          x.details) + "</td></tr>";
+    });
+    $("#mem-table").innerHTML =
+      "<table><thead><tr><th>component</th><th class=\"r\">per GPU</th><th class=\"r\">share</th>" +
+      "</tr></thead><tbody>" + rows.join("") + "</tbody></table>" +
+      "<table id=\"fit-table\"><thead><tr><th>GPU</th><th class=\"r\">memory</th><th>fit</th>" +
+      "<th class=\"r\">headroom</th><th class=\"r\">largest batch</th><th class=\"r\">" +
+      "longest " + (doc.task === "infer" ? "context" : "sequence") + "</th></tr></thead><tbody>" +
+      fitRows.join("") + "</tbody></table>";
+  }
+  function componentExplain(doc, key) {
+    const lines = doc.lines.filter((l) => l.key === key);
+    return {
+      title: (COMPONENTS[key] || [key])[0] + " (per GPU)",
+      value: gib(doc.breakdown[key]),
+      details: lines.map((l) => [
+        ["line", l.label], ["bytes", gib(l.bytes) + " (" + group(l.bytes) + " B)"],
+        ["formula", l.formula], ["source", l.source],
+      ]).concat([{ heading: "assumptions", list: doc.assumptions }]),
+    };
+  }
+  function fitExplain(doc, f) {
+    return {
+      title: "Fit on " + f.gpu,
+      value: f.fits ? "fits, " + gib(f.headroom_bytes) + " to spare"
+        : "short by " + gib(-f.headroom_bytes),
+      details: [[
+        ["capacity", gib(f.gpu_memory_bytes)],
+        ["usable", gib(f.usable_bytes)],
+        ["needed", gib(doc.total_bytes)],
+        ["headroom", "usable - needed = " + gib(f.headroom_bytes)],
+        ["largest batch", f.max_batch ? String(f.max_batch) : "none fits"],
+        ["longest", f.max_seq ? group(f.max_seq) + " tokens" : "none fits"],
+        ["best format", f.best_format || "-"],
+      ]].concat(f.notes && f.notes.length ? [{ heading: "notes", list: f.notes }] : []),
+    };
+  }
+
+  // --- speed ---------------------------------------------------------------------------------
+  function renderPerf(doc, f) {
+    forget("perf");
+    const ex = doc.explain || {};
+    const assumptions = { heading: "assumptions", list: doc.assumptions || [] };
+    const breakdown = Object.entries(doc.breakdown_s || {}).map(([k, v]) => [k, dur(v)]);
+    const cells = [];
+    const cell = (label, text, why, extra) => cells.push(
+      "<div><span class=\"k\">" + esc(label) + "</span>" +
+      num("perf", text, label, [why].concat(extra || [])) + "</div>");
+    $("#speed-gpu").textContent = "on " + (f.task === "infer" ? "" : doc.gpus + " × ") + doc.gpu;
+    if (f.task === "infer") {
+      cell("time to first token", dur(doc.ttft_s), ex.ttft_s, [breakdown]);
+      cell("time per output token", dur(doc.tpot_s), ex.tpot_s, [breakdown]);
+      cell("tokens/s", rate(doc.tokens_per_s), ex.tokens_per_s);
+      cell("decode bound by", doc.bound, ex.bound);
+      cell("compute-bound from batch",
+        doc.compute_bound_batch ? String(doc.compute_bound_batch) : "never", ex.compute_bound_batch);
+    } else {
+      cell("step time", dur(doc.step_time_s), ex.step_time_s, [breakdown, assumptions]);
+      cell("tokens/s", rate(doc.tokens_per_s), ex.tokens_per_s, [assumptions]);
+      cell("MFU", pct(doc.mfu), ex.mfu, [assumptions]);
+      cell("bound", doc.bound, ex.bound, [breakdown]);
+      if (doc.time_to_train_s !== undefined) {
+        cell("time to train", dur(doc.time_to_train_s), ex.time_to_train_s,
+          [[["tokens", group(doc.tokens)], ["GPU-hours", group(doc.gpu_hours, 1)]]]);
+        cell("rent", doc.cost_usd === null ? "no price known" : money(doc.cost_usd), ex.cost_usd,
+          [[["GPU-hours", group(doc.gpu_hours, 1)], ["energy", group(doc.energy_kwh, 1) + " kWh"]]]);
+      }
+      (doc.advice || []).slice(0, 1).forEach((tip) => cell("tip", tip.issue,
+        tip.fix, [[["tokens/s after", rate(tip.tokens_per_s_after)],
+          ["speed-up", Number(tip.speedup).toFixed(2) + "x"]]]));
+    }
+    $("#speed-numbers").innerHTML = cells.join("");
+    renderRoofline(doc.roofline);
+    if (f.task === "infer") renderBatch(doc); else renderStep(doc);
+  }
+  function renderRoofline(r) {
+    const xs = [];
+    for (let e = -1; e <= 4.001; e += 0.125) xs.push(10 ** e);
+    xs.push(r.ridge_flops_per_byte, r.peak_flops / r.peak_bandwidth_bytes_per_s);
+    xs.sort((a, b) => a - b);
+    const roof = (peak, bw) => xs.map((x) => ({ x: x, y: Math.min(peak, bw * x) }));
+    const palette = ["#e15759", "#76b7b2", "#edc948"];
+    const points = r.points.filter((p) => p.flops_per_byte && p.flops_per_s).map((p, i) => ({
+      type: "scatter",
+      label: p.label,
+      data: [{ x: p.flops_per_byte, y: p.flops_per_s }],
+      pointRadius: 7,
+      pointHoverRadius: 9,
+      backgroundColor: palette[i % palette.length],
+      borderColor: "#333",
+    }));
+    chart("roofline-chart", {
+      type: "scatter",
+      data: {
+        datasets: [
+          { type: "line", label: "datasheet roof", data: roof(r.peak_flops, r.peak_bandwidth_bytes_per_s),
+            borderColor: "#9aa5b1", borderDash: [5, 4], pointRadius: 0, borderWidth: 1.5 },
+          { type: "line", label: "achievable roof", data: roof(r.achievable_flops, r.achievable_bandwidth_bytes_per_s),
+            borderColor: "#1f5fa8", pointRadius: 0, borderWidth: 2 },
+        ].concat(points),
+      },
+      options: baseOptions({
+        parsing: false,
+        scales: {
+          x: { type: "logarithmic", min: 0.1, max: 1e4, ticks: logTicks(""),
+            title: { display: true, text: "arithmetic intensity (FLOP per byte)" } },
+          y: { type: "logarithmic", ticks: logTicks("FLOP/s"), max: r.peak_flops * 3,
+            title: { display: true, text: "FLOP/s per GPU" } },
+        },
+        plugins: {
+          title: { display: true, text: "Roofline of " + r.gpu },
+          tooltip: { callbacks: { label: (ctx) => ctx.dataset.label + ": " +
+            si(ctx.parsed.y, "FLOP/s") + " at " + ctx.parsed.x.toPrecision(3) + " FLOP/B" } },
+          legend: { labels: { boxWidth: 12, font: { size: 11 } } },
+        },
+        onClick: () => showExplain({
+          title: "Roofline of " + r.gpu,
+          value: "ridge at " + r.ridge_flops_per_byte.toPrecision(3) + " FLOP/byte",
+          details: [[
+            ["peak", si(r.peak_flops, "FLOP/s")],
+            ["achievable", si(r.achievable_flops, "FLOP/s")],
+            ["bandwidth", si(r.peak_bandwidth_bytes_per_s, "B/s") + " (achievable " +
+              si(r.achievable_bandwidth_bytes_per_s, "B/s") + ")"],
+            ["ceilings from", r.source],
+          ]].concat(r.points.map((p) => [["point", p.label],
+            ["FLOPs", si(p.flops, "FLOP")], ["bytes", si(p.bytes, "B")],
+            ["time", dur(p.seconds)], ["attained", si(p.flops_per_s, "FLOP/s")]]), [r.note]),
+        }),
+      }),
+    });
+  }
+  function renderBatch(doc) {
+    const sweep = doc.batch_sweep || [];
+    chart("batch-chart", {
+      type: "line",
+      data: {
+        labels: sweep.map((s) => String(s.batch)),
+        datasets: [
+          { label: "tokens/s", data: sweep.map((s) => s.tokens_per_s), borderColor: "#4e79a7",
+            backgroundColor: "#4e79a7", yAxisID: "y" },
+          { label: "time per token (ms)", data: sweep.map((s) => s.tpot_s * 1e3),
+            borderColor: "#f28e2b", backgroundColor: "#f28e2b", yAxisID: "y1" },
+        ],
+      },
+      options: baseOptions({
+        scales: {
+          x: { title: { display: true, text: "batch (concurrent sequences)" } },
+          y: { position: "left", title: { display: true, text: "tokens/s" }, beginAtZero: true },
+          y1: { position: "right", title: { display: true, text: "ms per output token" },
+            beginAtZero: true, grid: { drawOnChartArea: false } },
+        },
+        plugins: { title: { display: true, text: "Throughput and latency against batch" } },
+      }),
+    });
+  }
+  function renderStep(doc) {
+    const parts = Object.entries(doc.breakdown_s || {});
+    const colors = { compute: "#4e79a7", memory: "#59a14f", communication: "#f28e2b", bubble: "#bab0ac" };
+    chart("batch-chart", {
+      type: "bar",
+      data: {
+        labels: ["step"],
+        datasets: parts.map(([k, v]) => ({
+          label: k, data: [v * 1e3], backgroundColor: colors[k] || "#999", stack: "t",
+        })),
+      },
+      options: baseOptions({
+        indexAxis: "y",
+        scales: {
+          x: { stacked: true, title: { display: true, text: "milliseconds per optimizer step" } },
+          y: { stacked: true },
+        },
+        plugins: { title: { display: true, text: "Where a training step's time goes" } },
+      }),
+    });
+  }
+
+  // --- plan ----------------------------------------------------------------------------------
+  function layoutText(row, infer) {
+    if (!row.fits) return "-";
+    if (infer) {
+      return row.gpus + " GPU" + (row.gpus > 1 ? "s" : "") + " (TP " + row.tp + " × " +
+        row.replicas + " replica" + (row.replicas > 1 ? "s" : "") + "), " + row.weight_format +
+        " weights, KV " + row.kv_dtype + ", batch " + row.batch;
+    }
+    return row.gpus + " GPU" + (row.gpus > 1 ? "s" : "") + ": TP " + row.tp + " PP " + row.pp +
+      " DP " + row.dp + ", ZeRO-" + row.zero + ", recompute " + row.recompute +
+      ", micro-batch " + row.batch;
+  }
+  let planShowAll = false;
+  function renderPlan(doc, f) {
+    forget("plan");
+    const infer = doc.task === "infer";
+    const rows = doc.rows || [];
+    const shown = planShowAll ? rows : rows.slice(0, 12);
+    $("#plan-sub").textContent = "ranked by " + doc.objective + ", up to " + doc.max_gpus +
+      " GPU" + (doc.max_gpus > 1 ? "s" : "") + (doc.capped ? " (capped)" : "");
+    const head = infer
+      ? ["#", "GPU", "fit", "layout", "TPOT", "tokens/s", "$ / M tokens", "why not first"]
+      : ["#", "GPU", "fit", "layout", "tokens/s", "MFU", "time", "rent", "why not first"];
+    const body = shown.map((r, i) => {
+      const why = [
+        [["GPU", r.gpu], ["software", r.software_stack || "-"]],
+        r.reason ? "Why: " + r.reason : "The best of the ranking.",
+      ];
+      if (r.options) {
+        why.push("Reproduce: suanli perf " + f.model + (infer ? " " : " --task " + doc.task +
+          " --seq " + f.seq + " ") + r.options);
+      }
+      const cls = !r.fits ? "nofit" : i === 0 && !r.reason ? "best" : "";
+      const cells = [
+        String(i + 1),
+        esc(r.gpu),
+        r.fits ? '<span class="yes">✓</span>' : '<span class="no">✗</span>',
+        r.fits ? num("plan", layoutText(r, infer), "Layout on " + r.gpu, why.concat(
+          [[["memory per GPU", gib(r.memory_bytes)]]])) : esc(r.reason || "-"),
+      ];
+      if (infer) {
+        cells.push(r.fits ? num("plan", dur(r.tpot_s), "Time per output token, " + r.gpu, why) : "-");
+        cells.push(r.fits ? num("plan", rate(r.tokens_per_s), "Tokens/s, " + r.gpu,
+          why.concat([[["requests/s", r.requests_per_s.toFixed(2)], ["TTFT", dur(r.ttft_s)]]])) : "-");
+        cells.push(r.fits && r.usd_per_million_tokens !== null && r.usd_per_million_tokens !== undefined
+          ? num("plan", money(r.usd_per_million_tokens), "USD per million output tokens, " + r.gpu,
+            why.concat([[["USD per hour", money(r.usd_per_hour)],
+              ["formula", "USD per hour / 3600 / tokens per s × 1e6"]]])) : "-");
+      } else {
+        cells.push(r.fits ? num("plan", rate(r.tokens_per_s), "Tokens/s, " + r.gpu, why) : "-");
+        cells.push(r.fits ? num("plan", pct(r.mfu), "MFU, " + r.gpu,
+          why.concat(["model FLOPs / (step time × GPUs × dense peak)"])) : "-");
+        cells.push(r.fits ? num("plan", dur(r.time_s), "Time for " + group(doc.tokens) +
+          " tokens, " + r.gpu, why.concat(["tokens / tokens per second"])) : "-");
+        cells.push(r.fits && r.cost_usd !== null && r.cost_usd !== undefined
+          ? num("plan", money(r.cost_usd), "Rent for the run, " + r.gpu, why.concat([[
+            ["USD per GPU-hour", money(r.usd_per_hour)],
+            ["formula", "time × GPUs × USD per GPU-hour"]]])) : "-");
+      }
+      cells.push(r.fits ? esc(r.reason || "best") : "");
+      return '<tr class="' + cls + '" data-gpu="' + esc(r.gpu) + '">' + cells.map((c, j) =>
+        "<td" + (j >= 4 && j < cells.length - 1 ? ' class="r"' : "") + ">" + c + "</td>").join("") +
+        "</tr>";
+    });
+    const right = (h, j) => j >= 4 && j < head.length - 1;
+    $("#plan-table").innerHTML =
+      (doc.capped ? '<p class="hint">' + esc(doc.capped) + "</p>" : "") +
+      "<table id=\"plan\"><thead><tr>" + head.map((h, j) =>
+        "<th" + (right(h, j) ? ' class="r"' : "") + ">" + esc(h) + "</th>").join("") +
+      "</tr></thead><tbody>" + body.join("") + "</tbody></table>" +
+      (rows.length > 12 ? '<button type="button" class="more" id="plan-more">' +
+        (planShowAll ? "show the first 12" : "show all " + rows.length + " GPUs") + "</button>" : "");
+    const more = $("#plan-more");
+    if (more) more.addEventListener("click", () => { planShowAll = !planShowAll; renderPlan(doc, f); });
+  }
+
+  // --- cost ----------------------------------------------------------------------------------
+  function renderCost(doc) {
+    forget("cost");
+    const curve = doc.curve || [];
+    const series = [
+      ["buy", "buy_cumulative_usd", "#4e79a7"],
+      ["rent (on demand)", "rent_cumulative_usd", "#f28e2b"],
+      ["rent (spot)", "spot_cumulative_usd", "#ffbe7d"],
+      ["reserved", "reserved_cumulative_usd", "#b07aa1"],
+      ["API", "api_cumulative_usd", "#59a14f"],
+    ].filter(([, key]) => curve.length && curve[curve.length - 1][key] !== null);
+    const datasets = series.map(([label, key, color]) => ({
+      type: "line", label: label, borderColor: color, backgroundColor: color, pointRadius: 0,
+      borderWidth: 2, data: curve.map((p) => ({ x: p.year, y: p[key] })),
+    }));
+    const t = doc.break_even_years;
+    if (t !== null && t !== undefined && t <= doc.inputs.years) {
+      const buyAt = doc.totals.capex_usd + t * (doc.totals.electricity_usd + doc.totals.facility_usd) /
+        doc.inputs.years;
+      datasets.push({
+        type: "scatter", label: "break-even: " + t.toFixed(2) + " years", data: [{ x: t, y: buyAt }],
+        pointRadius: 8, pointStyle: "rectRot", backgroundColor: "#c62828", borderColor: "#c62828",
+      });
+    }
+    chart("cost-chart", {
+      type: "line",
+      data: { datasets: datasets },
+      options: baseOptions({
+        parsing: false,
+        scales: {
+          x: { type: "linear", min: 0, max: doc.inputs.years, title: { display: true, text: "years" } },
+          y: { beginAtZero: true, title: { display: true, text: "cumulative USD" },
+            ticks: { callback: (v) => money(v) } },
+        },
+        plugins: {
+          tooltip: { callbacks: { label: (ctx) => ctx.dataset.label + ": " + money(ctx.parsed.y) } },
+        },
+      }),
+    });
+    $("#cost-sub").textContent = doc.inputs.gpus + " × " + doc.inputs.gpu + ", " +
+      Math.round(doc.inputs.utilisation * 100) + "% utilised";
+    const sources = doc.assumptions.map((a) => [["input", a.name],
+      ["value", String(a.value) + (a.unit ? " " + a.unit : "")], ["source", a.source || "-"],
+      ["date", a.date || "-"]].concat(a.notes ? [["notes", a.notes]] : []));
+    const ex = doc.explain || {};
+    const be = t === null || t === undefined ? "renting never costs as much as buying"
+      : "renting has cost as much as buying after " + t.toFixed(2) + " years";
+    $("#cost-verdict").innerHTML = esc(doc.verdict) + ". " +
+      num("cost", be, "Break-even in time", [ex.break_even_years].concat(sources)) +
+      (doc.break_even_utilisation !== null ? "; break-even utilisation " +
+        num("cost", pct(doc.break_even_utilisation), "Break-even utilisation",
+          [ex.break_even_utilisation].concat(sources)) : "") + ".";
+    const cols = series.map((s) => s[1]);
+    $("#cost-table").innerHTML = "<table id=\"cost\"><thead><tr><th>year</th>" +
+      series.map((s) => '<th class="r">' + esc(s[0]) + "</th>").join("") + "</tr></thead><tbody>" +
+      doc.per_year.map((row) => "<tr><td>" + row.year + "</td>" + cols.map((key) =>
+        '<td class="r">' + num("cost", money(row[key]), key.replace(/_/g, " ") + ", year " + row.year,
+          [ex[key] || "cumulative cost to this year"].concat(sources)) + "</td>").join("") +
+        "</tr>").join("") + "</tbody></table>";
+  }
+
+  // --- the verdict ----------------------------------------------------------------------------
+  function renderVerdict(f) {
+    const mem = state.last.memory;
+    const perf = state.last.perf;
+    const plan = state.last.plan;
+    const parts = [];
+    if (mem) {
+      const yes = mem.fits.filter((x) => x.fits).map((x) => x.gpu);
+      const no = mem.fits.filter((x) => !x.fits).map((x) => x.gpu);
+      parts.push(esc(f.model) + " " + esc(taskName(f.task)) + " needs <strong>" +
+        gib(mem.total_bytes) + "</strong> per GPU" +
+        (f.gpus > 1 ? " (" + f.gpus + " GPUs)" : "") + ": " +
+        (yes.length ? "fits on " + esc(yes.join(", ")) : "fits on none of the cards") +
+        (no.length ? "; does not fit on " + esc(no.join(", ")) : "") + ".");
+    }
+    if (perf) {
+      parts.push(f.task === "infer"
+        ? "On " + esc(perf.gpu) + ": " + rate(perf.tokens_per_s) + " tokens/s, " +
+          dur(perf.tpot_s) + " per output token."
+        : "On " + esc(perf.gpu) + ": " + rate(perf.tokens_per_s) + " tokens/s (" + perf.bound +
+          "-bound)" + (perf.time_to_train_s ? ", " + dur(perf.time_to_train_s) + " to train." : "."));
+    }
+    if (plan && plan.rows && plan.rows.length && plan.rows[0].fits) {
+      parts.push("Best in the catalog: <strong>" + esc(plan.rows[0].gpu) + "</strong> (" +
+        esc(layoutText(plan.rows[0], plan.task === "infer")) + ").");
+    }
+    $("#verdict").innerHTML = parts.join(" ");
+  }
+  function taskName(task) {
+    return { lora: "LoRA fine-tune", qlora: "QLoRA fine-tune", full: "full fine-tune",
+      pretrain: "pretraining", infer: "inference" }[task] || task;
+  }
+
+  // --- refresh: debounced, stale answers dropped -----------------------------------------------
+  let timer = null;
+  let controller = null;
+  function schedule() {
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 300);
+  }
+  function setError(card, message) {
+    const el = document.querySelector("#" + card + " .error");
+    el.textContent = message || "";
+    el.hidden = !message;
+    document.getElementById(card).classList.toggle("failed", Boolean(message));
+  }
+  async function refresh() {
+    const gen = ++state.gen;
+    if (controller) controller.abort();
+    controller = new AbortController();
+    const signal = controller.signal;
+    const f = readForm();
+    const req = requests(f);
+    state.lastRequests = req;
+    document.body.dataset.ready = "";
+    $("#status").className = "busy";
+    $("#status").textContent = "";
+    describeModel();
+    const done = (name) => (doc) => {
+      if (gen !== state.gen) return;
+      state.last[name] = doc;
+    };
+    const fail = (card, name) => (err) => {
+      if (gen !== state.gen || err.name === "AbortError") return;
+      state.last[name] = null;
+      setError(card, err.message);
+    };
+    const memory = api("/api/memory", req.memory, signal).then(done("memory")).then(() => {
+      if (gen === state.gen) { setError("mem-card"); renderMemory(state.last.memory); }
+    }).catch(fail("mem-card", "memory"));
+    const perf = api("/api/perf", req.perf, signal).then(done("perf")).then(() => {
+      if (gen === state.gen) { setError("speed-card"); renderPerf(state.last.perf, f); }
+    }).catch(fail("speed-card", "perf"));
+    const plan = api("/api/plan", req.plan, signal).then(done("plan")).then(() => {
+      if (gen === state.gen) { setError("plan-card"); renderPlan(state.last.plan, f); }
+    }).catch(fail("plan-card", "plan"));
+    // The API line of the cost chart needs the tokens this setup produces (inference).
+    const cost = perf.then(() => {
+      const p = state.last.perf;
+      const preset = state.presets.find((x) => x.name === f.model);
+      if (f.task === "infer" && p && preset && preset.api_priced) {
+        req.cost.tokens_per_year = p.tokens_per_s * 3600 * 8760 * f.utilisation;
+        req.cost.api = preset.name;
+      }
+      return api("/api/cost", req.cost, signal);
+    }).then(done("cost")).then(() => {
+      if (gen === state.gen) { setError("cost-card"); renderCost(state.last.cost); }
+    }).catch(fail("cost-card", "cost"));
+    await Promise.allSettled([memory, perf, plan, cost]);
+    if (gen !== state.gen) return;
+    renderVerdict(f);
+    $("#status").className = "";
+    $("#status").textContent = "updated " + new Date().toLocaleTimeString();
+    document.body.dataset.ready = String(gen);
+  }
+
+  // --- live ----------------------------------------------------------------------------------
+  function renderLive(doc) {
+    const t = (doc.time - state.live.start);
+    state.live.samples.push({ t: t, samples: doc.samples });
+    if (state.live.samples.length > LIVE_POINTS) state.live.samples.shift();
+    const devices = doc.samples.map((s) => s.index + ": " + s.name);
+    const series = (field, scale) => devices.map((label, i) => ({
+      label: label,
+      data: state.live.samples.map((p) => ({
+        x: p.t, y: p.samples[i] && p.samples[i][field] !== null ? p.samples[i][field] * scale : null,
+      })),
+      pointRadius: 0, borderWidth: 2, spanGaps: true,
+    }));
+    const make = (id, title, field, scale, unit) => chart(id, {
+      type: "line",
+      data: { datasets: series(field, scale) },
+      options: baseOptions({
+        parsing: false,
+        scales: { x: { type: "linear", title: { display: true, text: "seconds" } },
+          y: { beginAtZero: true, title: { display: true, text: unit } } },
+        plugins: { title: { display: true, text: title } },
+      }),
+    });
+    make("live-util", "Utilisation", "utilization_pct", 1, "%");
+    make("live-mem", "Memory used", "memory_used_bytes", 1 / GiB, "GiB");
+    make("live-power", "Power", "power_w", 1, "W");
+    make("live-temp", "Temperature", "temperature_c", 1, "°C");
+    $("#live-note").textContent = doc.note || (doc.samples.length + " device(s), every 2 s");
+    $("#live-table").innerHTML = "<table><thead><tr><th>#</th><th>name</th><th class=\"r\">util</th>" +
+      "<th class=\"r\">memory</th><th class=\"r\">power</th><th class=\"r\">temp</th><th>flags</th>" +
+      "</tr></thead><tbody>" + doc.samples.map((s) => "<tr><td>" + s.index + "</td><td>" +
+        esc(s.name) + '</td><td class="r">' + (s.utilization_pct === null ? "N/A" : s.utilization_pct + "%") +
+        '</td><td class="r">' + (s.memory_total_bytes ? gib(s.memory_used_bytes) + " / " +
+          gib(s.memory_total_bytes) : "N/A") + '</td><td class="r">' +
+        (s.power_w === null ? "N/A" : s.power_w.toFixed(0) + " W") + '</td><td class="r">' +
+        (s.temperature_c === null ? "N/A" : s.temperature_c.toFixed(0) + " °C") + "</td><td>" +
+        esc((s.flags || []).map((x) => x.kind + ": " + x.message).join("; ")) + "</td></tr>").join("") +
+      "</tbody></table>";
+  }
+  async function pollLive() {
+    try {
+      const doc = await api("/api/live");
+      if (state.live.start === null) state.live.start = doc.time;
+      renderLive(doc);
+    } catch (err) {
+      $("#live-note").textContent = err.message;
+    }
+  }
+  function showTab(name) {
+    document.querySelectorAll(".tab[data-tab]").forEach((b) => {
+      b.classList.toggle("active", b.dataset.tab === name);
+    });
+    $("#tab-plan").hidden = name !== "plan";
+    $("#tab-live").hidden = name !== "live";
+    clearInterval(state.live.timer);
+    if (name === "live") {
+      pollLive();
+      state.live.timer = setInterval(pollLive, 2000);
+    }
+  }
+  document.querySelectorAll(".tab[data-tab]").forEach((b) => {
+    b.addEventListener("click", () => showTab(b.dataset.tab));
+  });
+
+  // --- start ---------------------------------------------------------------------------------
+  async function start() {
+    const [options, presets, gpus] = await Promise.all([
+      api("/api/options"), api("/api/presets"), api("/api/gpus"),
+    ]);
+    state.options = options;
+    state.presets = presets;
+    state.gpus = gpus;
+    fill($("#dtype"), options.dtypes, "bf16");
+    fill($("#precision"), options.precisions.map((p) => [p, p === "mixed"
+      ? "mixed (fp32 master weights)" : "pure (all in dtype)"]), "mixed");
+    fill($("#optimizer"), options.optimizers, "adamw");
+    fill($("#recompute"), options.recompute, "none");
+    fill($("#kv_dtype"), options.kv_dtypes, "bf16");
+    fill($("#quant"), options.quant.map((q) => [q.id, q.name + " (" + q.bits_per_weight + " bits)"]),
+      "bf16");
+    $("#preset-list").innerHTML = presets.map((p) =>
+      '<option value="' + esc(p.name) + '">' + esc(p.hf_id) + "</option>").join("");
+    $("#gpu-list").innerHTML = gpus.map((g) =>
+      '<option value="' + esc(g.id) + '">' + esc(g.name) + "</option>").join("");
+    state.cards = state.cards.filter((id) => gpus.some((g) => g.id === id));
+    if (!state.cards.length && gpus.length) state.cards = [gpus[0].id];
+    renderChips();
+    syncTask();
+    const form = $("#form");
+    form.addEventListener("input", (ev) => {
+      if (ev.target.id === "gpu-add" || ev.target.id === "upload") return;
+      if (ev.target.id === "task") syncTask();
+      schedule();
+    });
+    form.addEventListener("change", (ev) => {
+      if (ev.target.id === "task") { syncTask(); schedule(); }
+    });
+    form.addEventListener("submit", (ev) => ev.preventDefault());
+    refresh();
+    try {
+      const live = await api("/api/live");
+      if (live.gpus) {
+        $("#live-tab").hidden = false;
+        $("#machine").textContent = live.samples.length + " GPU(s) on this machine: see Live GPUs.";
+      } else {
+        const cpu = live.samples[0];
+        $("#machine").textContent = "No GPU found on this machine" +
+          (cpu ? " (" + cpu.name + ")" : "") + "; the Live tab appears when one is.";
+      }
+    } catch (err) {
+      $("#machine").textContent = "";
+    }
+  }
+  start().catch((err) => {
+    $("#status").textContent = "cannot reach the suanli server: " + err.message;
+  });
+})();

@@ -1,0 +1,63 @@
+"""``suanli compare`` and ``--gpu local-cpu``: the CPU on the same roofline as the GPUs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .test_cli import run
+
+pytest.importorskip("torch")
+
+
+def test_local_cpu_is_measured_and_usable() -> None:
+    from suanli.live.localcpu import is_local_cpu, local_cpu
+
+    cpu = local_cpu()
+    assert cpu.form_factor == "cpu" and cpu.memory_bytes > 2**30
+    assert (cpu.peak_flops("fp32") or 0) > 1e8
+    assert cpu.memory_bandwidth_bytes_per_s > 1e8
+    assert is_local_cpu("Local CPU") and not is_local_cpu("h100")
+
+
+def test_compare_infer_cpu_against_gpus() -> None:
+    out = run(
+        "compare",
+        "qwen2.5-0.5b",
+        "--task",
+        "infer",
+        "--devices",
+        "local-cpu,h100",
+        "--prompt",
+        "128",
+        "--output",
+        "16",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    rows = {r["device"]: r for r in json.loads(out.stdout)["rows"]}
+    cpu, gpu = rows["local-cpu"], rows["h100-sxm-80gb"]
+    assert gpu["tokens_per_s"] > 10 * cpu["tokens_per_s"]
+    assert cpu["reason"] == "" and "GB/s" in gpu["reason"]
+    assert gpu["speedup_vs_slowest"] == pytest.approx(gpu["tokens_per_s"] / cpu["tokens_per_s"])
+
+
+def test_compare_training_and_bad_input() -> None:
+    out = run(
+        "compare",
+        "qwen2.5-0.5b",
+        "--task",
+        "full",
+        "--devices",
+        "rtx4090,h100",
+        "--batch",
+        "1",
+        "--seq",
+        "512",
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)["rows"]) == 2
+    bad = run("compare", "qwen2.5-0.5b", "--devices", "h100")
+    assert bad.returncode == 2 and "at least two" in bad.stderr
