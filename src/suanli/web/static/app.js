@@ -543,8 +543,10 @@
     if (f.task === "infer") renderBatch(doc); else renderStep(doc);
   }
   function renderRoofline(r) {
+    const far = Math.max(1e4, ...r.points.map((p) => (p.flops_per_byte || 0) * 2));
+    const top = Math.ceil(Math.log10(far));
     const xs = [];
-    for (let e = -1; e <= 4.001; e += 0.125) xs.push(10 ** e);
+    for (let e = -1; e <= top + 0.001; e += 0.125) xs.push(10 ** e);
     xs.push(r.ridge_flops_per_byte, r.peak_flops / r.peak_bandwidth_bytes_per_s);
     xs.sort((a, b) => a - b);
     const roof = (peak, bw) => xs.map((x) => ({ x: x, y: Math.min(peak, bw * x) }));
@@ -571,7 +573,7 @@
       options: baseOptions({
         parsing: false,
         scales: {
-          x: { type: "logarithmic", min: 0.1, max: 1e4, ticks: logTicks(""),
+          x: { type: "logarithmic", min: 0.1, max: 10 ** top, ticks: logTicks(""),
             title: { display: true, text: "arithmetic intensity (FLOP per byte)" } },
           y: { type: "logarithmic", ticks: logTicks("FLOP/s"), max: r.peak_flops * 3,
             title: { display: true, text: "FLOP/s per GPU" } },
