@@ -3,6 +3,10 @@
 Every field is in a base unit named in the field: bytes, bytes/s, FLOP/s (dense), OP/s for
 integers, watts, USD. A datasheet figure quoted "with sparsity" is never stored in a ``*_dense_*``
 field; the optional ``*_sparse_*`` fields hold it and must be exactly twice the dense one.
+
+CPUs are entries too (``form_factor = "cpu"``, ``software_stack = "cpu"``): their peaks are
+cores x clock x FLOP per cycle per core for the instruction set named in ``instruction_set``,
+their memory bandwidth is the theoretical channels x transfer rate x 8 bytes (see docs/catalog.md).
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from typing import Any
 
 #: Allowed values for enumerated fields.
 VENDORS = ("nvidia", "amd", "intel", "huawei", "apple")
-FORM_FACTORS = ("sxm", "oam", "pcie", "workstation", "consumer", "soc", "mezzanine")
-SOFTWARE_STACKS = ("cuda", "rocm", "oneapi", "synapseai", "cann", "metal")
+FORM_FACTORS = ("sxm", "oam", "pcie", "workstation", "consumer", "soc", "mezzanine", "cpu")
+#: ``cpu`` is PyTorch's CPU backend: oneDNN/MKL (or OpenBLAS) on x86, Accelerate/NEON on Apple,
+#: OpenBLAS/Arm Performance Libraries/oneDNN-ACL on other Arm.
+SOFTWARE_STACKS = ("cuda", "rocm", "oneapi", "synapseai", "cann", "metal", "cpu")
 INTERCONNECT_KINDS = (
     "none",
     "pcie",
@@ -37,11 +43,11 @@ NUMERIC_FIELDS: dict[str, tuple[float, float]] = {
     "peak_fp64_tensor_flops": (1e12, 200e12),
     "peak_fp32_flops": (1e12, 500e12),
     "peak_tf32_dense_flops": (5e12, 5e15),
-    "peak_fp16_dense_flops": (5e12, 1e16),
-    "peak_bf16_dense_flops": (5e12, 1e16),
+    "peak_fp16_dense_flops": (1e12, 1e16),
+    "peak_bf16_dense_flops": (1e12, 1e16),
     "peak_fp8_dense_flops": (10e12, 2e16),
     "peak_fp4_dense_flops": (20e12, 4e16),
-    "peak_int8_dense_ops": (10e12, 2e16),
+    "peak_int8_dense_ops": (1e12, 2e16),
     "peak_int4_dense_ops": (20e12, 4e16),
     "peak_fp16_sparse_flops": (10e12, 2e16),
     "peak_bf16_sparse_flops": (10e12, 2e16),
@@ -57,6 +63,11 @@ NUMERIC_FIELDS: dict[str, tuple[float, float]] = {
     "cloud_usd_per_hour": (0.05, 50),
     "nvenc_engines": (0, 16),
     "nvdec_engines": (0, 16),
+    # CPU figures (form_factor "cpu"); optional, and meaningful only for CPUs.
+    "cores": (1, 512),
+    "base_clock_ghz": (0.5, 6),
+    "boost_clock_ghz": (0.5, 7),
+    "memory_channels": (1, 24),
 }
 
 #: Text figures and their meaning.
@@ -64,9 +75,10 @@ TEXT_FIELDS = {
     "id": "unique lower-case id, e.g. 'h100-sxm-80gb'",
     "name": "display name",
     "vendor": f"one of {', '.join(VENDORS)}",
-    "architecture": "GPU architecture, e.g. 'Hopper'",
+    "architecture": "GPU or CPU core architecture, e.g. 'Hopper', 'Zen 4'",
     "form_factor": f"one of {', '.join(FORM_FACTORS)}",
-    "memory_type": "e.g. 'HBM3', 'GDDR6X', 'LPDDR5 unified'",
+    "memory_type": "e.g. 'HBM3', 'GDDR6X', 'LPDDR5 unified', '8x DDR5-4800' (CPU)",
+    "instruction_set": "CPUs: the vector/matrix ISA of the peaks, e.g. 'AVX-512 + AMX', 'NEON/SME'",
     "interconnect_kind": f"one of {', '.join(INTERCONNECT_KINDS)}",
     "software_stack": f"one of {', '.join(SOFTWARE_STACKS)}",
     "software_note": "a short note on the maturity of the software stack",

@@ -183,7 +183,15 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
         for k, v in raw.items()
         if k not in core and k not in ("aliases", "sources", "uncertain")
     }
-    for key in ("pcie_gen", "pcie_lanes", "launch_year", "nvenc_engines", "nvdec_engines"):
+    for key in (
+        "pcie_gen",
+        "pcie_lanes",
+        "launch_year",
+        "nvenc_engines",
+        "nvdec_engines",
+        "cores",
+        "memory_channels",
+    ):
         if key in figures:
             figures[key] = int(figures[key])
     return GPU(

@@ -90,7 +90,7 @@ def gpus_cmd(
         for g in gpus
     ]
     print_table(
-        f"{len(gpus)} GPUs, sorted by {sort_key}",
+        f"{len(gpus)} devices, sorted by {sort_key}",
         ["id", "GiB", "memory", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],
         rows,
         right_align=["GiB", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],

@@ -67,6 +67,7 @@ def _register() -> None:
         model,
         perf,
         plan,
+        serve,
         stencil,
         verify,
     )
@@ -86,6 +87,7 @@ def _register() -> None:
     cli.add_command(verify.verify_cmd)
     cli.add_command(capacity.capacity_cmd)
     cli.add_command(compare.compare_cmd)
+    cli.add_command(serve.serve_cmd)
     for command in (live.doctor_cmd, live.top_cmd, live.query_cmd, live.export_cmd):
         cli.add_command(command)
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import threading
-import webbrowser
 
 import click
 
@@ -61,5 +59,8 @@ def serve_cmd(host: str, port: int, open_browser: bool) -> None:
     url = f"http://{shown}:{port}/"
     click.echo(f"suanli serve: {url} (API docs at {url}docs; Ctrl-C to stop)", err=True)
     if open_browser:
+        import threading
+        import webbrowser
+
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     uvicorn.run(create_app(), host=host, port=port, log_level="warning")

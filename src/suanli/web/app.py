@@ -32,6 +32,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from suanli import __version__
@@ -114,13 +115,18 @@ def clean(obj: Any) -> Any:
     return str(obj)
 
 
+def render_json(content: Any) -> bytes:
+    """Strict, compact JSON: no NaN/Infinity (which browsers' JSON.parse rejects)."""
+    return json.dumps(
+        clean(content), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    ).encode("utf-8")
+
+
 class CleanJSONResponse(JSONResponse):
-    """JSON without NaN/Infinity (which browsers' JSON.parse rejects)."""
+    """The API's JSON responses (see :func:`render_json`)."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(
-            clean(content), ensure_ascii=False, allow_nan=False, separators=(",", ":")
-        ).encode("utf-8")
+        return render_json(content)
 
 
 def error_response(status: int, message: str) -> CleanJSONResponse:
@@ -456,10 +462,11 @@ class Models:
             raise ApiError(
                 400, f"the uploaded config.json is not valid JSON (line {exc.lineno}: {exc.msg})"
             ) from None
-        except (ValueError, RecursionError) as exc:
-            raise ApiError(
-                400, f"the uploaded config.json is not valid JSON ({sentence(str(exc), 120)})"
-            ) from None
+        except RecursionError:
+            raise ApiError(400, "the uploaded config.json is nested too deeply") from None
+        except ValueError as exc:
+            why = "a number has too many digits" if "digits" in str(exc) else str(exc)
+            raise ApiError(400, f"the uploaded config.json is not valid JSON ({why})") from None
         if not isinstance(cfg, dict):
             raise ApiError(400, "the uploaded config.json must hold a JSON object")
         label = re.sub(r"[^A-Za-z0-9_.-]+", "-", (filename or "config.json").rsplit("/")[-1])
@@ -469,8 +476,9 @@ class Models:
         ).hexdigest()[:16]
         spec = spec_from_config(cfg, f"upload:{label}")
         loaded = LoadedModel(spec, count_params(spec), "upload", f"upload:{digest}")
-        # A config can pass the reader and still describe nothing the estimators can size
-        # (zero layers, absurd widths): find out now, and say so, rather than fail later.
+        _check_sizes(loaded)
+        # A config can pass the reader and still describe nothing the estimators can size:
+        # find out now, and say so, rather than fail on the first estimate.
         from suanli.estimate.memory import inference_memory, training_memory
 
         try:
@@ -490,6 +498,47 @@ class Models:
             while len(self._uploads) > UPLOAD_SLOTS:
                 self._uploads.popitem(last=False)
         return f"upload:{digest}", loaded
+
+
+#: Bounds on an uploaded model, far above any real one, so that the estimators' integer
+#: arithmetic (numpy int64 in the plan search) cannot overflow on a crafted config.
+UPLOAD_BOUNDS = {
+    "hidden_size": 1 << 20,
+    "num_hidden_layers": 10_000,
+    "vocab_size": 1 << 24,
+    "num_attention_heads": 1024,
+    "intermediate_size": 1 << 22,
+    "num_experts": 1 << 16,
+}
+UPLOAD_MAX_PARAMS = 10**14
+
+
+def _check_sizes(loaded: LoadedModel) -> None:
+    spec = loaded.spec
+    sizes = {
+        "hidden_size": spec.hidden_size,
+        "num_hidden_layers": spec.num_layers,
+        "vocab_size": spec.vocab_size,
+        "num_attention_heads": spec.attention.num_heads,
+        "intermediate_size": max(
+            [m.intermediate_size for m in (spec.mlp, spec.moe.expert if spec.moe else None) if m]
+            or [0]
+        ),
+        "num_experts": spec.moe.num_experts if spec.moe else 0,
+    }
+    for key, value in sizes.items():
+        if value > UPLOAD_BOUNDS[key]:
+            raise ApiError(
+                400,
+                f"the uploaded config.json has {key} {value:,}, above the {UPLOAD_BOUNDS[key]:,} "
+                "this page accepts; check the file",
+            )
+    if loaded.params.total > UPLOAD_MAX_PARAMS:
+        raise ApiError(
+            400,
+            f"the uploaded config.json describes {loaded.params.total:.3g} parameters, above the "
+            f"{UPLOAD_MAX_PARAMS:.0e} this page accepts; check its sizes",
+        )
 
 
 # --- the documents ---------------------------------------------------------------------------
@@ -673,21 +722,21 @@ def perf_doc(req: PerfRequest, models: Models) -> dict[str, Any]:
 
 
 class PlanCache:
-    """A small thread-safe LRU of plan documents by request."""
+    """A small thread-safe LRU of rendered plan documents (JSON bytes) by request."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._docs: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._docs: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> bytes | None:
         with self._lock:
             doc = self._docs.get(key)
             if doc is not None:
                 self._docs.move_to_end(key)
             return doc
 
-    def put(self, key: str, doc: dict[str, Any]) -> None:
+    def put(self, key: str, doc: bytes) -> None:
         if self.size <= 0:
             return
         with self._lock:
@@ -929,6 +978,11 @@ def create_app(
             detail = f"{request.method} is not allowed on {request.url.path[:80]}; see /docs"
         return error_response(exc.status_code, detail or "bad request")
 
+    async def overflow(request: Request, exc: Exception) -> Response:
+        return error_response(
+            400, "the sizes given are too large to estimate (arithmetic overflow); use smaller ones"
+        )
+
     async def bug(request: Request, exc: Exception) -> Response:
         log.error("internal error on %s", request.url.path, exc_info=exc)
         return error_response(
@@ -937,6 +991,7 @@ def create_app(
 
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(ValueError, value_error)
+    app.add_exception_handler(OverflowError, overflow)
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, bug)
@@ -1000,14 +1055,20 @@ def create_app(
     def api_perf(req: PerfRequest) -> dict[str, Any]:
         return perf_doc(req, models)
 
-    @app.post("/api/plan", summary="GPUs ranked with their best layout (suanli plan --json)")
-    def api_plan(req: PlanRequest) -> dict[str, Any]:
+    @app.post(
+        "/api/plan",
+        summary="GPUs ranked with their best layout (suanli plan --json)",
+        response_model=dict[str, Any],
+    )
+    async def api_plan(req: PlanRequest) -> Response:
+        # A hit is answered on the event loop; a search runs in the thread pool.
         key = req.model_dump_json()
-        doc = cache.get(key)
-        if doc is None:
-            doc = plan_doc(req, models)
-            cache.put(key, doc)
-        return doc
+        body = cache.get(key)
+        if body is None:
+            doc = await run_in_threadpool(plan_doc, req, models)
+            body = render_json(doc)
+            cache.put(key, body)
+        return Response(body, media_type="application/json")
 
     @app.post("/api/cost", summary="Buy vs rent vs API over the years (suanli cost --json)")
     def api_cost(req: CostRequest) -> dict[str, Any]:

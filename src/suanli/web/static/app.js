@@ -23,6 +23,7 @@
     options: null,
     cards: DEFAULT_CARDS.slice(),
     gen: 0,
+    pending: false,
     last: {},
     charts: {},
     explain: {},
@@ -821,6 +822,7 @@
   let controller = null;
   function schedule() {
     clearTimeout(timer);
+    state.pending = true;
     timer = setTimeout(refresh, 300);
   }
   function setError(card, message) {
@@ -830,6 +832,7 @@
     document.getElementById(card).classList.toggle("failed", Boolean(message));
   }
   async function refresh() {
+    state.pending = false;
     const gen = ++state.gen;
     if (controller) controller.abort();
     controller = new AbortController();

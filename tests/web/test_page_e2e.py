@@ -1,0 +1,261 @@
+"""The page end to end in headless Chromium (Debian's ``chromium``, driven by ``playwright``):
+fill the form, wait for the charts and the table, check they show the API's numbers, save a
+screenshot as a test artifact. Skips when chromium or playwright is not installed.
+
+``SUANLI_SERVE_SCREENSHOT=docs/img/serve.png pytest tests/web/test_page_e2e.py`` also copies the
+screenshot there (the README's)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = shutil.which("chromium")
+if CHROMIUM is None:
+    pytest.skip(
+        "Debian's chromium is not installed (apt-get install chromium); scripts/test.sh "
+        "installs it",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
+)
+pytest.importorskip("fastapi", reason="the web extra (fastapi) is not installed")
+uvicorn = pytest.importorskip("uvicorn", reason="the web extra (uvicorn) is not installed")
+httpx = pytest.importorskip("httpx", reason="httpx is not installed")
+
+from suanli.web.app import create_app  # noqa: E402
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "configs"
+GiB = 2**30
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SETTLED = (
+    "() => !window.suanli.pending && document.body.dataset.ready !== '' && "
+    "Number(document.body.dataset.ready) === window.suanli.gen"
+)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """The app under uvicorn in a background thread, on 127.0.0.1 and a free port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        create_app(allow_hub=False), host="127.0.0.1", port=port, log_level="warning"
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("uvicorn did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+def gib(n: float) -> str:
+    return f"{n / GiB:.2f} GiB"
+
+
+def api(base: str, path: str, body: dict[str, Any]) -> Any:
+    response = httpx.post(base + path, json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_page_shows_the_api_numbers(server: str, tmp_path: Path) -> None:
+    outside: list[str] = []
+    errors: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+            def only_local(route: Any) -> None:  # works offline: nothing leaves the machine
+                if route.request.url.startswith(server):
+                    route.continue_()
+                else:
+                    outside.append(route.request.url)
+                    route.abort()
+
+            page.route("**/*", only_local)
+            page.goto(server + "/")
+            page.wait_for_function(SETTLED, timeout=60_000)
+
+            # --- fill the form: a full fine-tune of Llama-3.2-3B on 2 GPUs, H100 first ---
+            page.fill("#model", "llama-3.2-3b")
+            page.select_option("#task", "full")
+            page.fill("#batch", "2")
+            page.fill("#seq", "1024")
+            page.fill("#gpus", "2")
+            page.select_option("#zero", "1")
+            page.fill("#gpu-add", "a100-sxm-80gb")
+            page.press("#gpu-add", "Enter")
+            page.click(".chip[data-id='h100-sxm-80gb'] .chip-main")
+            page.fill("#years", "4")
+            page.fill("#util", "50")
+            page.fill("#price", "25000")
+            page.wait_for_function(SETTLED, timeout=60_000)
+            page.wait_for_selector("#plan tbody tr")
+
+            cards = ["h100-sxm-80gb", "rtx-4090-24gb", "l40s-48gb", "a100-sxm-80gb"]
+            work = {
+                "model": "llama-3.2-3b",
+                "task": "full",
+                "batch": 2,
+                "gpus": 2,
+                "seq": 1024,
+                "dtype": "bf16",
+                "precision": "mixed",
+                "optimizer": "adamw",
+                "recompute": "none",
+                "zero": 1,
+            }
+            expected_requests = {
+                "memory": {**work, "gpu": cards[0], "cards": cards},
+                "perf": {**work, "gpu": cards[0], "tokens": 1e8},
+                "plan": {
+                    "model": "llama-3.2-3b",
+                    "task": "full",
+                    "max_gpus": 2,
+                    "seq": 1024,
+                    "dtype": "bf16",
+                    "precision": "mixed",
+                    "optimizer": "adamw",
+                    "tokens": 1e8,
+                },
+                "cost": {
+                    "gpu": cards[0],
+                    "gpus": 2,
+                    "years": 4,
+                    "utilisation": 0.5,
+                    "price": 25000,
+                },
+            }
+            assert page.evaluate("window.suanli.lastRequests") == expected_requests
+            mem = api(server, "/api/memory", expected_requests["memory"])
+            perf = api(server, "/api/perf", expected_requests["perf"])
+            plan = api(server, "/api/plan", expected_requests["plan"])
+            cost = api(server, "/api/cost", expected_requests["cost"])
+
+            # --- memory: the table, and the stacked bars against each card's capacity ---
+            assert page.inner_text("#mem-total") == gib(mem["total_bytes"])
+            assert gib(mem["total_bytes"]) in page.inner_text("#verdict")
+            chart = page.evaluate(
+                """() => { const c = Chart.getChart('mem-chart');
+                   return {labels: c.data.labels,
+                           sets: c.data.datasets.map(d => [d.label, d.data, !!d.capacity])}; }"""
+            )
+            fits = mem["fits"]
+            assert chart["labels"] == [f"{f['gpu']} {'✓' if f['fits'] else '✗'}" for f in fits]
+            bars = [s for s in chart["sets"] if not s[2]]
+            (capacity,) = [s for s in chart["sets"] if s[2]]
+            parts = [v for v in mem["breakdown"].values() if v > 0]
+            assert [s[1] for s in bars] == [[pytest.approx(v / GiB)] * len(fits) for v in parts]
+            assert capacity[1] == [pytest.approx(f["usable_bytes"] / GiB) for f in fits]
+            fit_rows = page.locator("#fit-table tbody tr")
+            assert fit_rows.count() == len(fits)
+            for i, f in enumerate(fits):
+                assert gib(f["headroom_bytes"]) in fit_rows.nth(i).inner_text()
+
+            # --- speed: the numbers and the roofline's operating point ---
+            numbers = page.inner_text("#speed-numbers")
+            assert f"{perf['tokens_per_s']:,.0f}" in numbers
+            assert f"{100 * perf['mfu']:.1f}%" in numbers
+            points = page.evaluate(
+                """() => Chart.getChart('roofline-chart').data.datasets
+                     .filter(d => d.type === 'scatter').map(d => d.data[0])"""
+            )
+            assert points == [
+                {"x": pytest.approx(p["flops_per_byte"]), "y": pytest.approx(p["flops_per_s"])}
+                for p in perf["roofline"]["points"]
+            ]
+
+            # --- plan: the ranked table ---
+            rows = page.locator("#plan tbody tr")
+            shown = min(12, len(plan["rows"]))
+            assert rows.count() == shown
+            assert [rows.nth(i).get_attribute("data-gpu") for i in range(shown)] == [
+                r["gpu"] for r in plan["rows"][:shown]
+            ]
+            best = plan["rows"][0]
+            assert f"{best['tokens_per_s']:,.0f}" in rows.nth(0).inner_text()
+
+            # --- cost: the curves and the break-even ---
+            curves = page.evaluate(
+                """() => Chart.getChart('cost-chart').data.datasets
+                     .map(d => [d.label, d.data.map(p => p.y)])"""
+            )
+            buy = dict(curves)["buy"]
+            assert buy == [pytest.approx(p["buy_cumulative_usd"]) for p in cost["curve"]]
+            assert cost["verdict"] in page.inner_text("#cost-verdict")
+            if cost["break_even_years"] is not None:
+                assert f"{cost['break_even_years']:.2f} years" in page.inner_text("#cost-verdict")
+
+            # --- every number opens its explanation ---
+            page.click("#mem-total button.num")
+            assert page.is_visible("#explain")
+            assert mem["assumptions"][0] in page.inner_text("#explain-body")
+            page.click("#mem-table tbody tr:first-child button.num")
+            weights = [ln for ln in mem["lines"] if ln["key"] == "weights"]
+            assert weights[0]["formula"] in page.inner_text("#explain-body")
+            page.click("#explain-close")
+
+            page.screenshot(path=str(tmp_path / "serve.png"), full_page=True)
+            if os.environ.get("SUANLI_SERVE_SCREENSHOT"):  # docs/img/serve.png is made so
+                shutil.copyfile(tmp_path / "serve.png", os.environ["SUANLI_SERVE_SCREENSHOT"])
+
+            # --- an uploaded config.json drives every chart ---
+            page.set_input_files("#upload", str(FIXTURES / "qwen2.5-0.5b.json"))
+            page.wait_for_function(
+                "document.querySelector('#model').value.startsWith('upload:')", timeout=30_000
+            )
+            page.wait_for_function(SETTLED, timeout=60_000)
+            model = page.input_value("#model")
+            uploaded = api(server, "/api/memory", {**expected_requests["memory"], "model": model})
+            assert page.inner_text("#mem-total") == gib(uploaded["total_bytes"])
+
+            # --- inference: tokens/s and latency against batch ---
+            page.fill("#model", "llama-3.1-8b")
+            page.select_option("#task", "infer")
+            page.wait_for_function(SETTLED, timeout=60_000)
+            requests = page.evaluate("window.suanli.lastRequests")
+            served = api(server, "/api/perf", requests["perf"])
+            sweep = page.evaluate(
+                """() => Chart.getChart('batch-chart').data.datasets
+                     .map(d => [d.label, d.data])"""
+            )
+            assert dict(sweep)["tokens/s"] == [
+                pytest.approx(s["tokens_per_s"]) for s in served["batch_sweep"]
+            ]
+            page.screenshot(path=str(tmp_path / "serve-infer.png"), full_page=True)
+        finally:
+            browser.close()
+    assert errors == [], errors
+    assert outside == [], outside
+    shot = tmp_path / "serve.png"
+    assert shot.stat().st_size > 20_000
+    print(f"screenshots: {shot} {tmp_path / 'serve-infer.png'}")
