@@ -196,11 +196,12 @@ def search_train(
                 float(price) * int(gpus[i]) if price else None,
             )
     evaluated = len(rows) * len(space.recompute)
+    most_gpus = max(_counts(space))
     reason = (
         ""
         if best
-        else f"does not fit in {gpu.memory_bytes / 2**30:.0f} GiB at up to "
-        f"{max(_counts(space))} GPUs"
+        else f"does not fit in {gpu.memory_bytes / 2**30:.0f} GiB "
+        + ("on 1 GPU" if most_gpus == 1 else f"at up to {most_gpus} GPUs")
     )
     return GpuResult(gpu.id, best, evaluated, fitting, reason)
 
