@@ -7,6 +7,7 @@ Run: python benchmarks/accuracy_speed.py
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
@@ -14,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 from tests.estimate import test_perf_published as pub
 
 from suanli.estimate.perf import training_perf
-from suanli.estimate.workload import Parallelism, TrainWork
+from suanli.estimate.workload import Parallelism
 from suanli.models.resolve import load_model
 
 
@@ -32,24 +33,16 @@ def main() -> None:
             f"| {name}, A100 (Korthikanti 2022) | TP{tp} PP{pp}, batch {batch}, selective "
             f"+ SP | MFU {mfu:.1%} | {meas:.1%} | {_pct(mfu, meas)} |"
         )
-    work = TrainWork(
-        task="pretrain",
-        batch=1,
-        seq=2048,
-        grad_accum=512,
-        dtype="fp16",
-        recompute="full",
-        attention="eager",
-        kernels="fused",
-        parallel=Parallelism(tp=8, pp=64, dp=6),
-    )
-    r = training_perf(pub._gpt(25600, 128, 160), work, pub.A100)
+    r = training_perf(pub.GPT_1T, pub.GPT_1T_WORK, pub.A100)
     got = r.hardware_flops_per_step / r.step_time_s / 3072 / 1e12
     print(
         f"| GPT 1T, 3072 A100 (Narayanan 2021) | TP8 PP64 DP6, batch 3072, full recompute | "
         f"{got:.0f} TFLOP/s/GPU | 163 | {_pct(got, 163.4)} |"
     )
-    llama7, llama70 = load_model("llama-2-7b").spec, load_model("llama-2-70b").spec
+    llama7, llama70 = pub.LLAMA7, load_model("llama-2-70b").spec
+    lora_fsdp2 = replace(pub.LORA_QV_WORK, parallel=Parallelism(dp=2, zero=3))
+    paged = replace(pub.FULL_FSDP4_WORK, offload_optimizer=True, parallel=Parallelism())
+    lora_70b = replace(pub.LORA_QV_WORK, seq=4096, lora_rank=16, lora_targets=("q", "k", "v"))
     rows = [
         (
             "Llama2-7B QLoRA (compile), 1x RTX 4090",
@@ -57,64 +50,17 @@ def main() -> None:
             pub.RTX4090,
             "QLoRA",
             "1",
-            TrainWork(
-                task="qlora",
-                batch=4,
-                seq=2048,
-                precision="pure",
-                recompute="full",
-                lora_rank=8,
-                lora_targets=pub.ALL,
-                kernels="fused",
-            ),
+            pub.QLORA_COMPILED_WORK,
         ),
-        (
-            "Llama2-7B LoRA, 1x RTX 4090",
-            llama7,
-            pub.RTX4090,
-            "LoRA",
-            "1",
-            TrainWork(
-                task="lora",
-                batch=4,
-                seq=2048,
-                precision="pure",
-                recompute="full",
-                lora_rank=8,
-                lora_targets=("q", "v"),
-            ),
-        ),
-        (
-            "Llama2-7B LoRA FSDP, 2x RTX 4090",
-            llama7,
-            pub.RTX4090,
-            "LoRA",
-            "2",
-            TrainWork(
-                task="lora",
-                batch=4,
-                seq=2048,
-                precision="pure",
-                recompute="full",
-                lora_rank=8,
-                lora_targets=("q", "v"),
-                parallel=Parallelism(dp=2, zero=3),
-            ),
-        ),
+        ("Llama2-7B LoRA, 1x RTX 4090", llama7, pub.RTX4090, "LoRA", "1", pub.LORA_QV_WORK),
+        ("Llama2-7B LoRA FSDP, 2x RTX 4090", llama7, pub.RTX4090, "LoRA", "2", lora_fsdp2),
         (
             "Llama2-7B full FSDP, 4x RTX 4090",
             llama7,
             pub.RTX4090,
             "Full FT",
             "4",
-            TrainWork(
-                task="full",
-                batch=4,
-                seq=2048,
-                precision="pure",
-                recompute="full",
-                parallel=Parallelism(dp=4, zero=3),
-            ),
+            pub.FULL_FSDP4_WORK,
         ),
         (
             "Llama2-7B full PagedAdamW, 1x RTX 4090",
@@ -122,14 +68,7 @@ def main() -> None:
             pub.RTX4090,
             "Full FT (PagedAdamW)",
             "1",
-            TrainWork(
-                task="full",
-                batch=4,
-                seq=2048,
-                precision="pure",
-                recompute="full",
-                offload_optimizer=True,
-            ),
+            paged,
         ),
         (
             "Llama2-70B LoRA FSDP, 8x A100",
@@ -137,16 +76,7 @@ def main() -> None:
             pub.A100,
             "LoRA",
             "8",
-            TrainWork(
-                task="lora",
-                batch=4,
-                seq=4096,
-                precision="pure",
-                recompute="full",
-                lora_rank=16,
-                lora_targets=("q", "k", "v"),
-                parallel=Parallelism(dp=8, zero=3),
-            ),
+            replace(lora_70b, parallel=Parallelism(dp=8, zero=3)),
         ),
         (
             "Llama2-70B full PagedAdamW FSDP, 8x A100",
@@ -154,15 +84,7 @@ def main() -> None:
             pub.A100,
             "Full FT (PagedAdamW)",
             "8",
-            TrainWork(
-                task="full",
-                batch=4,
-                seq=4096,
-                precision="pure",
-                recompute="full",
-                offload_optimizer=True,
-                parallel=Parallelism(dp=8, zero=3),
-            ),
+            replace(paged, seq=4096, parallel=Parallelism(dp=8, zero=3)),
         ),
     ]
     for label, spec, device, workload, gpus, work in rows:
