@@ -93,6 +93,9 @@ def test_perf_table() -> None:
         (["--gpu", "h100", "--calibration", "/nonexistent.toml"], "calibration"),
         (["--gpu", "h100", "--tokens", "0"], "Invalid value"),
         (["--gpu", "m4 max", "--task", "full"], "no"),
+        # Llama 3.1 8B has 32 attention heads; Megatron splits them over TP ranks.
+        (["--gpu", "h100", "--tp", "3", "--gpus", "3"], "does not divide the 32 attention heads"),
+        (["--gpu", "h100", "--task", "infer", "--tp", "3"], "does not divide"),
     ],
 )
 def test_perf_bad_input(args: list[str], fragment: str) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from suanli.catalog.formats import WeightFormat, get_format, overhead_bytes, overhead_fraction
 from suanli.estimate.activations import ActivationSettings, Term, layer_terms, model_terms
 from suanli.estimate.shapes import linear_shapes
-from suanli.estimate.workload import InferWork, Overheads, TrainWork
+from suanli.estimate.workload import InferWork, Overheads, TrainWork, check_tensor_parallel
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
@@ -118,6 +118,7 @@ class ParamSplit:
 def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> ParamSplit:
     """Parameters per GPU: layers over ``pp`` stages, matrices over ``tp`` (Megatron splits
     attention heads, MLP width and the vocabulary), routed experts over ``ep``."""
+    check_tensor_parallel(spec.attention.num_heads, tp, spec.name)
     counts = count_params(spec).by_component
     layers_on_stage = math.ceil(spec.num_layers / pp)
     stage_fraction = layers_on_stage / spec.num_layers

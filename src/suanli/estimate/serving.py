@@ -70,7 +70,7 @@ from suanli.estimate.comm import all_reduce_s
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.memory import inference_memory, kv_bytes_per_token
 from suanli.estimate.perf import Device, _weight_bytes
-from suanli.estimate.workload import KV_DTYPES, InferWork
+from suanli.estimate.workload import KV_DTYPES, InferWork, check_tensor_parallel
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
@@ -440,10 +440,7 @@ def replica_cost(
     config = config or EngineConfig()
     if tp not in TP_CHOICES:
         raise ValueError(f"--tp must be one of {TP_CHOICES}, got {tp}")
-    if spec.attention.num_heads % tp:
-        raise ValueError(
-            f"--tp {tp} does not divide the {spec.attention.num_heads} attention heads"
-        )
+    check_tensor_parallel(spec.attention.num_heads, tp, spec.name)
     if kv_dtype not in KV_DTYPES:
         raise ValueError(f"--kv-dtype {kv_dtype!r} is not one of {', '.join(KV_DTYPES)}")
     if not spec.is_decoder:

@@ -23,6 +23,16 @@ LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 
+def check_tensor_parallel(num_heads: int, tp: int, model_name: str) -> None:
+    """Tensor parallelism splits attention by heads, so ``tp`` must divide the head count."""
+    if num_heads % tp:
+        fits = [d for d in range(1, min(num_heads, 64) + 1) if num_heads % d == 0]
+        raise ValueError(
+            f"--tp {tp} does not divide the {num_heads} attention heads of {model_name}; "
+            f"use one of {', '.join(map(str, fits))}"
+        )
+
+
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"--{name.replace('_', '-')} {value!r} is not one of {', '.join(allowed)}")
