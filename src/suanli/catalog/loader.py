@@ -27,6 +27,7 @@ from suanli.catalog.gpu import (
     VENDORS,
     Source,
 )
+from suanli.catalog.names import normalize
 
 #: Data files beside the GPU files that hold other tables (weight formats, runtime overheads).
 NON_GPU_DATA_FILES = frozenset(
@@ -259,8 +260,6 @@ def bundled_gpus() -> tuple[GPU, ...]:
 
 def _check_unique(gpus: Iterable[GPU]) -> None:
     """Ids are unique across files, and no alias names two entries."""
-    from suanli.catalog.lookup import normalize
-
     seen: dict[str, str] = {}
     alias_owner: dict[str, str] = {}
     for gpu in gpus:

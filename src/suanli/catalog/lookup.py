@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Sequence
 
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
+from suanli.catalog.names import normalize
 
-_VENDOR_WORDS = ("nvidia", "geforce", "amd", "radeon", "instinct", "intel", "huawei", "apple")
-
-
-def normalize(name: str) -> str:
-    """Lower-case; drop vendor words and non-alphanumerics ("RTX 4090" -> "rtx4090")."""
-    key = name.lower()
-    for word in _VENDOR_WORDS:
-        key = key.replace(word, "")
-    return re.sub(r"[^a-z0-9]", "", key)
+__all__ = ["find_gpu", "normalize"]
 
 
 def _keys(gpu: GPU) -> set[str]:

@@ -176,7 +176,9 @@ def adafactor_state_elements(spec: ModelSpec, trainable_fraction: float = 1.0) -
 # --- training --------------------------------------------------------------------------------
 
 
-def _activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
+def activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
+    """The settings the activation terms of a training step depend on, from the model and the
+    workload (dropout: the workload's, else the model's)."""
     dropout = work.dropout if work.dropout is not None else spec.dropout
     return ActivationSettings(
         dtype_bytes=work.dtype_bytes,
@@ -202,7 +204,7 @@ def _sharded(term: Term, tp: int, sp: bool) -> float:
 def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Term, ...]]:
     """Saved activations of the busiest pipeline stage for the in-flight micro-batches."""
     par = work.parallel
-    st = _activation_settings(spec, work)
+    st = activation_settings(spec, work)
     tokens = work.batch * work.seq
     layers = math.ceil(spec.num_layers / par.pp)
     lines: list[Line] = []
@@ -210,7 +212,7 @@ def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tupl
     # The first stage holds layers 0..layers-1: group them into dense and MoE layers.
     n_moe = sum(1 for i in spec.moe_layers if i < layers)
     kinds = [
-        (layers - n_moe, _first_dense_layer(spec)),
+        (layers - n_moe, first_dense_layer(spec)),
         (n_moe, spec.moe_layers[0] if n_moe else -1),
     ]
     drop = ("softmax", "soft-cap", "dropped probabilities") if work.recompute == "selective" else ()
@@ -273,7 +275,8 @@ def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tupl
     return lines, tuple(first_layer)
 
 
-def _first_dense_layer(spec: ModelSpec) -> int:
+def first_dense_layer(spec: ModelSpec) -> int:
+    """Index of the first layer without experts (0 when every layer is MoE)."""
     moe = set(spec.moe_layers)
     return next((i for i in range(spec.num_layers) if i not in moe), 0)
 
@@ -360,7 +363,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         assumptions.append("paged optimizer: states can spill to CPU under pressure (bitsandbytes)")
     if par.zero >= 3 and not work.is_lora:
         unit = max(s.weights * s.count for s in linear_shapes(spec)) / max(spec.num_layers, 1)
-        gather = 2 * _layer_params(spec) * b / par.tp
+        gather = 2 * layer_params(spec) * b / par.tp
         lines.append(
             Line(
                 "weights",
@@ -402,12 +405,13 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     assumptions += [
         precision,
         f"attention kernel: {work.attention}; recomputation: {work.recompute}",
-        f"dropout {_activation_settings(spec, work).dropout:g}",
+        f"dropout {activation_settings(spec, work).dropout:g}",
     ]
     return _assemble(lines, assumptions, per_layer=per_layer, cpu_bytes=cpu, tokens=tokens)
 
 
-def _layer_params(spec: ModelSpec) -> float:
+def layer_params(spec: ModelSpec) -> float:
+    """Parameters of one transformer layer on average (attention, MLP, experts, router)."""
     counts = count_params(spec).by_component
     layer = sum(counts[k] for k in ("attention", "mlp", "experts", "shared_experts", "router"))
     return layer / spec.num_layers
@@ -465,7 +469,7 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
         )
     )
     if shard > 1:
-        gather = 2 * _layer_params(spec) * work.dtype_bytes / par.tp
+        gather = 2 * layer_params(spec) * work.dtype_bytes / par.tp
         lines.append(
             Line(
                 "weights",

@@ -23,7 +23,7 @@ from suanli.estimate.comm import (
 )
 from suanli.estimate.flops import StepFlops, forward_flops_per_token, step_flops
 from suanli.estimate.memory import (
-    _activation_settings,
+    activation_settings,
     kv_bytes_per_token,
     lora_adapter_params,
     param_split,
@@ -134,7 +134,7 @@ def _elementwise_bytes(spec: ModelSpec, work: TrainWork, layers: int, tokens: in
         passes = 3 + (1 if work.recompute == "full" else 0)
         per_layer = eager_bytes_per_token(spec, work) * passes
     else:
-        st = _activation_settings(spec, work)
+        st = activation_settings(spec, work)
         per_layer = 5 * sum(t.bytes_per_token for t in layer_terms(spec, st, _first_layer(spec)))
     return per_layer * layers * tokens / par.tp
 
@@ -415,7 +415,9 @@ class InferPerf:
     breakdown_s: dict[str, float]
 
 
-def _weight_bytes(spec: ModelSpec, work: InferWork) -> float:
+def weight_bytes(spec: ModelSpec, work: InferWork) -> float:
+    """Weight bytes on one GPU of ``work.tp`` in ``work.weight_format``: the linear layers
+    quantized, the rest (embeddings, LM head, norms) in 16 bits; GGUF and 16-bit formats whole."""
     from suanli.catalog.formats import get_format
 
     fmt = get_format(work.weight_format)
@@ -425,9 +427,9 @@ def _weight_bytes(spec: ModelSpec, work: InferWork) -> float:
     return split.layer_linear * fmt.bits_per_weight / 8 + split.other * 2
 
 
-def _active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
+def active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
     """Weights a decode step reads: all dense weights, and the experts the batch touches."""
-    total = _weight_bytes(spec, work)
+    total = weight_bytes(spec, work)
     if not spec.is_moe or spec.moe is None:
         return total
     counts = count_params(spec).by_component
@@ -446,7 +448,7 @@ def inference_perf(
     per_token = forward_flops_per_token(spec, prompt, causal=True)
     prefill_flops = sum(per_token.values()) * prompt * work.batch
     prefill_compute = prefill_flops / tp / device.matmul_flops
-    weights = _weight_bytes(spec, work)
+    weights = weight_bytes(spec, work)
     prefill_memory = weights / device.bandwidth
     net = device.network
     link = net.link_for(tp)
@@ -461,7 +463,7 @@ def inference_perf(
     decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
     decode_flops = decode_per_token * work.batch
     kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context * work.batch
-    step_bytes = _active_weight_bytes(spec, work, work.batch) + kv
+    step_bytes = active_weight_bytes(spec, work, work.batch) + kv
     decode_compute = decode_flops / tp / device.matmul_flops
     decode_memory = step_bytes / device.bandwidth
     decode_comm = (
@@ -475,7 +477,7 @@ def inference_perf(
     per_seq_flops = decode_per_token / tp / device.matmul_flops
     per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
     per_seq_mem = per_seq_kv / device.bandwidth
-    weights_s = _weight_bytes(spec, work) / device.bandwidth
+    weights_s = weight_bytes(spec, work) / device.bandwidth
     crossover = (
         math.inf if per_seq_flops <= per_seq_mem else weights_s / (per_seq_flops - per_seq_mem)
     )

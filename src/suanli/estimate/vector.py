@@ -21,10 +21,10 @@ from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.comm import Network
 from suanli.estimate.flops import step_flops
 from suanli.estimate.memory import (
-    _activation_settings,
-    _first_dense_layer,
-    _layer_params,
+    activation_settings,
     adafactor_state_elements,
+    first_dense_layer,
+    layer_params,
     lora_adapter_params,
     optimizer_bytes_per_param,
 )
@@ -143,7 +143,7 @@ def _activations(spec: ModelSpec, work: TrainWork, lay: Layouts, layers: Array) 
     """Vector form of :func:`suanli.estimate.memory.activation_bytes` (summed)."""
     tokens = lay.batch * work.seq
     drop = _DROP_SELECTIVE if work.recompute == "selective" else ()
-    kinds = [(_first_dense_layer(spec), False)]
+    kinds = [(first_dense_layer(spec), False)]
     if spec.moe_layers:
         kinds.append((spec.moe_layers[0], True))
     moe_sorted = np.asarray(sorted(spec.moe_layers), dtype=np.int64)
@@ -154,7 +154,7 @@ def _activations(spec: ModelSpec, work: TrainWork, lay: Layouts, layers: Array) 
     for index, is_moe in kinds:
         full_sums, kept_sums = [], []
         for batch in (1, 2):
-            st = _activation_settings(spec, replace(work, batch=batch))
+            st = activation_settings(spec, replace(work, batch=batch))
             terms = layer_terms(spec, st, index)
             full_sums.append(_class_sums(terms))
             kept_sums.append(_class_sums(terms, drop=drop))
@@ -186,8 +186,8 @@ def _activations(spec: ModelSpec, work: TrainWork, lay: Layouts, layers: Array) 
         inflight = inflight * (1 + (pp - 1) / (pp * vpp))
     inflight = np.where(pp > 1, inflight, 1.0)
     # model terms are const + c / batch (rotary tables and position ids are shared by a batch)
-    m1 = _class_sums(model_terms(spec, _activation_settings(spec, replace(work, batch=1)), 1))
-    m2 = _class_sums(model_terms(spec, _activation_settings(spec, replace(work, batch=2)), 2))
+    m1 = _class_sums(model_terms(spec, activation_settings(spec, replace(work, batch=1)), 1))
+    m2 = _class_sums(model_terms(spec, activation_settings(spec, replace(work, batch=2)), 2))
     coeff = 2 * (m1 - m2)
     const = m1 - coeff
     edge = (_sharded(const, lay.tp, lay.sp) + _sharded(coeff, lay.tp, lay.sp) / lay.batch) * tokens
@@ -215,11 +215,11 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
         stage = split["layers"] / spec.num_layers
         trainable = lora_adapter_params(spec, work) * stage / lay.tp
         total += base / w3 + trainable * (4 if mixed else b) / w3
-        total += np.where(w3 > 1, 2 * _layer_params(spec) * b / lay.tp, 0.0)
+        total += np.where(w3 > 1, 2 * layer_params(spec) * b / lay.tp, 0.0)
     else:
         trainable = split["total"]
         total += split["total"] * b / w3
-        total += np.where(zero >= 3, 2 * _layer_params(spec) * b / lay.tp, 0.0)
+        total += np.where(zero >= 3, 2 * layer_params(spec) * b / lay.tp, 0.0)
     trainable_bytes = 4 if (work.is_lora and mixed) else b
     total += trainable * trainable_bytes / np.where(zero >= 2, dp, 1)
     opt_shard = np.where(zero >= 1, dp, 1)
@@ -277,7 +277,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     if work.kernels == "eager":
         per_layer = eager_bytes_per_token(spec, work) * (3 + (1 if work.recompute == "full" else 0))
     else:
-        st = _activation_settings(spec, work)
+        st = activation_settings(spec, work)
         first = spec.moe_layers[0] if spec.moe_layers else 0
         per_layer = 5 * sum(t.bytes_per_token for t in layer_terms(spec, st, first))
     traffic = split["total"] * b * passes + per_layer * stage_layers * tokens / tp
@@ -360,7 +360,7 @@ def infer_speed(
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.perf.inference_perf`) per (batch, tp)."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.memory import kv_bytes_per_token
-    from suanli.estimate.perf import _active_weight_bytes, _weight_bytes
+    from suanli.estimate.perf import active_weight_bytes, weight_bytes
     from suanli.estimate.workload import InferWork
 
     batch = np.asarray(batch, dtype=np.int64)
@@ -377,11 +377,11 @@ def infer_speed(
     for value in np.unique(tp):
         sel = tp == value
         work = InferWork(weight_format=weight_format, tp=int(value))
-        weights[sel] = _weight_bytes(spec, work)
+        weights[sel] = weight_bytes(spec, work)
         kv_tok[sel] = kv_bytes_per_token(spec, kv_bytes, int(context), int(value))
         for bval in np.unique(batch[sel]):
             both = sel & (batch == bval)
-            active[both] = _active_weight_bytes(spec, work, int(bval))
+            active[both] = active_weight_bytes(spec, work, int(bval))
     bw, lat = _pick(device.network, tp, np.ones_like(tp))
     layers = spec.num_layers
     h = spec.hidden_size
