@@ -1,0 +1,406 @@
+"""Price data for the cost comparison: the rows of ``costs.toml``, its loader and look-ups.
+
+Every row carries a source and a date; :func:`cost_data` loads the bundled file and validates it
+like the GPU catalog (cloud rows must name catalog GPUs).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, TypeVar
+
+from suanli.catalog.gpu import GPU
+from suanli.catalog.loader import CatalogError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+#: The bundled data file.
+COSTS_FILE = "costs.toml"
+
+#: Allowed ``kind`` values of a cloud price.
+CLOUD_KINDS = ("on-demand", "reserved", "spot")
+
+#: Defaults by catalog form factor: (server id, PUE id, facility id).
+FORM_FACTOR_DEFAULTS: dict[str, tuple[str, str, str]] = {
+    "sxm": ("8-gpu-hgx", "typical-colo", "colocation-us"),
+    "oam": ("8-gpu-hgx", "typical-colo", "colocation-us"),
+    "mezzanine": ("8-gpu-hgx", "typical-colo", "colocation-us"),
+    "pcie": ("pcie-8gpu", "typical-colo", "colocation-us"),
+    "workstation": ("workstation", "home", "none"),
+    "consumer": ("workstation", "home", "none"),
+    "soc": ("none", "home", "none"),
+}
+
+#: Default electricity region.
+DEFAULT_REGION = "us"
+
+_DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+_Row = TypeVar("_Row")
+
+
+# ---------------------------------------------------------------------------------------------
+# Data rows
+
+
+@dataclass(frozen=True)
+class Pue:
+    """Power usage effectiveness of a kind of site: facility power / IT power."""
+
+    id: str
+    value: float
+    source: str
+    date: str
+    notes: str = ""
+    uncertain: bool = False
+
+
+@dataclass(frozen=True)
+class Electricity:
+    """Average electricity price of a region, USD per kWh."""
+
+    region: str
+    usd_per_kwh: float
+    description: str
+    source: str
+    date: str
+    notes: str = ""
+    uncertain: bool = False
+
+
+@dataclass(frozen=True)
+class CloudPrice:
+    """A dated cloud rent snapshot for one catalog GPU, USD per GPU-hour."""
+
+    gpu_id: str
+    provider: str
+    kind: str
+    usd_per_gpu_hour: float
+    source: str
+    date: str
+    serverless: bool = False
+    notes: str = ""
+    uncertain: bool = False
+
+
+@dataclass(frozen=True)
+class ServerOverhead:
+    """The non-GPU part of a server, per GPU: its price and its power beyond the GPUs' TDP."""
+
+    id: str
+    gpus_per_server: int
+    usd_per_gpu: float
+    watts_per_gpu_overhead: float
+    description: str
+    source: str
+    date: str
+    notes: str = ""
+    uncertain: bool = False
+
+
+@dataclass(frozen=True)
+class Facility:
+    """Space, cooling and power infrastructure per kW of IT capacity per year (energy apart)."""
+
+    id: str
+    usd_per_kw_year: float
+    description: str
+    source: str
+    date: str
+    notes: str = ""
+    uncertain: bool = False
+
+
+@dataclass(frozen=True)
+class ApiPrice:
+    """A hosted model's price per million tokens at one provider."""
+
+    id: str
+    provider: str
+    usd_per_million_input_tokens: float
+    usd_per_million_output_tokens: float
+    source: str
+    date: str
+    notes: str = ""
+    uncertain: bool = False
+
+
+@dataclass(frozen=True)
+class CostData:
+    """Every table of ``costs.toml``."""
+
+    pue: tuple[Pue, ...]
+    electricity: tuple[Electricity, ...]
+    cloud: tuple[CloudPrice, ...]
+    server: tuple[ServerOverhead, ...]
+    facility: tuple[Facility, ...]
+    api: tuple[ApiPrice, ...]
+
+    def rows(self) -> tuple[Any, ...]:
+        """All rows of all tables."""
+        return (*self.pue, *self.electricity, *self.cloud, *self.server, *self.facility, *self.api)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loader
+
+_TEXT = "text"
+_NUM = "number"
+_INT = "integer"
+_BOOL = "bool"
+
+#: Per table: key -> (type, required, (low, high) for numbers).
+_SCHEMA: dict[str, dict[str, tuple[str, bool, tuple[float, float] | None]]] = {
+    "pue": {
+        "id": (_TEXT, True, None),
+        "value": (_NUM, True, (1.0, 3.0)),
+    },
+    "electricity": {
+        "region": (_TEXT, True, None),
+        "usd_per_kwh": (_NUM, True, (0.005, 2.0)),
+        "description": (_TEXT, True, None),
+    },
+    "cloud": {
+        "gpu_id": (_TEXT, True, None),
+        "provider": (_TEXT, True, None),
+        "kind": (_TEXT, True, None),
+        "usd_per_gpu_hour": (_NUM, True, (0.01, 100.0)),
+        "serverless": (_BOOL, False, None),
+    },
+    "server": {
+        "id": (_TEXT, True, None),
+        "gpus_per_server": (_INT, True, (1, 64)),
+        "usd_per_gpu": (_NUM, True, (0.0, 100_000.0)),
+        "watts_per_gpu_overhead": (_NUM, True, (0.0, 5_000.0)),
+        "description": (_TEXT, True, None),
+    },
+    "facility": {
+        "id": (_TEXT, True, None),
+        "usd_per_kw_year": (_NUM, True, (0.0, 50_000.0)),
+        "description": (_TEXT, True, None),
+    },
+    "api": {
+        "id": (_TEXT, True, None),
+        "provider": (_TEXT, True, None),
+        "usd_per_million_input_tokens": (_NUM, True, (0.0, 1_000.0)),
+        "usd_per_million_output_tokens": (_NUM, True, (0.0, 1_000.0)),
+    },
+}
+_COMMON: dict[str, tuple[str, bool, tuple[float, float] | None]] = {
+    "source": (_TEXT, True, None),
+    "date": (_TEXT, True, None),
+    "notes": (_TEXT, False, None),
+    "uncertain": (_BOOL, False, None),
+}
+_ROW_TYPES: dict[str, type] = {
+    "pue": Pue,
+    "electricity": Electricity,
+    "cloud": CloudPrice,
+    "server": ServerOverhead,
+    "facility": Facility,
+    "api": ApiPrice,
+}
+#: Per table: the keys that make a row unique.
+_UNIQUE: dict[str, tuple[str, ...]] = {
+    "pue": ("id",),
+    "electricity": ("region",),
+    "cloud": ("gpu_id", "provider", "kind"),
+    "server": ("id",),
+    "facility": ("id",),
+    "api": ("id", "provider"),
+}
+
+
+def _label(table: str, raw: Mapping[str, Any]) -> str:
+    return "/".join(str(raw.get(k, "?")) for k in _UNIQUE[table])
+
+
+def _parse_row(
+    table: str, raw: Any, origin: str, gpu_ids: frozenset[str] | None
+) -> tuple[tuple[Any, ...], Any]:
+    if not isinstance(raw, Mapping):
+        raise CatalogError(f"{origin}: each [[{table}]] entry must be a table")
+    label = _label(table, raw)
+    where = f"{origin}, [[{table}]] {label!r}"
+    schema = {**_SCHEMA[table], **_COMMON}
+    unknown = sorted(set(raw) - set(schema))
+    if unknown:
+        raise CatalogError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(schema)}"
+        )
+    values: dict[str, Any] = {}
+    for key, (kind, required, bounds) in schema.items():
+        if key not in raw:
+            if required:
+                raise CatalogError(f"{where}: missing required key {key!r}")
+            continue
+        value = raw[key]
+        if kind == _TEXT:
+            if not isinstance(value, str) or not value.strip():
+                raise CatalogError(f"{where}: {key} must be a non-empty string")
+            values[key] = value.strip()
+        elif kind == _BOOL:
+            if not isinstance(value, bool):
+                raise CatalogError(f"{where}: {key} must be true or false")
+            values[key] = value
+        else:
+            is_int = isinstance(value, int) and not isinstance(value, bool)
+            if kind == _INT and not is_int:
+                raise CatalogError(f"{where}: {key} must be an integer, got {value!r}")
+            if not is_int and not isinstance(value, float):
+                raise CatalogError(f"{where}: {key} must be a number, got {value!r}")
+            assert bounds is not None
+            if not bounds[0] <= value <= bounds[1]:
+                raise CatalogError(
+                    f"{where}: {key} = {value:g} is outside [{bounds[0]:g}, {bounds[1]:g}]; "
+                    "check the unit"
+                )
+            values[key] = int(value) if kind == _INT else float(value)
+    if not _DATE_RE.match(values["date"]):
+        raise CatalogError(f"{where}: date {values['date']!r} must be YYYY, YYYY-MM or YYYY-MM-DD")
+    if table == "cloud":
+        if values["kind"] not in CLOUD_KINDS:
+            raise CatalogError(f"{where}: kind must be one of {', '.join(CLOUD_KINDS)}")
+        if gpu_ids is not None and values["gpu_id"] not in gpu_ids:
+            raise CatalogError(f"{where}: gpu_id {values['gpu_id']!r} is not in the GPU catalog")
+    unique = tuple(values[k] for k in _UNIQUE[table])
+    return unique, _ROW_TYPES[table](**values)
+
+
+def parse_costs_text(
+    text: str, origin: str = COSTS_FILE, gpu_ids: Sequence[str] | None = None
+) -> CostData:
+    """Parse and validate the text of a costs file; raises :class:`CatalogError`.
+
+    ``gpu_ids``, when given, are the catalog ids a ``[[cloud]]`` row may name.
+    """
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{origin}: not valid TOML ({exc}); fix the syntax") from None
+    unknown = sorted(set(doc) - set(_SCHEMA))
+    if unknown:
+        raise CatalogError(
+            f"{origin}: unknown table(s) {', '.join(unknown)}; use {', '.join(_SCHEMA)}"
+        )
+    ids = frozenset(gpu_ids) if gpu_ids is not None else None
+    tables: dict[str, tuple[Any, ...]] = {}
+    for table in _SCHEMA:
+        entries = doc.get(table, [])
+        if not isinstance(entries, list):
+            raise CatalogError(f"{origin}: {table!r} must be an array of tables ([[{table}]])")
+        seen: set[tuple[Any, ...]] = set()
+        rows = []
+        for raw in entries:
+            key, row = _parse_row(table, raw, origin, ids)
+            if key in seen:
+                raise CatalogError(f"{origin}: duplicate [[{table}]] {'/'.join(map(str, key))}")
+            seen.add(key)
+            rows.append(row)
+        tables[table] = tuple(rows)
+    return CostData(**tables)
+
+
+@lru_cache(maxsize=1)
+def cost_data() -> CostData:
+    """The bundled ``costs.toml``, validated (cloud rows must name catalog GPUs)."""
+    from suanli.catalog.loader import bundled_gpus
+
+    text = (resources.files("suanli.catalog") / "data" / COSTS_FILE).read_text("utf-8")
+    return parse_costs_text(text, COSTS_FILE, [g.id for g in bundled_gpus()])
+
+
+def _pick(rows: Sequence[_Row], attr: str, key: str, what: str) -> _Row:
+    for row in rows:
+        if getattr(row, attr) == key:
+            return row
+    known = ", ".join(getattr(r, attr) for r in rows)
+    raise ValueError(f"unknown {what} {key!r}; use one of {known}")
+
+
+def pue_entry(pue_id: str) -> Pue:
+    """The PUE row ``pue_id`` (hyperscale, typical-colo, enterprise, home)."""
+    return _pick(cost_data().pue, "id", pue_id, "PUE id")
+
+
+def electricity_entry(region: str) -> Electricity:
+    """The electricity price of ``region`` (us, eu, cn, ...)."""
+    return _pick(cost_data().electricity, "region", region, "electricity region")
+
+
+def server_entry(server_id: str) -> ServerOverhead:
+    """The server overhead row ``server_id`` (8-gpu-hgx, pcie-8gpu, pcie-4gpu, workstation)."""
+    return _pick(cost_data().server, "id", server_id, "server id")
+
+
+def facility_entry(facility_id: str) -> Facility:
+    """The facility row ``facility_id`` (colocation-us, none)."""
+    return _pick(cost_data().facility, "id", facility_id, "facility id")
+
+
+def cloud_prices(gpu_id: str, kind: str | None = None) -> tuple[CloudPrice, ...]:
+    """Cloud snapshots for ``gpu_id``, cheapest first; only ``kind`` ones when given."""
+    if kind is not None and kind not in CLOUD_KINDS:
+        raise ValueError(f"unknown cloud price kind {kind!r}; use one of {', '.join(CLOUD_KINDS)}")
+    rows = [r for r in cost_data().cloud if r.gpu_id == gpu_id and kind in (None, r.kind)]
+    return tuple(sorted(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider)))
+
+
+def cheapest_cloud(gpu_id: str, kind: str = "on-demand") -> CloudPrice | None:
+    """The cheapest ``kind`` snapshot for ``gpu_id``, or None."""
+    rows = cloud_prices(gpu_id, kind)
+    return rows[0] if rows else None
+
+
+def api_prices(model_id: str) -> tuple[ApiPrice, ...]:
+    """API prices for ``model_id`` at every provider, cheapest (input + output) first."""
+    rows = [r for r in cost_data().api if r.id == model_id]
+    if not rows:
+        known = ", ".join(sorted({r.id for r in cost_data().api}))
+        raise ValueError(f"unknown API model {model_id!r}; use one of {known}")
+    return tuple(
+        sorted(
+            rows,
+            key=lambda r: (
+                r.usd_per_million_input_tokens + r.usd_per_million_output_tokens,
+                r.provider,
+            ),
+        )
+    )
+
+
+def default_rent(gpu: GPU) -> tuple[float, str, str, str] | None:
+    """The default rent of ``gpu``: (USD per GPU-hour, source, date, notes), or None.
+
+    The cheapest on-demand snapshot in costs.toml, else the catalog's ``cloud_usd_per_hour``.
+    """
+    row = cheapest_cloud(gpu.id, "on-demand")
+    if row is not None:
+        source, date, notes = row_source(row)
+        return row.usd_per_gpu_hour, f"{row.provider} on-demand: {source}", date, notes
+    price = gpu.get("cloud_usd_per_hour")
+    if price is None:
+        return None
+    src = gpu.source_of("cloud_usd_per_hour")
+    ref = src.ref if src is not None else "GPU catalog"
+    notes = "uncertain" if "cloud_usd_per_hour" in gpu.uncertain else ""
+    return (
+        float(price),
+        f"GPU catalog cloud_usd_per_hour: {ref}",
+        str(gpu.get("cloud_price_date")),
+        notes,
+    )
+
+
+def row_source(row: Any) -> tuple[str, str, str]:
+    """A costs.toml row's (source, date, notes), with " (uncertain)" added to uncertain rows."""
+    notes = row.notes + (" (uncertain)" if row.uncertain else "")
+    return row.source, row.date, notes.strip()

@@ -1,0 +1,441 @@
+"""The cost model: buy vs rent (vs spot, reserved, API) cost over a period, and the break-even.
+
+Buying is the purchase of the GPUs and their server share, energy (power x hours x PUE x
+electricity price) and facility cost, less resale; renting is paid per busy GPU-hour; the API per
+token. The formulas are in docs/cost.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+from suanli.catalog.gpu import GPU
+from suanli.plan.cost.checks import check_fraction, check_nonneg, check_number, check_positive
+from suanli.plan.cost.data import (
+    DEFAULT_REGION,
+    FORM_FACTOR_DEFAULTS,
+    api_prices,
+    cheapest_cloud,
+    default_rent,
+    electricity_entry,
+    facility_entry,
+    pue_entry,
+    row_source,
+    server_entry,
+)
+from suanli.plan.cost.result import Assumption, CostComparison, CostTotals, YearRow, cost_verdict
+
+#: Hours in a (non-leap) year.
+HOURS_PER_YEAR = 8760.0
+
+
+def tokens_per_year(
+    tokens_per_s: float, utilisation: float, hours_per_year: float = 8760.0
+) -> float:
+    """Tokens a year at ``tokens_per_s`` while busy a fraction ``utilisation`` of the hours."""
+    check_nonneg("tokens_per_s", tokens_per_s)
+    check_fraction("utilisation", utilisation)
+    check_positive("hours_per_year", hours_per_year)
+    return tokens_per_s * 3600.0 * utilisation * hours_per_year
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison
+
+
+def compare_costs(
+    gpu: GPU,
+    gpus: int = 1,
+    years: float = 3.0,
+    utilisation: float = 1.0,
+    *,
+    hours_per_year: float = HOURS_PER_YEAR,
+    price_usd: float | None = None,
+    server: str | None = None,
+    server_usd_per_gpu: float | None = None,
+    resale_fraction: float = 0.0,
+    watts_per_gpu: float | None = None,
+    server_watts_per_gpu: float | None = None,
+    idle_power_fraction: float = 0.0,
+    pue: float | str | None = None,
+    region: str | None = None,
+    usd_per_kwh: float | None = None,
+    facility: str | None = None,
+    facility_usd_per_kw_year: float | None = None,
+    rent_usd_per_gpu_hour: float | None = None,
+    spot_usd_per_gpu_hour: float | None = None,
+    reserved_usd_per_gpu_hour: float | None = None,
+    input_tokens_per_year: float = 0.0,
+    output_tokens_per_year: float = 0.0,
+    api: str | None = None,
+    api_provider: str | None = None,
+    api_usd_per_million_input_tokens: float | None = None,
+    api_usd_per_million_output_tokens: float | None = None,
+) -> CostComparison:
+    """Cost of buying ``gpus`` GPUs vs renting them (and vs an API) over ``years``.
+
+    ``utilisation`` is the fraction of the ``hours_per_year`` the GPUs are busy: rent is paid for
+    busy hours only, owned GPUs draw power while busy (and ``idle_power_fraction`` of it while
+    idle), while purchase, resale and facility costs do not depend on it. Defaults come from the
+    catalog (purchase price, TDP, cloud price) and from costs.toml by the GPU's form factor
+    (server, PUE, facility); every value used is listed in ``assumptions`` with its source.
+    Raises ValueError, in one sentence, for a bad input or a missing figure.
+    """
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ValueError(f"gpus must be a whole number of at least 1, got {gpus!r}")
+    years = check_positive("years", years)
+    if years > 50:
+        raise ValueError(f"years must be at most 50, got {years:g}")
+    utilisation = check_fraction("utilisation", utilisation)
+    hours_per_year = check_positive("hours_per_year", hours_per_year)
+    if hours_per_year > 8784:
+        raise ValueError(
+            f"hours_per_year must be at most 8784 (a leap year), got {hours_per_year:g}"
+        )
+    resale_fraction = check_fraction("resale_fraction", resale_fraction)
+    idle_power_fraction = check_fraction("idle_power_fraction", idle_power_fraction)
+    input_tokens_per_year = check_nonneg("input_tokens_per_year", input_tokens_per_year)
+    output_tokens_per_year = check_nonneg("output_tokens_per_year", output_tokens_per_year)
+
+    form = FORM_FACTOR_DEFAULTS.get(gpu.form_factor, FORM_FACTOR_DEFAULTS["pcie"])
+    assumptions: list[Assumption] = [
+        Assumption("gpu", gpu.id, "catalog id", "given"),
+        Assumption("gpus", gpus, "GPUs", "given"),
+        Assumption("years", years, "years", "given"),
+        Assumption("utilisation", utilisation, "fraction of hours busy", "given"),
+    ]
+
+    def note(name: str, value: float | str, unit: str, given: bool, src: tuple[str, ...]) -> None:
+        if given:
+            assumptions.append(Assumption(name, value, unit, "given"))
+        else:
+            assumptions.append(Assumption(name, value, unit, *src))
+
+    note(
+        "hours_per_year",
+        hours_per_year,
+        "h",
+        hours_per_year != HOURS_PER_YEAR,
+        ("365 days x 24 h", "", ""),
+    )
+
+    # Purchase price per GPU.
+    if price_usd is None:
+        catalog_price = gpu.get("price_usd")
+        if catalog_price is None:
+            raise ValueError(
+                f"the catalog has no purchase price for {gpu.id}; give one with --price "
+                "(USD per GPU)"
+            )
+        price = float(catalog_price)
+        src = gpu.source_of("price_usd")
+        kind = gpu.get("price_kind") or "price"
+        note(
+            "price_usd_per_gpu",
+            price,
+            "USD",
+            False,
+            (
+                f"GPU catalog ({kind}): {src.ref if src else gpu.origin}",
+                str(gpu.get("price_date") or ""),
+                "uncertain" if "price_usd" in gpu.uncertain else "",
+            ),
+        )
+    else:
+        price = check_positive("price_usd", price_usd)
+        note("price_usd_per_gpu", price, "USD", True, ())
+
+    # Server share (price and power).
+    server_row = server_entry(server if server is not None else form[0])
+    if server_usd_per_gpu is None:
+        server_usd = server_row.usd_per_gpu
+        note(
+            "server_usd_per_gpu",
+            server_usd,
+            "USD",
+            False,
+            (f"server {server_row.id!r}: {server_row.source}", *row_source(server_row)[1:]),
+        )
+    else:
+        server_usd = check_nonneg("server_usd_per_gpu", server_usd_per_gpu)
+        note("server_usd_per_gpu", server_usd, "USD", True, ())
+    note(
+        "resale_fraction",
+        resale_fraction,
+        "fraction of purchase",
+        resale_fraction != 0.0,
+        ("default: no resale value assumed", "", ""),
+    )
+
+    if watts_per_gpu is None:
+        tdp = gpu.get("tdp_watts")
+        if tdp is None:
+            raise ValueError(
+                f"the catalog has no TDP for {gpu.id}; give the power per GPU with --watts"
+            )
+        gpu_watts = float(tdp)
+        src = gpu.source_of("tdp_watts")
+        note(
+            "watts_per_gpu",
+            gpu_watts,
+            "W",
+            False,
+            (
+                f"GPU catalog tdp_watts: {src.ref if src else gpu.origin}",
+                src.date if src else "",
+                "",
+            ),
+        )
+    else:
+        gpu_watts = check_positive("watts_per_gpu", watts_per_gpu)
+        note("watts_per_gpu", gpu_watts, "W", True, ())
+    if server_watts_per_gpu is None:
+        host_watts = server_row.watts_per_gpu_overhead
+        note(
+            "server_watts_per_gpu",
+            host_watts,
+            "W",
+            False,
+            (f"server {server_row.id!r}: {server_row.source}", *row_source(server_row)[1:]),
+        )
+    else:
+        host_watts = check_nonneg("server_watts_per_gpu", server_watts_per_gpu)
+        note("server_watts_per_gpu", host_watts, "W", True, ())
+    note(
+        "idle_power_fraction",
+        idle_power_fraction,
+        "fraction of full power drawn while idle",
+        idle_power_fraction != 0.0,
+        ("default: no power drawn while idle (a simplification; see docs/cost.md)", "", ""),
+    )
+
+    # Energy price and PUE.
+    if pue is None or isinstance(pue, str):
+        pue_row = pue_entry(pue if pue is not None else form[1])
+        pue_value = pue_row.value
+        note("pue", pue_value, f"ratio ({pue_row.id})", False, row_source(pue_row))
+    else:
+        pue_value = check_number("pue", pue)
+        if pue_value < 1.0:
+            raise ValueError(
+                f"pue must be at least 1 (facility power / IT power), got {pue_value:g}"
+            )
+        note("pue", pue_value, "ratio", True, ())
+    if usd_per_kwh is None:
+        elec = electricity_entry(region if region is not None else DEFAULT_REGION)
+        kwh_price = elec.usd_per_kwh
+        note("usd_per_kwh", kwh_price, f"USD/kWh ({elec.region})", False, row_source(elec))
+    else:
+        kwh_price = check_nonneg("usd_per_kwh", usd_per_kwh)
+        if region is not None:
+            electricity_entry(region)  # still reject an unknown region name
+        note("usd_per_kwh", kwh_price, "USD/kWh", True, ())
+    if facility_usd_per_kw_year is None:
+        fac = facility_entry(facility if facility is not None else form[2])
+        fac_price = fac.usd_per_kw_year
+        note(
+            "facility_usd_per_kw_year",
+            fac_price,
+            f"USD/kW/year ({fac.id})",
+            False,
+            row_source(fac),
+        )
+    else:
+        fac_price = check_nonneg("facility_usd_per_kw_year", facility_usd_per_kw_year)
+        note("facility_usd_per_kw_year", fac_price, "USD/kW/year", True, ())
+
+    # Rent.
+    if rent_usd_per_gpu_hour is None:
+        found = default_rent(gpu)
+        if found is None:
+            raise ValueError(
+                f"no cloud price is known for {gpu.id}; give one with --rent (USD per GPU-hour)"
+            )
+        rent, rent_src, rent_date, rent_notes = found
+        note(
+            "rent_usd_per_gpu_hour", rent, "USD/GPU-hour", False, (rent_src, rent_date, rent_notes)
+        )
+    else:
+        rent = check_nonneg("rent_usd_per_gpu_hour", rent_usd_per_gpu_hour)
+        note("rent_usd_per_gpu_hour", rent, "USD/GPU-hour", True, ())
+    spot: float | None
+    if spot_usd_per_gpu_hour is None:
+        spot_row = cheapest_cloud(gpu.id, "spot")
+        spot = spot_row.usd_per_gpu_hour if spot_row is not None else None
+        if spot_row is not None:
+            note(
+                "spot_usd_per_gpu_hour",
+                spot_row.usd_per_gpu_hour,
+                "USD/GPU-hour",
+                False,
+                (f"{spot_row.provider} spot: {spot_row.source}", *row_source(spot_row)[1:]),
+            )
+    else:
+        spot = check_nonneg("spot_usd_per_gpu_hour", spot_usd_per_gpu_hour)
+        note("spot_usd_per_gpu_hour", spot, "USD/GPU-hour", True, ())
+    reserved: float | None = None
+    if reserved_usd_per_gpu_hour is None:
+        reserved_row = cheapest_cloud(gpu.id, "reserved")
+        if reserved_row is not None:
+            reserved = reserved_row.usd_per_gpu_hour
+            note(
+                "reserved_usd_per_gpu_hour",
+                reserved,
+                "USD/GPU-hour, every hour",
+                False,
+                (
+                    f"{reserved_row.provider} reserved: {reserved_row.source}",
+                    *row_source(reserved_row)[1:],
+                ),
+            )
+    else:
+        reserved = check_nonneg("reserved_usd_per_gpu_hour", reserved_usd_per_gpu_hour)
+        note("reserved_usd_per_gpu_hour", reserved, "USD/GPU-hour, every hour", True, ())
+
+    # API.
+    api_year: float | None = None
+    tokens = input_tokens_per_year + output_tokens_per_year
+    given_in = api_usd_per_million_input_tokens
+    given_out = api_usd_per_million_output_tokens
+    if api is not None or given_in is not None or given_out is not None:
+        if tokens <= 0:
+            raise ValueError(
+                "an API price needs a token volume; give input_tokens_per_year and/or "
+                "output_tokens_per_year"
+            )
+        p_in: float
+        p_out: float
+        if given_in is not None or given_out is not None:
+            if given_in is None or given_out is None:
+                raise ValueError(
+                    "give both API prices, per million input and per million output tokens"
+                )
+            p_in = check_nonneg("api_usd_per_million_input_tokens", given_in)
+            p_out = check_nonneg("api_usd_per_million_output_tokens", given_out)
+            api_src: tuple[str, str, str] = ("given", "", "")
+            api_label = "given"
+        else:
+            assert api is not None
+            rows = api_prices(api)
+            if api_provider is not None:
+                rows = tuple(r for r in rows if r.provider.lower() == api_provider.lower())
+                if not rows:
+                    providers = ", ".join(r.provider for r in api_prices(api))
+                    raise ValueError(
+                        f"no price for {api!r} at {api_provider!r}; known providers: {providers}"
+                    )
+            row = min(
+                rows,
+                key=lambda r: (
+                    input_tokens_per_year * r.usd_per_million_input_tokens
+                    + output_tokens_per_year * r.usd_per_million_output_tokens
+                ),
+            )
+            p_in, p_out = row.usd_per_million_input_tokens, row.usd_per_million_output_tokens
+            api_src = (f"{row.provider} {row.id}: {row.source}", *row_source(row)[1:])
+            api_label = f"{row.id} at {row.provider}"
+        assumptions.append(
+            Assumption("api_usd_per_million_input_tokens", p_in, f"USD ({api_label})", *api_src)
+        )
+        assumptions.append(
+            Assumption("api_usd_per_million_output_tokens", p_out, f"USD ({api_label})", *api_src)
+        )
+        api_year = (input_tokens_per_year * p_in + output_tokens_per_year * p_out) / 1e6
+    elif tokens > 0:
+        raise ValueError("a token volume needs an API price; give --api MODEL or both API prices")
+    if tokens > 0:
+        assumptions.append(
+            Assumption("input_tokens_per_year", input_tokens_per_year, "tokens", "given")
+        )
+        assumptions.append(
+            Assumption("output_tokens_per_year", output_tokens_per_year, "tokens", "given")
+        )
+
+    # Arithmetic (docs/cost.md).
+    it_kw = gpus * (gpu_watts + host_watts) / 1000.0
+    duty = utilisation + idle_power_fraction * (1.0 - utilisation)
+    energy_kwh_year = it_kw * hours_per_year * duty * pue_value
+    electricity_year = energy_kwh_year * kwh_price
+    facility_year = it_kw * fac_price
+    capex = gpus * (price + server_usd)
+    resale = resale_fraction * capex
+    busy_hours_year = gpus * utilisation * hours_per_year
+    rent_year = busy_hours_year * rent
+    spot_year = busy_hours_year * spot if spot is not None else None
+    reserved_year = gpus * hours_per_year * reserved if reserved is not None else None
+
+    def buy_at(t: float) -> float:
+        credit = resale if t >= years else 0.0
+        return capex + t * (electricity_year + facility_year) - credit
+
+    def times(t: float, per_year: float | None) -> float | None:
+        return t * per_year if per_year is not None else None
+
+    marks = [min(float(k), years) for k in range(1, math.ceil(years) + 1)]
+    per_year = tuple(
+        YearRow(
+            year=t,
+            buy_cumulative_usd=buy_at(t),
+            rent_cumulative_usd=t * rent_year,
+            api_cumulative_usd=times(t, api_year),
+            spot_cumulative_usd=times(t, spot_year),
+            reserved_cumulative_usd=times(t, reserved_year),
+        )
+        for t in marks
+    )
+    last = per_year[-1]
+    options: dict[str, float | None] = {
+        "buy": last.buy_cumulative_usd,
+        "rent": last.rent_cumulative_usd,
+        "spot": last.spot_cumulative_usd,
+        "reserved": last.reserved_cumulative_usd,
+        "api": last.api_cumulative_usd,
+    }
+    priced = {k: v for k, v in options.items() if v is not None}
+    cheapest = min(priced, key=lambda k: priced[k])
+    totals = CostTotals(
+        buy_usd=last.buy_cumulative_usd,
+        rent_usd=last.rent_cumulative_usd,
+        api_usd=last.api_cumulative_usd,
+        spot_usd=last.spot_cumulative_usd,
+        reserved_usd=last.reserved_cumulative_usd,
+        capex_usd=capex,
+        resale_usd=resale,
+        electricity_usd=years * electricity_year,
+        facility_usd=years * facility_year,
+        energy_kwh=years * energy_kwh_year,
+        it_power_kw=it_kw,
+        busy_gpu_hours=years * busy_hours_year,
+        cheapest=cheapest,
+    )
+
+    # Break-even: buy(u) = fixed + variable * u, rent(u) = rent_per_u * u.
+    energy_cost_full = years * it_kw * hours_per_year * pue_value * kwh_price
+    fixed = capex - resale + years * facility_year + energy_cost_full * idle_power_fraction
+    variable = energy_cost_full * (1.0 - idle_power_fraction)
+    rent_per_u = years * gpus * hours_per_year * rent
+    break_even: float | None = None
+    if rent_per_u > variable:
+        u_star = fixed / (rent_per_u - variable)
+        if u_star <= 1.0:
+            break_even = u_star
+    else:
+        u_star = math.inf
+    break_even_hours = break_even * hours_per_year if break_even is not None else None
+
+    verdict = cost_verdict(
+        years, utilisation, totals, break_even, break_even_hours, u_star, rent_per_u, variable
+    )
+    return CostComparison(
+        gpu_id=gpu.id,
+        gpus=gpus,
+        years=years,
+        utilisation=utilisation,
+        hours_per_year=hours_per_year,
+        per_year=per_year,
+        totals=totals,
+        break_even_utilisation=break_even,
+        break_even_hours=break_even_hours,
+        verdict=verdict,
+        assumptions=tuple(assumptions),
+    )
