@@ -185,26 +185,26 @@ def test_grading_against_the_catalog() -> None:
     peak = h100.peak_flops("bf16")
     ceiling = ceiling_for(h100, "bf16").matmul_fraction * peak
     half = MatmulResult("bf16", "bf16", 0.5 * ceiling, (8192, 8192, 8192), ())
-    g = bench._grade_matmul(half, h100, Health(), quick=False, why="")
+    g = bench.grade_matmul(half, h100, Health(), quick=False, why="")
     assert g.grade == "fail" and g.percent_of_ceiling == pytest.approx(50.0)
     assert g.datasheet == peak and "measured" in g.ceiling_source
     full = replace(half, best_flops_per_s=ceiling)
-    assert bench._grade_matmul(full, h100, Health(), quick=False, why="").grade == "pass"
+    assert bench.grade_matmul(full, h100, Health(), quick=False, why="").grade == "pass"
 
     mem = BandwidthResult("device memory (copy)", 0.6 * h100.memory_bandwidth_bytes_per_s)
-    assert bench._grade_memory(mem, h100, Health(), why="").grade == "fail"
+    assert bench.grade_memory(mem, h100, Health(), why="").grade == "fail"
     pinned = BandwidthResult("host->device pinned", 55e9)
-    assert bench._grade_host(pinned, h100, Health(), why="").grade == "pass"  # Gen5 x16
+    assert bench.grade_host(pinned, h100, Health(), why="").grade == "pass"  # Gen5 x16
     pageable = BandwidthResult("host->device pageable", 10e9)
-    assert bench._grade_host(pageable, h100, Health(), why="").grade == "info"
+    assert bench.grade_host(pageable, h100, Health(), why="").grade == "info"
     rows = (bench.AllReduceSize(2**30, 10, 1e-3, 2**30 / 1e-3, 360e9),)
     ar = AllReduceResult("nccl", 8, rows, 360e9)
-    assert bench._grade_allreduce(ar, h100, Health(), quick=False, why="").grade in (
+    assert bench.grade_allreduce(ar, h100, Health(), quick=False, why="").grade in (
         "pass",
         "warn",
     )
     slow = replace(ar, best_busbw_bytes_per_s=40e9)
-    graded = bench._grade_allreduce(slow, h100, Health(), quick=False, why="")
+    graded = bench.grade_allreduce(slow, h100, Health(), quick=False, why="")
     assert graded.grade == "fail" and "slow link" in graded.cause
 
 
@@ -332,10 +332,10 @@ def _fake_h100_result() -> BenchResult:
         quick=False,
         torch_version="2.13.0",
         date="2026-11-30T00:00:00+00:00",
-        matmul=(replace(bf16, grade=bench._grade_matmul(bf16, h100, health, False, "")),),
-        memory=replace(memory, grade=bench._grade_memory(memory, h100, health, "")),
-        host_transfer=(replace(pinned, grade=bench._grade_host(pinned, h100, health, "")),),
-        allreduce=replace(ar, grade=bench._grade_allreduce(ar, h100, health, False, "")),
+        matmul=(replace(bf16, grade=bench.grade_matmul(bf16, h100, health, False, "")),),
+        memory=replace(memory, grade=bench.grade_memory(memory, h100, health, "")),
+        host_transfer=(replace(pinned, grade=bench.grade_host(pinned, h100, health, "")),),
+        allreduce=replace(ar, grade=bench.grade_allreduce(ar, h100, health, False, "")),
         health=health,
     )
 

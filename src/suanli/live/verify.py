@@ -65,7 +65,8 @@ def build_model(cfg: dict[str, Any], dtype: str, device: str, attention: str = "
     return model.to(getattr(torch, DTYPES[dtype]))
 
 
-def _device() -> str:
+def pick_device() -> str:
+    """``cuda`` when PyTorch sees a GPU, else ``cpu``: where verify runs the model."""
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -90,7 +91,7 @@ def verify_training(
 
     from suanli.live.measure import optimizer_state_bytes, saved_for_backward, tensor_bytes
 
-    device = _device()
+    device = pick_device()
     estimate = training_memory(spec, work)
     tensors_estimate = estimate.total_bytes - estimate.breakdown["overhead"]
     if tensors_estimate > _available_bytes(device):
@@ -205,7 +206,7 @@ def verify_inference(
     from suanli.estimate.memory import kv_bytes_per_token
     from suanli.live.measure import kv_cache_bytes, tensor_bytes
 
-    device = _device()
+    device = pick_device()
     model = build_model(cfg, "bf16", device).eval()
     ids = torch.randint(3, spec.vocab_size, (work.batch, prompt), device=device)
     with torch.no_grad():
