@@ -8,19 +8,23 @@ Without ``--gpu``: for every catalog GPU, the fewest GPUs (replicas x TP within 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import click
 
+from suanli.answers.capacity import (
+    CapacityPlan,
+    CapacityRequest,
+    CapacitySimulation,
+    CapacityWorkload,
+    ServingStats,
+    capacity,
+)
 from suanli.cli.render import print_json, print_table
 from suanli.estimate.workload import KV_DTYPES
 
-#: Requests simulated when neither --requests nor --duration is given.
-DEFAULT_REQUESTS = {"simulate": 2000, "plan": 1000}
 #: From this many simulated requests on, a progress bar is drawn (on a terminal).
 PROGRESS_FROM = 200_000
 SPARK = "▁▂▃▄▅▆▇█"
@@ -30,18 +34,6 @@ def _ms(seconds: float | None) -> str:
     if seconds is None or seconds != seconds:
         return "-"
     return f"{seconds * 1e3:,.1f} ms" if seconds < 1 else f"{seconds:,.2f} s"
-
-
-def _finite(obj: Any) -> Any:
-    """Non-finite floats (an infinite rate, a TPOT with no multi-token request) as null: the
-    document stays strict JSON."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def _money(value: float | None, digits: int = 2) -> str:
@@ -67,28 +59,36 @@ def sparkline(values: list[float], width: int = 60) -> str:
 
 
 @contextmanager
-def _progress(label: str, show: bool) -> Iterator[Callable[[str, int, int], None] | None]:
-    """A rich progress bar on stderr (transient, only on a terminal), as a callback."""
+def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A rich progress bar on stderr (transient, only on a terminal), as a callback; drawn from
+    the first update whose total reaches ``least``."""
     if not show:
         yield None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as bar:
-        task = bar.add_task(label, total=None)
+    with ExitStack() as stack:
+        drawn: list[Any] = []
 
         def update(description: str, done: int, total: int) -> None:
-            bar.update(task, description=description, completed=done, total=total)
+            if total < least:
+                return
+            if not drawn:
+                from rich.console import Console
+                from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+                console = Console(stderr=True)
+                bar = Progress(
+                    TextColumn("[progress.description]{task.description}"),
+                    BarColumn(),
+                    TextColumn("{task.completed:,}/{task.total:,}"),
+                    TimeElapsedColumn(),
+                    console=console,
+                    transient=True,
+                    disable=not console.is_terminal,
+                )
+                stack.enter_context(bar)
+                # The task starts with its total: a bar drawn with none fails to format.
+                drawn.extend([bar, bar.add_task(description, total=total, completed=done)])
+            drawn[0].update(drawn[1], description=description, completed=done, total=total)
 
         yield update
 
@@ -306,297 +306,171 @@ def capacity_cmd(
     suanli capacity llama-3.1-8b --gpu h100 --rate 20 --policy static;
     suanli capacity llama-3.1-70b --gpu h100 --tp 4 --rate 5 --arrivals bursty --json.
     """
-    from suanli.catalog import find_gpu, load_catalog
-    from suanli.estimate import serving
-    from suanli.models.resolve import load_model
-
-    if n_requests is not None and duration is not None:
-        raise ValueError("give --requests or --duration, not both")
-    if arrivals != "trace" and rate is None:
-        raise ValueError("give --rate (requests per second), or --arrivals trace --trace FILE")
-    if trace_file is not None and arrivals != "trace":
-        raise ValueError("--trace needs --arrivals trace")
-    mode = "simulate" if gpu_name else "plan"
-    if mode == "plan" and slo_ttft is None and slo_tpot is None:
-        raise ValueError(
-            "give --gpu to simulate one GPU, or --slo-ttft/--slo-tpot to plan over the catalog"
-        )
-    if n_requests is None and duration is None:
-        n_requests = DEFAULT_REQUESTS[mode]
-    trace = None
-    if trace_file is not None:
-        try:
-            text = Path(trace_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"cannot read trace {trace_file!r} ({exc.strerror})") from None
-        trace = serving.parse_trace(text, trace_file)
-    config = serving.EngineConfig(
+    req = CapacityRequest(
+        model=model,
+        rate=rate,
+        arrivals=arrivals,
+        trace_file=trace_file,
+        burst_ratio=burst_ratio,
+        burst_period=burst_period,
+        prompt=prompt,
+        output=output_tokens,
+        prompt_dist=prompt_dist,
+        output_dist=output_dist,
+        spread=spread,
         policy=policy,
         max_batch=max_batch,
         max_batched_tokens=max_batched_tokens,
-        batch_timeout_s=batch_timeout,
+        batch_timeout=batch_timeout,
         kv_policy=kv_policy,
         gpu_memory_utilization=gpu_memory_utilization,
-        step_overhead_s=step_overhead_ms / 1e3,
-    )
-    reqs = serving.make_requests(
-        rate=rate if rate is not None else 1.0,
-        prompt=serving.Lengths(prompt, prompt_dist, spread),
-        output=serving.Lengths(output_tokens, output_dist, spread),
+        step_overhead_ms=step_overhead_ms,
+        gpu=gpu_name,
+        tp=int(tp),
+        replicas=replicas,
+        dispatch=dispatch,
+        slo_ttft=slo_ttft,
+        slo_tpot=slo_tpot,
+        max_gpus=max_gpus,
         requests=n_requests,
-        duration_s=duration,
-        arrivals=arrivals,
+        duration=duration,
+        price=price,
         seed=seed,
-        trace=trace,
-        burst_ratio=burst_ratio,
-        burst_period_s=burst_period,
+        quant=quant,
+        kv_dtype=kv_dtype,
+        catalog_file=catalog_file,
     )
-    spec = load_model(model).spec
-    clipped = 0
-    if trace is None and (prompt_dist != "fixed" or output_dist != "fixed"):
-        reqs, clipped = _clip_to_context(reqs, spec.max_position_embeddings)
-    catalog = load_catalog(catalog_file)
-    workload: dict[str, Any] = {
-        "model": model,
-        "rate_requests_per_s": rate if arrivals != "trace" else None,
-        "all_at_once": rate is not None and math.isinf(rate) and arrivals != "trace",
-        "arrivals": arrivals,
-        "requests": len(reqs),
-        "prompt_tokens_mean": float(reqs.prompt.mean()),
-        "output_tokens_mean": float(reqs.output.mean()),
-        "policy": policy,
-        "kv_policy": kv_policy,
-        "weight_format": quant,
-        "kv_dtype": kv_dtype,
-        "seed": seed,
-        "clipped_requests": clipped,
-        "slo_ttft_s": slo_ttft,
-        "slo_tpot_s": slo_tpot,
-    }
-    if mode == "simulate":
-        assert gpu_name is not None
-        gpu = find_gpu(gpu_name, catalog)
-        _simulate(spec, gpu, reqs, config, int(tp), replicas, dispatch, price, workload, as_json)
-    else:
-        _plan(spec, catalog, reqs, config, max_gpus, price, workload, top, as_json)
-
-
-def _clip_to_context(reqs: Any, context: int) -> tuple[Any, int]:
-    """Sampled lengths cut to the model's context (a heavy tail can pass it); how many were."""
-    import numpy as np
-
-    from suanli.estimate.serving import Requests
-
-    prompt = np.minimum(reqs.prompt, context - 1)
-    output = np.minimum(reqs.output, context - prompt)
-    clipped = int(((prompt != reqs.prompt) | (output != reqs.output)).sum())
-    return Requests(reqs.arrival_s, prompt, output), clipped
-
-
-def _simulate(
-    spec: Any,
-    gpu: Any,
-    reqs: Any,
-    config: Any,
-    tp: int,
-    replicas: int,
-    dispatch: str,
-    price: float | None,
-    workload: dict[str, Any],
-    as_json: bool,
-) -> None:
-    from suanli.estimate import serving
-    from suanli.hardware import device_for
-
-    device = device_for(gpu, serving._device_dtype(workload["weight_format"]))
-    ref = int(reqs.prompt.mean() + reqs.output.mean() / 2)
-    cost = serving.replica_cost(
-        spec,
-        device,
-        tp=tp,
-        weight_format=workload["weight_format"],
-        kv_dtype=workload["kv_dtype"],
-        memory_bytes=gpu.memory_bytes,
-        config=config,
-        reference_context=ref,
-    )
-    usd = price if price is not None else gpu.get("cloud_usd_per_hour")
-    with _progress("simulating", len(reqs) >= PROGRESS_FROM and not as_json) as bar:
-        tick = (lambda done, total: bar("simulating", done, total)) if bar else None
-        result = serving.simulate(
-            cost,
-            reqs,
-            config,
-            replicas=replicas,
-            dispatch=dispatch,
-            usd_per_gpu_hour=float(usd) if usd is not None else None,
-            progress=tick,
-        )
-    slo_ttft, slo_tpot = workload["slo_ttft_s"], workload["slo_tpot_s"]
-    meets = (
-        result.meets(slo_ttft, slo_tpot) if (slo_ttft is not None or slo_tpot is not None) else None
-    )
-    doc: dict[str, Any] = {
-        **workload,
-        "gpu": gpu.id,
-        "dispatch": dispatch,
-        "kv_tokens_per_replica": cost.kv_blocks * cost.block_size,
-        "meets_slo": meets,
-        **result.as_dict(),
-        "assumptions": _assumptions(device, config),
-    }
+    # Simulations draw a bar only when long; the catalog search always (on a terminal).
+    least = PROGRESS_FROM if req.mode == "simulate" else 0
+    with _progress(not as_json, least) as bar:
+        answer = capacity(req, progress=bar)
     if as_json:
-        print_json(_finite(doc))
-        return
-    title = (
-        f"{workload['model']} on {result.replicas} x tp{tp} {gpu.id} "
-        f"({result.gpus} GPU{'s' if result.gpus > 1 else ''}), "
-        f"{workload['policy']} batching, {_rate_text(workload)}"
+        print_json(answer.to_json())
+    elif isinstance(answer, CapacitySimulation):
+        _render_simulation(answer)
+    else:
+        _render_plan(answer, top)
+
+
+def _rate_text(w: CapacityWorkload) -> str:
+    if w.arrivals == "trace":
+        return f"trace of {w.requests:,} requests"
+    if w.all_at_once:
+        return f"{w.requests:,} requests at once"
+    return f"{w.rate_requests_per_s:g} requests/s ({w.arrivals})"
+
+
+def _cost_text(s: ServingStats) -> str:
+    if s.usd_per_hour is None:
+        return "no price known (--price USD per GPU-hour)"
+    return (
+        f"{_money(s.usd_per_hour)} per hour, "
+        f"{_money(s.usd_per_million_tokens, 3)} per million output tokens"
     )
+
+
+def _render_simulation(a: CapacitySimulation) -> None:
+    w, s = a.workload, a.stats
+    title = (
+        f"{w.model} on {a.replicas} x tp{a.tp} {a.gpu} "
+        f"({a.gpus} GPU{'s' if a.gpus > 1 else ''}), "
+        f"{w.policy} batching, {_rate_text(w)}"
+    )
+    ttft = (s.ttft_p50_s, s.ttft_p95_s, s.ttft_p99_s)
+    tpot = (s.tpot_p50_s, s.tpot_p95_s, s.tpot_p99_s)
+    e2e = (s.e2e_p50_s, s.e2e_p95_s, s.e2e_p99_s)
     rows = [
         [
             "throughput",
-            f"{result.requests_per_s:,.2f} requests/s, {result.tokens_per_s:,.0f} output tokens/s",
+            f"{s.requests_per_s:,.2f} requests/s, {s.tokens_per_s:,.0f} output tokens/s",
         ],
-        ["TTFT p50 / p95 / p99", " / ".join(_ms(result.ttft_s[k]) for k in ("p50", "p95", "p99"))],
-        ["TPOT p50 / p95 / p99", " / ".join(_ms(result.tpot_s[k]) for k in ("p50", "p95", "p99"))],
-        ["E2E p50 / p95 / p99", " / ".join(_ms(result.e2e_s[k]) for k in ("p50", "p95", "p99"))],
-        ["queue wait (mean)", _ms(result.queue_wait_mean_s)],
-        ["GPU busy", f"{result.gpu_utilization:.0%}"],
+        ["TTFT p50 / p95 / p99", " / ".join(_ms(v) for v in ttft)],
+        ["TPOT p50 / p95 / p99", " / ".join(_ms(v) for v in tpot)],
+        ["E2E p50 / p95 / p99", " / ".join(_ms(v) for v in e2e)],
+        ["queue wait (mean)", _ms(s.queue_wait_mean_s)],
+        ["GPU busy", f"{s.gpu_utilization:.0%}"],
         [
             "KV cache",
-            f"mean {result.kv_usage_mean:.0%}, max {result.kv_usage_max:.0%} of "
-            f"{cost.kv_blocks * cost.block_size:,} tokens per replica",
+            f"mean {s.kv_usage_mean:.0%}, max {s.kv_usage_max:.0%} of "
+            f"{a.kv_tokens_per_replica:,} tokens per replica",
         ],
-        ["running per replica (max)", f"{result.max_running:,}"],
-        ["preemptions", f"{result.preemptions:,}"],
-        ["cost", _cost_text(result)],
+        ["running per replica (max)", f"{s.max_running_per_replica:,}"],
+        ["preemptions", f"{s.preemptions:,}"],
+        ["cost", _cost_text(s)],
     ]
-    if meets is not None:
-        rows.append(["SLO (p95)", "met" if meets else "missed"])
+    if a.meets_slo is not None:
+        rows.append(["SLO (p95)", "met" if a.meets_slo else "missed"])
     print_table(title, ["metric", "value"], rows, no_wrap=["metric"])
-    series = result.queue_series.get("waiting", [])
+    series = list(a.queue_series.waiting)
     if series and max(series) > 0:
         click.echo(f"queue over time (max {max(series):,.0f} waiting): {sparkline(series)}")
     else:
         click.echo("queue over time: empty at every sample")
 
 
-def _rate_text(workload: dict[str, Any]) -> str:
-    rate = workload["rate_requests_per_s"]
-    if rate is None:
-        return f"trace of {workload['requests']:,} requests"
-    if math.isinf(rate):
-        return f"{workload['requests']:,} requests at once"
-    return f"{rate:g} requests/s ({workload['arrivals']})"
-
-
-def _cost_text(result: Any) -> str:
-    if result.usd_per_hour is None:
-        return "no price known (--price USD per GPU-hour)"
-    return (
-        f"{_money(result.usd_per_hour)} per hour, "
-        f"{_money(result.usd_per_million_tokens, 3)} per million output tokens"
-    )
-
-
-def _assumptions(device: Any, config: Any) -> list[str]:
-    return [
-        f"matmul at {device.matmul_efficiency:.0%} of peak ({device.efficiency_source}), "
-        f"memory at {device.memory_efficiency:.0%} of peak bandwidth",
-        "iteration time per op class (GEMMs, attention, fused non-matmul ops) from the "
-        "roofline, classes added, plus tensor-parallel all-reduces",
-        f"KV cache in {config.block_size}-token blocks: {config.gpu_memory_utilization:g} of GPU "
-        f"memory minus weights, prefill peak and runtime overhead; kv policy {config.kv_policy}",
-        f"step overhead {config.step_overhead_s * 1e3:g} ms per iteration",
-    ]
-
-
-def _plan(
-    spec: Any,
-    catalog: Any,
-    reqs: Any,
-    config: Any,
-    max_gpus: int,
-    price: float | None,
-    workload: dict[str, Any],
-    top: int,
-    as_json: bool,
-) -> None:
-    from suanli.estimate import serving
-
-    with _progress("planning", not as_json) as bar:
-        rows = serving.plan_capacity(
-            spec,
-            list(catalog),
-            reqs,
-            slo_ttft_s=workload["slo_ttft_s"],
-            slo_tpot_s=workload["slo_tpot_s"],
-            config=config,
-            weight_format=workload["weight_format"],
-            kv_dtype=workload["kv_dtype"],
-            max_gpus=max_gpus,
-            price=price,
-            progress=bar,
-        )
-    doc = {**workload, "max_gpus": max_gpus, "rows": [r.as_dict() for r in rows]}
-    if as_json:
-        print_json(_finite(doc))
-        return
+def _render_plan(a: CapacityPlan, top: int) -> None:
+    w, rows = a.workload, a.rows
     slo = ", ".join(
         f"{name} p95 <= {_ms(value)}"
-        for name, value in (("TTFT", workload["slo_ttft_s"]), ("TPOT", workload["slo_tpot_s"]))
+        for name, value in (("TTFT", w.slo_ttft_s), ("TPOT", w.slo_tpot_s))
         if value is not None
     )
     title = (
-        f"{workload['model']}: fewest GPUs for {_rate_text(workload)} with {slo}, "
-        f"{workload['policy']} batching, ranked by cost"
+        f"{w.model}: fewest GPUs for {_rate_text(w)} with {slo}, "
+        f"{w.policy} batching, ranked by cost"
     )
     fitting = [r for r in rows if r.fits and r.result is not None]
     lowest = next(
-        (r.result.usd_per_hour for r in fitting if r.result and r.result.usd_per_hour), None
+        (r.result.stats.usd_per_hour for r in fitting if r.result and r.result.stats.usd_per_hour),
+        None,
     )
     table = []
     for r in rows[:top]:
-        res = r.result
-        if res is None:
-            table.append([r.gpu_id, "-", "-", "-", "-", "-", "-", r.reason[:70]])
+        if r.result is None:
+            table.append([r.gpu, "-", "-", "-", "-", "-", "-", r.reason[:70]])
             continue
-        if res.usd_per_hour is None:
+        s = r.result.stats
+        if s.usd_per_hour is None:
             why = "no price"
-        elif lowest and res.usd_per_hour > lowest:
-            why = f"{res.usd_per_hour / lowest:.1f}x cost"
+        elif lowest and s.usd_per_hour > lowest:
+            why = f"{s.usd_per_hour / lowest:.1f}x cost"
         else:
             why = "cheapest"
         table.append(
             [
-                r.gpu_id,
+                r.gpu,
                 f"{r.gpus} = {r.replicas}x{r.tp}",
-                _ms(res.ttft_s["p95"]),
-                _ms(res.tpot_s["p95"]),
-                f"{res.tokens_per_s:,.0f}",
-                _money(res.usd_per_hour),
-                _money(res.usd_per_million_tokens, 3),
+                _ms(s.ttft_p95_s),
+                _ms(s.tpot_p95_s),
+                f"{s.tokens_per_s:,.0f}",
+                _money(s.usd_per_hour),
+                _money(s.usd_per_million_tokens, 3),
                 why,
             ]
         )
     columns = ["gpu", "GPUs = repl x tp", "TTFT p95", "TPOT p95", "tok/s", "$/h", "$/M tok", "why"]
     print_table(title, columns, table, right_align=columns[2:7], no_wrap=columns[:7])
-    priced = [r for r in fitting if r.result is not None and r.result.usd_per_hour is not None]
+    priced = [
+        r for r in fitting if r.result is not None and r.result.stats.usd_per_hour is not None
+    ]
     if priced:
         best = priced[0]
         assert best.result is not None
-        rate = workload["rate_requests_per_s"]
+        if w.all_at_once:
+            rate = " --rate inf"
+        elif w.rate_requests_per_s is not None:
+            rate = f" --rate {w.rate_requests_per_s:g}"
+        else:
+            rate = ""
         click.echo(
-            f"cheapest: {best.replicas} x {best.gpu_id} (tp {best.tp}, {best.gpus} GPUs) at "
-            f"{_money(best.result.usd_per_hour)}/hour -> suanli capacity {workload['model']} "
-            f"--gpu {best.gpu_id} --tp {best.tp} --replicas {best.replicas}"
-            + (f" --rate {rate:g}" if rate is not None else "")
+            f"cheapest: {best.replicas} x {best.gpu} (tp {best.tp}, {best.gpus} GPUs) at "
+            f"{_money(best.result.stats.usd_per_hour)}/hour -> suanli capacity {w.model} "
+            f"--gpu {best.gpu} --tp {best.tp} --replicas {best.replicas}" + rate
         )
     lost = [r for r in rows if not r.fits]
     if lost:
         click.echo(
             f"{len(lost)} GPUs without an answer: "
-            + "; ".join(f"{r.gpu_id} ({r.reason})" for r in lost[:3])
+            + "; ".join(f"{r.gpu} ({r.reason})" for r in lost[:3])
             + ("; ..." if len(lost) > 3 else "")
         )

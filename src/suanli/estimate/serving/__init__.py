@@ -88,9 +88,6 @@ from suanli.estimate.serving.timing import (
     replica_cost,
 )
 
-#: The old private name, still used by ``suanli.cli.capacity``; use :func:`device_dtype`.
-_device_dtype = device_dtype
-
 __all__ = [
     "ARRIVALS",
     "DISPATCH",

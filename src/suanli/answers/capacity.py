@@ -1,0 +1,558 @@
+"""How many GPUs serve a request rate within the latency targets, and at what cost? A simulated
+deployment, or the fewest GPUs of every catalog type (``suanli capacity``, :func:`capacity`).
+
+With ``gpu``: simulate ``replicas`` replicas of ``tp`` GPUs serving the arrivals
+(:class:`CapacitySimulation`: throughput, latency percentiles, utilisation, KV usage, the queue
+over time, cost). Without: for every catalog GPU, the fewest GPUs (replicas x TP within a node)
+that hold the rate within ``slo_ttft`` and ``slo_tpot`` (p95), ranked by cost per hour
+(:class:`CapacityPlan`).
+
+Numbers are in base units (seconds, tokens, USD). A number the run leaves undefined (a TPOT when
+no request has more than one output token, the rate of arrivals all at once) is ``None`` in the
+answer; ``to_json()`` also writes any other non-finite float (an infinite price) as ``null``, so
+the document is always strict JSON, as ``suanli capacity --json`` always wrote it. The
+estimator (:mod:`suanli.estimate.serving`, NumPy) is imported when a question is answered, not
+with this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from suanli.answers.base import FLATTEN, FLATTEN_OPTIONAL, Answer
+from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from suanli.estimate.perf import Device
+    from suanli.estimate.serving import CapacityRow, EngineConfig, Requests, ServingResult
+
+#: Requests simulated when neither ``requests`` nor ``duration`` is given, per mode.
+DEFAULT_REQUESTS = {"simulate": 2000, "plan": 1000}
+
+#: ``progress(description, done, total)``: called as the simulation (``total`` requests) or the
+#: search (``total`` GPUs) goes on.
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class CapacityRequest:
+    """The serving question: a model, the arrivals, the engine, and one GPU or the SLOs to plan
+    for (the CLI's options, same defaults)."""
+
+    model: str
+    """A preset name, a config.json path or folder, or a hub id (org/name)."""
+    rate: float | None = None
+    """Requests per second arriving (``math.inf``: all at once, an offline benchmark)."""
+    arrivals: str = "poisson"
+    """poisson, bursty (two-state modulated Poisson) or trace."""
+    trace_file: str | None = None
+    """CSV with arrival_s, prompt_tokens, output_tokens (header row); needs arrivals trace."""
+    trace_text: str | None = None
+    """The same CSV as text, for front-ends without files (instead of ``trace_file``)."""
+    burst_ratio: float = 4.0
+    """Bursty: high-state rate over low-state rate (the mean stays ``rate``)."""
+    burst_period: float = 10.0
+    """Bursty: mean time in each state, seconds."""
+    prompt: int = 512
+    """Prompt tokens (the mean with ``prompt_dist``)."""
+    output: int = 256
+    """Output tokens (the mean with ``output_dist``)."""
+    prompt_dist: str = "fixed"
+    """fixed, uniform or lognormal."""
+    output_dist: str = "fixed"
+    spread: float = 0.5
+    """uniform: relative half-width; lognormal: sigma of the log."""
+    policy: str = "continuous"
+    """Batching: static, continuous (iteration-level) or chunked prefill."""
+    max_batch: int = 256
+    """Sequences in flight per replica (vLLM max_num_seqs; the static batch)."""
+    max_batched_tokens: int | None = None
+    """Token budget per iteration (default 8192 continuous, 2048 chunked)."""
+    batch_timeout: float = 0.5
+    """Static: longest wait for a full batch, seconds."""
+    kv_policy: str = "preempt"
+    """preempt (vLLM: allocate on demand, recompute when full) or reserve (no eviction)."""
+    gpu_memory_utilization: float = 0.9
+    """The engine's share of GPU memory."""
+    step_overhead_ms: float = 0.0
+    """Fixed time per iteration (scheduler, sampling), milliseconds; 0 is the pure roofline."""
+    gpu: str | None = None
+    """Simulate on this GPU; ``None`` plans over the catalog."""
+    tp: int = 1
+    """Tensor-parallel GPUs per replica (1, 2, 4 or 8)."""
+    replicas: int = 1
+    dispatch: str = "round-robin"
+    """round-robin or least-loaded."""
+    slo_ttft: float | None = None
+    """Target p95 time to first token, seconds."""
+    slo_tpot: float | None = None
+    """Target p95 time per output token, seconds."""
+    max_gpus: int = 64
+    """Plan: most GPUs per deployment."""
+    requests: int | None = None
+    """Requests to simulate (default 2000 simulating, 1000 planning); or give ``duration``."""
+    duration: float | None = None
+    """Seconds of arrivals to simulate (instead of ``requests``)."""
+    price: float | None = None
+    """USD per GPU-hour (default: the catalog's cloud snapshot)."""
+    seed: int = 0
+    quant: str = "bf16"
+    """Weight format: bf16, fp8, int8, awq-4bit-g128, ... (catalog/data/quant.toml)."""
+    kv_dtype: str = "bf16"
+    catalog_file: str | None = None
+    """Extra or overriding GPU entries (TOML)."""
+
+    @property
+    def mode(self) -> str:
+        """``simulate`` with a GPU, ``plan`` without."""
+        return "simulate" if self.gpu else "plan"
+
+
+@dataclass(frozen=True)
+class CapacityWorkload:
+    """The requests and the engine: the keys both documents open with."""
+
+    model: str
+    rate_requests_per_s: float | None
+    """Mean arrival rate; null for a trace and for arrivals all at once."""
+    all_at_once: bool
+    """All requests arrive at time 0 (an offline benchmark, ``rate`` inf)."""
+    arrivals: str
+    requests: int
+    prompt_tokens_mean: float
+    output_tokens_mean: float
+    policy: str
+    kv_policy: str
+    weight_format: str
+    kv_dtype: str
+    seed: int
+    clipped_requests: int
+    """Sampled requests cut to the model's context (a heavy tail can pass it)."""
+    slo_ttft_s: float | None
+    slo_tpot_s: float | None
+
+
+@dataclass(frozen=True)
+class ServingStats:
+    """What one simulated deployment measured (rates per second of all replicas)."""
+
+    duration_s: float
+    requests_per_s: float
+    tokens_per_s: float
+    """Output tokens per second."""
+    input_tokens_per_s: float
+    ttft_mean_s: float | None
+    ttft_p50_s: float | None
+    ttft_p95_s: float | None
+    ttft_p99_s: float | None
+    tpot_mean_s: float | None
+    """Null when no completed request has more than one output token."""
+    tpot_p50_s: float | None
+    tpot_p95_s: float | None
+    tpot_p99_s: float | None
+    e2e_mean_s: float | None
+    e2e_p50_s: float | None
+    e2e_p95_s: float | None
+    e2e_p99_s: float | None
+    queue_wait_mean_s: float | None
+    gpu_utilization: float
+    kv_usage_mean: float
+    kv_usage_max: float
+    kv_blocks_per_replica: int
+    max_running_per_replica: int
+    preemptions: int
+    iterations: int
+    usd_per_gpu_hour: float | None
+    usd_per_hour: float | None
+    usd_per_million_tokens: float | None
+    """Rent per million output tokens at the simulated throughput."""
+
+
+@dataclass(frozen=True)
+class QueueSeries:
+    """Requests waiting (all replicas) sampled over the run."""
+
+    t_s: tuple[float, ...]
+    """Seconds since the first arrival."""
+    waiting: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class CapacitySimulation(Answer):
+    """A simulated deployment: ``replicas`` x ``tp`` GPUs serving the arrivals."""
+
+    schema_name = "capacity-simulation"
+
+    workload: CapacityWorkload = field(metadata=FLATTEN)
+    gpu: str
+    """Catalog id."""
+    dispatch: str
+    kv_tokens_per_replica: int
+    meets_slo: bool | None
+    """p95 TTFT and TPOT within the targets; null when no target was given."""
+    completed: int
+    replicas: int
+    tp: int
+    gpus: int
+    stats: ServingStats = field(metadata=FLATTEN)
+    queue_series: QueueSeries
+    assumptions: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document; a non-finite float is written as null."""
+        doc: dict[str, Any] = finite(super().to_json())
+        return doc
+
+
+@dataclass(frozen=True)
+class DeploymentResult:
+    """The simulation of a plan row's deployment."""
+
+    requests: int
+    completed: int
+    policy: str
+    stats: ServingStats = field(metadata=FLATTEN)
+
+
+@dataclass(frozen=True)
+class CapacityPlanRow:
+    """The cheapest deployment of one GPU type that meets the SLOs, or why there is none."""
+
+    gpu: str
+    """Catalog id."""
+    fits: bool
+    reason: str
+    """Why no deployment meets the SLOs (empty when one does)."""
+    tp: int | None
+    replicas: int | None
+    gpus: int | None
+    weight_format: str | None
+    simulations: int
+    result: DeploymentResult | None = field(default=None, metadata=FLATTEN_OPTIONAL)
+
+
+@dataclass(frozen=True)
+class CapacityPlan(Answer):
+    """The fewest GPUs of each catalog type meeting the SLOs, ranked by cost per hour (priced
+    first, then unpriced by GPU count, then those without an answer)."""
+
+    schema_name = "capacity-plan"
+
+    workload: CapacityWorkload = field(metadata=FLATTEN)
+    max_gpus: int
+    rows: tuple[CapacityPlanRow, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document; a non-finite float is written as null."""
+        doc: dict[str, Any] = finite(super().to_json())
+        return doc
+
+
+#: What :func:`capacity` answers: a simulation (a GPU was given) or a plan.
+CapacityAnswer = CapacitySimulation | CapacityPlan
+
+
+def finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float (in dicts and lists) as ``None``: strict JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Mapping):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _usd(value: float | None) -> float | None:
+    # An infinite price stays infinite here (the table shows it); to_json writes it as null.
+    return None if value is None else float(value)
+
+
+def serving_stats(result: ServingResult) -> ServingStats:
+    """The answer's view of an estimator :class:`~suanli.estimate.serving.ServingResult`."""
+    ttft, tpot, e2e = result.ttft_s, result.tpot_s, result.e2e_s
+    return ServingStats(
+        duration_s=float(result.duration_s),
+        requests_per_s=float(result.requests_per_s),
+        tokens_per_s=float(result.tokens_per_s),
+        input_tokens_per_s=float(result.input_tokens_per_s),
+        ttft_mean_s=_num(ttft["mean"]),
+        ttft_p50_s=_num(ttft["p50"]),
+        ttft_p95_s=_num(ttft["p95"]),
+        ttft_p99_s=_num(ttft["p99"]),
+        tpot_mean_s=_num(tpot["mean"]),
+        tpot_p50_s=_num(tpot["p50"]),
+        tpot_p95_s=_num(tpot["p95"]),
+        tpot_p99_s=_num(tpot["p99"]),
+        e2e_mean_s=_num(e2e["mean"]),
+        e2e_p50_s=_num(e2e["p50"]),
+        e2e_p95_s=_num(e2e["p95"]),
+        e2e_p99_s=_num(e2e["p99"]),
+        queue_wait_mean_s=_num(result.queue_wait_mean_s),
+        gpu_utilization=float(result.gpu_utilization),
+        kv_usage_mean=float(result.kv_usage_mean),
+        kv_usage_max=float(result.kv_usage_max),
+        kv_blocks_per_replica=int(result.kv_blocks),
+        max_running_per_replica=int(result.max_running),
+        preemptions=int(result.preemptions),
+        iterations=int(result.iterations),
+        usd_per_gpu_hour=_usd(result.usd_per_gpu_hour),
+        usd_per_hour=_usd(result.usd_per_hour),
+        usd_per_million_tokens=_usd(result.usd_per_million_tokens),
+    )
+
+
+def plan_row(row: CapacityRow) -> CapacityPlanRow:
+    """The answer's view of an estimator :class:`~suanli.estimate.serving.CapacityRow`."""
+    res = row.result
+    return CapacityPlanRow(
+        gpu=row.gpu_id,
+        fits=row.fits,
+        reason=row.reason,
+        tp=row.tp or None,
+        replicas=row.replicas or None,
+        gpus=row.gpus or None,
+        weight_format=row.weight_format or None,
+        simulations=row.simulations,
+        result=None
+        if res is None
+        else DeploymentResult(res.requests, res.completed, res.policy, serving_stats(res)),
+    )
+
+
+def clip_to_context(reqs: Requests, context: int) -> tuple[Requests, int]:
+    """Sampled lengths cut to the model's context (a heavy tail can pass it); how many were."""
+    import numpy as np
+
+    from suanli.estimate.serving import Requests
+
+    prompt = np.minimum(reqs.prompt, context - 1)
+    output = np.minimum(reqs.output, context - prompt)
+    clipped = int(((prompt != reqs.prompt) | (output != reqs.output)).sum())
+    return Requests(reqs.arrival_s, prompt, output), clipped
+
+
+def engine_config(req: CapacityRequest) -> EngineConfig:
+    """The serving engine the request describes (raises ``ValueError`` on bad values)."""
+    from suanli.estimate.serving import EngineConfig
+
+    return EngineConfig(
+        policy=req.policy,
+        max_batch=req.max_batch,
+        max_batched_tokens=req.max_batched_tokens,
+        batch_timeout_s=req.batch_timeout,
+        kv_policy=req.kv_policy,
+        gpu_memory_utilization=req.gpu_memory_utilization,
+        step_overhead_s=req.step_overhead_ms / 1e3,
+    )
+
+
+def check_request(req: CapacityRequest) -> None:
+    """Raise ``ValueError`` (one sentence) on options that do not go together."""
+    if req.requests is not None and req.duration is not None:
+        raise ValueError("give --requests or --duration, not both")
+    if req.arrivals != "trace" and req.rate is None:
+        raise ValueError("give --rate (requests per second), or --arrivals trace --trace FILE")
+    has_trace = req.trace_file is not None or req.trace_text is not None
+    if has_trace and req.arrivals != "trace":
+        raise ValueError("--trace needs --arrivals trace")
+    if req.trace_file is not None and req.trace_text is not None:
+        raise ValueError("give a trace file or its text, not both")
+    if req.mode == "plan" and req.slo_ttft is None and req.slo_tpot is None:
+        raise ValueError(
+            "give --gpu to simulate one GPU, or --slo-ttft/--slo-tpot to plan over the catalog"
+        )
+
+
+def load_trace(req: CapacityRequest) -> Requests | None:
+    """The request's trace (file or text), parsed; ``None`` without one."""
+    from suanli.estimate.serving import parse_trace
+
+    if req.trace_text is not None:
+        return parse_trace(req.trace_text, "trace")
+    if req.trace_file is None:
+        return None
+    try:
+        text = Path(req.trace_file).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read trace {req.trace_file!r} ({exc.strerror})") from None
+    return parse_trace(text, req.trace_file)
+
+
+def assumptions(device: Device, config: EngineConfig) -> tuple[str, ...]:
+    """What a simulation assumes about the GPU and the engine (one sentence each)."""
+    return (
+        f"matmul at {device.matmul_efficiency:.0%} of peak ({device.efficiency_source}), "
+        f"memory at {device.memory_efficiency:.0%} of peak bandwidth",
+        "iteration time per op class (GEMMs, attention, fused non-matmul ops) from the "
+        "roofline, classes added, plus tensor-parallel all-reduces",
+        f"KV cache in {config.block_size}-token blocks: {config.gpu_memory_utilization:g} of GPU "
+        f"memory minus weights, prefill peak and runtime overhead; kv policy {config.kv_policy}",
+        f"step overhead {config.step_overhead_s * 1e3:g} ms per iteration",
+    )
+
+
+def capacity(
+    req: CapacityRequest,
+    *,
+    loader: Callable[[str], LoadedModel] = load_model,
+    progress: Progress | None = None,
+) -> CapacityAnswer:
+    """Simulate the deployment on ``req.gpu``, or plan the fewest GPUs of every catalog type.
+
+    ``loader`` turns the model string into a model (a web page passes its own, which refuses
+    paths); ``progress`` hears how the simulation or the search goes. Raises ``ValueError`` with
+    one sentence on bad input.
+    """
+    from suanli.estimate.serving import Lengths, make_requests
+
+    check_request(req)
+    mode = req.mode
+    n_requests = req.requests
+    if n_requests is None and req.duration is None:
+        n_requests = DEFAULT_REQUESTS[mode]
+    trace = load_trace(req)
+    config = engine_config(req)
+    reqs = make_requests(
+        rate=req.rate if req.rate is not None else 1.0,
+        prompt=Lengths(req.prompt, req.prompt_dist, req.spread),
+        output=Lengths(req.output, req.output_dist, req.spread),
+        requests=n_requests,
+        duration_s=req.duration,
+        arrivals=req.arrivals,
+        seed=req.seed,
+        trace=trace,
+        burst_ratio=req.burst_ratio,
+        burst_period_s=req.burst_period,
+    )
+    spec = loader(req.model).spec
+    clipped = 0
+    if trace is None and (req.prompt_dist != "fixed" or req.output_dist != "fixed"):
+        reqs, clipped = clip_to_context(reqs, spec.max_position_embeddings)
+    catalog = load_catalog(req.catalog_file)
+    rate = req.rate if req.arrivals != "trace" else None
+    workload = CapacityWorkload(
+        model=req.model,
+        rate_requests_per_s=_num(rate),
+        all_at_once=rate is not None and math.isinf(rate),
+        arrivals=req.arrivals,
+        requests=len(reqs),
+        prompt_tokens_mean=float(reqs.prompt.mean()),
+        output_tokens_mean=float(reqs.output.mean()),
+        policy=req.policy,
+        kv_policy=req.kv_policy,
+        weight_format=req.quant,
+        kv_dtype=req.kv_dtype,
+        seed=req.seed,
+        clipped_requests=clipped,
+        slo_ttft_s=req.slo_ttft,
+        slo_tpot_s=req.slo_tpot,
+    )
+    if req.gpu:
+        gpu = find_gpu(req.gpu, catalog)
+        return simulate_deployment(req, spec, gpu, reqs, config, workload, progress)
+    return plan_deployments(req, spec, catalog, reqs, config, workload, progress)
+
+
+def simulate_deployment(
+    req: CapacityRequest,
+    spec: ModelSpec,
+    gpu: GPU,
+    reqs: Requests,
+    config: EngineConfig,
+    workload: CapacityWorkload,
+    progress: Progress | None = None,
+) -> CapacitySimulation:
+    """``req.replicas`` replicas of ``req.tp`` x ``gpu`` serving ``reqs``, simulated."""
+    from suanli.estimate.serving import device_dtype, replica_cost, simulate
+    from suanli.hardware import device_for
+
+    device = device_for(gpu, device_dtype(req.quant))
+    cost = replica_cost(
+        spec,
+        device,
+        tp=req.tp,
+        weight_format=req.quant,
+        kv_dtype=req.kv_dtype,
+        memory_bytes=gpu.memory_bytes,
+        config=config,
+        reference_context=int(reqs.prompt.mean() + reqs.output.mean() / 2),
+    )
+    usd = req.price if req.price is not None else gpu.get("cloud_usd_per_hour")
+    tick: Callable[[int, int], None] | None = None
+    if progress is not None:
+        report = progress
+
+        def tick_simulating(done: int, total: int) -> None:
+            report("simulating", done, total)
+
+        tick = tick_simulating
+    result = simulate(
+        cost,
+        reqs,
+        config,
+        replicas=req.replicas,
+        dispatch=req.dispatch,
+        usd_per_gpu_hour=float(usd) if usd is not None else None,
+        progress=tick,
+    )
+    has_slo = req.slo_ttft is not None or req.slo_tpot is not None
+    series = result.queue_series
+    return CapacitySimulation(
+        workload=workload,
+        gpu=gpu.id,
+        dispatch=req.dispatch,
+        kv_tokens_per_replica=int(cost.kv_blocks * cost.block_size),
+        meets_slo=result.meets(req.slo_ttft, req.slo_tpot) if has_slo else None,
+        completed=result.completed,
+        replicas=result.replicas,
+        tp=result.tp,
+        gpus=result.gpus,
+        stats=serving_stats(result),
+        queue_series=QueueSeries(
+            t_s=tuple(series.get("t_s", ())), waiting=tuple(series.get("waiting", ()))
+        ),
+        assumptions=assumptions(device, config),
+    )
+
+
+def plan_deployments(
+    req: CapacityRequest,
+    spec: ModelSpec,
+    catalog: list[GPU],
+    reqs: Requests,
+    config: EngineConfig,
+    workload: CapacityWorkload,
+    progress: Progress | None = None,
+) -> CapacityPlan:
+    """Per catalog GPU, the fewest GPUs meeting the SLOs on ``reqs``, ranked by cost."""
+    from suanli.estimate.serving import plan_capacity
+
+    rows = plan_capacity(
+        spec,
+        list(catalog),
+        reqs,
+        slo_ttft_s=req.slo_ttft,
+        slo_tpot_s=req.slo_tpot,
+        config=config,
+        weight_format=req.quant,
+        kv_dtype=req.kv_dtype,
+        max_gpus=req.max_gpus,
+        price=req.price,
+        progress=progress,
+    )
+    return CapacityPlan(
+        workload=workload,
+        max_gpus=req.max_gpus,
+        rows=tuple(plan_row(r) for r in rows),
+    )
