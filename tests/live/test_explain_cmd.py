@@ -40,7 +40,7 @@ def test_log_file_and_json_shape(tmp_path: Path) -> None:
     result = CliRunner().invoke(explain_cmd, ["--log", str(log), "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
-    assert list(doc) == ["matches"]
+    assert list(doc) == ["schema_version", "matches"]
     assert [m["id"] for m in doc["matches"]] == ["nccl-watchdog-timeout", "device-side-assert"]
     for match in doc["matches"]:
         assert list(match) == ["id", "error", "cause", "fix", "source", "line"]
@@ -60,7 +60,7 @@ def test_no_match_is_one_line_and_exit_0() -> None:
     assert result.output.strip() == NO_MATCH
     as_json = CliRunner().invoke(explain_cmd, ["everything is fine", "--json"])
     assert as_json.exit_code == 0
-    assert json.loads(as_json.output) == {"matches": []}
+    assert json.loads(as_json.output) == {"schema_version": 2, "matches": []}
 
 
 def test_nothing_to_explain_is_a_value_error() -> None:

@@ -23,6 +23,8 @@ from suanli.models.presets import presets
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.web import app as web
 from suanli.web.app import BODY_LIMIT, clean, create_app
+from suanli.web.models import UPLOAD_SLOTS
+from suanli.web.schemas import MAX_TOKENS
 
 from ..cli.test_cli import run
 
@@ -136,7 +138,10 @@ def test_options_list_the_choices(client: TestClient) -> None:
 def test_memory_equals_cli_and_library(client: TestClient) -> None:
     body = {"model": "llama-3.1-8b", "task": "lora", "gpu": "4090", "cards": ["l40s", "4090"]}
     doc = client.post("/api/memory", json=body).json()
-    same(doc, cli_json("mem", "llama-3.1-8b", "--task", "lora", "--gpu", "4090"))
+    same(
+        doc,
+        cli_json("mem", "llama-3.1-8b", "--task", "lora", "--gpu", "4090", "--card", "l40s"),
+    )
     # One fit per card, the first the --gpu one, duplicates dropped.
     assert [f["gpu"] for f in doc["fits"]] == ["rtx-4090-24gb", "l40s-48gb"]
     spec = load_model("llama-3.1-8b").spec
@@ -370,7 +375,7 @@ def test_upload_slots_are_bounded() -> None:
     models = web.Models(allow_hub=False)
     base = presets()["gpt2"].config()
     first, _ = models.add(json.dumps({**base, "n_layer": 1}).encode(), "a.json")
-    for i in range(web.UPLOAD_SLOTS):
+    for i in range(UPLOAD_SLOTS):
         models.add(json.dumps({**base, "n_layer": 2 + i}).encode(), "b.json")
     with pytest.raises(web.ApiError) as err:
         models.resolve(first)
@@ -644,8 +649,8 @@ def test_non_json_content_type_is_refused(client: TestClient) -> None:
 @pytest.mark.parametrize(
     ("path", "body"),
     [
-        ("/api/plan", {"model": "llama-3.1-405b", "attention": "eager", "seq": web.MAX_TOKENS}),
-        ("/api/memory", {"model": "llama-3.1-405b", "batch": 65536, "seq": web.MAX_TOKENS}),
+        ("/api/plan", {"model": "llama-3.1-405b", "attention": "eager", "seq": MAX_TOKENS}),
+        ("/api/memory", {"model": "llama-3.1-405b", "batch": 65536, "seq": MAX_TOKENS}),
         (
             "/api/perf",
             {
@@ -653,8 +658,8 @@ def test_non_json_content_type_is_refused(client: TestClient) -> None:
                 "task": "infer",
                 "batch": 65536,
                 "gpu": "4090",
-                "prompt": web.MAX_TOKENS,
-                "output": web.MAX_TOKENS,
+                "prompt": MAX_TOKENS,
+                "output": MAX_TOKENS,
             },
         ),
         ("/api/cost", {"gpu": "4090", "gpus": 1_000_000, "years": 50, "price": 1e12}),
@@ -669,19 +674,19 @@ def test_extreme_but_valid_numbers_are_answered(
 
 
 def test_overflow_is_bad_input_not_a_bug(monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(*args: Any) -> Any:
+    def boom(*args: Any, **kwargs: Any) -> Any:
         raise OverflowError("Python int too large to convert to C long")
 
-    monkeypatch.setattr(web, "memory_doc", boom)
+    monkeypatch.setattr(web, "memory", boom)
     with TestClient(create_app(allow_hub=False), raise_server_exceptions=False) as c:
         assert "too large" in assert_one_sentence(c.post("/api/memory", json={}), 400)
 
 
 def test_a_true_bug_is_a_500_with_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
-    def bug(*args: Any) -> Any:
+    def bug(*args: Any, **kwargs: Any) -> Any:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(web, "memory_doc", bug)
+    monkeypatch.setattr(web, "memory", bug)
     with TestClient(create_app(allow_hub=False), raise_server_exceptions=False) as c:
         response = c.post("/api/memory", json={})
     assert response.status_code == 500

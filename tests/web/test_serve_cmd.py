@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 import webbrowser
@@ -79,7 +80,9 @@ def test_defaults_to_loopback_without_a_warning(calls: dict[str, Any]) -> None:
     assert "warning" not in result.stderr
     assert "http://127.0.0.1:8000/" in result.stderr
     assert calls["opened"] == []
-    assert calls["app"].title == "suanli"
+    assert calls["app"] == "suanli.web.app:create_app" and calls["factory"] is True
+    module, _, factory = calls["app"].partition(":")
+    assert getattr(importlib.import_module(module), factory)().title == "suanli"
 
 
 def test_other_hosts_warn_and_open_opens(calls: dict[str, Any]) -> None:

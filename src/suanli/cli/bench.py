@@ -3,19 +3,24 @@ grade them against the catalog, and save a calibration profile for ``suanli perf
 
 from __future__ import annotations
 
-import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from suanli.cli.render import print_json, print_table
+from suanli.errors import MissingExtra
 from suanli.units import fmt_bytes, fmt_rate
+
+if TYPE_CHECKING:
+    from suanli.answers.bench import BenchAnswer, BenchRequest
 
 _GRADE_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "info": "cyan"}
 
 
 def _torch_available() -> bool:
-    return importlib.util.find_spec("torch") is not None
+    from suanli.answers.bench import torch_available
+
+    return torch_available()
 
 
 def _pct(value: float | None) -> str:
@@ -207,36 +212,25 @@ def bench_cmd(
     """Measure matmul FLOP/s, memory and host<->device bandwidth and all-reduce bus bandwidth,
     graded against the GPU catalog; save them as a calibration for `suanli perf`."""
     if not _torch_available():
-        from suanli.cli.main import MissingExtra
-
         raise MissingExtra("suanli bench needs PyTorch: pip install 'suanli[torch]'")
-    from suanli.live.bench import local_calibration_path, parse_sizes, write_calibration
+    from suanli.answers.bench import BenchRequest
 
-    size_list = parse_sizes(sizes) if sizes else None
-    result = _run_with_progress(quick, device, processes, size_list)
-    saved: str | None = None
-    if output or save:
-        path = output or local_calibration_path(result.gpu_id)
-        saved = str(write_calibration(result, path))
+    req = BenchRequest(
+        quick=quick, device=device, processes=processes, sizes=sizes, save=save, output=output
+    )
+    answer = _run_with_progress(req)
     if as_json:
-        doc = result.as_dict()
-        doc["calibration_path"] = saved
-        print_json(doc)
+        print_json(answer.to_json())
         return
-    _print_tables(result, saved)
+    _print_tables(answer.result, answer.calibration_path)
 
 
-def _run_with_progress(
-    quick: bool,
-    device: str | None,
-    processes: int | None,
-    sizes: tuple[int, ...] | None,
-) -> Any:
-    """run_bench with a rich progress bar on stderr (cleared when done)."""
+def _run_with_progress(req: BenchRequest) -> BenchAnswer:
+    """The bench answer with a rich progress bar on stderr (cleared when done)."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from suanli.live.bench import run_bench
+    from suanli.answers.bench import bench
 
     console = Console(stderr=True)
     with Progress(
@@ -253,6 +247,4 @@ def _run_with_progress(
         def progress(description: str, done: int, total: int) -> None:
             bar.update(task, description=description, completed=done, total=total)
 
-        return run_bench(
-            quick=quick, device=device, processes=processes, progress=progress, sizes=sizes
-        )
+        return bench(req, progress=progress)

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.answers.capacity import (
-    CapacityPlan,
-    CapacityRequest,
-    CapacitySimulation,
-    CapacityWorkload,
-    ServingStats,
-    capacity,
-)
 from suanli.cli.render import print_json, print_table
 from suanli.estimate.workload import KV_DTYPES
+
+if TYPE_CHECKING:
+    from suanli.answers.capacity import (
+        CapacityPlan,
+        CapacitySimulation,
+        CapacityWorkload,
+        ServingStats,
+    )
 
 #: From this many simulated requests on, a progress bar is drawn (on a terminal).
 PROGRESS_FROM = 200_000
@@ -306,6 +306,8 @@ def capacity_cmd(
     suanli capacity llama-3.1-8b --gpu h100 --rate 20 --policy static;
     suanli capacity llama-3.1-70b --gpu h100 --tp 4 --rate 5 --arrivals bursty --json.
     """
+    from suanli.answers.capacity import CapacityRequest, CapacitySimulation, capacity
+
     req = CapacityRequest(
         model=model,
         rate=rate,

@@ -3,39 +3,19 @@ devices side by side, with the ratio and the one-line reason."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.cli.devices import resolve_gpu
-from suanli.cli.options import work_from_options, workload_options
+from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_table
-from suanli.estimate.perf import Device, inference_perf, training_perf
-from suanli.estimate.workload import InferWork
-from suanli.hardware import device_for
-from suanli.models.resolve import load_model
+
+if TYPE_CHECKING:
+    pass
 
 
-def _split(text: str) -> list[str]:
-    names = [n.strip().strip('"') for n in text.split(",") if n.strip()]
-    if len(names) < 2:
-        raise ValueError(
-            "--devices needs at least two names separated by commas, e.g. local-cpu,rtx4090"
-        )
-    return names
-
-
-def _reason(bound: str, device: Device, other: Device) -> str:
-    """Why one device beats the other, in one line."""
-    if bound == "memory":
-        return (
-            f"bandwidth-bound: {device.bandwidth / 1e9:,.0f} GB/s vs "
-            f"{other.bandwidth / 1e9:,.0f} GB/s achievable"
-        )
-    return (
-        f"compute-bound: {device.matmul_flops / 1e12:,.1f} vs "
-        f"{other.matmul_flops / 1e12:,.1f} TFLOP/s achievable"
-    )
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(n.strip().strip('"') for n in text.split(",") if n.strip())
 
 
 @click.command("compare")
@@ -64,81 +44,53 @@ def compare_cmd(
 ) -> None:
     """Why did my request go from 10 s to 300 ms? The same roofline — FLOP/s and memory
     bandwidth — for a CPU and GPUs, side by side, in plain words."""
-    if opts["task"] == "infer":
-        opts["context"] = prompt + output_tokens
-    work = work_from_options(opts)
-    spec = load_model(model).spec
-    rows: list[dict[str, Any]] = []
-    built: list[Device] = []
-    for name in _split(devices):
-        gpu, calibration = resolve_gpu(name, catalog_file)
-        dtype = "bf16" if isinstance(work, InferWork) else work.dtype
-        device = device_for(gpu, dtype, calibration=calibration, auto_calibration=False)
-        built.append(device)
-        if isinstance(work, InferWork):
-            r = inference_perf(spec, work, device, prompt, output_tokens)
-            rows.append(
-                {
-                    "device": gpu.id,
-                    "name": gpu.name,
-                    "ttft_s": r.ttft_s,
-                    "tpot_s": r.tpot_s,
-                    "tokens_per_s": r.tokens_per_s,
-                    "bound": r.bound,
-                    "request_s": r.ttft_s + output_tokens * r.tpot_s,
-                }
-            )
-        else:
-            t = training_perf(spec, work, device)
-            rows.append(
-                {
-                    "device": gpu.id,
-                    "name": gpu.name,
-                    "step_time_s": t.step_time_s,
-                    "tokens_per_s": t.tokens_per_s,
-                    "bound": t.bound,
-                }
-            )
-    slowest = min(range(len(rows)), key=lambda i: rows[i]["tokens_per_s"])
-    for i, row in enumerate(rows):
-        row["speedup_vs_slowest"] = row["tokens_per_s"] / rows[slowest]["tokens_per_s"]
-        row["reason"] = "" if i == slowest else _reason(row["bound"], built[i], built[slowest])
-        row["achievable_tflops"] = built[i].matmul_flops / 1e12
-        row["achievable_bandwidth_gbs"] = built[i].bandwidth / 1e9
+    from suanli.answers.compare import CompareRequest, compare
+
+    answer = compare(
+        CompareRequest(
+            model=model,
+            work=work_request(opts),
+            devices=_split(devices),
+            prompt=prompt,
+            output=output_tokens,
+            catalog_file=catalog_file,
+        )
+    )
     if as_json:
-        print_json({"model": model, "task": opts["task"], "rows": rows})
+        print_json(answer.to_json())
         return
-    if isinstance(work, InferWork):
+    rows = answer.rows
+    if answer.inference:
         table = [
             [
-                r["device"],
-                f"{r['ttft_s'] * 1e3:,.1f} ms",
-                f"{r['tpot_s'] * 1e3:,.2f} ms",
-                f"{r['request_s']:,.2f} s",
-                f"{r['tokens_per_s']:,.1f}",
-                f"{r['speedup_vs_slowest']:,.0f}x",
+                r.device,
+                f"{(r.ttft_s or 0.0) * 1e3:,.1f} ms",
+                f"{(r.tpot_s or 0.0) * 1e3:,.2f} ms",
+                f"{r.request_s or 0.0:,.2f} s",
+                f"{r.tokens_per_s:,.1f}",
+                f"{r.speedup_vs_slowest:,.0f}x",
             ]
             for r in rows
         ]
         print_table(
-            f"{model}: {prompt} prompt + {output_tokens} output tokens, batch {work.batch}",
+            f"{model}: {prompt} prompt + {output_tokens} output tokens, batch {answer.batch}",
             ["device", "TTFT", "per token", "request", "tokens/s", "speed"],
             table,
         )
     else:
         table = [
             [
-                r["device"],
-                f"{r['step_time_s']:,.3f} s",
-                f"{r['tokens_per_s']:,.0f}",
-                f"{r['speedup_vs_slowest']:,.0f}x",
+                r.device,
+                f"{r.step_time_s or 0.0:,.3f} s",
+                f"{r.tokens_per_s:,.0f}",
+                f"{r.speedup_vs_slowest:,.0f}x",
             ]
             for r in rows
         ]
-        print_table(f"{model} {opts['task']} step", ["device", "step", "tokens/s", "speed"], table)
+        print_table(f"{model} {answer.task} step", ["device", "step", "tokens/s", "speed"], table)
     for r in rows:
-        if r["reason"]:
+        if r.reason:
             click.echo(
-                f"{r['device']} is {r['speedup_vs_slowest']:,.0f}x faster than "
-                f"{rows[slowest]['device']}: {r['reason']}"
+                f"{r.device} is {r.speedup_vs_slowest:,.0f}x faster than "
+                f"{rows[answer.slowest].device}: {r.reason}"
             )

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from suanli.catalog import find_gpu, load_catalog
 from suanli.cli.render import print_json, print_table
 
 
@@ -88,34 +85,30 @@ def cost_cmd(
 
     Example: suanli cost h100 --gpus 8 --price 25000 --utilisation 0.6 --years 3
     """
-    from suanli.plan.cost import cost_report
+    from suanli.answers.cost import CostRequest, cost
 
-    gpu = find_gpu(gpu_name, load_catalog(catalog_file))
-    pue_value: float | str | None = pue
-    if pue is not None:
-        try:
-            pue_value = float(pue)
-        except ValueError:
-            pue_value = pue
-    kwargs: dict[str, Any] = {
-        "gpus": gpus,
-        "years": years,
-        "utilisation": utilisation,
-        "price_usd": price,
-        "resale_fraction": resale,
-        "pue": pue_value,
-        "region": region,
-        "usd_per_kwh": usd_per_kwh,
-        "rent_usd_per_gpu_hour": rent,
-        "spot_usd_per_gpu_hour": spot,
-        "reserved_usd_per_gpu_hour": reserved,
-        "output_tokens_per_year": tokens_per_year,
-        "input_tokens_per_year": input_tokens_per_year,
-        "api": api,
-    }
-    doc = cost_report(gpu, **kwargs)
+    answer = cost(
+        CostRequest(
+            gpu=gpu_name,
+            gpus=gpus,
+            years=years,
+            utilisation=utilisation,
+            price=price,
+            resale=resale,
+            pue=pue,
+            region=region,
+            usd_per_kwh=usd_per_kwh,
+            rent=rent,
+            spot=spot,
+            reserved=reserved,
+            tokens_per_year=tokens_per_year,
+            input_tokens_per_year=input_tokens_per_year,
+            api=api,
+            catalog_file=catalog_file,
+        )
+    )
     if as_json:
-        print_json(doc)
+        print_json(answer.to_json())
         return
 
     def money(value: float | None) -> str:
@@ -123,29 +116,29 @@ def cost_cmd(
 
     rows = [
         [
-            f"{r['year']:g}",
-            money(r["buy_cumulative_usd"]),
-            money(r["rent_cumulative_usd"]),
-            money(r.get("spot_cumulative_usd")),
-            money(r["api_cumulative_usd"]) if tokens_per_year or input_tokens_per_year else "-",
+            f"{r.year:g}",
+            money(r.buy_cumulative_usd),
+            money(r.rent_cumulative_usd),
+            money(r.spot_cumulative_usd),
+            money(r.api_cumulative_usd) if tokens_per_year or input_tokens_per_year else "-",
         ]
-        for r in doc["per_year"]
+        for r in answer.per_year
     ]
     print_table(
-        f"{gpus} x {gpu.id}, {utilisation:.0%} utilised: cumulative cost",
+        f"{gpus} x {answer.inputs.gpu}, {utilisation:.0%} utilised: cumulative cost",
         ["year", "buy", "rent", "spot", "API"],
         rows,
         right_align=["buy", "rent", "spot", "API"],
     )
-    click.echo(doc["verdict"])
+    click.echo(answer.verdict)
     notes = [
         [
-            str(a["name"]),
-            f"{a['value']:,}" if isinstance(a["value"], (int, float)) else str(a["value"]),
-            str(a.get("unit", "")),
-            str(a.get("source", "")).split(";")[0][:60],
-            str(a.get("date", "")),
+            str(a.name),
+            f"{a.value:,}" if isinstance(a.value, (int, float)) else str(a.value),
+            str(a.unit),
+            str(a.source).split(";")[0][:60],
+            str(a.date),
         ]
-        for a in doc["assumptions"]
+        for a in answer.assumptions
     ]
     print_table("assumptions", ["input", "value", "unit", "source", "date"], notes)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.catalog import GPU
 from suanli.catalog.gpu import FORM_FACTORS, NUMERIC_FIELDS, VENDORS
-from suanli.catalog.query import SORT_ALIASES, filter_gpus, sort_gpus
+from suanli.catalog.query import SORT_ALIASES
 from suanli.cli.render import print_json, print_table
 from suanli.units import GiB, fmt_usd
+
+if TYPE_CHECKING:
+    pass
 
 catalog_option = click.option(
     "--catalog",
@@ -66,16 +69,22 @@ def gpus_cmd(
     catalog_file: str | None,
 ) -> None:
     """List the GPU catalog: memory, bandwidth, dense peak FLOP/s, power, price."""
-    gpus = filter_gpus(
-        load_catalog(catalog_file),
-        vendors=vendor,
-        form_factors=form_factor,
-        min_memory_bytes=int(min_memory * GiB) if min_memory is not None else None,
+    from suanli.answers.gpus import GpuListRequest, gpu_list
+
+    answer = gpu_list(
+        GpuListRequest(
+            vendors=vendor,
+            form_factors=form_factor,
+            min_memory=min_memory,
+            sort=sort_key,
+            ascending=ascending,
+            catalog_file=catalog_file,
+        )
     )
-    gpus = sort_gpus(gpus, sort_key, descending=not ascending)
     if as_json:
-        print_json([g.as_dict() for g in gpus])
+        print_json(answer.rows())
         return
+    gpus = answer.devices
     rows = [
         [
             g.id,
@@ -139,10 +148,13 @@ def gpu_rows(gpu: GPU) -> list[list[str]]:
 @catalog_option
 def gpu_cmd(name: str, as_json: bool, catalog_file: str | None) -> None:
     """Show one GPU in full, every figure with its source. NAME forgives case, spaces, dashes."""
-    gpu = find_gpu(name, load_catalog(catalog_file))
+    from suanli.answers.gpus import GpuRequest, gpu_detail
+
+    answer = gpu_detail(GpuRequest(name=name, catalog_file=catalog_file))
     if as_json:
-        print_json(gpu.as_dict())
+        print_json(answer.to_json())
         return
+    gpu = answer.gpu
     print_table(gpu.name, ["field", "value", "source"], gpu_rows(gpu), caption=f"from {gpu.origin}")
     sources = [
         [f"[{i}]", s.ref, s.date, "all other figures" if "*" in s.fields else ", ".join(s.fields)]

@@ -5,11 +5,16 @@ from __future__ import annotations
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from suanli.cli.render import print_json, print_table
+from suanli.errors import MissingExtra
+
+if TYPE_CHECKING:
+    from suanli.answers.doctor_run import OomAutopsy
+    from suanli.answers.live import LiveAnswer
 
 _STATUS = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "info": "info"}
 
@@ -29,21 +34,20 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from suanli.live.env import diagnose, probe
+    from suanli.answers.doctor import doctor
 
-    verdicts = diagnose(probe())
-    failed = any(v.status == "fail" for v in verdicts)
+    answer = doctor()
     if as_json:
-        print_json({"healthy": not failed, "verdicts": [v.__dict__ for v in verdicts]})
+        print_json(answer.to_json())
     else:
-        rows = [[_STATUS[v.status], v.check, v.detail] for v in verdicts]
+        rows = [[_STATUS[v.status], v.check, v.detail] for v in answer.verdicts]
         print_table("suanli doctor", ["", "check", "seen"], rows)
         # Fixes in full, one per line, so a command can be copied whole.
-        for v in verdicts:
+        for v in answer.verdicts:
             if v.fix and v.status in ("fail", "warn"):
                 click.echo(f"fix {v.check}: {v.fix}")
-        click.echo("healthy" if not failed else "problems found: apply the fixes above")
-    sys.exit(1 if failed else 0)
+        click.echo("healthy" if answer.healthy else "problems found: apply the fixes above")
+    sys.exit(0 if answer.healthy else 1)
 
 
 @doctor_cmd.command(
@@ -72,69 +76,41 @@ def doctor_run_cmd(
 ) -> None:
     """Run an unmodified PyTorch training SCRIPT with instrumentation and print one verdict
     (input-, sync-, launch-, communication- or compute-bound) with ranked, quantified fixes."""
-    import contextlib
-    import os
-    import runpy
-
+    from suanli.answers.doctor_run import DoctorRunRequest, doctor_run
     from suanli.live.callbacks import format_report
 
-    if not os.path.isfile(script):
-        raise ValueError(f"no such script {script!r}; give the path of a Python training script")
-    try:
-        from suanli.live.profiler import profile
-    except ImportError:
-        from suanli.cli.main import MissingExtra
+    def show_autopsy(outcome: OomAutopsy) -> None:
+        _print_autopsy(outcome, as_json)
 
-        raise MissingExtra("suanli doctor run needs PyTorch: pip install 'suanli[torch]'") from None
-    if replay >= steps - warmup:
-        raise ValueError("--replay must leave steps to measure: lower it or raise --steps")
-    saved_argv = sys.argv
-    sys.argv = [script, *args]
-    error = None
-    try:
-        with profile(max_steps=steps, replay_steps=replay) as rec, contextlib.suppress(SystemExit):
-            runpy.run_path(script, run_name="__main__")
-    except Exception as exc:  # the user's script failed: report what was recorded
-        error = f"{type(exc).__name__}: {exc}"
-        if "out of memory" in str(exc).lower() and rec.model is not None:
-            _print_autopsy(rec, as_json)
-    finally:
-        sys.argv = saved_argv
-    if len(rec.records) <= warmup:
-        raise ValueError(
-            f"only {len(rec.records)} optimizer steps were recorded"
-            + (f" (the script failed: {error})" if error else "")
-            + "; does the script call optimizer.step() in a loop?"
-        )
-    report = rec.report(warmup=warmup)
-    if error:
-        report.extras["script_error"] = error
+    req = DoctorRunRequest(script=script, args=args, steps=steps, replay=replay, warmup=warmup)
+    answer = doctor_run(req, on_autopsy=show_autopsy)
     if as_json:
-        print_json(report.as_dict())
+        print_json(answer.to_json())
     else:
-        click.echo(format_report(report))
-        if report.data_free_step_s:
+        if answer.report is not None:
+            click.echo(format_report(answer.report))
+        if answer.data_free_step_s:
             click.echo(
                 f"  with data replayed from memory a step takes "
-                f"{report.data_free_step_s * 1e3:.1f} ms"
+                f"{answer.data_free_step_s * 1e3:.1f} ms"
             )
-        if error:
-            click.echo(f"  note: the script stopped with {error}")
+        if answer.script_error:
+            click.echo(f"  note: the script stopped with {answer.script_error}")
 
 
-def _samples() -> list[Any]:
-    from suanli.live.devices import gpu_samples, providers
+def _reading(provs: list[Any]) -> LiveAnswer:
+    """One reading of every device (the CPU when there is no GPU); MissingExtra when nothing
+    could be read for want of psutil."""
+    from suanli.answers.live import live_report
 
-    provs = providers()
-    samples = gpu_samples(provs)
-    if not samples:  # no GPU: show the CPU so the commands still say something true
-        samples = next(p for p in provs if p.name == "cpu").sample()
-    return samples
+    answer = live_report(provs)
+    if answer.missing_extra:
+        raise MissingExtra(answer.missing_extra)
+    return answer
 
 
-def _render_top(samples: list[Any]) -> None:
-    from suanli.live.monitor import flags
-
+def _render_top(answer: LiveAnswer) -> None:
+    samples = [r.sample for r in answer.samples]
     rows = []
     for s in samples:
         if s.lost:
@@ -142,7 +118,7 @@ def _render_top(samples: list[Any]) -> None:
             continue
         mem = (
             f"{s.memory_used_bytes / 2**30:,.1f}/{s.memory_total_bytes / 2**30:,.1f} GiB"
-            if s.memory_total_bytes
+            if s.memory_total_bytes and s.memory_used_bytes is not None
             else "N/A"
         )
         power = (
@@ -192,8 +168,8 @@ def _render_top(samples: list[Any]) -> None:
     ]
     if procs:
         print_table("processes", ["gpu", "pid", "user", "name", "GiB", "path"], procs)
-    for s in samples:
-        for f in flags(s):
+    for r in answer.samples:
+        for f in r.flags:
             click.echo(f"! gpu {f.index} {f.kind}: {f.message}")
 
 
@@ -216,20 +192,11 @@ def _render_top(samples: list[Any]) -> None:
 def top_cmd(interval: float, count: int | None, once: bool, as_json: bool) -> None:
     """Live view of each GPU: utilisation, memory, power, temperature, clocks, PCIe, processes,
     with flags for idle-but-full memory, throttling, down-trained links and unknown processes."""
-    from suanli.live.monitor import flags
+    from suanli.live.devices import providers
 
+    provs = providers()
     if as_json:
-        samples = _samples()
-        print_json(
-            [
-                {
-                    **s.__dict__,
-                    "processes": [p.__dict__ for p in s.processes],
-                    "flags": [f.__dict__ for f in flags(s)],
-                }
-                for s in samples
-            ]
-        )
+        print_json(_reading(provs).rows())
         return
     n = 1 if once else count
     i = 0
@@ -238,7 +205,7 @@ def top_cmd(interval: float, count: int | None, once: bool, as_json: bool) -> No
             if i:
                 time.sleep(interval)
                 click.clear()
-            _render_top(_samples())
+            _render_top(_reading(provs))
             i += 1
     except KeyboardInterrupt:
         pass
@@ -259,14 +226,17 @@ def top_cmd(interval: float, count: int | None, once: bool, as_json: bool) -> No
 @click.option("--timestamp/--no-timestamp", default=False, help="Prefix each row with the time.")
 def query_cmd(fields: str | None, interval: float, count: int, fmt: str, timestamp: bool) -> None:
     """Sample fields for scripts and logs (nvidia-smi --query-gpu compatible names)."""
+    from suanli.live.devices import providers
     from suanli.live.monitor import DEFAULT_QUERY, format_rows, parse_fields
 
     names = parse_fields(fields) if fields else list(DEFAULT_QUERY)
+    provs = providers()
     for i in range(count):
         if i:
             time.sleep(interval)
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds") if timestamp else None
-        sys.stdout.write(format_rows(_samples(), names, fmt, header=i == 0, timestamp=stamp))
+        samples = [r.sample for r in _reading(provs).samples]
+        sys.stdout.write(format_rows(samples, names, fmt, header=i == 0, timestamp=stamp))
         sys.stdout.flush()
 
 
@@ -295,27 +265,14 @@ def export_cmd(port: int, host: str, max_requests: int | None) -> None:
         pass
 
 
-def _print_autopsy(rec: Any, as_json: bool) -> None:
-    """The OOM autopsy of a recorded run (CUDA peak against the device's memory)."""
-    from suanli.live.autopsy import autopsy, format_autopsy
+def _print_autopsy(outcome: OomAutopsy, as_json: bool) -> None:
+    """The OOM autopsy of a recorded run, on stderr."""
+    from suanli.live.autopsy import format_autopsy
 
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            return
-        shape = rec.last_input_shape or (rec.batch_size or 1, 1)
-        doc = autopsy(
-            rec.model,
-            rec.optimizer,
-            batch=int(shape[0]),
-            seq=int(shape[1]) if len(shape) > 1 else 1,
-            limit_bytes=torch.cuda.get_device_properties(0).total_memory,
-            peak_bytes=torch.cuda.max_memory_allocated(),
-        )
-        click.echo(json_dumps(doc) if as_json else format_autopsy(doc), err=True)
-    except Exception as exc:  # the autopsy must not hide the original error
-        click.echo(f"(autopsy failed: {exc})", err=True)
+    if outcome.doc is not None:
+        click.echo(json_dumps(outcome.doc) if as_json else format_autopsy(outcome.doc), err=True)
+    else:
+        click.echo(f"(autopsy failed: {outcome.error})", err=True)
 
 
 def json_dumps(doc: Any) -> str:
@@ -340,32 +297,26 @@ def json_dumps(doc: Any) -> str:
 def doctor_scaling_cmd(procs: int, hidden: int, layers: int, batch: int, as_json: bool) -> None:
     """The same DDP training step on 1 and N processes: speed-up, efficiency, communication
     share and its cause, next to what the speed model predicts from the measured all-reduce."""
-    try:
-        from suanli.live.scaling import measure_scaling
-    except ImportError:
-        from suanli.cli.main import MissingExtra
+    from suanli.answers.scaling import ScalingRequest, scaling
 
-        raise MissingExtra(
-            "suanli doctor scaling needs PyTorch: pip install 'suanli[torch]'"
-        ) from None
-    doc = measure_scaling(procs, hidden, layers, batch).as_dict()
+    answer = scaling(ScalingRequest(procs=procs, hidden=hidden, layers=layers, batch=batch))
     if as_json:
-        print_json(doc)
+        print_json(answer.to_json())
         return
     rows = [
-        ["step, 1 process", f"{doc['step_1_s'] * 1e3:.1f} ms"],
-        [f"step, {procs} processes", f"{doc['step_n_s'] * 1e3:.1f} ms"],
+        ["step, 1 process", f"{answer.step_1_s * 1e3:.1f} ms"],
+        [f"step, {procs} processes", f"{answer.step_n_s * 1e3:.1f} ms"],
         [
             "predicted (speed model)",
-            f"{doc['predicted_step_n_s'] * 1e3:.1f} ms ({doc['prediction_error']:+.0%})",
+            f"{answer.predicted_step_n_s * 1e3:.1f} ms ({answer.prediction_error:+.0%})",
         ],
-        ["bare all-reduce of the gradients", f"{doc['allreduce_s'] * 1e3:.1f} ms"],
-        ["speed-up", f"{doc['speedup']:.2f}x ({doc['efficiency']:.0%} efficiency)"],
-        ["communication share", f"{doc['communication_share']:.0%}"],
+        ["bare all-reduce of the gradients", f"{answer.allreduce_s * 1e3:.1f} ms"],
+        ["speed-up", f"{answer.speedup:.2f}x ({answer.efficiency:.0%} efficiency)"],
+        ["communication share", f"{answer.communication_share:.0%}"],
     ]
     print_table(
-        f"scaling over {procs} {doc['backend']} processes ({doc['params']:,} params)",
+        f"scaling over {procs} {answer.backend} processes ({answer.params:,} params)",
         ["", ""],
         rows,
     )
-    click.echo(f"cause: {doc['cause']}")
+    click.echo(f"cause: {answer.cause}")

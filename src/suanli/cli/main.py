@@ -12,10 +12,7 @@ from typing import Any
 import click
 
 from suanli import __version__
-
-
-class MissingExtra(RuntimeError):
-    """An optional dependency is not installed; the message names the extra to install."""
+from suanli.errors import MissingExtra
 
 
 class SuanliGroup(click.Group):

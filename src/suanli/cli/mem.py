@@ -2,42 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.cli.devices import resolve_gpu
-from suanli.cli.options import work_from_options, workload_options
+from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_table
-from suanli.estimate.memory import (
-    Fit,
-    MemoryBreakdown,
-    fit_inference,
-    fit_training,
-    inference_memory,
-    training_memory,
-)
-from suanli.estimate.workload import InferWork
-from suanli.models.resolve import load_model
 from suanli.units import GiB
+
+if TYPE_CHECKING:
+    from suanli.answers.memory import MemoryAnswer
 
 
 def _gib(n: float) -> str:
     return f"{n / GiB:,.2f}"
-
-
-def _fit_dict(fit: Fit) -> dict[str, Any]:
-    return {
-        "gpu": fit.gpu_id,
-        "gpu_memory_bytes": fit.gpu_memory_bytes,
-        "usable_bytes": round(fit.usable_bytes),
-        "fits": fit.fits,
-        "headroom_bytes": round(fit.headroom_bytes),
-        "max_batch": fit.max_batch,
-        "max_seq": fit.max_seq,
-        "best_format": fit.best_format,
-        "notes": list(fit.notes),
-    }
 
 
 def _short(source: str, limit: int = 70) -> str:
@@ -46,7 +24,7 @@ def _short(source: str, limit: int = 70) -> str:
     return head if len(head) <= limit else head[: limit - 1] + "…"
 
 
-def _render(result: MemoryBreakdown, title: str, explain: bool) -> None:
+def _render(result: MemoryAnswer, title: str, explain: bool) -> None:
     total = result.total_bytes
     rows = [[k, _gib(v), f"{100 * v / total:.1f}%"] for k, v in result.breakdown.items() if v]
     rows.append(["total", _gib(total), "100%"])
@@ -88,6 +66,12 @@ def _render(result: MemoryBreakdown, title: str, explain: bool) -> None:
 @workload_options
 @click.option("--gpu", "gpu_name", default=None, help="Check the fit on this GPU.")
 @click.option(
+    "--card",
+    "cards",
+    multiple=True,
+    help="Also check the fit on this GPU (repeatable); one row each in a fit table.",
+)
+@click.option(
     "--catalog",
     "catalog_file",
     type=click.Path(dir_okay=False),
@@ -99,6 +83,7 @@ def _render(result: MemoryBreakdown, title: str, explain: bool) -> None:
 def mem_cmd(
     model: str,
     gpu_name: str | None,
+    cards: tuple[str, ...],
     catalog_file: str | None,
     explain: bool,
     as_json: bool,
@@ -109,35 +94,52 @@ def mem_cmd(
     Examples: suanli mem llama-3.1-8b --task qlora --gpu 4090;
     suanli mem qwen2.5-72b --task infer --quant awq-4bit-g128 --batch 16 --context 8192.
     """
-    work = work_from_options(opts)
-    spec = load_model(model).spec
-    gpu = resolve_gpu(gpu_name, catalog_file)[0] if gpu_name else None
-    if isinstance(work, InferWork):
-        result = inference_memory(spec, work)
-        fit = fit_inference(spec, work, gpu.id, gpu.memory_bytes) if gpu else None
-    else:
-        result = training_memory(spec, work)
-        fit = fit_training(spec, work, gpu.id, gpu.memory_bytes) if gpu else None
+    from suanli.answers.memory import MemoryRequest, memory
+
+    answer = memory(
+        MemoryRequest(
+            model=model,
+            work=work_request(opts),
+            gpu=gpu_name,
+            cards=cards,
+            catalog_file=catalog_file,
+        )
+    )
     if as_json:
-        doc: dict[str, Any] = {"model": model, "task": opts["task"], **result.as_dict()}
-        if fit is not None:
-            doc["fit"] = _fit_dict(fit)
-        print_json(doc)
+        print_json(answer.to_json())
         return
-    _render(result, f"{model}: {opts['task']} memory per GPU", explain)
+    _render(answer, f"{model}: {opts['task']} memory per GPU", explain)
+    fit = answer.fit
     if fit is not None:
         verdict = "fits" if fit.fits else "does NOT fit"
         rows = [
-            ["verdict", f"{verdict} on {fit.gpu_id} ({_gib(fit.gpu_memory_bytes)} GiB)"],
+            ["verdict", f"{verdict} on {fit.gpu} ({_gib(fit.gpu_memory_bytes)} GiB)"],
             ["headroom", f"{_gib(fit.headroom_bytes)} GiB"],
             ["largest batch", str(fit.max_batch) if fit.max_batch else "none fits"],
             [
-                "longest " + ("context" if isinstance(work, InferWork) else "sequence"),
+                "longest " + ("context" if answer.inference else "sequence"),
                 f"{fit.max_seq:,}" if fit.max_seq else "none fits",
             ],
         ]
-        if fit.best_format is not None or isinstance(work, InferWork):
+        if fit.best_format is not None or answer.inference:
             rows.append(["best weight format that fits", fit.best_format or "none"])
         print_table("fit", ["", ""], rows)
         for note in fit.notes:
             click.echo(f"note: {note}")
+    if len(answer.fits) > (1 if fit is not None else 0):
+        print_table(
+            "fit on each card",
+            ["gpu", "GiB", "fits", "headroom GiB", "largest batch", "best format"],
+            [
+                [
+                    f.gpu,
+                    _gib(f.gpu_memory_bytes),
+                    "yes" if f.fits else "no",
+                    _gib(f.headroom_bytes),
+                    str(f.max_batch or "-"),
+                    f.best_format or "-",
+                ]
+                for f in answer.fits
+            ],
+            right_align=["GiB", "headroom GiB", "largest batch"],
+        )

@@ -2,78 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from suanli.cli.render import print_json, print_table
-from suanli.models.presets import presets
-from suanli.models.resolve import LoadedModel, load_model
-from suanli.models.spec import ModelSpec
 from suanli.units import fmt_count
 
-
-def model_summary(loaded: LoadedModel) -> dict[str, Any]:
-    """The JSON object of ``suanli model --json`` (counts are plain integers)."""
-    spec: ModelSpec = loaded.spec
-    att = spec.attention
-    out: dict[str, Any] = {
-        "name": loaded.location,
-        "source": loaded.source,
-        "architecture": spec.architecture,
-        "params_total": loaded.params.total,
-        "params_active": loaded.params.active,
-        "params_by_component": loaded.params.by_component,
-        "layers": spec.num_layers,
-        "hidden_size": spec.hidden_size,
-        "heads": att.num_heads,
-        "kv_heads": att.num_kv_heads,
-        "head_dim": att.head_dim,
-        "attention": att.kind,
-        "vocab_size": spec.vocab_size,
-        "intermediate_size": spec.mlp.intermediate_size if spec.mlp else None,
-        "tie_word_embeddings": spec.tie_word_embeddings,
-        "max_position_embeddings": spec.max_position_embeddings,
-        "sliding_window": att.sliding_window,
-        "sliding_window_layers": len(spec.sliding_window_layers),
-        "torch_dtype": spec.torch_dtype or None,
-        "notes": list(spec.notes),
-    }
-    if spec.moe is not None:
-        out["moe"] = {
-            "experts": spec.moe.num_experts,
-            "experts_per_token": spec.moe.experts_per_token,
-            "expert_intermediate_size": spec.moe.expert.intermediate_size,
-            "shared_expert_intermediate_size": (
-                spec.moe.shared_expert.intermediate_size if spec.moe.shared_expert else 0
-            ),
-            "moe_layers": len(spec.moe_layers),
-        }
-    if att.kind == "mla":
-        out["mla"] = {
-            "q_lora_rank": att.q_lora_rank,
-            "kv_lora_rank": att.kv_lora_rank,
-            "qk_rope_head_dim": att.qk_rope_head_dim,
-            "qk_nope_head_dim": att.qk_nope_head_dim,
-            "v_head_dim": att.v_head_dim,
-        }
-    if loaded.preset is not None and loaded.preset.published_params_total:
-        p = loaded.preset
-        out["published"] = {
-            "params_total": p.published_params_total,
-            "params_active": p.published_params_active,
-            "exact": p.params_exact,
-            "buffers_in_total": p.published_buffers,
-            "active_excludes_embeddings": p.active_excludes_embeddings,
-            "source": p.params_source,
-        }
-    if loaded.stored is not None:
-        out["stored"] = {
-            "params_total": loaded.stored.total,
-            "by_dtype": loaded.stored.by_dtype,
-            "files": loaded.stored.files,
-        }
-    return out
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("model")
@@ -85,73 +22,71 @@ def model_cmd(model: str, as_json: bool) -> None:
     MODEL is a preset name ('suanli models'), a config.json or a folder holding one, or a
     Hugging Face id org/name (only config.json and safetensors headers are fetched).
     """
-    loaded = load_model(model)
-    info = model_summary(loaded)
+    from suanli.answers.model import ModelRequest
+    from suanli.answers.model import model as model_answer
+
+    info = model_answer(ModelRequest(model=model))
     if as_json:
-        print_json(info)
+        print_json(info.to_json())
         return
-    spec = loaded.spec
-    att = spec.attention
     facts = [
-        ["architecture", spec.architecture],
-        ["layers", str(spec.num_layers)],
-        ["hidden size", str(spec.hidden_size)],
+        ["architecture", info.architecture],
+        ["layers", str(info.layers)],
+        ["hidden size", str(info.hidden_size)],
         [
             "attention",
-            f"{att.kind.upper()}: {att.num_heads} heads, {att.num_kv_heads} KV heads, "
-            f"head dim {att.head_dim}",
+            f"{info.attention.upper()}: {info.heads} heads, {info.kv_heads} KV heads, "
+            f"head dim {info.head_dim}",
         ],
-        ["vocabulary", f"{spec.vocab_size:,}"],
-        ["tied embeddings", "yes" if spec.tie_word_embeddings else "no"],
+        ["vocabulary", f"{info.vocab_size:,}"],
+        ["tied embeddings", "yes" if info.tie_word_embeddings else "no"],
     ]
-    if spec.mlp is not None:
-        kind = "gated" if spec.mlp.gated else "plain"
+    if info.mlp_gated is not None:
+        kind = "gated" if info.mlp_gated else "plain"
         facts.append(
-            ["MLP", f"{kind} {spec.mlp.activation}, intermediate {spec.mlp.intermediate_size}"]
+            ["MLP", f"{kind} {info.mlp_activation}, intermediate {info.intermediate_size}"]
         )
-    if spec.moe is not None:
-        m = spec.moe
-        shared = f", shared width {m.shared_expert.intermediate_size}" if m.shared_expert else ""
+    if info.moe is not None:
+        m = info.moe
+        shared = f", shared width {m.shared_expert_intermediate_size}" if m.shared_expert else ""
         facts.append(
             [
                 "MoE",
-                f"{m.num_experts} experts, top-{m.experts_per_token}, expert width "
-                f"{m.expert.intermediate_size}{shared}, {len(spec.moe_layers)} MoE layers",
+                f"{m.experts} experts, top-{m.experts_per_token}, expert width "
+                f"{m.expert_intermediate_size}{shared}, {m.moe_layers} MoE layers",
             ]
         )
-    if att.sliding_window:
+    if info.sliding_window:
         facts.append(
-            ["sliding window", f"{att.sliding_window} on {len(spec.sliding_window_layers)} layers"]
+            ["sliding window", f"{info.sliding_window} on {info.sliding_window_layers} layers"]
         )
-    if spec.max_position_embeddings:
-        facts.append(["max positions", f"{spec.max_position_embeddings:,}"])
-    print_table(f"{loaded.location} ({loaded.source})", ["fact", "value"], facts)
+    if info.max_position_embeddings:
+        facts.append(["max positions", f"{info.max_position_embeddings:,}"])
+    print_table(f"{info.name} ({info.source})", ["fact", "value"], facts)
 
-    total = loaded.params.total
+    total = info.params_total
     rows = [
         [name, f"{n:,}", f"{100 * n / total:.1f}%"]
-        for name, n in loaded.params.by_component.items()
+        for name, n in info.params_by_component.items()
         if n
     ]
     rows.append(["total", f"{total:,}", fmt_count(total)])
-    if loaded.params.active != total:
-        rows.append(
-            ["active per token", f"{loaded.params.active:,}", fmt_count(loaded.params.active)]
-        )
-    if "published" in info:
-        pub = info["published"]
-        kind = "exact" if pub["exact"] else "rounded"
-        rows.append([f"published ({kind})", f"{pub['params_total']:,}", pub["source"]])
-    if "stored" in info:
+    if info.params_active != total:
+        rows.append(["active per token", f"{info.params_active:,}", fmt_count(info.params_active)])
+    if info.published is not None:
+        pub = info.published
+        kind = "exact" if pub.exact else "rounded"
+        rows.append([f"published ({kind})", f"{pub.params_total:,}", pub.source])
+    if info.stored is not None:
         rows.append(
             [
                 "stored in safetensors",
-                f"{info['stored']['params_total']:,}",
-                ", ".join(info["stored"]["by_dtype"]),
+                f"{info.stored.params_total:,}",
+                ", ".join(info.stored.by_dtype),
             ]
         )
     print_table("parameters", ["component", "count", "share"], rows, right_align=["count"])
-    for note in spec.notes:
+    for note in info.notes:
         click.echo(f"note: {note}")
 
 
@@ -159,32 +94,20 @@ def model_cmd(model: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def models_cmd(as_json: bool) -> None:
     """List the bundled model presets (they work offline by name)."""
-    from suanli.models.config import spec_from_config
-    from suanli.models.params import count_params
+    from suanli.answers.base import jsonable
+    from suanli.answers.model import preset_rows
 
-    out = []
-    for p in presets().values():
-        counts = count_params(spec_from_config(p.config(), p.name))
-        out.append(
-            {
-                "name": p.name,
-                "family": p.family,
-                "hf_id": p.hf_id,
-                "params_total": counts.total,
-                "params_active": counts.active,
-                "published_params_total": p.published_params_total,
-            }
-        )
+    out = preset_rows()
     if as_json:
-        print_json(out)
+        print_json(jsonable(out))
         return
     rows = [
         [
-            m["name"],
-            m["family"],
-            fmt_count(m["params_total"]),
-            fmt_count(m["params_active"]),
-            m["hf_id"],
+            m.name,
+            m.family,
+            fmt_count(m.params_total),
+            fmt_count(m.params_active),
+            m.hf_id,
         ]
         for m in out
     ]

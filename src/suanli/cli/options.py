@@ -1,10 +1,11 @@
 """Workload options shared by ``mem``, ``perf``, ``plan``, ``fit`` and ``verify``: same names,
-same meanings, one place. ``work_from_options`` turns them into the library's workload types."""
+same meanings, one place. ``work_request`` turns them into the application layer's
+:class:`~suanli.answers.request.WorkRequest`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,11 +20,11 @@ from suanli.estimate.workload import (
     RECOMPUTE,
     TASKS,
     InferWork,
-    Overheads,
-    Parallelism,
     TrainWork,
 )
-from suanli.units import GiB
+
+if TYPE_CHECKING:
+    from suanli.answers.request import WorkRequest
 
 _OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
@@ -252,68 +253,15 @@ def shape_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _targets(text: str) -> tuple[str, ...]:
-    targets = tuple(t.strip() for t in text.split(",") if t.strip())
-    if not targets:
-        raise ValueError("--lora-targets is empty; give e.g. q,v or q,k,v,o,gate,up,down")
-    return targets
+def work_request(opts: dict[str, Any]) -> WorkRequest:
+    """The request the shared workload options describe (other keys of ``opts`` are ignored)."""
+    from suanli.answers.request import WorkRequest
+
+    return WorkRequest.from_options(opts)
 
 
 def work_from_options(opts: dict[str, Any]) -> TrainWork | InferWork:
     """Build the workload the options describe; raises ValueError on inconsistent values."""
-    overheads = Overheads(
-        cuda_context_bytes=opts["cuda_context"] * GiB if opts["cuda_context"] is not None else None,
-        fragmentation=opts["fragmentation"],
-        nccl_bytes=opts["nccl"] * GiB if opts["nccl"] is not None else None,
-    )
-    gpus = opts["gpus"]
-    if opts["task"] == "infer":
-        tp = opts["tp"] if opts["tp"] > 1 or gpus is None else gpus
-        return InferWork(
-            batch=opts["batch"] or 1,
-            context=opts["context"],
-            weight_format=opts["quant"],
-            kv_dtype=opts["kv_dtype"],
-            tp=tp,
-            prefill_chunk=opts["prefill_chunk"],
-            gpu_memory_utilization=opts["gpu_memory_utilization"],
-            overheads=overheads,
-        )
-    tp, pp = opts["tp"], opts["pp"]
-    dp = opts["dp"]
-    if dp is None:
-        if gpus is not None and gpus % (tp * pp):
-            raise ValueError(f"--gpus {gpus} is not a multiple of tp x pp = {tp * pp}")
-        dp = gpus // (tp * pp) if gpus is not None else 1
-    elif gpus is not None and gpus != dp * tp * pp:
-        raise ValueError(f"--gpus {gpus} != dp x tp x pp = {dp * tp * pp}; drop one of them")
-    batch = opts["batch"] or 1
-    grad_accum = opts["grad_accum"]
-    if opts["global_batch"] is not None:
-        per_step = batch * dp
-        if opts["global_batch"] % per_step:
-            raise ValueError(
-                f"--global-batch {opts['global_batch']} is not a multiple of batch x dp = "
-                f"{per_step}"
-            )
-        grad_accum = opts["global_batch"] // per_step
-    return TrainWork(
-        task=opts["task"],
-        batch=batch,
-        seq=opts["seq"],
-        grad_accum=grad_accum,
-        dtype=opts["dtype"],
-        precision=opts["precision"],
-        optimizer=opts["optimizer"],
-        recompute=opts["recompute"],
-        attention=opts["attention"],
-        parallel=Parallelism(
-            dp=dp, tp=tp, pp=pp, vpp=opts["vpp"], sp=opts["sp"], ep=opts["ep"], zero=opts["zero"]
-        ),
-        offload_optimizer=opts["offload_optimizer"],
-        lora_rank=opts["lora_rank"],
-        lora_targets=_targets(opts["lora_targets"]),
-        dropout=opts["dropout"],
-        overheads=overheads,
-        kernels=opts["kernels"],
-    )
+    from suanli.answers.request import build_work
+
+    return build_work(work_request(opts))

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
-from suanli.catalog.query import filter_gpus
-from suanli.cli.options import shape_options, work_from_options, workload_options
+from suanli.cli.options import shape_options, work_request, workload_options
 from suanli.cli.render import print_json, print_table
-from suanli.estimate.workload import InferWork, TrainWork
-from suanli.models.resolve import load_model
 from suanli.plan.scenarios import SCENARIOS
 from suanli.units import GiB
+
+if TYPE_CHECKING:
+    from suanli.answers.plan import PlanAnswer, RenderingPlanAnswer
 
 DEMO_MODEL = "llama-3.1-8b"
 
@@ -39,144 +38,6 @@ def _short(value: float) -> str:
 
 def _money(usd: float | None) -> str:
     return f"${usd:,.0f}" if usd is not None else "-"
-
-
-def _candidates(
-    gpus: list[GPU],
-    names: tuple[str, ...],
-    vendors: tuple[str, ...],
-    forms: tuple[str, ...],
-    min_memory: float | None,
-) -> list[GPU]:
-    if names:
-        return [find_gpu(n, gpus) for n in names]
-    return filter_gpus(
-        gpus,
-        vendors=vendors,
-        form_factors=forms,
-        min_memory_bytes=int(min_memory * GiB) if min_memory else None,
-    )
-
-
-def _stack(gpu: GPU) -> str:
-    note = str(gpu.get("software_note") or "")
-    return gpu.software_stack + (f": {note}" if note else "")
-
-
-def _train_plan(
-    spec: Any,
-    work: TrainWork,
-    gpus: list[GPU],
-    max_gpus: int,
-    exact: int | None,
-    global_batch: int | None,
-    tokens: float,
-    objective: str,
-    budget: float | None,
-) -> list[dict[str, Any]]:
-    from suanli.plan.search import SearchSpace, rank, search_train
-
-    space = SearchSpace(max_gpus=max_gpus, global_batch=global_batch, exact_gpus=exact)
-    results = [search_train(spec, work, gpu, space, objective) for gpu in gpus]
-    rows = rank(results, objective, tokens, budget)
-    by_id = {g.id: g for g in gpus}
-    for row in rows:
-        row["software_stack"] = _stack(by_id[row["gpu"]])
-    return rows
-
-
-def _serve_plan(
-    spec: Any,
-    work: InferWork,
-    gpus: list[GPU],
-    max_gpus: int,
-    rps: float | None,
-    output: int,
-    objective: str,
-    max_tpot_ms: float | None,
-    fixed_format: bool,
-) -> list[dict[str, Any]]:
-    from suanli.plan.search import SERVE_FORMATS, search_serve
-
-    formats = (work.weight_format,) if fixed_format else SERVE_FORMATS
-    rows = []
-    for gpu in gpus:
-        best, evaluated, reason = search_serve(
-            spec,
-            gpu,
-            context=work.context,
-            output=output,
-            max_gpus=max_gpus,
-            rps=rps,
-            objective=objective,
-            max_tpot_s=max_tpot_ms / 1e3 if max_tpot_ms else None,
-            formats=formats,
-        )
-        row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "software_stack": _stack(gpu)}
-        if best is None:
-            row.update({"fits": False, "reason": reason})
-        else:
-            per_m = (
-                best.usd_per_hour / 3600 / best.tokens_per_s * 1e6 if best.usd_per_hour else None
-            )
-            row.update(
-                {
-                    "fits": True,
-                    "reason": "",
-                    "gpus": best.gpus,
-                    "tp": best.tp,
-                    "replicas": best.replicas,
-                    "weight_format": best.weight_format,
-                    "kv_dtype": best.kv_dtype,
-                    "batch": best.batch,
-                    "memory_bytes": best.memory_bytes,
-                    "ttft_s": best.ttft_s,
-                    "tpot_s": best.tpot_s,
-                    "tokens_per_s": best.tokens_per_s,
-                    "requests_per_s": best.requests_per_s,
-                    "usd_per_hour": best.usd_per_hour,
-                    "usd_per_million_tokens": per_m,
-                    "options": best.options(),
-                }
-            )
-        rows.append(row)
-
-    def key(row: dict[str, Any]) -> tuple[int, float]:
-        if not row["fits"]:
-            return (2, 0.0)
-        if objective == "time":
-            return (0, row["tpot_s"] * row["gpus"])
-        value = row["usd_per_million_tokens"]
-        return (0, value) if value is not None else (1, row["gpus"])
-
-    rows.sort(key=key)
-    fitting = [r for r in rows if r["fits"] and r.get("usd_per_million_tokens")]
-    for row in fitting[1:]:
-        ratio = row["usd_per_million_tokens"] / fitting[0]["usd_per_million_tokens"]
-        row["reason"] = f"{ratio:.1f}x cost/token"
-    for row in rows:
-        if row["fits"] and row.get("usd_per_million_tokens") is None:
-            row["reason"] = "no price known"
-    return rows
-
-
-def _rendering_rows(gpus: list[GPU]) -> list[dict[str, Any]]:
-    rows = []
-    for gpu in sorted(gpus, key=lambda g: (-g.memory_bytes, -(g.get("nvenc_engines") or 0))):
-        rows.append(
-            {
-                "gpu": gpu.id,
-                "fits": True,
-                "memory_bytes": gpu.memory_bytes,
-                "nvenc_engines": gpu.get("nvenc_engines"),
-                "nvdec_engines": gpu.get("nvdec_engines"),
-                "tdp_watts": gpu.get("tdp_watts"),
-                "price_usd": gpu.get("price_usd"),
-                "software_stack": _stack(gpu),
-                "reason": "",
-            }
-        )
-    return rows
 
 
 @click.command("plan")
@@ -274,170 +135,128 @@ def plan_cmd(
     suanli plan llama-3.1-70b --task full --max-gpus 64 --tokens 1e10;
     suanli plan llama-3.1-8b --task infer --rps 50 --context 2048 --objective cost-per-token.
     """
+    from suanli.answers.plan import PlanRequest, RenderingPlanAnswer, plan
+
     demo = (
         ctx.get_parameter_source("max_gpus") == click.core.ParameterSource.DEFAULT
         and ctx.get_parameter_source("task") == click.core.ParameterSource.DEFAULT
         and scenario is None
     )
-    chosen = SCENARIOS.get(scenario) if scenario else None
-    if chosen and ctx.get_parameter_source("task") == click.core.ParameterSource.DEFAULT:
-        opts["task"] = chosen.task
-    objective = objective or (
-        chosen.objective if chosen else ("cost-per-token" if opts["task"] == "infer" else "time")
+    default = click.core.ParameterSource.DEFAULT
+    if max_gpus is None and demo:
+        max_gpus = 1
+    answer = plan(
+        PlanRequest(
+            model=model,
+            work=work_request(opts),
+            task=opts["task"] if ctx.get_parameter_source("task") != default else None,
+            quant=opts["quant"] if ctx.get_parameter_source("quant") != default else None,
+            scenario=scenario,
+            gpus=gpu_names,
+            vendors=vendor,
+            form_factors=form_factor,
+            min_memory_gib=min_memory,
+            max_gpus=max_gpus,
+            exact_gpus=exact_gpus,
+            global_batch=global_batch,
+            tokens=tokens,
+            rps=rps,
+            output=output_tokens,
+            max_tpot_ms=max_tpot_ms,
+            objective=objective,
+            budget=budget,
+            catalog_file=catalog_file,
+        )
     )
-    if max_gpus is None:
-        max_gpus = chosen.max_gpus if chosen else (1 if demo else 8)
-    forms = form_factor or (chosen.form_factors if chosen else ())
-    catalog = load_catalog(catalog_file)
-    gpus = _candidates(catalog, gpu_names, vendor, forms, min_memory)
-    if not gpus:
-        raise ValueError("no GPU matches the filters; loosen --vendor/--form-factor/--min-memory")
-    if scenario == "rendering-video":
-        rows = _rendering_rows(gpus)
-        doc: dict[str, Any] = {
-            "scenario": scenario,
-            "reasoning": chosen.reasoning if chosen else "",
-            "rows": rows,
-        }
-        if as_json:
-            print_json(doc)
-            return
-        print_table(
-            "rendering and video: memory and media engines",
-            ["gpu", "GiB", "NVENC", "NVDEC", "TDP W", "software stack"],
-            [
-                [
-                    r["gpu"],
-                    f"{r['memory_bytes'] / GiB:,.0f}",
-                    str(r["nvenc_engines"] or "-"),
-                    str(r["nvdec_engines"] or "-"),
-                    str(r["tdp_watts"] or "-"),
-                    r["software_stack"][:50],
-                ]
-                for r in rows[:top]
-            ],
-            caption=doc["reasoning"],
-        )
-        return
-    spec = load_model(model).spec
-    opts.update(
-        {
-            "batch": None,
-            "global_batch": None,
-            "grad_accum": 1,
-            "zero": 0,
-            "tp": 1,
-            "pp": 1,
-            "vpp": 1,
-            "dp": None,
-            "ep": 1,
-            "sp": False,
-            "gpus": None,
-            "offload_optimizer": False,
-            "recompute": "none",
-            "prefill_chunk": None,
-            "gpu_memory_utilization": None,
-        }
-    )
-    work = work_from_options(opts)
-    if isinstance(work, InferWork):
-        fixed = ctx.get_parameter_source("quant") != click.core.ParameterSource.DEFAULT
-        rows = _serve_plan(
-            spec, work, gpus, max_gpus, rps, output_tokens, objective, max_tpot_ms, fixed
-        )
-    else:
-        rows = _train_plan(
-            spec, work, gpus, max_gpus, exact_gpus, global_batch, tokens, objective, budget
-        )
-    doc = {
-        "model": model,
-        "task": opts["task"],
-        "objective": objective,
-        "max_gpus": max_gpus,
-        "scenario": scenario,
-        "reasoning": chosen.reasoning if chosen else "",
-        "tokens": tokens if not isinstance(work, InferWork) else None,
-        "rows": rows,
-    }
     if as_json:
-        print_json(doc)
+        print_json(answer.to_json())
         return
-    _render_plan(doc, work, top)
-
-
-def _render_plan(doc: dict[str, Any], work: TrainWork | InferWork, top: int) -> None:
-    rows = doc["rows"]
-    fitting = [r for r in rows if r["fits"] and not r["reason"]]
-    title = (
-        f"{doc['model']} {doc['task']}: best layout per GPU (up to {doc['max_gpus']} GPUs), "
-        f"ranked by {doc['objective']}"
-    )
-    if isinstance(work, InferWork):
-        table = [
-            [
-                r["gpu"],
-                str(r.get("gpus", "-")),
-                str(r.get("tp", "-")),
-                r.get("weight_format", "-"),
-                str(r.get("batch", "-")),
-                f"{r['tpot_s'] * 1e3:,.1f} ms" if r["fits"] else "-",
-                f"{r['tokens_per_s']:,.0f}" if r["fits"] else "-",
-                f"${r['usd_per_million_tokens']:,.3f}" if r.get("usd_per_million_tokens") else "-",
-                r["reason"] or "best",
-            ]
-            for r in rows[:top]
-        ]
-        print_table(
-            title,
-            ["gpu", "GPUs", "tp", "weights", "batch", "TPOT", "tokens/s", "$/M tokens", "why"],
-            table,
-            no_wrap=["gpu"],
-        )
+    if isinstance(answer, RenderingPlanAnswer):
+        _render_rendering(answer, top)
     else:
-        table = [
+        _render_plan(answer, top)
+
+
+def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
+    print_table(
+        "rendering and video: memory and media engines",
+        ["gpu", "GiB", "NVENC", "NVDEC", "TDP W", "software stack"],
+        [
             [
-                r["gpu"],
-                f"{r['gpus']} t{r['tp']}p{r['pp']}z{r['zero']}" if r["fits"] else "-",
-                f"{r['recompute']}/b{r['batch']}" if r["fits"] else "-",
-                _short(r["tokens_per_s"]) if r["fits"] else "-",
-                f"{r['mfu']:.0%}" if r["fits"] else "-",
-                _fmt_time(r.get("time_s")),
-                _money(r.get("cost_usd")),
-                (r["reason"] or "best").replace(" than ", " vs "),
+                r.gpu,
+                f"{r.memory_bytes / GiB:,.0f}",
+                str(r.nvenc_engines or "-"),
+                str(r.nvdec_engines or "-"),
+                str(r.tdp_watts or "-"),
+                r.software_stack[:50],
             ]
-            for r in rows[:top]
-        ]
-        print_table(
-            title,
-            ["gpu", "GPUs", "recompute", "tok/s", "MFU", "time", "cost", "why"],
-            table,
-            no_wrap=["gpu"],
-        )
-    if doc["reasoning"]:
-        click.echo(f"scenario: {doc['reasoning']}")
-    if fitting:
-        best = fitting[0]
-        label = "fastest" if doc["objective"] == "time" else "best"
-        if isinstance(work, InferWork):
-            command = f"suanli perf {doc['model']} {best['options']}"
+            for r in doc.rows[:top]
+        ],
+        caption=doc.reasoning,
+    )
+
+
+def _render_plan(doc: PlanAnswer, top: int) -> None:
+    rows = doc.rows
+    title = (
+        f"{doc.model} {doc.task}: best layout per GPU (up to {doc.max_gpus} GPUs), "
+        f"ranked by {doc.objective}"
+    )
+    table = []
+    for r in rows[:top]:
+        lay = r.layout
+        if doc.inference:
+            table.append(
+                [
+                    r.gpu,
+                    str(lay.gpus) if lay else "-",
+                    str(lay.tp) if lay else "-",
+                    lay.weight_format if lay else "-",
+                    str(lay.batch) if lay else "-",
+                    f"{lay.tpot_s * 1e3:,.1f} ms" if lay else "-",
+                    f"{lay.tokens_per_s:,.0f}" if lay else "-",
+                    f"${lay.usd_per_million_tokens:,.3f}"
+                    if lay and lay.usd_per_million_tokens
+                    else "-",
+                    r.reason or "best",
+                ]
+            )
         else:
-            command = (
-                f"suanli perf {doc['model']} --task {doc['task']} --seq {work.seq} "
-                f"{best['options']}"
+            table.append(
+                [
+                    r.gpu,
+                    f"{lay.gpus} t{lay.tp}p{lay.pp}z{lay.zero}" if lay else "-",
+                    f"{lay.recompute}/b{lay.batch}" if lay else "-",
+                    _short(lay.tokens_per_s) if lay else "-",
+                    f"{lay.mfu:.0%}" if lay else "-",
+                    _fmt_time(lay.time_s if lay else None),
+                    _money(lay.cost_usd if lay else None),
+                    (r.reason or "best").replace(" than ", " vs "),
+                ]
             )
-        click.echo(f"{label}: {best['gpu']} -> {command}")
-        priced = [r for r in fitting if r.get("usd_per_million_tokens")]
-        if priced:
-            cheapest = min(priced, key=lambda r: r["usd_per_million_tokens"])
+    columns = (
+        ["gpu", "GPUs", "tp", "weights", "batch", "TPOT", "tokens/s", "$/M tokens", "why"]
+        if doc.inference
+        else ["gpu", "GPUs", "recompute", "tok/s", "MFU", "time", "cost", "why"]
+    )
+    print_table(title, columns, table, no_wrap=["gpu"])
+    if doc.reasoning:
+        click.echo(f"scenario: {doc.reasoning}")
+    if doc.best_command is not None:
+        label = "fastest" if doc.objective == "time" else "best"
+        winner = next(r for r in rows if r.fits and not r.reason)
+        click.echo(f"{label}: {winner.gpu} -> {doc.best_command}")
+        cheap = doc.cheapest
+        if cheap is not None and cheap.layout is not None:
             click.echo(
-                f"cheapest per token: {cheapest['gpu']} "
-                f"(${cheapest['usd_per_million_tokens']:,.3f} per million tokens)"
+                f"cheapest per token: {cheap.gpu} "
+                f"(${cheap.layout.usd_per_million_tokens:,.3f} per million tokens)"
             )
-    lost = [r for r in rows if not r["fits"]]
+    lost = [r for r in rows if not r.fits]
     if lost:
         click.echo(
             f"{len(lost)} GPUs cannot run it: "
-            + "; ".join(f"{r['gpu']} ({r['reason']})" for r in lost[:4])
+            + "; ".join(f"{r.gpu} ({r.reason})" for r in lost[:4])
             + ("; ..." if len(lost) > 4 else "")
         )
 
@@ -457,50 +276,20 @@ def fit_cmd(
     QLoRA), sharding (ZeRO/FSDP, tensor, pipeline), CPU offload. Each step shows memory saved and
     speed cost; the final configuration is printed as options to paste.
     """
-    from suanli.hardware import device_for
-    from suanli.plan.fit import fit_chain
+    from suanli.answers.fit import FitRequest, fit
 
-    gpus = opts["gpus"] or 1
-    opts["gpus"] = None  # the chain decides how to use them
-    work = work_from_options(opts)
-    if isinstance(work, InferWork):
-        raise ValueError(
-            "suanli fit walks the training chain; for inference use "
-            "'suanli mem MODEL --task infer --gpu G' (it reports the best format)"
-        )
-    spec = load_model(model).spec
-    gpu = find_gpu(gpu_name, load_catalog(catalog_file))
-    plan = fit_chain(spec, work, gpu, device_for(gpu, work.dtype), gpus)
-    doc = {
-        "model": model,
-        "gpu": gpu.id,
-        "gpus": gpus,
-        "start_bytes": plan.start_bytes,
-        "gpu_memory_bytes": plan.gpu_memory_bytes,
-        "fits": plan.fits,
-        "steps": [
-            {
-                "stage": s.stage,
-                "change": s.change,
-                "memory_bytes": s.memory_bytes,
-                "saved_bytes": s.saved_bytes,
-                "tokens_per_s": s.tokens_per_s,
-                "speed_ratio": s.speed_ratio,
-                "fits": s.fits,
-                "options": s.options,
-            }
-            for s in plan.steps
-        ],
-        "final_options": plan.final_options,
-    }
+    answer = fit(
+        FitRequest(model=model, work=work_request(opts), gpu=gpu_name, catalog_file=catalog_file)
+    )
+    chain, gpus = answer, answer.gpus
     if as_json:
-        print_json(doc)
+        print_json(answer.to_json())
         return
     click.echo(
-        f"start: {plan.start_bytes / GiB:,.1f} GiB needed, {gpu.id} has "
-        f"{plan.gpu_memory_bytes / GiB:,.0f} GiB"
+        f"start: {chain.start_bytes / GiB:,.1f} GiB needed, {chain.gpu} has "
+        f"{chain.gpu_memory_bytes / GiB:,.0f} GiB"
     )
-    if not plan.steps:
+    if not chain.steps:
         click.echo("it already fits; nothing to change")
         return
     rows = [
@@ -513,16 +302,16 @@ def fit_cmd(
             f"{s.speed_ratio:.2f}x",
             "yes" if s.fits else "no",
         ]
-        for i, s in enumerate(plan.steps, start=1)
+        for i, s in enumerate(chain.steps, start=1)
     ]
     print_table(
-        f"remedy chain for {model} on {gpus} x {gpu.id}",
+        f"remedy chain for {model} on {gpus} x {chain.gpu}",
         ["#", "stage", "change", "GiB", "saved", "speed", "fits"],
         rows,
         right_align=["GiB", "saved", "speed"],
     )
-    if plan.fits:
-        click.echo(f"fits with: suanli mem {model} --gpu {gpu.id} {plan.final_options}")
+    if chain.fits:
+        click.echo(f"fits with: suanli mem {model} --gpu {chain.gpu} {chain.final_options}")
     else:
         click.echo(
             "does not fit even at the end of the chain: more GPUs (--gpus), a smaller "

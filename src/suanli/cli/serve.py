@@ -6,6 +6,11 @@ import ipaddress
 
 import click
 
+from suanli.errors import MissingExtra
+
+#: The web app's factory, as uvicorn finds it (``suanli.web.app.create_app``).
+APP_FACTORY = "suanli.web.app:create_app"
+
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
@@ -39,14 +44,16 @@ def serve_cmd(host: str, port: int, open_browser: bool) -> None:
     Every chart and table comes from the same library as the CLI (JSON API under /api,
     OpenAPI docs at /docs). Needs the web extra: pip install 'suanli[web]'.
     """
+    from importlib.util import find_spec
+
     try:
         import uvicorn
 
-        from suanli.web.app import create_app
+        web_extra = find_spec("fastapi") is not None
     except ImportError:
-        from suanli.cli.main import MissingExtra
-
-        raise MissingExtra("suanli serve needs the web extra: pip install 'suanli[web]'") from None
+        web_extra = False
+    if not web_extra:
+        raise MissingExtra("suanli serve needs the web extra: pip install 'suanli[web]'")
     if not is_loopback(host):
         click.echo(
             f"warning: listening on {host}, not loopback: anyone who can reach this machine "
@@ -63,4 +70,5 @@ def serve_cmd(host: str, port: int, open_browser: bool) -> None:
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+    # The app is named, not imported: the CLI and the web front-end never import each other.
+    uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, log_level="warning")

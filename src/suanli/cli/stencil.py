@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from suanli.catalog import find_gpu, load_catalog
 from suanli.cli.render import print_json, print_table
-from suanli.estimate.stencil import StencilWork, stencil_report
-from suanli.hardware import device_for
 from suanli.units import GiB
+
+if TYPE_CHECKING:
+    pass
 
 
 @click.command("stencil")
@@ -78,46 +78,35 @@ def stencil_cmd(
     Stencils are bandwidth-bound; the same roofline and network model as the AI estimates.
     Example: suanli stencil --grid 1024 1024 1024 --steps 10000 --gpu a100 --gpus 4
     """
-    work = StencilWork(
-        nx=grid[0],
-        ny=grid[1],
-        nz=grid[2],
-        time_steps=steps,
-        dtype=dtype,
-        fields=fields,
-        coefficient_arrays=coefficients,
-        gpus=gpus,
-        overlap_halo=overlap_halo,
+    from suanli.answers.stencil import StencilRequest, stencil
+
+    answer = stencil(
+        StencilRequest(
+            grid=grid,
+            steps=steps,
+            dtype=dtype,
+            fields=fields,
+            coefficients=coefficients,
+            gpu=gpu_name,
+            gpus=gpus,
+            overlap_halo=overlap_halo,
+            catalog_file=catalog_file,
+        )
     )
-    catalog = load_catalog(catalog_file)
-    gpus_list = [find_gpu(gpu_name, catalog)] if gpu_name else catalog
-    reports: list[dict[str, Any]] = []
-    for gpu in gpus_list:
-        try:
-            device = device_for(gpu, "fp32")
-        except ValueError:
-            continue
-        try:
-            reports.append(stencil_report(gpu, work, device))
-        except ValueError as exc:
-            if gpu_name:
-                raise
-            reports.append({"gpu": gpu.id, "error": str(exc)})
-    ok = [r for r in reports if "error" not in r]
-    ok.sort(key=lambda r: (not r["memory"]["fits"], r["time"]["total_s"]))
     if as_json:
-        print_json(ok[0] if gpu_name and ok else {"rows": ok})
+        print_json(answer.to_json())
         return
+    ok = answer.reports
     rows = [
         [
-            r["gpu"],
-            f"{r['memory']['per_gpu_bytes'] / GiB:,.1f}",
-            "yes" if r["memory"]["fits"] else "no",
-            f"{r['time']['step_s'] * 1e3:,.2f} ms",
-            f"{r['time']['total_s']:,.0f} s",
-            f"{r['throughput']['mcells_per_s']:,.0f}",
-            r["bound"],
-            str(r["fit"]["gpus_needed"] or "-"),
+            r.gpu,
+            f"{r.memory.per_gpu_bytes / GiB:,.1f}",
+            "yes" if r.memory.fits else "no",
+            f"{r.time.step_s * 1e3:,.2f} ms",
+            f"{r.time.total_s:,.0f} s",
+            f"{r.throughput.mcells_per_s:,.0f}",
+            r.bound,
+            str(r.fit.gpus_needed or "-"),
         ]
         for r in ok[:top]
     ]
@@ -128,5 +117,5 @@ def stencil_cmd(
         no_wrap=["gpu"],
     )
     if ok:
-        for note in ok[0]["assumptions"]:
+        for note in ok[0].assumptions:
             click.echo(f"assumption: {note}")

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.cli.options import work_from_options, workload_options
+from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_table
-from suanli.estimate.workload import TrainWork
 
-#: Above this many parameters a CPU run takes too long to be useful.
-CPU_PARAM_LIMIT = 1.5e9
+if TYPE_CHECKING:
+    pass
 
 
 def _fmt(key: str, value: float) -> str:
@@ -53,59 +50,25 @@ def verify_cmd(
 ) -> None:
     """Build MODEL with random weights on this device (CUDA if present, else the CPU), run real
     steps of --task, and print estimate vs measured per component with the error."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except ImportError:
-        from suanli.cli.main import MissingExtra
+    from suanli.answers.verify import VerifyRequest, verify
 
-        raise MissingExtra(
-            "suanli verify needs PyTorch and transformers: pip install 'suanli[torch]' transformers"
-        ) from None
-    from suanli.live.verify import _device, verify_inference, verify_training
-    from suanli.models.params import count_params
-    from suanli.models.resolve import load_model
-
-    if opts["task"] in ("lora", "qlora"):
-        raise ValueError(
-            "verify runs full training steps and inference; LoRA/QLoRA steps need "
-            "peft and bitsandbytes, not supported yet: use --task full or infer"
+    answer = verify(
+        VerifyRequest(
+            model=model,
+            work=work_request(opts),
+            prompt=prompt,
+            output_tokens=output_tokens,
+            steps=steps,
+            save=save,
         )
-    if opts["task"] == "infer":
-        opts["context"] = prompt + output_tokens
-    work = work_from_options(opts)
-    loaded = load_model(model)
-    cfg = (
-        loaded.preset.config()
-        if loaded.preset is not None
-        else json.loads(Path(loaded.location, "config.json").read_text())
-        if Path(loaded.location).is_dir()
-        else json.loads(Path(loaded.location).read_text())
     )
-    if _device() == "cpu" and count_params(loaded.spec).total > CPU_PARAM_LIMIT:
-        raise ValueError(
-            f"{model} has {count_params(loaded.spec).total / 1e9:.1f}B parameters: "
-            "too slow on the CPU; use a smaller preset or a GPU"
-        )
-    if isinstance(work, TrainWork):
-        result = verify_training(loaded.spec, cfg, work, steps)
-    else:
-        result = verify_inference(loaded.spec, cfg, work, prompt, output_tokens)
-    doc = {"model": model, "task": opts["task"], **result.as_dict()}
-    if save:
-        from suanli.live.bench import local_calibration_path
-
-        path = local_calibration_path(f"verify-{result.device}").with_suffix(".json")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=1))
-        doc["saved_to"] = str(path)
     if as_json:
-        print_json(doc)
+        print_json(answer.to_json())
         return
     rows = []
-    for key, measured in result.measured.items():
-        est = result.estimate.get(key)
-        err = result.error.get(key)
+    for key, measured in answer.measured.items():
+        est = answer.estimate.get(key)
+        err = answer.error.get(key)
         rows.append(
             [
                 key,
@@ -115,10 +78,10 @@ def verify_cmd(
             ]
         )
     print_table(
-        f"{model} {opts['task']} on {result.device}: estimate vs measured",
+        f"{model} {answer.task} on {answer.device}: estimate vs measured",
         ["component", "estimate", "measured", "error"],
         rows,
         right_align=["estimate", "measured", "error"],
     )
-    for note in result.notes:
+    for note in answer.notes:
         click.echo(f"note: {note}")

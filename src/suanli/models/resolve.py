@@ -93,7 +93,8 @@ def _from_path(path: Path) -> LoadedModel:
     return LoadedModel(spec, count_params(spec), "path", str(path), stored=stored)
 
 
-def _from_hub(repo_id: str) -> LoadedModel:
+def load_from_hub(repo_id: str) -> LoadedModel:
+    """A hub id read as JSON: config.json and the safetensors headers, cached; never remote code."""
     cached = cache_dir() / repo_id.replace("/", "--")
     config_path = cached / "config.json"
     stored_path = cached / "safetensors.json"
@@ -156,7 +157,7 @@ def load_model(arg: str) -> LoadedModel:
     if arg.endswith(".json") or arg.startswith((".", "/", "~")) or arg.count("/") > 1:
         raise ModelSourceError(f"no such file {arg!r}; check the path")
     if _HUB_ID.match(arg):
-        return _from_hub(arg)
+        return load_from_hub(arg)
     names = ", ".join(sorted(presets())[:8])
     raise ModelSourceError(
         f"unknown model {arg!r}: not a preset (e.g. {names}; 'suanli models' lists all), "

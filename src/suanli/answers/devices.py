@@ -1,11 +1,11 @@
-"""Turning a ``--gpu`` name into a catalog record and its speed-model device, ``local-cpu``
-included (this machine's CPU, measured)."""
+"""A GPU name as the user gives it -> its catalog record (``local-cpu``: this machine, measured)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.errors import MissingExtra
 
 
 def resolve_gpu(name: str, catalog_file: str | None = None) -> tuple[GPU, dict[Any, Any] | None]:
@@ -19,8 +19,6 @@ def resolve_gpu(name: str, catalog_file: str | None = None) -> tuple[GPU, dict[A
 
             return local_cpu(), local_calibration()
         except ImportError:
-            from suanli.cli.main import MissingExtra
-
             raise MissingExtra(
                 "measuring the local CPU needs PyTorch and psutil: pip install 'suanli[torch,live]'"
             ) from None

@@ -1,0 +1,169 @@
+"""Why is one device so much faster? The same work on several devices side by side, with the
+speed-up over the slowest and the one-line reason (``suanli compare``).
+
+Every device is put on the same roofline: its achievable matmul FLOP/s and memory bandwidth
+(``local-cpu`` is this machine, measured). The reason names the roof the work is under.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
+from suanli.answers.devices import resolve_gpu
+from suanli.answers.request import WorkRequest, build_work
+from suanli.estimate.perf import Device, inference_perf, training_perf
+from suanli.estimate.workload import InferWork
+from suanli.hardware import device_for
+from suanli.models.resolve import LoadedModel, load_model
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """The work and the devices to run it on."""
+
+    model: str = "llama-3.1-8b"
+    """A preset name, a config.json path or folder, or a hub id (org/name)."""
+    work: WorkRequest = field(default_factory=WorkRequest)
+    """For inference, ``context`` is set to ``prompt + output``."""
+    devices: tuple[str, ...] = ()
+    """At least two: ``local-cpu`` (this machine, measured) and catalog names."""
+    prompt: int = 512
+    """Inference: prompt tokens."""
+    output: int = 128
+    """Inference: output tokens."""
+    catalog_file: str | None = None
+    """Extra or overriding GPU entries (TOML)."""
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """The work on one device. Inference rows have the ``ttft_s``, ``tpot_s`` and ``request_s``
+    keys, training rows ``step_time_s``."""
+
+    device: str
+    """Catalog id (``local-cpu`` for this machine)."""
+    name: str
+    ttft_s: float | None = field(default=None, metadata=OMIT_NONE)
+    """Inference: time to the first token."""
+    tpot_s: float | None = field(default=None, metadata=OMIT_NONE)
+    """Inference: time per output token."""
+    step_time_s: float | None = field(default=None, metadata=OMIT_NONE)
+    """Training: seconds per optimizer step."""
+    tokens_per_s: float = 0.0
+    bound: str = ""
+    """What limits it: compute, memory, ..."""
+    request_s: float | None = field(default=None, metadata=OMIT_NONE)
+    """Inference: one request, ``ttft + output x tpot``."""
+    speedup_vs_slowest: float = 1.0
+    """Tokens per second over the slowest device's."""
+    reason: str = ""
+    """Why it beats the slowest device, in one line ("" for the slowest)."""
+    achievable_tflops: float = 0.0
+    """Achievable matmul rate, TFLOP/s (10^12 FLOP/s)."""
+    achievable_bandwidth_gbs: float = 0.0
+    """Achievable memory bandwidth, GB/s (10^9 bytes/s)."""
+
+
+@dataclass(frozen=True)
+class CompareAnswer(Answer):
+    """The same work on each device, in the order given."""
+
+    schema_name = "compare"
+
+    model: str
+    task: str
+    rows: tuple[CompareRow, ...]
+    slowest: int = field(default=0, metadata=NOT_IN_JSON)
+    """Index of the slowest row (the one the others are compared with)."""
+    inference: bool = field(default=False, metadata=NOT_IN_JSON)
+    batch: int = field(default=1, metadata=NOT_IN_JSON)
+    """Concurrent sequences (inference) or micro-batch (training)."""
+    prompt: int = field(default=512, metadata=NOT_IN_JSON)
+    output: int = field(default=128, metadata=NOT_IN_JSON)
+
+
+def reason(bound: str, device: Device, other: Device) -> str:
+    """Why ``device`` beats ``other`` for work with this ``bound``, in one line."""
+    if bound == "memory":
+        return (
+            f"bandwidth-bound: {device.bandwidth / 1e9:,.0f} GB/s vs "
+            f"{other.bandwidth / 1e9:,.0f} GB/s achievable"
+        )
+    return (
+        f"compute-bound: {device.matmul_flops / 1e12:,.1f} vs "
+        f"{other.matmul_flops / 1e12:,.1f} TFLOP/s achievable"
+    )
+
+
+def compare(
+    req: CompareRequest, *, loader: Callable[[str], LoadedModel] = load_model
+) -> CompareAnswer:
+    """The work of ``req`` on every device of ``req.devices``, with the speed-up over the slowest.
+
+    Raises ``ValueError`` with one sentence on bad input (fewer than two devices, an unknown
+    device or model, inconsistent work) and :class:`suanli.errors.MissingExtra` when
+    ``local-cpu`` cannot be measured.
+    """
+    work_req = req.work
+    if work_req.task == "infer":
+        work_req = replace(work_req, context=req.prompt + req.output)
+    work = build_work(work_req)
+    spec = loader(req.model).spec
+    if len(req.devices) < 2:
+        raise ValueError(
+            "--devices needs at least two names separated by commas, e.g. local-cpu,rtx4090"
+        )
+    rows: list[CompareRow] = []
+    built: list[Device] = []
+    for name in req.devices:
+        gpu, calibration = resolve_gpu(name, req.catalog_file)
+        dtype = "bf16" if isinstance(work, InferWork) else work.dtype
+        device = device_for(gpu, dtype, calibration=calibration, auto_calibration=False)
+        built.append(device)
+        if isinstance(work, InferWork):
+            r = inference_perf(spec, work, device, req.prompt, req.output)
+            rows.append(
+                CompareRow(
+                    device=gpu.id,
+                    name=gpu.name,
+                    ttft_s=r.ttft_s,
+                    tpot_s=r.tpot_s,
+                    tokens_per_s=r.tokens_per_s,
+                    bound=r.bound,
+                    request_s=r.ttft_s + req.output * r.tpot_s,
+                )
+            )
+        else:
+            t = training_perf(spec, work, device)
+            rows.append(
+                CompareRow(
+                    device=gpu.id,
+                    name=gpu.name,
+                    step_time_s=t.step_time_s,
+                    tokens_per_s=t.tokens_per_s,
+                    bound=t.bound,
+                )
+            )
+    slowest = min(range(len(rows)), key=lambda i: rows[i].tokens_per_s)
+    done = tuple(
+        replace(
+            row,
+            speedup_vs_slowest=row.tokens_per_s / rows[slowest].tokens_per_s,
+            reason="" if i == slowest else reason(row.bound, built[i], built[slowest]),
+            achievable_tflops=built[i].matmul_flops / 1e12,
+            achievable_bandwidth_gbs=built[i].bandwidth / 1e9,
+        )
+        for i, row in enumerate(rows)
+    )
+    return CompareAnswer(
+        model=req.model,
+        task=req.work.task,
+        rows=done,
+        slowest=slowest,
+        inference=isinstance(work, InferWork),
+        batch=work.batch,
+        prompt=req.prompt,
+        output=req.output,
+    )

@@ -1,0 +1,242 @@
+"""Buy, rent or call an API? What GPU work costs over the years and where the break-even lies
+(``suanli cost``, ``POST /api/cost``).
+
+The arithmetic is :func:`suanli.plan.cost.compare_costs` (docs/cost.md); this answer adds the
+cumulative cost month by month (``curve``, for the chart) and the time at which renting has cost
+as much as buying (``break_even_years``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from suanli.answers.base import Answer
+from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.plan.cost import Assumption, CostComparison, CostTotals, YearRow, compare_costs
+
+#: The formula behind each number of the answer (the page shows them on hover).
+EXPLAIN: dict[str, str] = {
+    "buy_cumulative_usd": "GPUs x (price + server share) + years x (electricity + facility)"
+    ", less the resale value at the end",
+    "rent_cumulative_usd": "GPUs x busy hours per year x years x USD per GPU-hour",
+    "break_even_years": "purchase / (rent per year - running cost per year): when renting "
+    "has cost as much as buying (resale not counted)",
+    "break_even_utilisation": "the utilisation above which buying is cheaper over the whole period",
+}
+
+#: The longest PUE id kept from free text (the ids are short words such as typical-colo).
+PUE_ID_MAX = 40
+
+
+@dataclass(frozen=True)
+class CostRequest:
+    """The cost question: the GPUs, how long and how busy, and any price that overrides the
+    dated defaults (costs.toml and the GPU catalog)."""
+
+    gpu: str
+    """A GPU name the catalog knows."""
+    gpus: int = 8
+    years: float = 3.0
+    utilisation: float = 1.0
+    """Share of the hours the GPUs are busy, 0..1."""
+    price: float | None = None
+    """Purchase price per GPU, USD (default: the catalog's)."""
+    resale: float = 0.0
+    """Resale value at the end, as a share of the purchase price."""
+    pue: float | str | None = None
+    """Power usage effectiveness: a number, a number as text, or an id (hyperscale,
+    typical-colo, enterprise, home)."""
+    region: str | None = None
+    """Electricity region (us, eu, cn, ...)."""
+    usd_per_kwh: float | None = None
+    rent: float | None = None
+    """On-demand USD per GPU-hour (default: the cheapest snapshot)."""
+    spot: float | None = None
+    reserved: float | None = None
+    tokens_per_year: float = 0.0
+    """Output tokens per year the work needs, for the API column."""
+    input_tokens_per_year: float = 0.0
+    api: str | None = None
+    """API model for the price (e.g. llama-3.1-8b)."""
+    catalog_file: str | None = None
+    """Extra or overriding GPU entries (TOML)."""
+
+
+@dataclass(frozen=True)
+class CostInputs:
+    """What was compared."""
+
+    gpu: str
+    """Catalog id."""
+    gpus: int
+    years: float
+    utilisation: float
+    hours_per_year: float
+
+
+@dataclass(frozen=True)
+class CostYear:
+    """Cumulative cost of each option at the end of a year (the last may be a part-year)."""
+
+    year: int | float
+    """Whole years are integers."""
+    buy_cumulative_usd: float
+    rent_cumulative_usd: float
+    api_cumulative_usd: float | None
+    """None when no token volume was given."""
+    spot_cumulative_usd: float | None
+    reserved_cumulative_usd: float | None
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """Cumulative cost of each option at one time (month by month, for a chart)."""
+
+    year: float
+    buy_cumulative_usd: float
+    """Purchase plus running costs so far; the resale value comes off at the last point."""
+    rent_cumulative_usd: float | None
+    spot_cumulative_usd: float | None
+    reserved_cumulative_usd: float | None
+    api_cumulative_usd: float | None
+
+
+@dataclass(frozen=True)
+class CostAnswer(Answer):
+    """Buy vs rent (vs spot, reserved, API) over the years, the break-even and the verdict."""
+
+    schema_name = "cost"
+
+    inputs: CostInputs
+    per_year: tuple[CostYear, ...]
+    totals: CostTotals
+    break_even_utilisation: float | None
+    """Utilisation at which buying and renting cost the same over the period; None if none in
+    [0, 1] (renting is then cheaper at any utilisation)."""
+    break_even_hours: float | None
+    """Busy hours per GPU per year at the break-even utilisation."""
+    verdict: str
+    assumptions: tuple[Assumption, ...]
+    """Every input with its value, unit, source and date."""
+    curve: tuple[CurvePoint, ...]
+    """Cumulative costs at 12 to 600 evenly spaced times (monthly for whole years)."""
+    break_even_years: float | None
+    """When renting has cost as much as buying (resale not counted); None: never."""
+    explain: dict[str, str]
+    """The formula behind each number."""
+
+
+def parse_pue(value: float | str | None) -> float | str | None:
+    """A PUE as given (a number, a number as text, or an id) -> a number or an id.
+
+    Text that is not a number is an id (stripped, at most 40 characters). Raises ``ValueError``
+    on a number that is not finite.
+    """
+    pue = value
+    if isinstance(value, str):
+        try:
+            pue = float(value)
+        except ValueError:
+            pue = value.strip()[:PUE_ID_MAX]
+    if isinstance(pue, float) and not math.isfinite(pue):
+        raise ValueError("invalid pue: give a finite number or an id such as typical-colo")
+    return pue
+
+
+def _year_row(row: YearRow) -> CostYear:
+    year = float(row.year)
+    return CostYear(
+        year=int(year) if year.is_integer() else year,
+        buy_cumulative_usd=row.buy_cumulative_usd,
+        rent_cumulative_usd=row.rent_cumulative_usd,
+        api_cumulative_usd=row.api_cumulative_usd,
+        spot_cumulative_usd=row.spot_cumulative_usd,
+        reserved_cumulative_usd=row.reserved_cumulative_usd,
+    )
+
+
+def cost_curve(result: CostComparison) -> tuple[tuple[CurvePoint, ...], float | None]:
+    """The cumulative costs month by month and the break-even time in years.
+
+    Buying costs ``capex + opex·t`` (less the resale value at the end); each rented option
+    ``rate·t`` with its yearly total as the rate. The break-even time is
+    ``capex / (rent per year - opex per year)`` when renting costs more per year than running.
+    """
+    totals = result.totals
+    years = result.years
+    capex = totals.capex_usd
+    opex = (totals.electricity_usd + totals.facility_usd) / years
+    yearly = {
+        "rent": totals.rent_usd / years,
+        "spot": totals.spot_usd / years if totals.spot_usd is not None else None,
+        "reserved": totals.reserved_usd / years if totals.reserved_usd is not None else None,
+        "api": totals.api_usd / years if totals.api_usd is not None else None,
+    }
+    steps = max(12, min(600, math.ceil(years * 12)))
+    curve = []
+    for i in range(steps + 1):
+        t = years * i / steps
+        at = {key: rate * t if rate is not None else None for key, rate in yearly.items()}
+        curve.append(
+            CurvePoint(
+                year=t,
+                buy_cumulative_usd=capex + opex * t - (totals.resale_usd if i == steps else 0),
+                rent_cumulative_usd=at["rent"],
+                spot_cumulative_usd=at["spot"],
+                reserved_cumulative_usd=at["reserved"],
+                api_cumulative_usd=at["api"],
+            )
+        )
+    rent = yearly["rent"]
+    crossing = capex / (rent - opex) if rent is not None and rent > opex else None
+    return tuple(curve), crossing
+
+
+def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswer:
+    """Buy vs rent vs API for ``req.gpus`` GPUs like ``req.gpu`` over ``req.years``.
+
+    ``catalog`` is the GPU list to look the name up in (default: the bundled catalog with
+    ``req.catalog_file`` over it). Raises ``ValueError`` with one sentence on bad input (an
+    unknown GPU, region or PUE id, a missing purchase price).
+    """
+    gpu = find_gpu(
+        req.gpu, list(catalog) if catalog is not None else load_catalog(req.catalog_file)
+    )
+    result = compare_costs(
+        gpu,
+        gpus=req.gpus,
+        years=req.years,
+        utilisation=req.utilisation,
+        price_usd=req.price,
+        resale_fraction=req.resale,
+        pue=parse_pue(req.pue),
+        region=req.region,
+        usd_per_kwh=req.usd_per_kwh,
+        rent_usd_per_gpu_hour=req.rent,
+        spot_usd_per_gpu_hour=req.spot,
+        reserved_usd_per_gpu_hour=req.reserved,
+        output_tokens_per_year=req.tokens_per_year,
+        input_tokens_per_year=req.input_tokens_per_year,
+        api=req.api,
+    )
+    curve, crossing = cost_curve(result)
+    return CostAnswer(
+        inputs=CostInputs(
+            gpu=result.gpu_id,
+            gpus=result.gpus,
+            years=result.years,
+            utilisation=result.utilisation,
+            hours_per_year=result.hours_per_year,
+        ),
+        per_year=tuple(_year_row(r) for r in result.per_year),
+        totals=result.totals,
+        break_even_utilisation=result.break_even_utilisation,
+        break_even_hours=result.break_even_hours,
+        verdict=result.verdict,
+        assumptions=result.assumptions,
+        curve=curve,
+        break_even_years=crossing,
+        explain=dict(EXPLAIN),
+    )

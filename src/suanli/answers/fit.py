@@ -1,0 +1,99 @@
+"""What do I change so that it fits? The OOM remedy chain, walked in the practitioners' order
+until the job fits (``suanli fit``, :func:`suanli.fit`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from suanli.answers.base import Answer
+from suanli.answers.request import WorkRequest, build_work
+from suanli.catalog import find_gpu, load_catalog
+from suanli.estimate.workload import InferWork
+from suanli.models.resolve import LoadedModel, load_model
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """The fitting question: a training job that may not fit on ``gpus`` x ``gpu``."""
+
+    model: str = "llama-3.1-8b"
+    work: WorkRequest = field(default_factory=WorkRequest)
+    """The job; ``work.gpus`` is how many GPUs the chain may use (default 1)."""
+    gpu: str = "rtx-4090"
+    catalog_file: str | None = None
+
+
+@dataclass(frozen=True)
+class FitStep:
+    """One remedy and its effect."""
+
+    stage: str
+    """batch, recompute, precision, sharding or offload."""
+    change: str
+    memory_bytes: float
+    saved_bytes: float
+    tokens_per_s: float
+    speed_ratio: float
+    """Throughput after / before this step (below 1 is a slowdown)."""
+    fits: bool
+    options: str
+
+
+@dataclass(frozen=True)
+class FitAnswer(Answer):
+    """The remedy chain from the job as given to the first change that fits."""
+
+    schema_name = "fit"
+
+    model: str
+    gpu: str
+    gpus: int
+    start_bytes: float
+    gpu_memory_bytes: int
+    fits: bool
+    steps: tuple[FitStep, ...]
+    final_options: str
+    """The options that fit, to paste into ``suanli mem``."""
+
+
+def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -> FitAnswer:
+    """Walk the OOM remedy chain until ``req.model`` fits (training only).
+
+    Raises ``ValueError`` with one sentence on bad input, or for an inference task.
+    """
+    from suanli.hardware import device_for
+    from suanli.plan.fit import fit_chain
+
+    gpus = req.work.gpus or 1
+    work = build_work(replace(req.work, gpus=None))  # the chain decides how to use them
+    if isinstance(work, InferWork):
+        raise ValueError(
+            "suanli fit walks the training chain; for inference use "
+            "'suanli mem MODEL --task infer --gpu G' (it reports the best format)"
+        )
+    spec = loader(req.model).spec
+    gpu = find_gpu(req.gpu, load_catalog(req.catalog_file))
+    chain = fit_chain(spec, work, gpu, device_for(gpu, work.dtype), gpus)
+    return FitAnswer(
+        model=req.model,
+        gpu=gpu.id,
+        gpus=gpus,
+        start_bytes=chain.start_bytes,
+        gpu_memory_bytes=chain.gpu_memory_bytes,
+        fits=chain.fits,
+        steps=tuple(
+            FitStep(
+                s.stage,
+                s.change,
+                s.memory_bytes,
+                s.saved_bytes,
+                s.tokens_per_s,
+                s.speed_ratio,
+                s.fits,
+                s.options,
+            )
+            for s in chain.steps
+        ),
+        final_options=chain.final_options,
+    )

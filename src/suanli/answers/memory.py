@@ -1,0 +1,154 @@
+"""Will it fit? Memory per GPU, by component, and the fit on each card asked about
+(``suanli mem``, ``POST /api/memory``, :func:`suanli.memory`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
+from suanli.answers.devices import resolve_gpu
+from suanli.answers.request import WorkRequest, build_work
+from suanli.catalog import GPU
+from suanli.estimate.activations import Term
+from suanli.estimate.memory import (
+    Fit,
+    fit_inference,
+    fit_training,
+    inference_memory,
+    training_memory,
+)
+from suanli.estimate.workload import InferWork
+from suanli.models.resolve import LoadedModel, load_model
+
+
+@dataclass(frozen=True)
+class MemoryLine:
+    """One explained line of the breakdown."""
+
+    key: str
+    """The bucket it adds to (weights, gradients, optimizer, activations, kv_cache, ...)."""
+    label: str
+    bytes: int
+    formula: str
+    source: str
+
+
+@dataclass(frozen=True)
+class CardFit:
+    """How the workload sits on one GPU model."""
+
+    gpu: str
+    """Catalog id."""
+    name: str
+    """The GPU's marketing name."""
+    gpu_memory_bytes: int
+    memory_bytes: int
+    """The same capacity (the page's name for it)."""
+    usable_bytes: int
+    fits: bool
+    headroom_bytes: int
+    max_batch: int
+    """Largest micro-batch (training) or concurrent sequences (inference) that fits; 0: none."""
+    max_seq: int
+    """Longest sequence (training) or context (inference) at the batch given; 0: none."""
+    best_format: str | None
+    """Inference: the highest-precision weight format that fits."""
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MemoryRequest:
+    """The memory question: a model, a workload, and the cards to check the fit on."""
+
+    model: str = "llama-3.1-8b"
+    """A preset name, a config.json path or folder, or a hub id (org/name)."""
+    work: WorkRequest = field(default_factory=WorkRequest)
+    gpu: str | None = None
+    """Check the fit on this GPU (the document's ``fit``)."""
+    cards: tuple[str, ...] = ()
+    """More GPUs: one entry each in ``fits`` (after ``gpu``)."""
+    catalog_file: str | None = None
+    """Extra or overriding GPU entries (TOML)."""
+
+
+@dataclass(frozen=True)
+class MemoryAnswer(Answer):
+    """Bytes per GPU for one workload, how each line is computed, and the fit on each card."""
+
+    schema_name = "memory"
+
+    model: str
+    task: str
+    total_bytes: int
+    breakdown: dict[str, int]
+    """Bytes per bucket: weights, gradients, optimizer, activations, kv_cache, overhead..."""
+    cpu_bytes: int
+    """Host memory the workload needs (offloaded optimizer states)."""
+    lines: tuple[MemoryLine, ...]
+    assumptions: tuple[str, ...]
+    fit: CardFit | None = field(default=None, metadata=OMIT_NONE)
+    """The fit on ``gpu``, when one was given."""
+    fits: tuple[CardFit, ...] = ()
+    """The fit on every card asked about (``gpu`` first)."""
+    per_layer: tuple[Term, ...] = field(default=(), metadata=NOT_IN_JSON)
+    """Activation terms of one layer (bytes per token), for --explain."""
+    inference: bool = field(default=False, metadata=NOT_IN_JSON)
+
+
+def card_fit(fit: Fit, name: str) -> CardFit:
+    """The answer's view of an estimator :class:`Fit`."""
+    return CardFit(
+        gpu=fit.gpu_id,
+        name=name,
+        gpu_memory_bytes=fit.gpu_memory_bytes,
+        memory_bytes=fit.gpu_memory_bytes,
+        usable_bytes=round(fit.usable_bytes),
+        fits=fit.fits,
+        headroom_bytes=round(fit.headroom_bytes),
+        max_batch=fit.max_batch,
+        max_seq=fit.max_seq,
+        best_format=fit.best_format,
+        notes=tuple(fit.notes),
+    )
+
+
+def memory(
+    req: MemoryRequest, *, loader: Callable[[str], LoadedModel] = load_model
+) -> MemoryAnswer:
+    """Memory per GPU for ``req.model`` under ``req.work``, and the fit on each card.
+
+    ``loader`` turns the model string into a model (the web page passes its own, which refuses
+    paths). Raises ``ValueError`` with one sentence on bad input.
+    """
+    work = build_work(req.work)
+    spec = loader(req.model).spec
+    names = ([req.gpu] if req.gpu else []) + [c for c in req.cards if c != req.gpu]
+    cards: list[GPU] = []
+    for name in names:
+        gpu = resolve_gpu(name, req.catalog_file)[0]
+        if gpu.id not in [c.id for c in cards]:
+            cards.append(gpu)
+    if isinstance(work, InferWork):
+        result = inference_memory(spec, work)
+        fits = [fit_inference(spec, work, g.id, g.memory_bytes) for g in cards]
+    else:
+        result = training_memory(spec, work)
+        fits = [fit_training(spec, work, g.id, g.memory_bytes) for g in cards]
+    card_fits = tuple(card_fit(f, g.name) for f, g in zip(fits, cards, strict=True))
+    return MemoryAnswer(
+        model=req.model,
+        task=req.work.task,
+        total_bytes=round(result.total_bytes),
+        breakdown={k: round(v) for k, v in result.breakdown.items()},
+        cpu_bytes=round(result.cpu_bytes),
+        lines=tuple(
+            MemoryLine(ln.key, ln.label, round(ln.bytes), ln.formula, ln.source)
+            for ln in result.lines
+        ),
+        assumptions=tuple(result.assumptions),
+        fit=card_fits[0] if req.gpu and card_fits else None,
+        fits=card_fits,
+        per_layer=result.per_layer,
+        inference=isinstance(work, InferWork),
+    )

@@ -1,0 +1,363 @@
+"""How fast, and bound by what? Step time, tokens/s, MFU, time and cost to train; TTFT, TPOT and
+a batch sweep for inference; the roofline point and the formula behind each number
+(``suanli perf``, ``POST /api/perf``, :func:`suanli.perf`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
+from suanli.answers.devices import resolve_gpu
+from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work
+from suanli.catalog.formats import get_format
+from suanli.estimate.perf import Device, advice, inference_perf, scaling, training_perf
+from suanli.estimate.workload import InferWork, TrainWork
+from suanli.hardware import device_for, read_calibration
+from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.spec import ModelSpec
+
+#: Batches of the inference sweep.
+SWEEP_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+TRAIN_EXPLAIN = {
+    "step_time_s": "compute + memory + exposed communication + pipeline bubble, per "
+    "optimizer step (roofline per op class; docs/speed.md)",
+    "tokens_per_s": "tokens per step (batch x seq x grad_accum x dp) / step time",
+    "mfu": "model FLOPs per step / (step time x GPUs x dense peak FLOP/s) (PaLM, appendix B)",
+    "hfu": "as MFU, with recomputed FLOPs counted",
+    "bound": "the largest share of the step: compute, memory or communication",
+    "time_to_train_s": "tokens / tokens per second",
+    "cost_usd": "GPU-hours x USD per GPU-hour (the catalog's cloud snapshot unless price is given)",
+    "energy_kwh": "GPU-hours x TDP x PUE",
+}
+INFER_EXPLAIN = {
+    "ttft_s": "prefill: max(prompt FLOPs / (tp x achievable FLOP/s), weight bytes / "
+    "achievable bandwidth) + tensor-parallel all-reduces",
+    "tpot_s": "one decode step: max(FLOPs / achievable FLOP/s, (weights + KV cache) bytes / "
+    "achievable bandwidth) + tensor-parallel all-reduces",
+    "tokens_per_s": "batch / TPOT",
+    "bound": "decode is memory-bound while the bytes a step reads take longer than its FLOPs",
+    "compute_bound_batch": "the batch from which a decode step's FLOPs take longer than "
+    "reading the weights and KV cache",
+}
+
+
+@dataclass(frozen=True)
+class PerfRequest:
+    """The speed question: a model, a workload, and the GPU it runs on."""
+
+    model: str = "llama-3.1-8b"
+    work: WorkRequest = field(default_factory=WorkRequest)
+    gpu: str = "h100"
+    """The GPU (catalog name, or local-cpu)."""
+    gpus_per_node: int | None = None
+    """Default by form factor: 8 for SXM/PCIe servers."""
+    inter_node: str | None = None
+    """Link between nodes: ib-ndr, ib-hdr, roce-200g, eth-100g, ..."""
+    calibration: str | None = None
+    """Measured ceilings (TOML from suanli bench) replacing the defaults."""
+    tokens: float | None = None
+    """Training tokens: adds time to train, GPU-hours, energy and cost."""
+    prompt: int = 1024
+    """Inference: prompt tokens."""
+    output: int = 256
+    """Inference: generated tokens."""
+    pue: float = DEFAULT_PUE
+    price: float | None = None
+    """USD per GPU-hour (default: the catalog's cloud snapshot)."""
+    catalog_file: str | None = None
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One operating point on the roofline (per GPU)."""
+
+    label: str
+    flops: float
+    bytes: float
+    seconds: float
+    flops_per_byte: float | None
+    flops_per_s: float | None
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The GPU's roofs (peak and achievable) and where the work sits under them."""
+
+    gpu: str
+    peak_flops: float
+    achievable_flops: float
+    peak_bandwidth_bytes_per_s: float
+    achievable_bandwidth_bytes_per_s: float
+    ridge_flops_per_byte: float
+    points: tuple[RooflinePoint, ...]
+    note: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A fix for what dominates the step, quantified by re-estimating with it."""
+
+    issue: str
+    fix: str
+    tokens_per_s_after: float
+    speedup: float
+
+
+@dataclass(frozen=True)
+class TimeToTrain:
+    """Time, GPU-hours, energy and cost for a number of training tokens."""
+
+    tokens: float
+    time_to_train_s: float
+    gpu_hours: float
+    energy_kwh: float
+    cost_usd: float | None
+    """None when no price is known (give one)."""
+
+
+@dataclass(frozen=True)
+class TrainPerfAnswer(Answer):
+    """Speed of one training layout: step time, throughput, MFU and what bounds it."""
+
+    schema_name = "perf-train"
+
+    model: str
+    task: str
+    gpu: str
+    gpus: int
+    flops_per_step: float
+    step_time_s: float
+    tokens_per_step: float
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+    bound: str
+    breakdown_s: dict[str, float]
+    """Seconds per optimizer step: compute, memory, communication, bubble."""
+    communication_s: dict[str, float]
+    """Exposed communication by kind (data_parallel, tensor_parallel, ...)."""
+    scaling: dict[str, float]
+    """Speed-up over one GPU: gpus, speedup, efficiency."""
+    advice: tuple[Advice, ...]
+    assumptions: tuple[str, ...]
+    time_to_train: TimeToTrain | None = field(default=None, metadata=FLATTEN_OPTIONAL)
+    roofline: Roofline | None = None
+    explain: dict[str, str] = field(default_factory=dict)
+    """The formula behind each number."""
+    pue: float = field(default=DEFAULT_PUE, metadata=NOT_IN_JSON)
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """Decode speed at one batch."""
+
+    batch: int
+    tpot_s: float
+    tokens_per_s: float
+    bound: str
+
+
+@dataclass(frozen=True)
+class InferPerfAnswer(Answer):
+    """Speed of serving: time to first token, time per output token, throughput, the bound."""
+
+    schema_name = "perf-infer"
+
+    model: str
+    task: str
+    gpu: str
+    tp: int
+    prefill_flops: float
+    decode_flops_per_token: float
+    ttft_s: float
+    tpot_s: float
+    tokens_per_s: float
+    bound: str
+    compute_bound_batch: int | None
+    """The batch from which decode is compute-bound; None: never."""
+    decode_bytes_per_step: float
+    breakdown_s: dict[str, float]
+    batch_sweep: tuple[SweepPoint, ...]
+    roofline: Roofline | None = None
+    explain: dict[str, str] = field(default_factory=dict)
+    batch: int = field(default=1, metadata=NOT_IN_JSON)
+    prompt: int = field(default=1024, metadata=NOT_IN_JSON)
+    output: int = field(default=256, metadata=NOT_IN_JSON)
+
+
+PerfAnswer = TrainPerfAnswer | InferPerfAnswer
+
+
+def roofline(device: Device, points: tuple[RooflinePoint, ...], note: str) -> Roofline:
+    """The device's roofs with the work's points under them."""
+    return Roofline(
+        gpu=device.name,
+        peak_flops=device.peak_flops,
+        achievable_flops=device.matmul_flops,
+        peak_bandwidth_bytes_per_s=device.memory_bytes_per_s,
+        achievable_bandwidth_bytes_per_s=device.bandwidth,
+        ridge_flops_per_byte=device.matmul_flops / device.bandwidth,
+        points=points,
+        note=note,
+        source=device.efficiency_source,
+    )
+
+
+def roofline_point(label: str, flops: float, nbytes: float, seconds: float) -> RooflinePoint:
+    """A point: its arithmetic intensity (FLOP/byte) and achieved FLOP/s."""
+    return RooflinePoint(
+        label=label,
+        flops=flops,
+        bytes=nbytes,
+        seconds=seconds,
+        flops_per_byte=flops / nbytes if nbytes else None,
+        flops_per_s=flops / seconds if seconds else None,
+    )
+
+
+def train_perf_answer(
+    model: str,
+    spec: ModelSpec,
+    work: TrainWork,
+    device: Device,
+    tokens: float | None = None,
+    pue: float = DEFAULT_PUE,
+    usd_per_hour: float | None = None,
+) -> TrainPerfAnswer:
+    """The training answer for a built workload on a device."""
+    result = training_perf(spec, work, device)
+    cost = None
+    if tokens:
+        seconds = tokens / result.tokens_per_s
+        gpu_hours = seconds / 3600 * work.parallel.gpus
+        price = usd_per_hour if usd_per_hour is not None else device.usd_per_hour
+        cost = TimeToTrain(
+            tokens=tokens,
+            time_to_train_s=seconds,
+            gpu_hours=gpu_hours,
+            energy_kwh=gpu_hours * device.tdp_watts / 1000 * pue,
+            cost_usd=gpu_hours * price if price else None,
+        )
+    point = roofline_point(
+        "training step",
+        result.hardware_flops_per_step / result.gpus,
+        result.breakdown_s["memory"] * device.bandwidth,
+        result.step_time_s,
+    )
+    return TrainPerfAnswer(
+        model=model,
+        task=work.task,
+        gpu=device.name,
+        gpus=work.parallel.gpus,
+        flops_per_step=result.flops_per_step,
+        step_time_s=result.step_time_s,
+        tokens_per_step=result.tokens_per_step,
+        tokens_per_s=result.tokens_per_s,
+        mfu=result.mfu(device.peak_flops),
+        hfu=result.hfu(device.peak_flops),
+        bound=result.bound,
+        breakdown_s=dict(result.breakdown_s),
+        communication_s=dict(result.comm_detail_s),
+        scaling=scaling(spec, work, device),
+        advice=tuple(
+            Advice(
+                issue=str(a["issue"]),
+                fix=str(a["fix"]),
+                tokens_per_s_after=float(a["tokens_per_s_after"]),  # type: ignore[arg-type]
+                speedup=float(a["speedup"]),  # type: ignore[arg-type]
+            )
+            for a in advice(spec, work, device)
+        ),
+        assumptions=tuple(result.assumptions),
+        time_to_train=cost,
+        roofline=roofline(
+            device,
+            (point,),
+            "per GPU and optimizer step: hardware FLOPs (recomputation counted) over the bytes "
+            "the memory-bound ops move; the point sits below the roof by the time spent in "
+            "communication and the pipeline bubble",
+        ),
+        explain=dict(TRAIN_EXPLAIN),
+        pue=pue,
+    )
+
+
+def infer_perf_answer(
+    model: str, spec: ModelSpec, work: InferWork, device: Device, prompt: int, output: int
+) -> InferPerfAnswer:
+    """The inference answer for a built workload on a device, with a batch sweep."""
+    result = inference_perf(spec, work, device, prompt, output)
+    sweep = []
+    for batch in SWEEP_BATCHES:
+        r = inference_perf(spec, replace(work, batch=batch), device, prompt, output)
+        sweep.append(SweepPoint(batch, r.tpot_s, r.tokens_per_s, r.bound))
+    points = (
+        roofline_point(
+            "prefill",
+            result.prefill_flops / work.tp,
+            result.breakdown_s["prefill_memory"] * device.bandwidth,
+            result.ttft_s,
+        ),
+        roofline_point(
+            f"decode, batch {work.batch}",
+            result.decode_flops_per_token * work.batch / work.tp,
+            result.decode_bytes_per_step,
+            result.tpot_s,
+        ),
+    )
+    return InferPerfAnswer(
+        model=model,
+        task="infer",
+        gpu=device.name,
+        tp=work.tp,
+        prefill_flops=result.prefill_flops,
+        decode_flops_per_token=result.decode_flops_per_token,
+        ttft_s=result.ttft_s,
+        tpot_s=result.tpot_s,
+        tokens_per_s=result.tokens_per_s,
+        bound=result.bound,
+        compute_bound_batch=result.compute_bound_batch,
+        decode_bytes_per_step=result.decode_bytes_per_step,
+        breakdown_s=dict(result.breakdown_s),
+        batch_sweep=tuple(sweep),
+        roofline=roofline(
+            device,
+            points,
+            "per GPU: prefill reads the weights once for the whole prompt; a decode step reads "
+            "the weights and the KV cache for one token per sequence",
+        ),
+        explain=dict(INFER_EXPLAIN),
+        batch=work.batch,
+        prompt=prompt,
+        output=output,
+    )
+
+
+def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model) -> PerfAnswer:
+    """Speed of ``req.model`` under ``req.work`` on ``req.gpu``: a training or an inference
+    answer by the task. Raises ``ValueError`` with one sentence on bad input."""
+    work_req = req.work
+    if work_req.task == "infer":
+        work_req = replace(work_req, context=req.prompt + req.output)
+    work = build_work(work_req)
+    spec = loader(req.model).spec
+    gpu, measured = resolve_gpu(req.gpu, req.catalog_file)
+    calibration = read_calibration(req.calibration) if req.calibration else measured
+    # Weights stored in fp8 are multiplied in fp8; other formats dequantize to 16-bit.
+    if isinstance(work, TrainWork):
+        dtype = work.dtype
+    else:
+        dtype = "fp8" if get_format(work.weight_format).compute_dtype == "fp8" else "bf16"
+    device = device_for(
+        gpu,
+        dtype,
+        gpus_per_node=req.gpus_per_node,
+        inter_node=req.inter_node,
+        calibration=calibration,
+    )
+    if isinstance(work, InferWork):
+        return infer_perf_answer(req.model, spec, work, device, req.prompt, req.output)
+    return train_perf_answer(req.model, spec, work, device, req.tokens, req.pue, req.price)

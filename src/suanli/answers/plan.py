@@ -1,0 +1,453 @@
+"""Which GPU, how many, how laid out, how long and how much? Every candidate GPU with its best
+layout, ranked, each saying why it won or lost (``suanli plan``, ``POST /api/plan``,
+:func:`suanli.plan`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, OMIT_NONE, Answer
+from suanli.answers.request import WorkRequest, build_work
+from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.catalog.query import filter_gpus
+from suanli.estimate.workload import InferWork, TrainWork
+from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.spec import ModelSpec
+from suanli.plan.scenarios import SCENARIOS
+from suanli.units import GiB
+
+OBJECTIVES = ("time", "cost", "cost-per-token")
+#: The GPU count searched when neither the request nor a scenario gives one.
+DEFAULT_MAX_GPUS = 8
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """The planning question: a model and the shape of its work; the layout is searched."""
+
+    model: str = "llama-3.1-8b"
+    work: WorkRequest = field(default_factory=WorkRequest)
+    """The work's shape (seq, dtype, optimizer, ...); its layout fields are ignored."""
+    task: str | None = None
+    """Default: the scenario's, else lora (``work.task`` is not used)."""
+    quant: str | None = None
+    """Inference: fix the weight format (default: search the formats)."""
+    scenario: str | None = None
+    gpus: tuple[str, ...] = ()
+    """Only these GPUs (names or ids)."""
+    vendors: tuple[str, ...] = ()
+    form_factors: tuple[str, ...] = ()
+    min_memory_gib: float | None = None
+    max_gpus: int | None = None
+    """Largest GPU count to consider (default: the scenario's, else 8)."""
+    max_gpus_cap: int | None = None
+    """A front-end's ceiling on max_gpus for training (the web page's); the answer says when it
+    applied."""
+    max_gpus_cap_infer: int | None = None
+    """The same ceiling for inference (default: ``max_gpus_cap``)."""
+    exact_gpus: int | None = None
+    global_batch: int | None = None
+    tokens: float = 1e8
+    """Training tokens, for time and cost."""
+    rps: float | None = None
+    """Inference: requests per second to serve."""
+    output: int = 256
+    """Inference: output tokens per request."""
+    max_tpot_ms: float | None = None
+    objective: str | None = None
+    """time, cost or cost-per-token (default: the scenario's; cost-per-token for inference)."""
+    budget: float | None = None
+    """USD limit."""
+    catalog_file: str | None = None
+
+
+@dataclass(frozen=True)
+class TrainLayout:
+    """The best training layout found on one GPU type."""
+
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    zero: int
+    sp: bool
+    recompute: str
+    batch: int
+    grad_accum: int
+    memory_bytes: float
+    tokens_per_s: float
+    mfu: float
+    usd_per_hour: float | None
+    time_s: float | None
+    cost_usd: float | None
+    usd_per_million_tokens: float | None
+    options: str
+    """The layout as options to paste into ``suanli perf``."""
+
+
+@dataclass(frozen=True)
+class TrainPlanRow:
+    """One GPU type: its best layout, or why none fits."""
+
+    gpu: str
+    evaluated: int
+    """Layouts tried."""
+    fitting: int
+    """Layouts that fit in memory."""
+    fits: bool
+    layout: TrainLayout | None = field(default=None, metadata=FLATTEN_OPTIONAL)
+    reason: str = ""
+    """Why it lost ('' for the winner and rows without a comparison)."""
+    software_stack: str = ""
+
+
+@dataclass(frozen=True)
+class ServeLayout:
+    """The best serving layout found on one GPU type."""
+
+    gpus: int
+    tp: int
+    replicas: int
+    weight_format: str
+    kv_dtype: str
+    batch: int
+    memory_bytes: float
+    ttft_s: float
+    tpot_s: float
+    tokens_per_s: float
+    requests_per_s: float
+    usd_per_hour: float | None
+    usd_per_million_tokens: float | None
+    options: str
+
+
+@dataclass(frozen=True)
+class ServePlanRow:
+    """One GPU type for serving: its best layout, or why none fits."""
+
+    gpu: str
+    evaluated: int
+    software_stack: str
+    fits: bool
+    reason: str
+    layout: ServeLayout | None = field(default=None, metadata=FLATTEN_OPTIONAL)
+
+
+@dataclass(frozen=True)
+class RenderingRow:
+    """One GPU for rendering and video: memory and media engines."""
+
+    gpu: str
+    fits: bool
+    memory_bytes: int
+    nvenc_engines: int | None
+    nvdec_engines: int | None
+    tdp_watts: float | None
+    price_usd: float | None
+    software_stack: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlanAnswer(Answer):
+    """Candidate GPUs, best first, each with its best layout and why the others lost."""
+
+    schema_name = "plan"
+
+    model: str
+    task: str
+    objective: str
+    max_gpus: int
+    scenario: str | None
+    reasoning: str
+    """The scenario's reasoning ('' without one)."""
+    tokens: float | None
+    """Training tokens (None for inference)."""
+    rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...]
+    capped: str | None = field(default=None, metadata=OMIT_NONE)
+    """Set when a front-end's cap lowered max_gpus."""
+    seq: int = field(default=2048, metadata=NOT_IN_JSON)
+    inference: bool = field(default=False, metadata=NOT_IN_JSON)
+    best_command: str | None = field(default=None, metadata=NOT_IN_JSON)
+    """``suanli perf`` options for the winner."""
+    cheapest: ServePlanRow | TrainPlanRow | None = field(default=None, metadata=NOT_IN_JSON)
+    """The fitting row with the lowest cost per token."""
+
+
+@dataclass(frozen=True)
+class RenderingPlanAnswer(Answer):
+    """The rendering-video scenario: GPUs by memory and media engines."""
+
+    schema_name = "plan-rendering"
+
+    scenario: str
+    reasoning: str
+    rows: tuple[RenderingRow, ...]
+
+
+def candidate_gpus(
+    catalog: list[GPU],
+    names: tuple[str, ...],
+    vendors: tuple[str, ...],
+    forms: tuple[str, ...],
+    min_memory_gib: float | None,
+) -> list[GPU]:
+    """The GPUs named, else the catalog filtered by vendor, form factor and memory."""
+    if names:
+        return [find_gpu(n, catalog) for n in names]
+    return filter_gpus(
+        catalog,
+        vendors=vendors,
+        form_factors=forms,
+        min_memory_bytes=int(min_memory_gib * GiB) if min_memory_gib else None,
+    )
+
+
+def software_stack(gpu: GPU) -> str:
+    """The catalog's software stack with its note."""
+    note = str(gpu.get("software_note") or "")
+    return gpu.software_stack + (f": {note}" if note else "")
+
+
+def _layout(cls: type, row: dict[str, Any]) -> Any:
+    return cls(**{f.name: row[f.name] for f in fields(cls)}) if row["fits"] else None
+
+
+def train_rows(
+    spec: ModelSpec,
+    work: TrainWork,
+    gpus: list[GPU],
+    max_gpus: int,
+    exact: int | None,
+    global_batch: int | None,
+    tokens: float,
+    objective: str,
+    budget: float | None,
+) -> tuple[TrainPlanRow, ...]:
+    """The best training layout per GPU, ranked (plan.search)."""
+    from suanli.plan.search import SearchSpace, rank, search_train
+
+    space = SearchSpace(max_gpus=max_gpus, global_batch=global_batch, exact_gpus=exact)
+    results = [search_train(spec, work, gpu, space, objective) for gpu in gpus]
+    by_id = {g.id: g for g in gpus}
+    return tuple(
+        TrainPlanRow(
+            gpu=row["gpu"],
+            evaluated=row["evaluated"],
+            fitting=row["fitting"],
+            fits=row["fits"],
+            layout=_layout(TrainLayout, row),
+            reason=row["reason"],
+            software_stack=software_stack(by_id[row["gpu"]]),
+        )
+        for row in rank(results, objective, tokens, budget)
+    )
+
+
+def serve_rows(
+    spec: ModelSpec,
+    work: InferWork,
+    gpus: list[GPU],
+    max_gpus: int,
+    rps: float | None,
+    output: int,
+    objective: str,
+    max_tpot_ms: float | None,
+    fixed_format: bool,
+) -> tuple[ServePlanRow, ...]:
+    """The best serving layout per GPU (format, KV dtype, TP, batch, replicas), ranked."""
+    from suanli.plan.search import SERVE_FORMATS, search_serve
+
+    formats = (work.weight_format,) if fixed_format else SERVE_FORMATS
+    rows: list[dict[str, Any]] = []
+    for gpu in gpus:
+        best, evaluated, reason = search_serve(
+            spec,
+            gpu,
+            context=work.context,
+            output=output,
+            max_gpus=max_gpus,
+            rps=rps,
+            objective=objective,
+            max_tpot_s=max_tpot_ms / 1e3 if max_tpot_ms else None,
+            formats=formats,
+        )
+        row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}
+        if best is None:
+            row.update({"fits": False, "reason": reason})
+        else:
+            per_m = (
+                best.usd_per_hour / 3600 / best.tokens_per_s * 1e6 if best.usd_per_hour else None
+            )
+            row.update(
+                fits=True,
+                reason="",
+                gpus=best.gpus,
+                tp=best.tp,
+                replicas=best.replicas,
+                weight_format=best.weight_format,
+                kv_dtype=best.kv_dtype,
+                batch=best.batch,
+                memory_bytes=best.memory_bytes,
+                ttft_s=best.ttft_s,
+                tpot_s=best.tpot_s,
+                tokens_per_s=best.tokens_per_s,
+                requests_per_s=best.requests_per_s,
+                usd_per_hour=best.usd_per_hour,
+                usd_per_million_tokens=per_m,
+                options=best.options(),
+            )
+        rows.append(row)
+
+    def key(row: dict[str, Any]) -> tuple[int, float]:
+        if not row["fits"]:
+            return (2, 0.0)
+        if objective == "time":
+            return (0, row["tpot_s"] * row["gpus"])
+        value = row["usd_per_million_tokens"]
+        return (0, value) if value is not None else (1, row["gpus"])
+
+    rows.sort(key=key)
+    fitting = [r for r in rows if r["fits"] and r.get("usd_per_million_tokens")]
+    for row in fitting[1:]:
+        ratio = row["usd_per_million_tokens"] / fitting[0]["usd_per_million_tokens"]
+        row["reason"] = f"{ratio:.1f}x cost/token"
+    for row in rows:
+        if row["fits"] and row.get("usd_per_million_tokens") is None:
+            row["reason"] = "no price known"
+    return tuple(
+        ServePlanRow(
+            gpu=row["gpu"],
+            evaluated=row["evaluated"],
+            software_stack=row["stack"],
+            fits=row["fits"],
+            reason=row["reason"],
+            layout=_layout(ServeLayout, row),
+        )
+        for row in rows
+    )
+
+
+def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
+    """GPUs for rendering and video: most memory first, then most encoders."""
+    ordered = sorted(gpus, key=lambda g: (-g.memory_bytes, -(g.get("nvenc_engines") or 0)))
+    return tuple(
+        RenderingRow(
+            gpu=gpu.id,
+            fits=True,
+            memory_bytes=gpu.memory_bytes,
+            nvenc_engines=gpu.get("nvenc_engines"),
+            nvdec_engines=gpu.get("nvdec_engines"),
+            tdp_watts=gpu.get("tdp_watts"),
+            price_usd=gpu.get("price_usd"),
+            software_stack=software_stack(gpu),
+            reason="",
+        )
+        for gpu in ordered
+    )
+
+
+def _best(
+    rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...],
+) -> tuple[TrainPlanRow | ServePlanRow | None, TrainPlanRow | ServePlanRow | None]:
+    fitting = [r for r in rows if r.fits and not r.reason and r.layout is not None]
+    if not fitting:
+        return None, None
+    priced = [
+        (r.layout.usd_per_million_tokens, i, r)
+        for i, r in enumerate(fitting)
+        if r.layout is not None and r.layout.usd_per_million_tokens
+    ]
+    cheapest = min(priced)[2] if priced else None
+    return fitting[0], cheapest
+
+
+def plan(
+    req: PlanRequest, *, loader: Callable[[str], LoadedModel] = load_model
+) -> PlanAnswer | RenderingPlanAnswer:
+    """Rank the candidate GPUs for ``req.model``, each with its best layout.
+
+    Raises ``ValueError`` with one sentence on bad input (no GPU matching the filters, ...).
+    """
+    chosen = SCENARIOS.get(req.scenario) if req.scenario else None
+    if req.scenario and chosen is None:
+        raise ValueError(f"unknown scenario {req.scenario!r}; use one of {', '.join(SCENARIOS)}")
+    task = req.task or (chosen.task if chosen else "lora")
+    objective = req.objective or (
+        chosen.objective if chosen else ("cost-per-token" if task == "infer" else "time")
+    )
+    if objective not in OBJECTIVES:
+        raise ValueError(f"--objective {objective!r} is not one of {', '.join(OBJECTIVES)}")
+    wanted = req.max_gpus or (chosen.max_gpus if chosen else DEFAULT_MAX_GPUS)
+    cap = (req.max_gpus_cap_infer or req.max_gpus_cap) if task == "infer" else req.max_gpus_cap
+    max_gpus = min(wanted, cap) if cap else wanted
+    forms = req.form_factors or (chosen.form_factors if chosen else ())
+    gpus = candidate_gpus(
+        load_catalog(req.catalog_file), req.gpus, req.vendors, forms, req.min_memory_gib
+    )
+    if not gpus:
+        raise ValueError("no GPU matches the filters; loosen --vendor/--form-factor/--min-memory")
+    if req.scenario == "rendering-video":
+        return RenderingPlanAnswer(
+            scenario=req.scenario,
+            reasoning=chosen.reasoning if chosen else "",
+            rows=rendering_rows(gpus),
+        )
+    spec = loader(req.model).spec
+    work = build_work(req.work.shape_only(task, req.quant or "bf16"))
+    rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...]
+    if isinstance(work, InferWork):
+        rows = serve_rows(
+            spec,
+            work,
+            gpus,
+            max_gpus,
+            req.rps,
+            req.output,
+            objective,
+            req.max_tpot_ms,
+            req.quant is not None,
+        )
+    else:
+        rows = train_rows(
+            spec,
+            work,
+            gpus,
+            max_gpus,
+            req.exact_gpus,
+            req.global_batch,
+            req.tokens,
+            objective,
+            req.budget,
+        )
+    best, cheapest = _best(rows)
+    command = None
+    if best is not None and best.layout is not None:
+        command = (
+            f"suanli perf {req.model} {best.layout.options}"
+            if isinstance(work, InferWork)
+            else f"suanli perf {req.model} --task {task} --seq {work.seq} {best.layout.options}"
+        )
+    capped = None
+    if wanted > max_gpus:
+        capped = (
+            f"the web page searches up to {max_gpus} GPUs for {task}; run 'suanli plan' with "
+            f"--max-gpus {wanted} for the full search"
+        )
+    return PlanAnswer(
+        model=req.model,
+        task=task,
+        objective=objective,
+        max_gpus=max_gpus,
+        scenario=req.scenario,
+        reasoning=chosen.reasoning if chosen else "",
+        tokens=req.tokens if not isinstance(work, InferWork) else None,
+        rows=rows,
+        capped=capped,
+        seq=work.seq if isinstance(work, TrainWork) else 0,
+        inference=isinstance(work, InferWork),
+        best_command=command,
+        cheapest=cheapest,
+    )

@@ -1,0 +1,261 @@
+"""The web API's request bodies (pydantic): the CLI's options as JSON fields, same names, same
+defaults, bounded so that no request asks for unbounded work. Each turns into the application
+layer's request type."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from suanli.answers import cost as cost_answers
+from suanli.answers import memory as memory_answers
+from suanli.answers import perf as perf_answers
+from suanli.answers import plan as plan_answers
+from suanli.answers.request import WorkRequest
+from suanli.catalog.gpu import FORM_FACTORS, VENDORS
+from suanli.estimate.workload import (
+    ATTENTION,
+    DTYPES,
+    KERNELS,
+    KV_DTYPES,
+    OPTIMIZERS,
+    PRECISIONS,
+    RECOMPUTE,
+    TASKS,
+)
+from suanli.plan.scenarios import SCENARIOS
+from suanli.web.security import ApiError
+
+#: Largest GPU count the plan search covers on the web (the CLI has no such cap).
+PLAN_MAX_GPUS_TRAIN = 64
+#: The serving search grows faster with the GPU count (formats x KV dtypes x TP x batch).
+PLAN_MAX_GPUS_INFER = 8
+MAX_TOKENS = 1 << 22
+DEFAULT_MODEL = "llama-3.1-8b"
+
+
+def _one_of(allowed: Sequence[str]) -> AfterValidator:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return AfterValidator(check)
+
+
+Task = Annotated[str, _one_of(TASKS)]
+Dtype = Annotated[str, _one_of(DTYPES)]
+Precision = Annotated[str, _one_of(PRECISIONS)]
+Optimizer = Annotated[str, _one_of(OPTIMIZERS)]
+Recompute = Annotated[str, _one_of(RECOMPUTE)]
+Attention = Annotated[str, _one_of(ATTENTION)]
+Kernels = Annotated[str, _one_of(KERNELS)]
+KvDtype = Annotated[str, _one_of(KV_DTYPES)]
+Vendor = Annotated[str, _one_of(VENDORS)]
+FormFactor = Annotated[str, _one_of(FORM_FACTORS)]
+Scenario = Annotated[str, _one_of(tuple(SCENARIOS))]
+Objective = Annotated[str, _one_of(("time", "cost", "cost-per-token"))]
+Name = Annotated[str, Field(min_length=1, max_length=100)]
+Money = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
+Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+Count = Annotated[int, Field(ge=1, le=65536)]
+
+
+class _Shape(BaseModel):
+    """What the work is (the CLI's workload-shape options), without its layout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(
+        DEFAULT_MODEL,
+        max_length=200,
+        description="A preset name (GET /api/presets), a Hugging Face id org/name, or the "
+        "'upload:...' id POST /api/config returned. Paths are not accepted.",
+    )
+    seq: Tokens = Field(2048, description="Training sequence length in tokens.")
+    context: Tokens = Field(4096, description="Inference: tokens per sequence in the KV cache.")
+    dtype: Dtype = "bf16"
+    precision: Precision = "mixed"
+    optimizer: Optimizer = "adamw"
+    attention: Attention = "sdpa"
+    kernels: Kernels = "eager"
+    lora_rank: int = Field(16, ge=1, le=4096)
+    lora_targets: str = Field("q,k,v,o", max_length=100)
+    dropout: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
+    kv_dtype: KvDtype = "bf16"
+    cuda_context: float | None = Field(None, ge=0, le=1024, allow_inf_nan=False)
+    fragmentation: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
+    nccl: float | None = Field(None, ge=0, le=1024, allow_inf_nan=False)
+
+
+class Workload(_Shape):
+    """The CLI's workload options (``suanli mem``/``perf``): the work and its layout."""
+
+    task: Task = "lora"
+    quant: str = Field("bf16", min_length=1, max_length=40, description="Weight format.")
+    batch: Count | None = None
+    global_batch: Count | None = None
+    grad_accum: Count = 1
+    recompute: Recompute = "none"
+    zero: int = Field(0, ge=0, le=3)
+    tp: int = Field(1, ge=1, le=1024)
+    pp: int = Field(1, ge=1, le=1024)
+    vpp: int = Field(1, ge=1, le=64)
+    dp: Count | None = None
+    ep: int = Field(1, ge=1, le=1024)
+    sp: bool = False
+    gpus: Count | None = Field(None, description="GPUs in the job (as --gpus).")
+    offload_optimizer: bool = False
+    prefill_chunk: Tokens | None = None
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
+
+    def work(self) -> WorkRequest:
+        """The workload fields as the application layer's request."""
+        return WorkRequest.from_options(self.model_dump(exclude={"model"}))
+
+
+class MemoryRequest(Workload):
+    """``suanli mem MODEL ... --gpu G --json``, and the fit on each of ``cards``."""
+
+    gpu: Name | None = Field(None, description="Check the fit on this GPU (the doc's 'fit').")
+    cards: list[Name] = Field(
+        default_factory=list,
+        max_length=16,
+        description="More GPUs to compare: one entry each in 'fits' (after 'gpu').",
+    )
+
+    def to_request(self) -> memory_answers.MemoryRequest:
+        """The application layer's memory request."""
+        return memory_answers.MemoryRequest(
+            model=self.model, work=self.work(), gpu=self.gpu, cards=tuple(self.cards)
+        )
+
+
+class PerfRequest(Workload):
+    """``suanli perf MODEL ... --gpu G --json``."""
+
+    gpu: Name = Field(description="The GPU (catalog name).")
+    gpus_per_node: int | None = Field(None, ge=1, le=1024)
+    inter_node: str | None = Field(None, max_length=40)
+    tokens: float | None = Field(None, ge=1, le=1e18, allow_inf_nan=False)
+    prompt: Tokens = 1024
+    output: Tokens = 256
+    pue: float = Field(1.5, ge=1, le=10, allow_inf_nan=False)
+    price: Money | None = None
+
+    def to_request(self) -> perf_answers.PerfRequest:
+        """The application layer's perf request."""
+        return perf_answers.PerfRequest(
+            model=self.model,
+            work=self.work(),
+            gpu=self.gpu,
+            gpus_per_node=self.gpus_per_node,
+            inter_node=self.inter_node,
+            tokens=self.tokens,
+            prompt=self.prompt,
+            output=self.output,
+            pue=self.pue,
+            price=self.price,
+        )
+
+
+class PlanRequest(_Shape):
+    """``suanli plan MODEL ... --json``; the search is capped for a responsive page."""
+
+    task: Task | None = Field(None, description="Default: the scenario's, else lora.")
+    quant: str | None = Field(
+        None, min_length=1, max_length=40, description="Inference: fix the weight format."
+    )
+    scenario: Scenario | None = None
+    gpu: list[Name] = Field(default_factory=list, max_length=64, description="Only these GPUs.")
+    vendor: list[Vendor] = Field(default_factory=list, max_length=8)
+    form_factor: list[FormFactor] = Field(default_factory=list, max_length=8)
+    min_memory: float | None = Field(None, ge=0, le=1e6, allow_inf_nan=False)
+    max_gpus: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description=f"Capped at {PLAN_MAX_GPUS_TRAIN} for training and "
+        f"{PLAN_MAX_GPUS_INFER} for inference on the web.",
+    )
+    gpus: int | None = Field(None, ge=1, le=PLAN_MAX_GPUS_TRAIN, description="Exactly N GPUs.")
+    global_batch: Count | None = None
+    tokens: float = Field(1e8, ge=1, le=1e18, allow_inf_nan=False)
+    rps: float | None = Field(None, gt=0, le=1e9, allow_inf_nan=False)
+    output: Tokens = 256
+    max_tpot_ms: float | None = Field(None, gt=0, le=1e6, allow_inf_nan=False)
+    objective: Objective | None = None
+    budget: Money | None = None
+
+    def to_request(self) -> plan_answers.PlanRequest:
+        """The application layer's plan request, with the web's GPU-count caps."""
+        return plan_answers.PlanRequest(
+            model=self.model,
+            work=WorkRequest.from_options(self.model_dump(exclude={"model", "task", "quant"})),
+            task=self.task,
+            quant=self.quant,
+            scenario=self.scenario,
+            gpus=tuple(self.gpu),
+            vendors=tuple(self.vendor),
+            form_factors=tuple(self.form_factor),
+            min_memory_gib=self.min_memory,
+            max_gpus=self.max_gpus,
+            max_gpus_cap=PLAN_MAX_GPUS_TRAIN,
+            max_gpus_cap_infer=PLAN_MAX_GPUS_INFER,
+            exact_gpus=self.gpus,
+            global_batch=self.global_batch,
+            tokens=self.tokens,
+            rps=self.rps,
+            output=self.output,
+            max_tpot_ms=self.max_tpot_ms,
+            objective=self.objective,
+            budget=self.budget,
+        )
+
+
+class CostRequest(BaseModel):
+    """``suanli cost GPU ... --json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: Name
+    gpus: int = Field(8, ge=1, le=1_000_000)
+    years: float = Field(3.0, gt=0, le=50, allow_inf_nan=False)
+    utilisation: float = Field(1.0, ge=0, le=1, allow_inf_nan=False)
+    price: Money | None = Field(None, description="Purchase price per GPU (USD).")
+    resale: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
+    pue: float | str | None = Field(None, description="A number or an id (typical-colo, ...).")
+    region: str | None = Field(None, max_length=40)
+    usd_per_kwh: Money | None = None
+    rent: Money | None = None
+    spot: Money | None = None
+    reserved: Money | None = None
+    tokens_per_year: float = Field(0.0, ge=0, le=1e20, allow_inf_nan=False)
+    input_tokens_per_year: float = Field(0.0, ge=0, le=1e20, allow_inf_nan=False)
+    api: str | None = Field(None, max_length=100, description="API model for the price.")
+
+    def to_request(self) -> cost_answers.CostRequest:
+        """The application layer's cost request; a non-finite PUE is a 422 like other fields."""
+        try:
+            pue = cost_answers.parse_pue(self.pue)
+        except ValueError as exc:
+            raise ApiError(422, str(exc)) from None
+        return cost_answers.CostRequest(
+            gpu=self.gpu,
+            gpus=self.gpus,
+            years=self.years,
+            utilisation=self.utilisation,
+            price=self.price,
+            resale=self.resale,
+            pue=pue,
+            region=self.region,
+            usd_per_kwh=self.usd_per_kwh,
+            rent=self.rent,
+            spot=self.spot,
+            reserved=self.reserved,
+            tokens_per_year=self.tokens_per_year,
+            input_tokens_per_year=self.input_tokens_per_year,
+            api=self.api,
+        )

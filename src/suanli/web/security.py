@@ -1,0 +1,151 @@
+"""The web API's error contract and transport limits: one-sentence 4xx answers, strict JSON,
+and the request body limit (docs/web.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+#: Largest request body accepted, in bytes (1 MiB): a config.json is a few kilobytes.
+BODY_LIMIT = 1 << 20
+
+_CLI_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
+
+
+class ApiError(Exception):
+    """An expected failure: the status code and the one sentence the user sees."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def sentence(text: str, limit: int = 400) -> str:
+    """One line, CLI flags spelled as the API's field names (``--max-gpus`` -> ``max_gpus``)."""
+    text = " ".join(str(text).split())
+    text = _CLI_FLAG.sub(lambda m: m.group(1).replace("-", "_"), text)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text or "bad request"
+
+
+def clean(obj: Any) -> Any:
+    """A JSON-ready copy: non-finite floats become null, numpy scalars plain numbers."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    if isinstance(obj, dict):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    item = getattr(obj, "item", None)
+    if callable(item):  # numpy scalar
+        return clean(item())
+    return str(obj)
+
+
+def render_json(content: Any) -> bytes:
+    """Strict, compact JSON: no NaN/Infinity (which browsers' JSON.parse rejects)."""
+    return json.dumps(
+        clean(content), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    ).encode("utf-8")
+
+
+class CleanJSONResponse(JSONResponse):
+    """The API's JSON responses (see :func:`render_json`)."""
+
+    def render(self, content: Any) -> bytes:
+        return render_json(content)
+
+
+def error_response(status: int, message: str) -> CleanJSONResponse:
+    """The one error shape of the API."""
+    return CleanJSONResponse({"error": sentence(message)}, status_code=status)
+
+
+def validation_sentence(exc: RequestValidationError) -> str:
+    errors = list(exc.errors())
+    if not errors:
+        return "the request is not valid"
+    first = errors[0]
+    kind = str(first.get("type", ""))
+    loc = [str(p) for p in first.get("loc", ()) if p != "body"]
+    field = ".".join(loc)
+    msg = str(first.get("msg", "is not valid"))
+    msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    msg = msg[:1].lower() + msg[1:]
+    if kind == "json_invalid":
+        text = "the request body is not valid JSON"
+    elif kind == "missing" and field:
+        text = f"missing field {field}"
+    elif kind == "missing":
+        text = "the request needs a JSON body"
+    elif kind == "extra_forbidden":
+        text = f"unknown field {field}; see /docs for the fields of this endpoint"
+    elif kind in ("model_attributes_type", "dict_type") and not field:
+        text = "the request body must be a JSON object"
+    else:
+        text = f"invalid {field or 'request'}: {msg}"
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return text
+
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def too_large() -> str:
+    return f"the request body is larger than the {BODY_LIMIT:,}-byte limit"
+
+
+class BodyLimit:
+    """Refuse bodies over ``limit`` bytes: by Content-Length up front, or while streaming."""
+
+    def __init__(self, app: ASGIApp, limit: int = BODY_LIMIT) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                size = -1
+            if size < 0:
+                await error_response(400, "the Content-Length header is not a number")(
+                    scope, receive, send
+                )
+                return
+            if size > self.limit:
+                await error_response(413, too_large())(scope, receive, send)
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    # An HTTPException passes through FastAPI's body reading unchanged.
+                    raise StarletteHTTPException(413, too_large())
+            return message
+
+        await self.app(scope, limited, send)
