@@ -9,8 +9,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # torch is pinned here (a CPU build on this project's machines); the package itself asks torch>=2.1.
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 'torch==2.13.0'
-.venv/bin/ruff check src tests benchmarks
-.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/ruff check src tests benchmarks scripts
+.venv/bin/ruff format --check src tests benchmarks scripts
 .venv/bin/mypy
 # The page's end-to-end test drives Debian's chromium (tests/web/test_page_e2e.py); if it cannot
 # be installed here, that one test skips and the run goes on.
