@@ -48,7 +48,11 @@ def test_cli_infer_json_equals_the_answer() -> None:
         "reason",
         "achievable_tflops",
         "achievable_bandwidth_gbs",
+        "fits",
+        "supported",
+        "warnings",
     ]
+    assert all(r["fits"] and r["supported"] and r["warnings"] == [] for r in doc["rows"])
     slow = answer.rows[answer.slowest]
     assert slow.device == "rtx-4090-24gb" and slow.reason == "" and slow.speedup_vs_slowest == 1
     for row in answer.rows:

@@ -195,7 +195,14 @@ def test_memory_inference_and_layout_equal_cli(client: TestClient) -> None:
 
 
 def test_perf_training_equals_cli(client: TestClient) -> None:
-    body = {"model": "llama-3.2-3b", "task": "full", "gpu": "l40s", "gpus": 2, "tokens": 1e9}
+    body = {
+        "model": "llama-3.2-3b",
+        "task": "full",
+        "gpu": "l40s",
+        "gpus": 2,
+        "zero": 3,
+        "tokens": 1e9,
+    }
     doc = client.post("/api/perf", json=body).json()
     same(
         doc,
@@ -208,10 +215,13 @@ def test_perf_training_equals_cli(client: TestClient) -> None:
             "l40s",
             "--gpus",
             "2",
+            "--zero",
+            "3",
             "--tokens",
             "1e9",
         ),
     )
+    assert doc["fits"] is True and doc["memory_bytes"] <= doc["gpu_memory_bytes"]
     roof = doc["roofline"]
     assert roof["ridge_flops_per_byte"] == pytest.approx(
         roof["achievable_flops"] / roof["achievable_bandwidth_bytes_per_s"]
@@ -355,7 +365,8 @@ def test_upload_multipart_then_use_it(client: TestClient) -> None:
     mem = client.post("/api/memory", json={"model": model, "gpu": "t4"}).json()
     cli = cli_json("mem", str(FIXTURES / "qwen2.5-0.5b.json"), "--gpu", "t4")
     assert mem["total_bytes"] == cli["total_bytes"] and mem["fit"] == cli["fit"]
-    assert client.post("/api/perf", json={"model": model, "gpu": "t4"}).status_code == 200
+    on_t4 = {"model": model, "gpu": "t4", "dtype": "fp16"}  # a T4 has no bf16 units
+    assert client.post("/api/perf", json=on_t4).status_code == 200
     plan = client.post("/api/plan", json={"model": model, "max_gpus": 1})
     assert plan.status_code == 200 and plan.json()["model"] == model
 
@@ -660,6 +671,7 @@ def test_non_json_content_type_is_refused(client: TestClient) -> None:
                 "gpu": "4090",
                 "prompt": MAX_TOKENS,
                 "output": MAX_TOKENS,
+                "ignore_fit": True,
             },
         ),
         ("/api/cost", {"gpu": "4090", "gpus": 1_000_000, "years": 50, "price": 1e12}),

@@ -136,7 +136,7 @@ def test_page_shows_the_api_numbers(server: str, tmp_path: Path) -> None:
             }
             expected_requests = {
                 "memory": {**work, "gpu": cards[0], "cards": cards},
-                "perf": {**work, "gpu": cards[0], "tokens": 1e8},
+                "perf": {**work, "gpu": cards[0], "tokens": 1e8, "ignore_fit": True},
                 "plan": {
                     "model": "llama-3.2-3b",
                     "task": "full",

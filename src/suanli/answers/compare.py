@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.request import WorkRequest, build_work
+from suanli.answers.validity import check_job
 from suanli.estimate.perf import Device, inference_perf, training_perf
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
@@ -64,6 +65,12 @@ class CompareRow:
     """Achievable matmul rate, TFLOP/s (10^12 FLOP/s)."""
     achievable_bandwidth_gbs: float = 0.0
     """Achievable memory bandwidth, GB/s (10^9 bytes/s)."""
+    fits: bool = True
+    """The work fits in this device's memory."""
+    supported: bool = True
+    """The device has units for the work's precision."""
+    warnings: tuple[str, ...] = ()
+    """Why the work cannot run as given on this device (its speed is then hypothetical)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ def compare(
         dtype = "bf16" if isinstance(work, InferWork) else work.dtype
         device = device_for(gpu, dtype, calibration=calibration, auto_calibration=False)
         built.append(device)
+        valid = check_job(req.model, spec, work, gpu)
         if isinstance(work, InferWork):
             r = inference_perf(spec, work, device, req.prompt, req.output)
             rows.append(
@@ -133,6 +141,9 @@ def compare(
                     tokens_per_s=r.tokens_per_s,
                     bound=r.bound,
                     request_s=r.ttft_s + req.output * r.tpot_s,
+                    fits=valid.fits,
+                    supported=valid.supported,
+                    warnings=valid.problems,
                 )
             )
         else:
@@ -144,6 +155,9 @@ def compare(
                     step_time_s=t.step_time_s,
                     tokens_per_s=t.tokens_per_s,
                     bound=t.bound,
+                    fits=valid.fits,
+                    supported=valid.supported,
+                    warnings=valid.problems,
                 )
             )
     slowest = min(range(len(rows)), key=lambda i: rows[i].tokens_per_s)

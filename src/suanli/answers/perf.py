@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work
+from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
+from suanli.estimate.memory import fit_inference
 from suanli.estimate.perf import Device, advice, inference_perf, scaling, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
@@ -67,6 +70,9 @@ class PerfRequest:
     price: float | None = None
     """USD per GPU-hour (default: the catalog's cloud snapshot)."""
     catalog_file: str | None = None
+    ignore_fit: bool = False
+    """Give the speed of a job that cannot run (marked ``fits``/``supported`` false) instead of
+    refusing it."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,15 @@ class TrainPerfAnswer(Answer):
     roofline: Roofline | None = None
     explain: dict[str, str] = field(default_factory=dict)
     """The formula behind each number."""
+    fits: bool = True
+    """The job fits in the card's memory (false only with ignore_fit)."""
+    supported: bool = True
+    """The card has units for the job's precision (false only with ignore_fit)."""
+    memory_bytes: int = 0
+    """Memory the job needs per GPU."""
+    gpu_memory_bytes: int = 0
+    warnings: tuple[str, ...] = ()
+    """Why the job cannot run as given (with ignore_fit), one sentence each."""
     pue: float = field(default=DEFAULT_PUE, metadata=NOT_IN_JSON)
 
 
@@ -183,6 +198,17 @@ class InferPerfAnswer(Answer):
     batch_sweep: tuple[SweepPoint, ...]
     roofline: Roofline | None = None
     explain: dict[str, str] = field(default_factory=dict)
+    fits: bool = True
+    """The job fits in the card's memory (false only with ignore_fit)."""
+    supported: bool = True
+    """The card has units for the job's precision (false only with ignore_fit)."""
+    memory_bytes: int = 0
+    """Memory the job needs per GPU."""
+    gpu_memory_bytes: int = 0
+    warnings: tuple[str, ...] = ()
+    """Why the job cannot run as given (with ignore_fit), one sentence each."""
+    largest_batch: int = 0
+    """The largest batch that fits at this context (the sweep stops there); 0: none fits."""
     batch: int = field(default=1, metadata=NOT_IN_JSON)
     prompt: int = field(default=1024, metadata=NOT_IN_JSON)
     output: int = field(default=256, metadata=NOT_IN_JSON)
@@ -226,8 +252,10 @@ def train_perf_answer(
     tokens: float | None = None,
     pue: float = DEFAULT_PUE,
     usd_per_hour: float | None = None,
+    validity: Validity | None = None,
 ) -> TrainPerfAnswer:
-    """The training answer for a built workload on a device."""
+    """The training answer for a built workload on a device (``validity``: the memory and
+    precision check, when one was made)."""
     result = training_perf(spec, work, device)
     cost = None
     if tokens:
@@ -281,17 +309,49 @@ def train_perf_answer(
             "communication and the pipeline bubble",
         ),
         explain=dict(TRAIN_EXPLAIN),
+        **_validity_fields(validity),
         pue=pue,
     )
 
 
+def _validity_fields(validity: Validity | None) -> dict[str, Any]:
+    if validity is None:
+        return {}
+    return {
+        "fits": validity.fits,
+        "supported": validity.supported,
+        "memory_bytes": validity.memory_bytes,
+        "gpu_memory_bytes": validity.gpu_memory_bytes,
+        "warnings": validity.problems,
+    }
+
+
+def sweep_batches(largest: int | None) -> tuple[int, ...]:
+    """The batches of the sweep: powers of two up to ``largest`` (and ``largest`` itself);
+    all of them when ``largest`` is None (no card to fit on)."""
+    if largest is None:
+        return SWEEP_BATCHES
+    batches = tuple(b for b in SWEEP_BATCHES if b <= largest)
+    if 0 < largest <= SWEEP_BATCHES[-1] and largest not in batches:
+        batches += (largest,)
+    return batches
+
+
 def infer_perf_answer(
-    model: str, spec: ModelSpec, work: InferWork, device: Device, prompt: int, output: int
+    model: str,
+    spec: ModelSpec,
+    work: InferWork,
+    device: Device,
+    prompt: int,
+    output: int,
+    validity: Validity | None = None,
+    largest_batch: int | None = None,
 ) -> InferPerfAnswer:
-    """The inference answer for a built workload on a device, with a batch sweep."""
+    """The inference answer for a built workload on a device, with a batch sweep up to
+    ``largest_batch`` (the largest that fits; None: the whole sweep)."""
     result = inference_perf(spec, work, device, prompt, output)
     sweep = []
-    for batch in SWEEP_BATCHES:
+    for batch in sweep_batches(largest_batch):
         r = inference_perf(spec, replace(work, batch=batch), device, prompt, output)
         sweep.append(SweepPoint(batch, r.tpot_s, r.tokens_per_s, r.bound))
     points = (
@@ -330,6 +390,8 @@ def infer_perf_answer(
             "the weights and the KV cache for one token per sequence",
         ),
         explain=dict(INFER_EXPLAIN),
+        **_validity_fields(validity),
+        largest_batch=largest_batch or 0,
         batch=work.batch,
         prompt=prompt,
         output=output,
@@ -358,6 +420,18 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
         inter_node=req.inter_node,
         calibration=calibration,
     )
+    validity = check_job(req.model, spec, work, gpu)
+    if validity.problems and not req.ignore_fit:
+        raise ValueError(
+            "; also, ".join(validity.problems)
+            + " (--ignore-fit gives the speed anyway, marked as not runnable)"
+        )
     if isinstance(work, InferWork):
-        return infer_perf_answer(req.model, spec, work, device, req.prompt, req.output)
-    return train_perf_answer(req.model, spec, work, device, req.tokens, req.pue, req.price)
+        largest = fit_inference(spec, work, gpu.id, gpu.memory_bytes).max_batch
+        # Nothing fits: the hypothetical (ignore_fit) sweeps every batch, marked not runnable.
+        return infer_perf_answer(
+            req.model, spec, work, device, req.prompt, req.output, validity, largest or None
+        )
+    return train_perf_answer(
+        req.model, spec, work, device, req.tokens, req.pue, req.price, validity
+    )

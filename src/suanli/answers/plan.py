@@ -10,6 +10,7 @@ from typing import Any
 
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.request import WorkRequest, build_work
+from suanli.answers.validity import precision_problem
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.query import filter_gpus
 from suanli.estimate.workload import InferWork, TrainWork
@@ -230,9 +231,13 @@ def train_rows(
     from suanli.plan.search import SearchSpace, rank, search_train
 
     space = SearchSpace(max_gpus=max_gpus, global_batch=global_batch, exact_gpus=exact)
-    results = [search_train(spec, work, gpu, space, objective) for gpu in gpus]
+    # A card without units for the dtype is never ranked: say why instead of searching it.
+    refused = {g.id: precision_problem(g, work.dtype) for g in gpus}
+    results = [
+        search_train(spec, work, gpu, space, objective) for gpu in gpus if not refused[gpu.id]
+    ]
     by_id = {g.id: g for g in gpus}
-    return tuple(
+    rows = [
         TrainPlanRow(
             gpu=row["gpu"],
             evaluated=row["evaluated"],
@@ -243,7 +248,20 @@ def train_rows(
             software_stack=software_stack(by_id[row["gpu"]]),
         )
         for row in rank(results, objective, tokens, budget)
-    )
+    ]
+    rows += [
+        TrainPlanRow(
+            gpu=gpu.id,
+            evaluated=0,
+            fitting=0,
+            fits=False,
+            reason=str(refused[gpu.id]).split(" has ", 1)[-1],
+            software_stack=software_stack(gpu),
+        )
+        for gpu in gpus
+        if refused[gpu.id]
+    ]
+    return tuple(rows)
 
 
 def serve_rows(

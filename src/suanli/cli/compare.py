@@ -94,3 +94,6 @@ def compare_cmd(
                 f"{r.device} is {r.speedup_vs_slowest:,.0f}x faster than "
                 f"{rows[answer.slowest].device}: {r.reason}"
             )
+    for r in rows:
+        for warning in r.warnings:
+            click.secho(f"{r.device} cannot run it as given: {warning}", fg="red", err=True)

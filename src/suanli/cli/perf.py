@@ -80,6 +80,12 @@ def _fmt_s(seconds: float) -> str:
     help="USD per GPU-hour (default: the catalog's cloud snapshot).",
 )
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--ignore-fit",
+    is_flag=True,
+    help="Give the speed of a job that does not fit or that the card cannot compute, "
+    "marked as such, instead of refusing it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def perf_cmd(
     model: str,
@@ -93,6 +99,7 @@ def perf_cmd(
     pue: float,
     price: float | None,
     catalog_file: str | None,
+    ignore_fit: bool,
     as_json: bool,
     **opts: Any,
 ) -> None:
@@ -117,6 +124,7 @@ def perf_cmd(
             pue=pue,
             price=price,
             catalog_file=catalog_file,
+            ignore_fit=ignore_fit,
         )
     )
     if as_json:
@@ -126,10 +134,33 @@ def perf_cmd(
         _render_infer(answer)
     else:
         _render_train(answer)
+    for warning in answer.warnings:
+        click.secho(f"cannot run as given: {warning}", fg="red", err=True)
+
+
+def _runnable_rows(doc: InferPerfAnswer | TrainPerfAnswer) -> list[list[str]]:
+    """The red verdict rows of a hypothetical speed (--ignore-fit); none for a runnable job."""
+    rows = []
+    if not doc.fits:
+        rows.append(
+            [
+                "[bold red]memory[/]",
+                f"[bold red]does NOT fit: {_gib(doc.memory_bytes)} of "
+                f"{_gib(doc.gpu_memory_bytes)} GiB[/]",
+            ]
+        )
+    if not doc.supported:
+        rows.append(["[bold red]precision[/]", "[bold red]NOT supported by this card[/]"])
+    return rows
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.1f}"
 
 
 def _render_infer(doc: InferPerfAnswer) -> None:
     rows = [
+        *_runnable_rows(doc),
         ["TTFT (prefill)", _fmt_s(doc.ttft_s)],
         ["TPOT (per output token)", _fmt_s(doc.tpot_s)],
         ["throughput", f"{doc.tokens_per_s:,.0f} tokens/s"],
@@ -157,6 +188,7 @@ def _render_infer(doc: InferPerfAnswer) -> None:
 
 def _render_train(doc: TrainPerfAnswer) -> None:
     rows = [
+        *_runnable_rows(doc),
         ["step time", _fmt_s(doc.step_time_s)],
         ["throughput", f"{doc.tokens_per_s:,.0f} tokens/s"],
         ["MFU", f"{doc.mfu:.1%}"],

@@ -144,6 +144,9 @@ class PerfRequest(Workload):
     output: Tokens = 256
     pue: float = Field(1.5, ge=1, le=10, allow_inf_nan=False)
     price: Money | None = None
+    ignore_fit: bool = Field(
+        False, description="Answer for a job that cannot run (fits/supported false) anyway."
+    )
 
     def to_request(self) -> perf_answers.PerfRequest:
         """The application layer's perf request."""
@@ -158,6 +161,7 @@ class PerfRequest(Workload):
             output=self.output,
             pue=self.pue,
             price=self.price,
+            ignore_fit=self.ignore_fit,
         )
 
 

@@ -198,7 +198,8 @@
 
   function requests(f) {
     const memory = Object.assign(workload(f), { gpu: f.cards[0] || null, cards: f.cards });
-    const perf = Object.assign(workload(f), { gpu: f.cards[0] });
+    // The page always shows the speed, and says in red when the job cannot run as given.
+    const perf = Object.assign(workload(f), { gpu: f.cards[0], ignore_fit: true });
     if (f.task === "infer") {
       delete perf.context;
       perf.prompt = f.context - f.output;
@@ -517,6 +518,10 @@
       "<div><span class=\"k\">" + esc(label) + "</span>" +
       num("perf", text, label, [why].concat(extra || [])) + "</div>");
     $("#speed-gpu").textContent = "on " + (f.task === "infer" ? "" : doc.gpus + " × ") + doc.gpu;
+    if (doc.fits === false || doc.supported === false) {
+      cells.push("<div class=\"cannot-run\"><span class=\"no\">cannot run as given</span> " +
+        (doc.warnings || []).map(esc).join(" ") + "</div>");
+    }
     if (f.task === "infer") {
       cell("time to first token", dur(doc.ttft_s), ex.ttft_s, [breakdown]);
       cell("time per output token", dur(doc.tpot_s), ex.tpot_s, [breakdown]);

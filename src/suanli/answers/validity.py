@@ -1,0 +1,91 @@
+"""Can this job run at all? Memory and precision, checked before any speed is given.
+
+A speed for a job that does not fit, or in a precision the card has no units for, is a number
+nobody can bet on: ``perf`` refuses it (with the ``suanli fit`` command to run) unless asked for
+the hypothetical (``--ignore-fit``), and ``plan`` never ranks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from suanli.catalog import GPU
+from suanli.estimate.memory import fit_inference, fit_training, inference_memory, training_memory
+from suanli.estimate.workload import InferWork, TrainWork
+from suanli.models.spec import ModelSpec
+from suanli.units import GiB
+
+#: Tensor precisions a training dtype needs units for, and what to offer instead.
+TRAINING_PRECISIONS = ("fp8", "bf16", "fp16")
+#: The order in which a card's precisions are offered as alternatives.
+OFFER_ORDER = ("fp8", "bf16", "fp16", "tf32", "fp32")
+
+
+@dataclass(frozen=True)
+class Validity:
+    """Whether a job can run on a card: memory and precision."""
+
+    fits: bool
+    """The job's memory per GPU fits in the card's."""
+    supported: bool
+    """The card has units for the job's precision."""
+    memory_bytes: int
+    """Memory the job needs per GPU."""
+    gpu_memory_bytes: int
+    problems: tuple[str, ...]
+    """One sentence per problem, each saying what to do."""
+
+
+def card_precisions(gpu: GPU) -> tuple[str, ...]:
+    """The dense tensor precisions the catalog lists for ``gpu``, fastest first."""
+    return tuple(p for p in OFFER_ORDER if gpu.peak_flops(p))
+
+
+def precision_problem(gpu: GPU, dtype: str) -> str | None:
+    """Why ``gpu`` cannot train in ``dtype`` (None: it can).
+
+    fp8 needs fp8 tensor cores (Ada, Hopper, Blackwell, CDNA 3, Gaudi 2+); bf16 needs Ampere,
+    CDNA 2 or later (Turing and Volta have fp16 only: PyTorch's ``is_bf16_supported()`` is
+    false there and Hugging Face refuses ``bf16=True``). A CPU runs any dtype in software.
+    """
+    if gpu.form_factor == "cpu" or dtype not in TRAINING_PRECISIONS or gpu.peak_flops(dtype):
+        return None
+    has = card_precisions(gpu)
+    instead = next((p for p in has if p in TRAINING_PRECISIONS), "fp32")
+    arch = gpu.get("architecture") or gpu.vendor
+    return (
+        f"{gpu.id} ({arch}) has no {dtype} tensor units (it has {', '.join(has) or 'none'}); "
+        f"use --dtype {instead}"
+    )
+
+
+def fit_command(model: str, work: TrainWork | InferWork, gpu: GPU) -> str:
+    """The command that says what to change for the job to fit."""
+    if isinstance(work, InferWork):
+        return f"suanli mem {model} --task infer --context {work.context} --gpu {gpu.id}"
+    from suanli.plan.fit import work_options
+
+    return f"suanli fit {model} {work_options(work)} --gpu {gpu.id}"
+
+
+def check_job(model: str, spec: ModelSpec, work: TrainWork | InferWork, gpu: GPU) -> Validity:
+    """Memory and precision of ``work`` on one ``gpu`` (per GPU of its layout)."""
+    problems = []
+    if isinstance(work, InferWork):
+        need = inference_memory(spec, work).total_bytes
+        fits = fit_inference(spec, work, gpu.id, gpu.memory_bytes).fits
+        supported = True  # weight formats dequantize to what the card has (docs/speed.md)
+    else:
+        need = training_memory(spec, work).total_bytes
+        fits = fit_training(spec, work, gpu.id, gpu.memory_bytes).fits
+        precision = precision_problem(gpu, work.dtype)
+        supported = precision is None
+        if precision:
+            problems.append(precision)
+    if not fits:
+        problems.append(
+            f"{model} {'inference' if isinstance(work, InferWork) else work.task} needs "
+            f"{need / GiB:,.1f} GiB per GPU and {gpu.id} has {gpu.memory_bytes / GiB:,.0f} GiB; "
+            f"run '{fit_command(model, work, gpu)}' for what to change"
+        )
+    return Validity(fits, supported, round(need), gpu.memory_bytes, tuple(problems))
