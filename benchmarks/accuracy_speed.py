@@ -1,100 +1,186 @@
-"""Print the speed accuracy table of docs/accuracy.md (the rows of tests/estimate/
-test_perf_published.py plus the rows that are documented misses).
+"""Print the speed model's accuracy on the published speed corpus (tests/fixtures/speed-corpus.csv)
+as markdown: one line per row, then the summary figures (share within 20%, median error, bias by
+vendor and GPU generation, consumer multi-GPU rows apart, leave-one-source-out range, worst rows).
 
-Run: python benchmarks/accuracy_speed.py
+Nothing is fitted to the corpus: every estimate uses suanli's default efficiencies, so the
+leave-one-source-out figure is the median error of the other sources' rows as they are.
+
+Run: python benchmarks/accuracy_speed.py > /tmp/accuracy_speed.md
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tests.estimate import test_perf_published as pub
+from speed_corpus import Estimate, Row, estimate, load_corpus, signed_error, within
 
-from suanli.estimate.perf import training_perf
-from suanli.estimate.workload import Parallelism
-from suanli.models.resolve import load_model
+from suanli import find_gpu, load_catalog
+
+TOLERANCE = 0.20
 
 
-def _pct(est: float, meas: float) -> str:
-    return f"{100 * (est - meas) / meas:+.1f}%"
+@dataclass(frozen=True)
+class Result:
+    """A corpus row with its estimate, signed error and the GPU's catalog facts."""
+
+    row: Row
+    est: Estimate
+    error: float
+    vendor: str
+    architecture: str
+    consumer: bool
+
+    @property
+    def abs_error(self) -> float:
+        return abs(self.error)
+
+
+def _fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:+.1f}%"
+
+
+def evaluate(rows: Iterable[Row]) -> list[Result]:
+    """Estimate every row and attach the GPU's vendor, architecture and consumer flag."""
+    catalog = load_catalog()
+    results = []
+    for row in rows:
+        gpu = find_gpu(row.gpu, catalog)
+        est = estimate(row)
+        results.append(
+            Result(
+                row=row,
+                est=est,
+                error=signed_error(row, est.value),
+                vendor=str(gpu.vendor),
+                architecture=str(gpu.get("architecture") or "unknown"),
+                consumer=gpu.get("form_factor") == "consumer",
+            )
+        )
+    return results
+
+
+def _summary(results: list[Result]) -> tuple[str, str, str, str, str]:
+    """rows, within 20%, median |error|, mean signed error, median signed error."""
+    if not results:
+        return ("0", "-", "-", "-", "-")
+    errors = [r.error for r in results]
+    hits = sum(within(e, TOLERANCE) for e in errors)
+    return (
+        str(len(results)),
+        f"{hits} ({100 * hits / len(results):.0f}%)",
+        f"{100 * statistics.median(abs(e) for e in errors):.1f}%",
+        _pct(statistics.fmean(errors)),
+        _pct(statistics.median(errors)),
+    )
+
+
+def _group_table(title: str, results: list[Result], key: Callable[[Result], str]) -> None:
+    print(f"\n### By {title}\n")
+    print(f"| {title} | rows | within 20% | median abs error | mean signed error | median signed |")
+    print("|---|---:|---:|---:|---:|---:|")
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        groups.setdefault(key(r), []).append(r)
+    for name in sorted(groups):
+        print(f"| {name} | " + " | ".join(_summary(groups[name])) + " |")
+
+
+def _rows_table(results: list[Result]) -> None:
+    print(
+        "| id | source | GPU x n | model | metric | estimate | measured | error | fits |\n"
+        "|---|---|---|---|---|---:|---:|---:|---|"
+    )
+    for r in results:
+        row = r.row
+        fits = "yes" if r.est.fits and r.est.supported else "no"
+        print(
+            f"| {row.id} | {row.source_id} | {row.gpu} x {row.gpus} | {row.model} | {row.metric} | "
+            f"{_fmt(r.est.value)} | {_fmt(row.value)} | {_pct(r.error)} | {fits} |"
+        )
 
 
 def main() -> None:
-    print("| run | layout | predicted | published | error |")
-    print("|---|---|---:|---:|---:|")
-    for name, spec, tp, pp, batch in pub.MEGATRON:
-        mfu = training_perf(spec, pub._megatron_work(tp, pp, batch), pub.A100).mfu(312e12)
-        meas = pub._row(name, "MFU") / 100
-        print(
-            f"| {name}, A100 (Korthikanti 2022) | TP{tp} PP{pp}, batch {batch}, selective "
-            f"+ SP | MFU {mfu:.1%} | {meas:.1%} | {_pct(mfu, meas)} |"
-        )
-    r = training_perf(pub.GPT_1T, pub.GPT_1T_WORK, pub.A100)
-    got = r.hardware_flops_per_step / r.step_time_s / 3072 / 1e12
+    results = evaluate(load_corpus())
+    sources = sorted({r.row.source_id for r in results})
+    print("## Speed against the published corpus (`tests/fixtures/speed-corpus.csv`)\n")
     print(
-        f"| GPT 1T, 3072 A100 (Narayanan 2021) | TP8 PP64 DP6, batch 3072, full recompute | "
-        f"{got:.0f} TFLOP/s/GPU | 163 | {_pct(got, 163.4)} |"
+        f"{len(results)} published end-to-end measurements from {len(sources)} independent "
+        "sources, estimated through `suanli.perf` with each row's published layout and suanli's "
+        "default efficiencies (validation only: nothing is fitted to these rows; `ignore_fit` is "
+        "on, and `fits` says whether suanli thinks the job fits in memory).\n"
     )
-    llama7, llama70 = pub.LLAMA7, load_model("llama-2-70b").spec
-    lora_fsdp2 = replace(pub.LORA_QV_WORK, parallel=Parallelism(dp=2, zero=3))
-    paged = replace(pub.FULL_FSDP4_WORK, offload_optimizer=True, parallel=Parallelism())
-    lora_70b = replace(pub.LORA_QV_WORK, seq=4096, lora_rank=16, lora_targets=("q", "k", "v"))
-    rows = [
-        (
-            "Llama2-7B QLoRA (compile), 1x RTX 4090",
-            llama7,
-            pub.RTX4090,
-            "QLoRA",
-            "1",
-            pub.QLORA_COMPILED_WORK,
-        ),
-        ("Llama2-7B LoRA, 1x RTX 4090", llama7, pub.RTX4090, "LoRA", "1", pub.LORA_QV_WORK),
-        ("Llama2-7B LoRA FSDP, 2x RTX 4090", llama7, pub.RTX4090, "LoRA", "2", lora_fsdp2),
-        (
-            "Llama2-7B full FSDP, 4x RTX 4090",
-            llama7,
-            pub.RTX4090,
-            "Full FT",
-            "4",
-            pub.FULL_FSDP4_WORK,
-        ),
-        (
-            "Llama2-7B full PagedAdamW, 1x RTX 4090",
-            llama7,
-            pub.RTX4090,
-            "Full FT (PagedAdamW)",
-            "1",
-            paged,
-        ),
-        (
-            "Llama2-70B LoRA FSDP, 8x A100",
-            llama70,
-            pub.A100,
-            "LoRA",
-            "8",
-            replace(lora_70b, parallel=Parallelism(dp=8, zero=3)),
-        ),
-        (
-            "Llama2-70B full PagedAdamW FSDP, 8x A100",
-            llama70,
-            pub.A100,
-            "Full FT (PagedAdamW)",
-            "8",
-            replace(paged, seq=4096, parallel=Parallelism(dp=8, zero=3)),
-        ),
-    ]
-    for label, spec, device, workload, gpus, work in rows:
-        model = "Llama2-70B" if spec is llama70 else "Llama2-7B"
-        meas = pub._row(model, "training speed", workload, gpus)
-        got = training_perf(spec, work, device).tokens_per_s
+    print(
+        "Error = (estimate - measured) / measured for throughput metrics (tokens/s, MFU, "
+        "TFLOP/s); for time metrics (step_time_s, ttft_s, tpot_s) the sign is flipped. "
+        "**Positive always means the estimate promises more speed than was measured** "
+        "(optimistic); negative means pessimistic. Output tokens/s is estimated as batch / TPOT "
+        "(decode only), so rows whose measured rate includes long prefills read optimistic.\n"
+    )
+    _rows_table(results)
+
+    print("\n### Summary\n")
+    print("| rows | within 20% | median abs error | mean signed error | median signed |")
+    print("|---:|---:|---:|---:|---:|")
+    print("| " + " | ".join(_summary(results)) + " |")
+    not_fit = [r for r in results if not (r.est.fits and r.est.supported)]
+    print(f"\n{len(not_fit)} rows are ones suanli thinks do not fit (or lack precision units).")
+
+    _group_table("kind", results, lambda r: r.row.kind)
+    _group_table("metric", results, lambda r: r.row.metric)
+    _group_table("vendor", results, lambda r: r.vendor)
+    _group_table("GPU generation", results, lambda r: f"{r.vendor} {r.architecture}")
+
+    multi = [r for r in results if r.consumer and r.row.gpus > 1]
+    rest = [r for r in results if not (r.consumer and r.row.gpus > 1)]
+    print("\n### Consumer cards on more than one GPU\n")
+    print(
+        "GeForce cards without NVLink/P2P (FSDP through host memory; llama.cpp splitting layers "
+        "across cards, which run in turn): reported apart from the rest.\n"
+    )
+    _rows_table(multi)
+    print("\n| subset | rows | within 20% | median abs error | mean signed error | median signed |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print("| consumer multi-GPU | " + " | ".join(_summary(multi)) + " |")
+    print("| all other rows | " + " | ".join(_summary(rest)) + " |")
+
+    print("\n### Leave one source out\n")
+    print(
+        "Nothing is fitted, so leaving a source out changes only which rows are counted: for each "
+        "source, the median absolute error of the other sources' rows.\n"
+    )
+    print("| left out | its rows | its median abs error | others' median abs error |")
+    print("|---|---:|---:|---:|")
+    loso = []
+    for source in sources:
+        own = [r.abs_error for r in results if r.row.source_id == source]
+        others = [r.abs_error for r in results if r.row.source_id != source]
+        loso.append(statistics.median(others))
         print(
-            f"| {label} (torchtune) | batch 4 x {work.seq}, {work.kernels} kernels | "
-            f"{got:,.0f} tokens/s | {meas:,.0f} | {_pct(got, meas)} |"
+            f"| {source} | {len(own)} | {100 * statistics.median(own):.1f}% | "
+            f"{100 * loso[-1]:.1f}% |"
         )
+    print(
+        f"\nLeave-one-source-out median absolute error: {100 * min(loso):.1f}% to "
+        f"{100 * max(loso):.1f}% (all rows: "
+        f"{100 * statistics.median(r.abs_error for r in results):.1f}%)."
+    )
+
+    print("\n### Worst rows\n")
+    _rows_table(sorted(results, key=lambda r: -r.abs_error)[:12])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+"""The published speed corpus (tests/fixtures/speed-corpus.csv) is well formed, covers the hardware
+and scale it claims, and every row gets an estimate through the public API.
+
+No accuracy threshold here: the corpus validates the speed model and its figures are printed by
+benchmarks/accuracy_speed.py (docs/accuracy.md). These tests only keep the corpus usable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from suanli import find_gpu, load_catalog, presets
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_speed_corpus() -> ModuleType:
+    name = "speed_corpus"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "speed_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+sc = _load_speed_corpus()
+ROWS = sc.load_corpus()
+CATALOG = load_catalog()
+DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+TASKS = {"pretrain", "full", "lora", "qlora", "infer"}
+
+
+def test_corpus_has_enough_rows_from_enough_independent_sources() -> None:
+    assert len(ROWS) >= 60
+    assert len({row.source_id for row in ROWS}) >= 12
+
+
+def test_ids_are_unique() -> None:
+    ids = [row.id for row in ROWS]
+    assert len(ids) == len(set(ids)), sorted(i for i in set(ids) if ids.count(i) > 1)
+
+
+def test_every_row_is_cited_dated_and_positive() -> None:
+    for row in ROWS:
+        assert row.source and ("http" in row.source or "arXiv" in row.source), row.id
+        assert row.source_id and row.framework, row.id
+        assert DATE.match(row.date), (row.id, row.date)
+        assert math.isfinite(row.value) and row.value > 0, row.id
+        assert row.gpus >= 1, row.id
+        assert row.task in TASKS, row.id
+        assert (row.task == "infer") == (row.kind == "infer"), row.id
+        if row.metric == "mfu":
+            assert row.value <= 1, row.id
+
+
+def test_every_model_and_gpu_resolves() -> None:
+    names = set(presets())
+    for row in ROWS:
+        assert row.model in names, (row.id, row.model)
+        assert find_gpu(row.gpu, CATALOG) is not None, (row.id, row.gpu)
+
+
+def test_coverage_of_hardware_scale_and_metrics() -> None:
+    ids = {find_gpu(row.gpu, CATALOG).id for row in ROWS}
+    assert any(i.startswith("a100") for i in ids)
+    assert any(i.startswith("h100") for i in ids)
+    assert ids & {"mi250x-128gb", "mi300x-192gb"}, "an AMD Instinct MI250X or MI300X row"
+    assert ids & {"rtx-4090-24gb", "rtx-3090-24gb"}, "a consumer card"
+    consumer_multi = [
+        r for r in ROWS if r.gpus > 1 and find_gpu(r.gpu, CATALOG).get("form_factor") == "consumer"
+    ]
+    assert consumer_multi
+    gpus = [row.gpus for row in ROWS]
+    assert min(gpus) == 1 and max(gpus) >= 1000
+    train = {row.metric for row in ROWS if row.kind == "train"}
+    infer = {row.metric for row in ROWS if row.kind == "infer"}
+    assert "tokens_per_s_per_gpu" in train
+    assert train & {"mfu", "tflops_per_gpu", "step_time_s"}
+    assert {"ttft_s", "tpot_s", "output_tokens_per_s"} <= infer
+
+
+def test_notes_options_parse() -> None:
+    assert sc.parse_extras("x {vpp=5 sp=true} y") == (("vpp", 5), ("sp", True))
+    with pytest.raises(ValueError, match="unknown option"):
+        sc.parse_extras("{nonsense=1}")
+
+
+def test_signed_error_is_positive_when_the_estimate_promises_more_speed() -> None:
+    by_metric = {row.metric: row for row in ROWS}
+    throughput, duration = by_metric["tokens_per_s_per_gpu"], by_metric["step_time_s"]
+    assert sc.signed_error(throughput, throughput.value * 1.1) == pytest.approx(0.1)
+    assert sc.signed_error(duration, duration.value * 0.9) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_every_row_gets_a_finite_positive_estimate(row: Any) -> None:
+    est = sc.estimate(row)
+    assert math.isfinite(est.value) and est.value > 0
+    assert isinstance(est.fits, bool) and isinstance(est.supported, bool)
