@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from suanli.catalog.gpu import GPU
+from suanli.catalog.kernels import kernel_model
 from suanli.catalog.loader import CatalogError
-from suanli.catalog.network import ceiling_for, compute_precision, network_for
+from suanli.catalog.network import Ceiling, ceiling_for, compute_precision, network_for
 from suanli.estimate.perf import Device
 
 if sys.version_info >= (3, 11):
@@ -95,6 +96,12 @@ def device_for(
         if bw:
             memory_fraction = min(float(bw) / gpu.memory_bandwidth_bytes_per_s, 1.0)
         source = source_note
+    # CPUs have no tensor-core tiles or kernel launches to model: one efficiency for all.
+    gemm = (
+        None
+        if gpu.form_factor == "cpu"
+        else kernel_model(gpu, Ceiling(matmul_fraction, memory_fraction, source))
+    )
     return Device(
         name=gpu.id,
         peak_flops=peak,
@@ -105,4 +112,5 @@ def device_for(
         tdp_watts=float(gpu.get("tdp_watts") or 0),
         usd_per_hour=float(gpu.get("cloud_usd_per_hour") or 0),
         efficiency_source=source,
+        gemm=gemm,
     )

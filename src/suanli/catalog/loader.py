@@ -31,7 +31,14 @@ from suanli.catalog.names import normalize
 
 #: Data files beside the GPU files that hold other tables (weight formats, runtime overheads).
 NON_GPU_DATA_FILES = frozenset(
-    {"quant.toml", "overhead.toml", "interconnect.toml", "efficiency.toml", "costs.toml"}
+    {
+        "quant.toml",
+        "overhead.toml",
+        "interconnect.toml",
+        "efficiency.toml",
+        "costs.toml",
+        "kernels.toml",
+    }
 )
 
 #: Allowed ``price_kind`` values.

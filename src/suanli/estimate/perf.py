@@ -10,7 +10,9 @@ all-reduce that outlasts the backward pass) adds to the step. Efficiencies are m
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from suanli.estimate.activations import layer_terms
 from suanli.estimate.comm import (
@@ -21,13 +23,15 @@ from suanli.estimate.comm import (
     p2p_s,
     reduce_scatter_s,
 )
-from suanli.estimate.flops import StepFlops, forward_flops_per_token, step_flops
+from suanli.estimate.flops import forward_flops_per_token, step_flops
+from suanli.estimate.kernels import GemmModel, gemm_seconds, layer_gemms
 from suanli.estimate.memory import (
     activation_settings,
     kv_bytes_per_token,
     lora_adapter_params,
     param_split,
 )
+from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
@@ -52,6 +56,17 @@ class Device:
     tdp_watts: float = 0.0
     usd_per_hour: float = 0.0
     efficiency_source: str = ""
+    gemm: GemmModel | None = None
+    """The card's GEMM kernel model (None: one efficiency for every matmul, no launch cost)."""
+
+    @property
+    def gemm_model(self) -> GemmModel:
+        """The GEMM kernel model: the card's, else the plain roofline at its ceilings."""
+        if self.gemm is not None:
+            return self.gemm
+        return GemmModel(
+            self.matmul_efficiency, self.memory_efficiency, 0.0, 1, self.efficiency_source
+        )
 
     @property
     def matmul_flops(self) -> float:
@@ -170,19 +185,68 @@ def _first_layer(spec: ModelSpec) -> int:
     return spec.moe_layers[0] if spec.moe_layers else 0
 
 
-def _stage_flops(spec: ModelSpec, work: TrainWork, micro: StepFlops) -> float:
-    """Hardware FLOPs of the busiest pipeline stage for one micro-batch.
+def train_matmul_seconds(
+    spec: ModelSpec,
+    work: TrainWork,
+    device: Device,
+    tokens: Any,
+    tp: Any,
+    stage_layers: Any,
+    *,
+    maximum: Callable[[Any, Any], Any] = max,
+    ceil: Callable[[Any], Any] = math.ceil,
+) -> Any:
+    """Matmul seconds of one micro-batch of ``tokens`` tokens on the busiest pipeline stage.
 
-    Layers split evenly over ``pp`` stages; the last stage also runs the LM head (and the first
-    the embedding lookup, which has no matmul), so with many stages it is the slowest."""
-    par = work.parallel
-    head = micro.forward_by_component["lm_head"]
-    head_total = head * (3 - (1 if work.is_lora else 0))  # forward + backward
-    layers_total = micro.hardware_flops - head_total
-    if par.pp == 1:
-        return micro.hardware_flops
-    per_layer = layers_total / spec.num_layers
-    return math.ceil(spec.num_layers / par.pp) * per_layer + head_total
+    Every linear layer is a GEMM of its own shape (:mod:`suanli.estimate.kernels`): forward,
+    input gradient and (for trained weights) weight gradient, LoRA adapters and the MoE router
+    included; the attention core (scores and values) runs at the GEMM model's compute
+    efficiency; full recomputation repeats the layers' forward, selective the core's. The last
+    stage also runs the LM head. Works on floats and, with numpy's ``maximum``/``ceil``, arrays.
+    """
+    model = device.gemm_model
+    b = work.dtype_bytes
+    peak, bw = device.peak_flops, device.memory_bytes_per_s
+    moe = spec.moe
+    share = moe.experts_per_token / moe.num_experts if moe is not None else 1.0
+    g = layer_gemms(
+        linear_shapes(spec),
+        spec.num_layers,
+        spec.hidden_size,
+        tokens,
+        tp,
+        b,
+        peak,
+        bw,
+        model,
+        frozen=work.is_lora,
+        lora_rank=work.lora_rank if work.is_lora else 0,
+        lora_targets=work.lora_targets,
+        expert_share=share,
+        maximum=maximum,
+        ceil=ceil,
+    )
+
+    def t(m: Any, n: Any, k: Any) -> Any:
+        return gemm_seconds(m, n, k, b, peak, bw, model, maximum=maximum, ceil=ceil)
+
+    causal = work.attention != "eager"
+    core_per_token = forward_flops_per_token(spec, work.seq, causal)["attention_core"]
+    core = core_per_token / spec.num_layers * tokens / tp / (peak * model.compute_efficiency)
+    forward, backward = g.forward_s + core, g.backward_s + 2 * core
+    if moe is not None and spec.moe_layers:
+        router = t(tokens, moe.num_experts, spec.hidden_size) * len(spec.moe_layers)
+        forward = forward + router / spec.num_layers
+        backward = backward + 2 * router / spec.num_layers
+    recompute = {"full": forward, "selective": core}.get(work.recompute, 0.0)
+    layer = forward + backward + recompute
+    head: Any = 0.0
+    if spec.is_decoder:
+        vocab = spec.vocab_size / tp
+        head = t(tokens, vocab, spec.hidden_size) + t(tokens, spec.hidden_size, vocab)
+        if not work.is_lora:
+            head = head + t(spec.hidden_size, vocab, tokens)
+    return stage_layers * layer + head
 
 
 def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf:
@@ -207,10 +271,10 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     ).model_flops
     tokens = work.batch * work.seq
     m = work.grad_accum
-    matmul_s = _stage_flops(spec, work, micro) / par.tp / device.matmul_flops
+    layers = math.ceil(spec.num_layers / par.pp)
+    matmul_s = train_matmul_seconds(spec, work, device, tokens, par.tp, layers)
     split = param_split(spec, par.tp, par.pp, par.ep)
     passes = 3 if work.recompute == "full" else 2
-    layers = math.ceil(spec.num_layers / par.pp)
     traffic = split.total * b * passes + _elementwise_bytes(spec, work, layers, tokens)
     traffic += loss_bytes(spec, work, tokens)
     memory_s = traffic / device.bandwidth
@@ -288,7 +352,10 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     total_model = model_per_micro * m * par.dp
     total_hw = micro.hardware_flops * m * par.dp
     assumptions = (
-        f"matmul at {device.matmul_efficiency:.0%} of peak ({device.efficiency_source})",
+        f"GEMMs by shape: tensor cores at {device.gemm_model.compute_efficiency:.0%} of peak on "
+        f"tile-padded shapes, operands streamed at {device.gemm_model.memory_efficiency:.0%} of "
+        f"the bandwidth, {device.gemm_model.launch_s * 1e6:.0f} us per kernel "
+        f"({device.gemm_model.source or device.efficiency_source})",
         f"memory at {device.memory_efficiency:.0%} of peak bandwidth",
         f"{work.kernels} kernels for the non-matmul ops",
         "flash/SDPA kernels skip the masked half of causal attention; MFU counts the full s²",

@@ -34,6 +34,7 @@ from suanli.estimate.perf import (
     eager_bytes_per_token,
     loss_bytes,
     optimizer_step_bytes,
+    train_matmul_seconds,
 )
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import Overheads, TrainWork
@@ -262,16 +263,11 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     tp, pp, dp, zero, m = lay.tp, lay.pp, lay.dp, lay.zero, lay.grad_accum
     tokens = lay.batch * work.seq
     frozen = 1.0 if work.is_lora else 0.0
-    causal = work.attention != "eager"
-    one = step_flops(
-        spec, 1, work.seq, recompute=work.recompute, causal=causal, frozen_fraction=frozen
-    )
     model_one = step_flops(spec, 1, work.seq, causal=False, frozen_fraction=frozen).model_flops
-    hw = one.hardware_flops * lay.batch
-    head_total = one.forward_by_component["lm_head"] * lay.batch * (3 - (1 if work.is_lora else 0))
     stage_layers = np.ceil(spec.num_layers / pp)
-    stage = np.where(pp == 1, hw, stage_layers * (hw - head_total) / spec.num_layers + head_total)
-    matmul_s = stage / tp / device.matmul_flops
+    matmul_s = train_matmul_seconds(
+        spec, work, device, tokens, tp, stage_layers, maximum=np.maximum, ceil=np.ceil
+    )
     split = _param_split(spec, tp, pp, work.parallel.ep)
     passes = 3 if work.recompute == "full" else 2
     if work.kernels == "eager":

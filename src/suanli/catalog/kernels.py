@@ -1,0 +1,80 @@
+"""The GEMM kernel model of a card: fitted where the card was profiled, else its own ceilings
+scaled by the profiled card of its generation (``catalog/data/kernels.toml``)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from suanli.catalog.gpu import GPU
+from suanli.catalog.network import Ceiling, ceiling_for
+from suanli.catalog.toml_data import read_data
+from suanli.estimate.kernels import GemmModel
+
+#: Efficiencies are capped here: no kernel streams or computes at the full datasheet rate.
+MAX_EFFICIENCY = 0.98
+
+
+@lru_cache(maxsize=1)
+def _table() -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str]:
+    data = read_data("kernels.toml")
+    fits = {str(r["gpu_id"]): r for r in data.get("gemm", [])}
+    return fits, list(data.get("generation", [])), str(data["fallback"]["reference"])
+
+
+def reference_card(gpu: GPU) -> tuple[str, bool]:
+    """The profiled card whose kernel shapes stand for ``gpu``, and whether the generation
+    matched (False: the fallback for a vendor or generation nobody profiled)."""
+    fits, generations, fallback = _table()
+    if gpu.id in fits:
+        return gpu.id, True
+    arch = str(gpu.get("architecture") or "")
+    for row in generations:
+        prefixes = row.get("id_prefixes")
+        if arch in row["architectures"] and (
+            not prefixes or any(gpu.id.startswith(p) for p in prefixes)
+        ):
+            return str(row["reference"]), True
+    return fallback, False
+
+
+def kernel_model(gpu: GPU, ceiling: Ceiling, reference_ceiling: Ceiling | None = None) -> GemmModel:
+    """``gpu``'s GEMM model for the precision ``ceiling`` was measured at.
+
+    The profiled card's fitted efficiencies are divided by its own best-shape ceilings (fp16,
+    efficiency.toml) and multiplied by this card's: real model shapes lose the same share of the
+    best shape on cards of one generation (the profiled card itself, at fp16, gets its fit).
+    ``reference_ceiling`` overrides the reference card's ceiling (tests)."""
+    fits, _, _ = _table()
+    ref_id, matched = reference_card(gpu)
+    fit = fits[ref_id]
+    if reference_ceiling is None:
+        from suanli.catalog.loader import load_catalog
+        from suanli.catalog.lookup import find_gpu
+
+        reference_ceiling = ceiling_for(find_gpu(ref_id, load_catalog()), "fp16")
+    # Shape losses never make a kernel faster than the best shape: a reference card whose own
+    # ceiling is only a class default (the A40) can measure above it, and then loses nothing.
+    compute_loss = min(1.0, fit["compute_efficiency"] / reference_ceiling.matmul_fraction)
+    memory_loss = min(1.0, fit["memory_efficiency"] / reference_ceiling.memory_fraction)
+    if ref_id == gpu.id and ceiling.matmul_fraction == reference_ceiling.matmul_fraction:
+        # The profiled card at the profiled precision: its fit is a measurement.
+        compute_loss = fit["compute_efficiency"] / ceiling.matmul_fraction
+        memory_loss = fit["memory_efficiency"] / ceiling.memory_fraction
+    compute = ceiling.matmul_fraction * compute_loss
+    memory = ceiling.memory_fraction * memory_loss
+    how = (
+        "fitted on this card"
+        if ref_id == gpu.id
+        else (f"shape losses of {ref_id}" + ("" if matched else " (no profile of this generation)"))
+    )
+    return GemmModel(
+        compute_efficiency=min(compute, MAX_EFFICIENCY),
+        memory_efficiency=min(memory, MAX_EFFICIENCY),
+        launch_s=float(fit["launch_s"]),
+        tile=int(fit["tile"]),
+        source=(
+            f"GEMM kernel model, {how}: {fit['gemms']:,} measured GEMMs, median error "
+            f"{fit['median_error']:.0%} ({fit['source']})"
+        ),
+    )

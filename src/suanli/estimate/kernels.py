@@ -1,0 +1,146 @@
+"""Kernel-level time of a GEMM: the shape matters, not only its FLOPs.
+
+A cuBLAS GEMM ``(M x K) @ (K x N)`` computes whole output tiles, reads its operands at least
+once, and costs a launch however small it is::
+
+    t = max(2 · M' · N' · K / (peak · e_c),  bytes(M·K + K·N + M·N) / (bandwidth · e_m)) + t_0
+
+with ``M'`` and ``N'`` rounded up to the tile (128: the M/N tile of cuBLAS's and CUTLASS's
+tensor-core kernels on Ampere and Hopper), ``e_c`` the efficiency of the tensor cores on real
+model shapes, ``e_m`` the share of the memory bandwidth a GEMM streams its operands at, and
+``t_0`` the launch and tail. A 4096-token GEMM of a 70B model's MLP is compute-bound near
+``e_c``; a decode GEMM (``M`` = batch) streams its weights and is memory-bound; a LoRA adapter
+(``N`` = rank) costs little more than ``t_0``. The same formula at the best shape gives the
+datasheet-style ceiling, which is why one efficiency for every matmul was optimistic.
+
+``e_c``, ``e_m`` and ``t_0`` are fitted per profiled card to the kernel times Vidur measured
+(``catalog/data/kernels.toml``, ``scripts/derive_kernel_profiles.py``); other cards take their
+own measured matmul and bandwidth ceilings, scaled by the profiled card of their generation
+(``kernel_model``). The formula works on floats and, with ``maximum``/``ceil`` from numpy, on
+arrays (the vectorized planner).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: Output-tile edge of the tensor-core GEMM kernels (M and N are rounded up to it).
+TILE = 128
+
+
+@dataclass(frozen=True)
+class GemmModel:
+    """The three fitted parameters of one card's GEMMs (and where they come from)."""
+
+    compute_efficiency: float
+    """Tensor-core efficiency on tile-padded real model shapes, of the dense peak."""
+    memory_efficiency: float
+    """Share of the peak memory bandwidth a GEMM streams its operands at."""
+    launch_s: float
+    """Launch and tail of one kernel, seconds."""
+    tile: int = TILE
+    source: str = ""
+
+
+def gemm_seconds(
+    m: Any,
+    n: Any,
+    k: Any,
+    dtype_bytes: float,
+    peak_flops: float,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    *,
+    maximum: Callable[[Any, Any], Any] = max,
+    ceil: Callable[[Any], Any] = math.ceil,
+) -> Any:
+    """Seconds of one ``(m x k) @ (k x n)`` GEMM (see the module docstring for the formula)."""
+    tile = model.tile
+    m_pad = ceil(m / tile) * tile
+    n_pad = ceil(n / tile) * tile
+    compute = 2.0 * m_pad * n_pad * k / (peak_flops * model.compute_efficiency)
+    traffic = dtype_bytes * (m * k + k * n + m * n)
+    memory = traffic / (bandwidth_bytes_per_s * model.memory_efficiency)
+    return maximum(compute, memory) + model.launch_s
+
+
+#: Linear kinds split along their input (row-parallel in Megatron): the others split their output.
+ROW_PARALLEL = ("o", "down")
+
+
+@dataclass(frozen=True)
+class LayerGemms:
+    """Seconds of the GEMMs of one average layer for one micro-batch, by pass."""
+
+    forward_s: Any
+    backward_s: Any
+    gemms: int
+    """GEMM kernels per layer, forward and backward."""
+
+
+def layer_gemms(
+    shapes: Any,
+    num_layers: int,
+    hidden: int,
+    tokens: Any,
+    tp: Any,
+    dtype_bytes: float,
+    peak_flops: float,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    *,
+    frozen: bool = False,
+    lora_rank: int = 0,
+    lora_targets: tuple[str, ...] = (),
+    expert_share: float = 1.0,
+    maximum: Callable[[Any, Any], Any] = max,
+    ceil: Callable[[Any], Any] = math.ceil,
+) -> LayerGemms:
+    """The linear layers of one average layer (``shapes``: :func:`suanli.estimate.shapes.
+    linear_shapes`) as GEMMs: forward ``(tokens x n_in) @ (n_in x n_out)``, backward the input
+    gradient ``(tokens x n_out) @ (n_out x n_in)`` and, for trained weights, the weight gradient
+    ``(n_in x tokens) @ (tokens x n_out)``. Tensor parallelism splits ``n_out`` (``n_in`` for the
+    row-parallel ``o``, ``down`` and the experts' down projections back to ``hidden``). Experts
+    see ``tokens x expert_share`` tokens each
+    (``top_k / experts``). LoRA adds two rank-``r`` GEMMs per adapted weight, all trained."""
+
+    def t(m: Any, n: Any, k: Any) -> Any:
+        return gemm_seconds(
+            m,
+            n,
+            k,
+            dtype_bytes,
+            peak_flops,
+            bandwidth_bytes_per_s,
+            model,
+            maximum=maximum,
+            ceil=ceil,
+        )
+
+    forward: Any = 0.0
+    backward: Any = 0.0
+    kernels = 0.0
+    for s in shapes:
+        per_layer = s.count / num_layers
+        rows = tokens * expert_share if s.kind in ("experts",) else tokens
+        down = s.kind in ROW_PARALLEL or (
+            s.kind in ("experts", "shared") and s.n_out == hidden and s.n_in != hidden
+        )
+        n_in, n_out = (s.n_in / tp, s.n_out) if down else (s.n_in, s.n_out / tp)
+        forward = forward + per_layer * t(rows, n_out, n_in)
+        backward = backward + per_layer * t(rows, n_in, n_out)
+        kernels += per_layer * 2
+        if not frozen:
+            backward = backward + per_layer * t(n_in, n_out, rows)
+            kernels += per_layer
+        if lora_rank and s.targeted_by(lora_targets):
+            r = lora_rank
+            forward = forward + per_layer * (t(rows, r, n_in) + t(rows, n_out, r))
+            backward = backward + per_layer * (
+                t(rows, n_in, r) + t(n_in, r, rows) + t(rows, r, n_out) + t(r, n_out, rows)
+            )
+            kernels += per_layer * 6
+    return LayerGemms(forward, backward, round(kernels))

@@ -1,0 +1,117 @@
+"""The GEMM kernel model against measured kernel times (Vidur's profiles, a fixture subset)."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from suanli.catalog import find_gpu, load_catalog
+from suanli.catalog.kernels import kernel_model, reference_card
+from suanli.catalog.network import ceiling_for
+from suanli.estimate.kernels import GemmModel, gemm_seconds
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "kernel-gemm-times.csv"
+CATALOG = load_catalog()
+
+
+def _rows() -> dict[str, list[tuple[str, int, int, int, float]]]:
+    by_gpu: dict[str, list[tuple[str, int, int, int, float]]] = defaultdict(list)
+    with FIXTURE.open(newline="") as fh:
+        for r in csv.DictReader(fh):
+            by_gpu[r["gpu_id"]].append(
+                (r["model"], int(r["m"]), int(r["n"]), int(r["k"]), float(r["seconds"]))
+            )
+    return by_gpu
+
+
+ROWS = _rows()
+
+
+def _errors(gpu_id: str, model: GemmModel) -> list[float]:
+    gpu = find_gpu(gpu_id, CATALOG)
+    peak, bw = gpu.peak_flops("fp16") or 0.0, gpu.memory_bandwidth_bytes_per_s
+    return [gemm_seconds(m, n, k, 2, peak, bw, model) / s - 1 for _, m, n, k, s in ROWS[gpu_id]]
+
+
+@pytest.mark.parametrize("gpu_id", ["a100-sxm-80gb", "h100-sxm-80gb", "a40-48gb"])
+def test_the_kernel_model_matches_measured_gemms(gpu_id: str) -> None:
+    gpu = find_gpu(gpu_id, CATALOG)
+    model = kernel_model(gpu, ceiling_for(gpu, "fp16"))
+    errors = sorted(abs(e) for e in _errors(gpu_id, model))
+    assert len(errors) > 1000
+    assert statistics.median(errors) < 0.10
+    assert errors[int(0.9 * len(errors))] < 0.30
+
+
+@pytest.mark.parametrize("gpu_id", ["a100-sxm-80gb", "h100-sxm-80gb"])
+def test_every_model_shape_is_within_the_fit(gpu_id: str) -> None:
+    # The three parameters are shared by every model of the profile: no shape is fitted alone.
+    gpu = find_gpu(gpu_id, CATALOG)
+    model = kernel_model(gpu, ceiling_for(gpu, "fp16"))
+    peak, bw = gpu.peak_flops("fp16") or 0.0, gpu.memory_bandwidth_bytes_per_s
+    by_model: dict[str, list[float]] = defaultdict(list)
+    for name, m, n, k, s in ROWS[gpu_id]:
+        by_model[name].append(abs(gemm_seconds(m, n, k, 2, peak, bw, model) / s - 1))
+    assert len(by_model) >= 5
+    for name, errors in by_model.items():
+        assert statistics.median(errors) < 0.15, name
+
+
+@pytest.mark.parametrize("gpu_id", ["a100-sxm-80gb", "h100-sxm-80gb"])
+def test_one_efficiency_for_every_matmul_was_optimistic(gpu_id: str) -> None:
+    # The old model: every GEMM at the best-shape ceiling, no tiles, no launch (a pure roofline).
+    gpu = find_gpu(gpu_id, CATALOG)
+    best = ceiling_for(gpu, "fp16")
+    old = GemmModel(best.matmul_fraction, best.memory_fraction, 0.0, 1)
+    new = kernel_model(gpu, best)
+    old_signed = statistics.median(_errors(gpu_id, old))
+    new_abs = statistics.median(abs(e) for e in _errors(gpu_id, new))
+    assert old_signed < -0.08  # faster than measured
+    assert new_abs < abs(old_signed)
+
+
+def test_shape_effects() -> None:
+    h100 = find_gpu("h100", CATALOG)
+    model = kernel_model(h100, ceiling_for(h100, "bf16"))
+    peak, bw = h100.peak_flops("bf16") or 0.0, h100.memory_bandwidth_bytes_per_s
+
+    def t(m: int, n: int, k: int) -> float:
+        return gemm_seconds(m, n, k, 2, peak, bw, model)
+
+    # Decode (M = 1): reading an 8192 x 28672 bf16 weight, not computing, sets the time.
+    weight_read = 2 * 8192 * 28672 / (bw * model.memory_efficiency)
+    assert t(1, 28672, 8192) == pytest.approx(weight_read + model.launch_s, rel=0.01)
+    # A LoRA adapter (rank 16) on 4k tokens costs little more than a launch.
+    assert t(4096, 16, 4096) < 4 * model.launch_s
+    # Tiles: 129 tokens cost as much compute as 256 once compute-bound.
+    assert t(2049, 28672, 8192) == pytest.approx(t(2176, 28672, 8192), rel=0.01)
+    # A large GEMM runs at the fitted efficiency, below the best-shape ceiling.
+    big = 2 * 4096 * 28672 * 8192
+    achieved = big / (t(4096, 28672, 8192) - model.launch_s) / peak
+    assert achieved == pytest.approx(model.compute_efficiency, rel=0.01)
+    assert achieved < ceiling_for(h100, "bf16").matmul_fraction
+
+
+@pytest.mark.parametrize(
+    ("gpu", "reference", "matched"),
+    [
+        ("h200", "h100-sxm-80gb", True),
+        ("b200", "h100-sxm-80gb", True),
+        ("a100-pcie-40gb", "a100-sxm-80gb", True),
+        ("4090", "a40-48gb", True),
+        ("l40s", "a40-48gb", True),
+        ("mi300x", "a100-sxm-80gb", False),
+    ],
+)
+def test_cards_take_the_profile_of_their_generation(
+    gpu: str, reference: str, matched: bool
+) -> None:
+    card = find_gpu(gpu, CATALOG)
+    assert reference_card(card) == (reference, matched)
+    model = kernel_model(card, ceiling_for(card, "fp16"))
+    assert 0 < model.compute_efficiency <= ceiling_for(card, "fp16").matmul_fraction
+    assert ("no profile" in model.source) is not matched
