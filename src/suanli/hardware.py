@@ -108,7 +108,7 @@ def device_for(
         matmul_efficiency=matmul_fraction,
         memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
         memory_efficiency=memory_fraction,
-        network=network_for(gpu, gpus_per_node, inter_node),
+        network=network_for(gpu, gpus_per_node, inter_node, stripe_nics=True),
         tdp_watts=float(gpu.get("tdp_watts") or 0),
         usd_per_hour=float(gpu.get("cloud_usd_per_hour") or 0),
         efficiency_source=source,

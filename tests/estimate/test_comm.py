@@ -51,3 +51,55 @@ def test_groups_beyond_a_node_use_the_inter_node_link() -> None:
     assert net.link_for(16) is IB
     assert net.link_for(2, stride=8) is IB  # data parallel across tp=8 groups
     assert net.link_for(1) is NVLINK
+
+
+# --- multi-node: NCCL stripes a collective over every NIC of the node ---------------------------
+
+STRIPED = Network(NVLINK, IB, 8, nics_per_node=8)
+
+
+def test_without_a_nic_count_every_spanning_group_gets_the_inter_link_as_is() -> None:
+    net = Network(NVLINK, IB, 8)
+    assert net.nics_per_node == 0
+    assert net.link_for(64) is IB and net.link_for(4, stride=8) is IB
+
+
+def test_a_group_with_one_rank_per_node_gets_its_gpus_nic() -> None:
+    assert STRIPED.link_for(4, stride=8) is IB  # data parallel across tensor-parallel nodes
+    assert STRIPED.link_for(16, stride=16).effective_bytes_per_s == IB.effective_bytes_per_s
+
+
+def test_a_group_with_m_ranks_per_node_drives_m_nics_up_to_the_intra_rate() -> None:
+    share = IB.effective_bytes_per_s  # 8 NICs for 8 GPUs: one per GPU
+    assert STRIPED.link_for(8, stride=4).effective_bytes_per_s == pytest.approx(2 * share)
+    assert STRIPED.link_for(16, stride=2).effective_bytes_per_s == pytest.approx(4 * share)
+    whole_nodes = STRIPED.link_for(64)  # 8 ranks per node: 8 x 47 = 376 > NVLink's 360
+    assert whole_nodes.effective_bytes_per_s == pytest.approx(NVLINK.effective_bytes_per_s)
+    assert whole_nodes.latency_s == IB.latency_s
+
+
+def test_fewer_nics_than_gpus_share_them() -> None:
+    dgx1 = Network(NVLINK, IB, 8, nics_per_node=4)  # DGX-1: 4 NICs for 8 GPUs
+    assert dgx1.link_for(4, stride=8).effective_bytes_per_s == pytest.approx(
+        IB.effective_bytes_per_s / 2
+    )
+    assert dgx1.link_for(16).effective_bytes_per_s == pytest.approx(4 * IB.effective_bytes_per_s)
+
+
+@pytest.mark.parametrize("nics", [0, 1, 4, 8, 16])
+def test_bottleneck_on_arrays_equals_link_for(nics: int) -> None:
+    """``Network.bottleneck`` is what the vectorized planner can call with numpy."""
+    np = pytest.importorskip("numpy")
+    net = Network(NVLINK, IB, 8, nics_per_node=nics)
+    groups = np.array([1, 2, 4, 8, 16, 2, 4, 8, 16, 64, 3])
+    strides = np.array([1, 4, 8, 1, 1, 16, 2, 4, 8, 1, 2])
+    bw, lat = net.bottleneck(
+        groups, strides, where=np.where, minimum=np.minimum, maximum=np.maximum
+    )
+    for i, (g, s) in enumerate(zip(groups.tolist(), strides.tolist(), strict=True)):
+        link = net.link_for(g, s)
+        assert bw[i] == pytest.approx(link.effective_bytes_per_s), (g, s)
+        assert lat[i] == link.latency_s
+        scalar_bw, scalar_lat = net.bottleneck(g, s)
+        assert scalar_bw == pytest.approx(link.effective_bytes_per_s)
+        assert scalar_lat == link.latency_s

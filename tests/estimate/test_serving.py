@@ -96,7 +96,9 @@ def test_single_request_matches_the_speed_model(llama8b: ModelSpec, h100_cost: R
         llama8b, InferWork(batch=1, context=prompt + output), h100_cost.device, prompt, output
     )
     assert r.ttft_s["mean"] == pytest.approx(perf.ttft_s, rel=0.1)
-    assert r.tpot_s["mean"] == pytest.approx(perf.tpot_s, rel=0.02)
+    # The simulator linearises an iteration with the kernel floors as a fixed term; the speed
+    # estimator sums the GEMMs kernel by kernel (suanli.estimate.kernels).
+    assert r.tpot_s["mean"] == pytest.approx(perf.tpot_s, rel=0.1)
 
 
 # --- policies ----------------------------------------------------------------------------------
@@ -120,7 +122,8 @@ def test_continuous_beats_static_for_mixed_output_lengths(h100_cost: ReplicaCost
     for name, r in lat.items():
         print(f"  {name:10s} {_summary(r)}")
     assert sat["continuous"].tokens_per_s > 1.5 * sat["static"].tokens_per_s
-    assert lat["static"].requests_per_s == pytest.approx(lat["continuous"].requests_per_s, 0.01)
+    # Both sustain the offered rate: their request rates agree within 2%.
+    assert lat["static"].requests_per_s == pytest.approx(lat["continuous"].requests_per_s, 0.02)
     assert lat["continuous"].e2e_s["p95"] < lat["static"].e2e_s["p95"]
     assert lat["continuous"].ttft_s["p95"] < lat["static"].ttft_s["p95"]
 
@@ -169,7 +172,7 @@ def test_kv_capacity_limits_concurrency(llama8b: ModelSpec) -> None:
         f"\nKV {tiny.kv_blocks * 16:,} tokens (reserve): {_summary(reserved)}, max running "
         f"{reserved.max_running}"
     )
-    assert roomy.max_running > 12 and roomy.kv_usage_max < 0.2
+    assert roomy.max_running > 12 and roomy.kv_usage_max < 0.25
     assert reserved.max_running <= 8 and reserved.preemptions == 0
     assert cramped.max_running <= 12  # prompts' blocks only at admission, at most 1000/16 each
     assert cramped.preemptions > 0
@@ -529,13 +532,11 @@ def test_bad_layouts_raise_value_error(llama8b: ModelSpec, h100_cost: ReplicaCos
 
 BENCHMARKS = list(csv.DictReader((FIXTURES / "serving-benchmarks.csv").read_text().splitlines()))
 
-#: Rows outside 25%, and why (docs/capacity.md, "Against published benchmarks"): TensorRT-LLM
-#: v0.6.1 (2023) on H100, static batch 768 of Llama-2-7B at 128/128. Its decode is dominated by
-#: reading a multi-head KV cache (32 KV heads; 768 sequences x ~190 positions x 256 KiB in fp8
-#: is ~37 GB per step), which the simulator reads at the BabelStream bandwidth (89% of peak); the
-#: 2023 masked-MHA kernels reached less, and FP8 GEMMs of that release were less mature than the
-#: measured ceiling. The simulator is a ceiling: every row is over, none under.
-EXPECTED_MISSES = {"trtllm-0.6.1 llama-2-7b h100-sxm-80gb 128/128 b768"}
+#: Rows outside 25%, and why (docs/capacity.md, "Against published benchmarks"). None since the
+#: GEMM kernel model (suanli.estimate.kernels): the one miss before, TensorRT-LLM v0.6.1 on H100
+#: at static batch 768 of Llama-2-7B (+29.9%), came from GEMMs and KV reads at the best-shape
+#: ceilings; at the kernel model's efficiencies it is +14%.
+EXPECTED_MISSES: set[str] = set()
 
 
 def _trtllm_bench_settings(cost: ReplicaCost, isl: int, osl: int) -> tuple[int, int]:

@@ -152,7 +152,7 @@ def test_pcie_halo_between_nodes_can_dominate_a_thin_slab() -> None:
     """Across nodes the bottleneck link is the inter-node one; thin slabs become comm-bound."""
     work = StencilWork(64, 4096, 4096, gpus=32)
     est = stencil_estimate(A100, work, A100_DEV)
-    assert A100_DEV.network.link_for(32) is A100_DEV.network.inter
+    assert A100_DEV.network.point_to_point_link(32) is A100_DEV.network.inter
     assert est.bound == "communication"
 
 

@@ -73,6 +73,7 @@ def kernel_model(gpu: GPU, ceiling: Ceiling, reference_ceiling: Ceiling | None =
         memory_efficiency=min(memory, MAX_EFFICIENCY),
         launch_s=float(fit["launch_s"]),
         tile=int(fit["tile"]),
+        small_op_s=float(fit["small_op_s"]),
         source=(
             f"GEMM kernel model, {how}: {fit['gemms']:,} measured GEMMs, median error "
             f"{fit['median_error']:.0%} ({fit['source']})"

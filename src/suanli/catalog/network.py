@@ -2,6 +2,8 @@
 
 Turns a catalog GPU into the numbers the speed model needs: its network tiers and the share of
 its datasheet peaks that real kernels reach. Every value comes from a data row with a source.
+``interconnect.toml`` also holds the node layouts (``[[node]]``: GPUs and scale-out NICs per
+node) and the collective fits (``[[collective_fit]]``: measured NCCL curves against the model).
 """
 
 from __future__ import annotations
@@ -77,6 +79,133 @@ def links() -> dict[str, LinkSpec]:
     return out
 
 
+@dataclass(frozen=True)
+class NodeLayout:
+    """A common server layout, as stored in interconnect.toml ``[[node]]``."""
+
+    id: str
+    name: str
+    gpus_per_node: int
+    intra: str
+    inter: str
+    switch: bool
+    nics_per_node: float
+    """Scale-out NICs of the ``inter`` link's rate (or on-chip port groups) per node."""
+    gpu_ids: tuple[str, ...]
+    source: str
+    date: str
+
+
+@lru_cache(maxsize=1)
+def node_layouts() -> dict[str, NodeLayout]:
+    """All node layouts by id, validated (their link ids must exist)."""
+    table = links()
+    out: dict[str, NodeLayout] = {}
+    for raw in _read("interconnect.toml").get("node", []):
+        nid = str(raw.get("id", ""))
+        try:
+            node = NodeLayout(
+                id=nid,
+                name=str(raw["name"]),
+                gpus_per_node=int(raw["gpus_per_node"]),
+                intra=str(raw["intra"]),
+                inter=str(raw["inter"]),
+                switch=bool(raw["switch"]),
+                nics_per_node=float(raw["nics_per_node"]),
+                gpu_ids=tuple(str(g) for g in raw.get("gpu_ids", [])),
+                source=str(raw["source"]),
+                date=str(raw["date"]),
+            )
+        except KeyError as exc:
+            raise CatalogError(f"interconnect.toml, node {nid!r}: missing {exc}") from None
+        if node.intra not in table or node.inter not in table:
+            raise CatalogError(f"interconnect.toml, node {nid!r}: unknown link id")
+        if not 1 <= node.gpus_per_node <= 1024 or not 0 < node.nics_per_node <= 64:
+            raise CatalogError(f"interconnect.toml, node {nid!r}: implausible GPU or NIC count")
+        out[nid] = node
+    return out
+
+
+def node_layout_for(gpu: GPU) -> NodeLayout | None:
+    """The first ``[[node]]`` layout that lists this GPU, if any."""
+    for node in node_layouts().values():
+        if gpu.id in node.gpu_ids:
+            return node
+    return None
+
+
+def nics_per_gpu(gpu: GPU) -> float:
+    """Scale-out NICs per GPU in the usual node of this GPU: the ``[[node]]`` layout's ratio, or
+    one NIC per GPU (as on DGX/HGX nodes) when no layout lists the GPU."""
+    node = node_layout_for(gpu)
+    return node.nics_per_node / node.gpus_per_node if node else 1.0
+
+
+@dataclass(frozen=True)
+class CollectiveFit:
+    """A measured collective curve against the model, as stored in ``[[collective_fit]]``: the
+    least-squares fit ``t = latency_s + 2(n-1)/n * size / bus_bytes_per_s`` (relative errors)."""
+
+    cluster: str
+    collective: str
+    num_workers: int
+    devices_per_node: int
+    link: str
+    """The interconnect.toml link the model uses for this group ("" when not modelled)."""
+    points: int
+    min_bytes: float
+    max_bytes: float
+    latency_s: float
+    bus_bytes_per_s: float
+    fit_max_rel_error: float
+    fit_median_rel_error: float
+    model_small_rel_error: float | None
+    """Model against measurement, medians of the 1-64 KiB window (None when not modelled)."""
+    model_large_rel_error: float | None
+    """Model against measurement, worst single point of 48 MiB and more (None: not modelled)."""
+    source: str
+    date: str
+
+
+@lru_cache(maxsize=1)
+def collective_fits() -> tuple[CollectiveFit, ...]:
+    """The ``[[collective_fit]]`` rows of interconnect.toml, validated."""
+    out: list[CollectiveFit] = []
+    for raw in _read("interconnect.toml").get("collective_fit", []):
+        label = f"{raw.get('cluster')}/{raw.get('collective')}/{raw.get('num_workers')}"
+        try:
+            small = raw.get("model_small_rel_error")
+            large = raw.get("model_large_rel_error")
+            fit = CollectiveFit(
+                cluster=str(raw["cluster"]),
+                collective=str(raw["collective"]),
+                num_workers=int(raw["num_workers"]),
+                devices_per_node=int(raw["devices_per_node"]),
+                link=str(raw.get("link", "")),
+                points=int(raw["points"]),
+                min_bytes=float(raw["min_bytes"]),
+                max_bytes=float(raw["max_bytes"]),
+                latency_s=float(raw["latency_s"]),
+                bus_bytes_per_s=float(raw["bus_bytes_per_s"]),
+                fit_max_rel_error=float(raw["fit_max_rel_error"]),
+                fit_median_rel_error=float(raw["fit_median_rel_error"]),
+                model_small_rel_error=None if small is None else float(small),
+                model_large_rel_error=None if large is None else float(large),
+                source=str(raw["source"]),
+                date=str(raw["date"]),
+            )
+        except KeyError as exc:
+            raise CatalogError(
+                f"interconnect.toml, collective_fit {label}: missing {exc}"
+            ) from None
+        if fit.link and fit.link not in links():
+            raise CatalogError(f"interconnect.toml, collective_fit {label}: unknown link")
+        if not 1e8 <= fit.bus_bytes_per_s <= 2e13 or not 0 <= fit.latency_s <= 1e-2:
+            raise CatalogError(f"interconnect.toml, collective_fit {label}: implausible fit")
+        out.append(fit)
+    return tuple(out)
+
+
 def get_link(link_id: str) -> LinkSpec:
     """An interconnect kind by id; ValueError lists the known ones."""
     table = links()
@@ -96,15 +225,27 @@ def _pcie_link(gpu: GPU) -> LinkSpec:
     return get_link(_PCIE.get(min(max(gen, 3), 6), "pcie4-x16"))
 
 
-#: GeForce cards have peer-to-peer disabled: NCCL stages GPU-to-GPU traffic through host
-#: memory and nccl-tests reach about half of the PCIe link (0.45-0.56, see
-#: docs/research/interconnect-and-efficiency-sources.md).
-NO_P2P_FACTOR = 0.5
+#: The link of GPUs without peer-to-peer: NCCL stages their traffic through host memory.
+HOST_STAGED = "pcie-host-staged"
+
+
+def has_peer_to_peer(gpu: GPU) -> bool:
+    """Whether NCCL can move data GPU-to-GPU directly over PCIe.
+
+    NVIDIA disables peer-to-peer on GeForce cards (catalog form factor ``consumer``: RTX 3090,
+    4090, 5090 ...), so NCCL falls back to its SHM transport through pinned host memory; RTX
+    A-series/Ada/PRO workstation cards and data-centre cards keep it. A catalog entry may state
+    it with a ``p2p`` field, which then wins. AMD and Intel cards are taken to have it."""
+    explicit = gpu.get("p2p")
+    if explicit is not None:
+        return bool(explicit)
+    return not (gpu.vendor == "nvidia" and gpu.form_factor == "consumer")
 
 
 def intra_node_link(gpu: GPU) -> Link:
     """GPU-to-GPU inside a node: NVLink (the GPU's own per-direction bandwidth), Infinity
-    Fabric, Gaudi's on-chip RoCE, or PCIe (halved on GeForce cards without peer-to-peer)."""
+    Fabric, Gaudi's on-chip RoCE, or PCIe at the card's generation and lanes; GeForce cards
+    without peer-to-peer get ``pcie-host-staged`` (traffic staged through host memory)."""
     kind = gpu.get("interconnect_kind")
     total = gpu.get("interconnect_bytes_per_s")
     if kind in _NVLINK and _NVLINK[kind] in links():
@@ -118,15 +259,13 @@ def intra_node_link(gpu: GPU) -> Link:
             return links()[lid].link(total / 2 if total else None)
     pcie = _pcie_link(gpu)
     lanes = int(gpu.get("pcie_lanes") or 16)
-    link = pcie.link(pcie.unidirectional_bytes_per_s * lanes / 16)
-    if gpu.vendor == "nvidia" and gpu.form_factor == "consumer":
-        link = Link(
-            f"{link.name} (no P2P: via host memory)",
-            link.bandwidth_bytes_per_s,
-            link.latency_s,
-            link.efficiency * NO_P2P_FACTOR,
-        )
-    return link
+    rate = pcie.unidirectional_bytes_per_s * lanes / 16
+    if not has_peer_to_peer(gpu) and HOST_STAGED in links():
+        staged = links()[HOST_STAGED]
+        width = "" if lanes == 16 else f" at x{lanes}"
+        name = f"{pcie.name}{width} without peer-to-peer (staged through host memory)"
+        return Link(name, rate, staged.latency_s, staged.bus_efficiency)
+    return pcie.link(rate)
 
 
 def default_inter_node(gpu: GPU) -> str:
@@ -149,11 +288,25 @@ def default_gpus_per_node(gpu: GPU) -> int:
     )
 
 
-def network_for(gpu: GPU, gpus_per_node: int | None = None, inter: str | None = None) -> Network:
-    """The two network tiers a job on ``gpu`` sees."""
+def network_for(
+    gpu: GPU,
+    gpus_per_node: int | None = None,
+    inter: str | None = None,
+    *,
+    stripe_nics: bool = False,
+) -> Network:
+    """The two network tiers a job on ``gpu`` sees.
+
+    ``stripe_nics=True`` also gives the network the node's scale-out NIC count
+    (:func:`nics_per_gpu` x GPUs per node), so a group that spans nodes gets the NICs NCCL
+    stripes it over (:meth:`suanli.estimate.comm.Network.inter_bandwidth`) instead of one
+    NIC's rate. It is off by default until the vectorized planner mirrors it
+    (``estimate/vector.py`` ``_pick`` must call ``Network.bottleneck``)."""
     intra = intra_node_link(gpu)
     inter_spec = get_link(inter or default_inter_node(gpu))
-    return Network(intra, inter_spec.link(), gpus_per_node or default_gpus_per_node(gpu))
+    per_node = gpus_per_node or default_gpus_per_node(gpu)
+    nics = nics_per_gpu(gpu) * per_node if stripe_nics else 0.0
+    return Network(intra, inter_spec.link(), per_node, nics)
 
 
 @dataclass(frozen=True)

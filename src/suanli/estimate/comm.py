@@ -10,13 +10,21 @@ For ``n`` ranks moving a buffer of ``B`` bytes over links of one-direction bandw
 - all-to-all: ``(n-1)/n · B/bw + (n-1)·alpha``;
 - point-to-point: ``B/bw + alpha``.
 
-A group that spans nodes is limited by the slower, inter-node link of each GPU.
+A small all-reduce therefore costs ``2·log2(n)·alpha``: ``alpha`` in ``interconnect.toml`` is
+calibrated on that (measured small-message time of 8 GPUs / 6), see the file's header.
+
+A group that fits in a node uses the intra-node link. A group that spans nodes is limited by the
+inter-node link; NCCL runs one ring (channel) per NIC, so a group with ``m`` ranks on each node
+drives ``m`` GPUs' share of the node's NICs, up to the intra-node rate the rings also cross
+(:meth:`Network.inter_bandwidth`, used when :attr:`Network.nics_per_node` is set).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,10 @@ class Link:
         return self.bandwidth_bytes_per_s * self.efficiency
 
 
+def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
+    return if_true if condition else if_false
+
+
 @dataclass(frozen=True)
 class Network:
     """The links a job's GPUs use: within a node and between nodes."""
@@ -43,12 +55,89 @@ class Network:
     intra: Link
     inter: Link
     gpus_per_node: int
+    nics_per_node: float = 0.0
+    """Scale-out NICs (of the ``inter`` link's rate) per node. 0, the default, models no NIC
+    striping: every group that spans nodes gets the ``inter`` link as it is (one NIC per GPU)."""
+
+    def ranks_per_node(
+        self,
+        group: Any,
+        stride: Any = 1,
+        *,
+        minimum: Callable[[Any, Any], Any] = min,
+        maximum: Callable[[Any, Any], Any] = max,
+    ) -> Any:
+        """How many ranks of a group spaced ``stride`` GPUs apart sit in one node (at least 1).
+
+        Works on ints and, with ``minimum=np.minimum, maximum=np.maximum``, on numpy arrays."""
+        return maximum(minimum(group, self.gpus_per_node // stride), 1)
+
+    def inter_bandwidth(
+        self,
+        group: Any,
+        stride: Any = 1,
+        *,
+        where: Callable[[Any, Any, Any], Any] = _where,
+        minimum: Callable[[Any, Any], Any] = min,
+        maximum: Callable[[Any, Any], Any] = max,
+    ) -> Any:
+        """Effective (bus) bandwidth of a group that spans nodes.
+
+        NCCL stripes a collective over all NICs of a node: one ring (channel) per NIC, each
+        crossing the node boundary at a different GPU. A node's NICs carry
+        ``nics_per_node · rate``, shared by the ``gpus_per_node / m`` groups that run at once
+        when each group has ``m`` ranks per node, so a group gets ``m · nics · rate / gpus``,
+        capped by the intra-node link its rings also cross (``m > 1``). With ``m = 1`` (a data
+        parallel group across tensor-parallel nodes) that is each GPU's share of the NICs; with
+        the whole node in the group it is the node's NICs (NVIDIA GTC24 S62129: DGX H100 with
+        8x 400G reaches 380 GB/s all-reduce busbw across nodes, DGX A100 with 8x 200G 192 GB/s).
+        Works on ints and, with numpy's ``where``/``minimum``/``maximum``, on arrays."""
+        if self.nics_per_node <= 0:
+            return self.inter.effective_bytes_per_s
+        m = self.ranks_per_node(group, stride, minimum=minimum, maximum=maximum)
+        share = self.inter.effective_bytes_per_s * self.nics_per_node / self.gpus_per_node
+        striped = m * share
+        return where(m > 1, minimum(striped, self.intra.effective_bytes_per_s), striped)
+
+    def bottleneck(
+        self,
+        group: Any,
+        stride: Any = 1,
+        *,
+        where: Callable[[Any, Any, Any], Any] = _where,
+        minimum: Callable[[Any, Any], Any] = min,
+        maximum: Callable[[Any, Any], Any] = max,
+    ) -> tuple[Any, Any]:
+        """(effective bandwidth, per-step latency) of the link a group of ``group`` ranks spaced
+        ``stride`` GPUs apart is limited by: what :meth:`link_for` returns, for ints or (with
+        numpy's ``where``/``minimum``/``maximum``) for arrays of layouts."""
+        inside = (group * stride <= self.gpus_per_node) | (group <= 1)
+        inter_bw = self.inter_bandwidth(
+            group, stride, where=where, minimum=minimum, maximum=maximum
+        )
+        bandwidth = where(inside, self.intra.effective_bytes_per_s, inter_bw)
+        latency = where(inside, self.intra.latency_s, self.inter.latency_s)
+        return bandwidth, latency
+
+    def point_to_point_link(self, group: int, stride: int = 1) -> Link:
+        """The link one rank's send to one peer uses: NVLink/PCIe inside a node, its own NIC
+        across nodes (striping over the node's NICs needs many flows, as collectives have)."""
+        if group <= 1 or group * stride <= self.gpus_per_node:
+            return self.intra
+        return self.inter
 
     def link_for(self, group: int, stride: int = 1) -> Link:
         """The bottleneck link of a group of ``group`` ranks spaced ``stride`` GPUs apart."""
-        if group <= 1:
+        if group <= 1 or group * stride <= self.gpus_per_node:
             return self.intra
-        return self.intra if group * stride <= self.gpus_per_node else self.inter
+        if self.nics_per_node <= 0:
+            return self.inter
+        bandwidth = float(self.inter_bandwidth(group, stride))
+        if bandwidth == self.inter.effective_bytes_per_s:
+            return self.inter
+        m = self.ranks_per_node(group, stride)
+        name = f"{self.inter.name} x{self.nics_per_node:g} per node, {m} GPU(s) of the group each"
+        return Link(name, bandwidth, self.inter.latency_s, 1.0)
 
 
 def all_reduce_s(nbytes: float, n: int, link: Link) -> float:

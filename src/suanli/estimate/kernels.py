@@ -29,6 +29,8 @@ from typing import Any
 
 #: Output-tile edge of the tensor-core GEMM kernels (M and N are rounded up to it).
 TILE = 128
+#: The narrow M tile of the kernels for fewer rows than one tile (decode, small batches).
+SMALL_TILE = 16
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class GemmModel:
     """Launch and tail of one kernel, seconds."""
     tile: int = TILE
     source: str = ""
+    small_op_s: float = 0.0
+    """Floor of one small element-wise kernel (norm, rotary, activation, add), seconds."""
 
 
 def gemm_seconds(
@@ -54,15 +58,25 @@ def gemm_seconds(
     bandwidth_bytes_per_s: float,
     model: GemmModel,
     *,
+    weight_bytes: float | None = None,
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> Any:
-    """Seconds of one ``(m x k) @ (k x n)`` GEMM (see the module docstring for the formula)."""
+    """Seconds of one ``(m x k) @ (k x n)`` GEMM (see the module docstring for the formula).
+
+    ``weight_bytes``: bytes per element of the ``k x n`` operand when it is stored in another
+    format than the activations (weight-only quantization: 0.5 for 4-bit)."""
     tile = model.tile
-    m_pad = ceil(m / tile) * tile
+    # Below one tile the kernels switch to narrow tiles (GEMV-like, split-K): M pads to a
+    # multiple of 16 only. Written with ``maximum`` and ``ceil`` alone so that arrays work.
+    big_pad = ceil(m / tile) * tile
+    small_pad = ceil(m / SMALL_TILE) * SMALL_TILE if tile > 1 else big_pad
+    at_least_one_tile = -maximum(-1.0, ceil(-m / tile))  # min(1, floor(m / tile))
+    m_pad = small_pad + (big_pad - small_pad) * at_least_one_tile
     n_pad = ceil(n / tile) * tile
     compute = 2.0 * m_pad * n_pad * k / (peak_flops * model.compute_efficiency)
-    traffic = dtype_bytes * (m * k + k * n + m * n)
+    w_bytes = dtype_bytes if weight_bytes is None else weight_bytes
+    traffic = dtype_bytes * (m * k + m * n) + w_bytes * k * n
     memory = traffic / (bandwidth_bytes_per_s * model.memory_efficiency)
     return maximum(compute, memory) + model.launch_s
 
@@ -144,3 +158,95 @@ def layer_gemms(
             )
             kernels += per_layer * 6
     return LayerGemms(forward, backward, round(kernels))
+
+
+#: Element-wise kernels per layer of a serving engine (fused add+norm twice, rotary, activation,
+#: two residual adds: the ops Vidur profiles, as vLLM runs them).
+SERVING_SMALL_OPS = 6
+
+
+@dataclass(frozen=True)
+class ServeKernels:
+    """Seconds of one forward pass of a serving engine, by kind of kernel."""
+
+    gemm_s: Any
+    """The linear layers and the LM head."""
+    attention_s: Any
+    """The attention core: scores and values (prefill), the KV-cache read (decode)."""
+    small_ops_s: Any
+    """Norms, rotary, activation, residual adds: bandwidth-bound with a floor per kernel."""
+
+    @property
+    def total_s(self) -> Any:
+        """All of it, one kernel after another."""
+        return self.gemm_s + self.attention_s + self.small_ops_s
+
+
+def serve_forward(
+    shapes: Any,
+    num_layers: int,
+    hidden: int,
+    vocab: int,
+    rows: Any,
+    sequences: Any,
+    tp: Any,
+    weight_bytes: float,
+    peak_flops: float,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    *,
+    attention_flops: Any = 0.0,
+    kv_bytes: Any = 0.0,
+    touched_share: Any = 1.0,
+    expert_share: float = 1.0,
+    maximum: Callable[[Any, Any], Any] = max,
+    ceil: Callable[[Any], Any] = math.ceil,
+) -> ServeKernels:
+    """One forward pass over ``rows`` tokens of ``sequences`` sequences on one GPU of ``tp``.
+
+    Prefill: ``rows`` = sequences x prompt, ``attention_flops`` the scores and values; decode:
+    ``rows`` = sequences, ``kv_bytes`` the KV cache read. Linear weights are read in
+    ``weight_bytes`` per element (the format's), activations in 16 bits; MoE layers run only the
+    experts the tokens touch (a ``touched_share`` of them, ``rows x expert_share`` tokens each on
+    average). The LM head runs on the last token of each sequence, as serving engines do."""
+    b = 2.0
+
+    def t(m: Any, n: Any, k: Any, w: float) -> Any:
+        return gemm_seconds(
+            m,
+            n,
+            k,
+            b,
+            peak_flops,
+            bandwidth_bytes_per_s,
+            model,
+            weight_bytes=w,
+            maximum=maximum,
+            ceil=ceil,
+        )
+
+    gemm: Any = 0.0
+    for s in shapes:
+        down = s.kind in ROW_PARALLEL or (
+            s.kind in ("experts", "shared") and s.n_out == hidden and s.n_in != hidden
+        )
+        n_in, n_out = (s.n_in / tp, s.n_out) if down else (s.n_in, s.n_out / tp)
+        if s.kind == "experts":
+            # Only the touched experts run (and are read), each on its share of the tokens.
+            count = s.count * touched_share
+            m = rows * expert_share / maximum(touched_share, 1e-9)
+        else:
+            count, m = s.count, rows
+        gemm = gemm + count * t(m, n_out, n_in, weight_bytes)
+    gemm = gemm + t(sequences, vocab / tp, hidden, b)
+    memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
+    attention = (
+        attention_flops / tp / (peak_flops * model.compute_efficiency)
+        + kv_bytes / memory_bw
+        + num_layers * model.launch_s
+    )
+    # Each element-wise op reads and writes the hidden states (the activation's intermediate
+    # width for the MLP activation is folded in: it is one of six).
+    op_bytes = 2 * b * rows * hidden
+    small = num_layers * SERVING_SMALL_OPS * maximum(model.small_op_s, op_bytes / memory_bw)
+    return ServeKernels(gemm, attention, small)

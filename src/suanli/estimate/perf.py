@@ -24,7 +24,13 @@ from suanli.estimate.comm import (
     reduce_scatter_s,
 )
 from suanli.estimate.flops import forward_flops_per_token, step_flops
-from suanli.estimate.kernels import GemmModel, gemm_seconds, layer_gemms
+from suanli.estimate.kernels import (
+    GemmModel,
+    ServeKernels,
+    gemm_seconds,
+    layer_gemms,
+    serve_forward,
+)
 from suanli.estimate.memory import (
     activation_settings,
     kv_bytes_per_token,
@@ -313,7 +319,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         comm["expert_all_to_all"] = 4 * moe_layers * all_to_all_s(moe_volume, par.ep, link) * m
     bubble_s = 0.0
     if par.pp > 1:
-        link = net.link_for(par.pp, par.tp)
+        link = net.point_to_point_link(par.pp, par.tp)
         comm["pipeline_p2p"] = 2 * p2p_s(tokens * h * b / par.tp, link) * m
         bubble_s = (par.pp - 1) / par.vpp * per_micro_s
     grad_bytes = trainable * (4 if work.is_lora else b)
@@ -505,6 +511,57 @@ def active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
     return total * (1 - experts / count_params(spec).total * (1 - touched))
 
 
+def serve_kernels(
+    spec: ModelSpec,
+    weight_format: str,
+    kv_bytes_per_seq: Any,
+    batch: Any,
+    tp: Any,
+    prompt: int,
+    device: Device,
+    *,
+    maximum: Callable[[Any, Any], Any] = max,
+    ceil: Callable[[Any], Any] = math.ceil,
+) -> tuple[ServeKernels, ServeKernels]:
+    """Kernel-level seconds of the prefill of ``batch`` prompts and of one decode step
+    (:func:`suanli.estimate.kernels.serve_forward`); ``kv_bytes_per_seq`` is the KV cache one
+    sequence holds on one GPU at the average decode context. Floats or numpy arrays."""
+    from suanli.catalog.formats import get_format
+
+    fmt = get_format(weight_format)
+    weight_bytes_per_element = fmt.bits_per_weight / 8
+    shapes = linear_shapes(spec)
+    moe = spec.moe
+    share = moe.experts_per_token / moe.num_experts if moe is not None else 1.0
+    common = {
+        "shapes": shapes,
+        "num_layers": spec.num_layers,
+        "hidden": spec.hidden_size,
+        "vocab": spec.vocab_size if spec.is_decoder else 0,
+        "tp": tp,
+        "weight_bytes": weight_bytes_per_element,
+        "peak_flops": device.peak_flops,
+        "bandwidth_bytes_per_s": device.memory_bytes_per_s,
+        "model": device.gemm_model,
+        "expert_share": share,
+        "maximum": maximum,
+        "ceil": ceil,
+    }
+    core = forward_flops_per_token(spec, prompt, causal=True)["attention_core"]
+    prefill = serve_forward(
+        rows=batch * prompt, sequences=batch, attention_flops=core * prompt * batch, **common
+    )
+    touched = 1 - (1 - share) ** batch if moe is not None else 1.0
+    decode = serve_forward(
+        rows=batch,
+        sequences=batch,
+        kv_bytes=kv_bytes_per_seq * batch,
+        touched_share=touched,
+        **common,
+    )
+    return prefill, decode
+
+
 def inference_perf(
     spec: ModelSpec, work: InferWork, device: Device, prompt: int, output: int
 ) -> InferPerf:
@@ -524,9 +581,15 @@ def inference_perf(
         if tp > 1
         else 0.0
     )
-    ttft = max(prefill_compute, prefill_memory) + tp_comm
-    # Decode: one token per sequence per step, attending to the average context.
     context = prompt + output / 2
+    per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
+    prefill_k, decode_k = serve_kernels(
+        spec, work.weight_format, per_seq_kv, work.batch, tp, prompt, device
+    )
+    # Kernel by kernel (GEMMs by shape, attention, element-wise floors), never faster than the
+    # roofline of the whole pass.
+    ttft = max(prefill_compute, prefill_memory, prefill_k.total_s) + tp_comm
+    # Decode: one token per sequence per step, attending to the average context.
     decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
     decode_flops = decode_per_token * work.batch
     kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context * work.batch
@@ -538,7 +601,7 @@ def inference_perf(
         if tp > 1
         else 0.0
     )
-    tpot = max(decode_compute, decode_memory) + decode_comm
+    tpot = max(decode_compute, decode_memory, decode_k.total_s) + decode_comm
     bound = "compute" if decode_compute >= decode_memory else "memory"
     # Smallest batch where compute time per step reaches memory time.
     per_seq_flops = decode_per_token / tp / device.matmul_flops
@@ -565,5 +628,9 @@ def inference_perf(
             "decode_compute": decode_compute,
             "decode_memory": decode_memory,
             "communication": tp_comm + decode_comm,
+            "prefill_kernels": prefill_k.total_s,
+            "decode_gemms": decode_k.gemm_s,
+            "decode_attention": decode_k.attention_s,
+            "decode_small_ops": decode_k.small_ops_s,
         },
     )

@@ -283,7 +283,8 @@ def stencil_estimate(gpu: GPU, work: StencilWork, device: Device) -> StencilEsti
     ``compute = cells·FLOPs / (non-tensor peak · device.matmul_efficiency)``,
     ``memory = cells·bytes_per_cell_step / device.bandwidth``, kernel time the larger (Williams
     et al. 2009). Halo: ``exchanges · p2p(halo bytes / exchanges)`` over
-    ``device.network.link_for(gpus)`` (``B/bw + alpha`` per transfer), added to the step, or
+    ``device.network.point_to_point_link(gpus)``
+    (``B/bw + alpha`` per transfer), added to the step, or
     overlapped: ``max(kernel, halo)``. Total ``= steps · step``.
     """
     owned, _, _ = _layout(work, work.gpus)
@@ -293,7 +294,7 @@ def stencil_estimate(gpu: GPU, work: StencilWork, device: Device) -> StencilEsti
     memory_s = owned * per_cell / device.bandwidth
     kernel_s = max(compute_s, memory_s)
     halo_bytes = halo_bytes_per_step(work)
-    link = device.network.link_for(work.gpus)
+    link = device.network.point_to_point_link(work.gpus)
     exchanges = work.halo_exchanges_per_step
     halo_s = exchanges * p2p_s(halo_bytes / exchanges, link) if work.gpus > 1 else 0.0
     exposed = max(0.0, halo_s - kernel_s) if work.overlap_halo else halo_s

@@ -74,10 +74,7 @@ class Layouts:
 
 def _pick(net: Network, group: Array, stride: Array) -> tuple[Array, Array]:
     """Effective bandwidth and latency of the bottleneck link per element."""
-    inside = group * stride <= net.gpus_per_node
-    inside |= group <= 1
-    bw = np.where(inside, net.intra.effective_bytes_per_s, net.inter.effective_bytes_per_s)
-    lat = np.where(inside, net.intra.latency_s, net.inter.latency_s)
+    bw, lat = net.bottleneck(group, stride, where=np.where, minimum=np.minimum, maximum=np.maximum)
     return bw, lat
 
 
@@ -308,7 +305,10 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         moe_volume = tokens * spec.moe.experts_per_token * h * b / tp
         moe_layers = np.ceil(len(spec.moe_layers) / pp)
         comm += 4 * moe_layers * _reduce_scatter(moe_volume, np.full_like(tp, ep), bw, lat) * m
-    bw, lat = _pick(net, pp, tp)
+    # Point to point: one NIC across nodes (Network.point_to_point_link).
+    inside = (pp * tp <= net.gpus_per_node) | (pp <= 1)
+    bw = np.where(inside, net.intra.effective_bytes_per_s, net.inter.effective_bytes_per_s)
+    lat = np.where(inside, net.intra.latency_s, net.inter.latency_s)
     p2p = tokens * h * b / tp / bw + lat
     comm += np.where(pp > 1, 2 * p2p * m, 0.0)
     vpp = work.parallel.vpp
@@ -356,7 +356,7 @@ def infer_speed(
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.perf.inference_perf`) per (batch, tp)."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.memory import kv_bytes_per_token
-    from suanli.estimate.perf import active_weight_bytes, weight_bytes
+    from suanli.estimate.perf import active_weight_bytes, serve_kernels, weight_bytes
     from suanli.estimate.workload import InferWork
 
     batch = np.asarray(batch, dtype=np.int64)
@@ -384,13 +384,24 @@ def infer_speed(
     prefill_comm = np.where(
         tp > 1, 2 * layers * _all_reduce(batch * prompt * h * b, tp, bw, lat), 0.0
     )
+    prefill_k, decode_k = serve_kernels(
+        spec,
+        weight_format,
+        kv_tok * context,
+        batch,
+        tp,
+        prompt,
+        device,
+        maximum=np.maximum,
+        ceil=np.ceil,
+    )
     ttft = np.maximum(prefill_flops / tp / device.matmul_flops, weights / device.bandwidth)
-    ttft = ttft + prefill_comm
+    ttft = np.maximum(ttft, prefill_k.total_s) + prefill_comm
     kv = kv_tok * context * batch
     decode_compute = decode_per_token * batch / tp / device.matmul_flops
     decode_memory = (active + kv) / device.bandwidth
     decode_comm = np.where(tp > 1, 2 * layers * _all_reduce(batch * h * b, tp, bw, lat), 0.0)
-    tpot = np.maximum(decode_compute, decode_memory) + decode_comm
+    tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s) + decode_comm
     return {
         "ttft_s": ttft,
         "tpot_s": tpot,

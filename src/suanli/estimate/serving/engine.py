@@ -79,7 +79,7 @@ class EngineState:
         self.bw = bw
         self.moe = bool(cost.expert_fraction)
         self.tp1 = cost.tp <= 1
-        self.overhead = config.step_overhead_s
+        self.overhead = config.step_overhead_s + cost.kernel_floor_s
         self.t_min = cost.weights_read(1) / bw + self.overhead
         self.clock = 0.0
         self.k = 0

@@ -9,13 +9,15 @@ sums a run of decode-only iterations in closed form. The cost model is described
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from suanli.estimate.comm import all_reduce_s
 from suanli.estimate.flops import forward_flops_per_token
+from suanli.estimate.kernels import SERVING_SMALL_OPS
 from suanli.estimate.memory import inference_memory, kv_bytes_per_token
 from suanli.estimate.perf import Device, weight_bytes
 from suanli.estimate.serving.config import EngineConfig
+from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import KV_DTYPES, InferWork, check_tensor_parallel
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
@@ -95,6 +97,9 @@ class ReplicaCost:
     kv_dtype: str = "bf16"
     max_context: int = 0
     """The model's longest sequence (``max_position_embeddings``); 0: no limit."""
+    kernel_floor_s: float = 0.0
+    """Per iteration, what no token count amortizes: every GEMM's and attention kernel's launch
+    and the element-wise kernels' floors (:mod:`suanli.estimate.kernels`)."""
 
     def weights_read(self, tokens: int) -> float:
         """Weight bytes an iteration of ``tokens`` tokens reads (MoE: the experts it touches)."""
@@ -127,7 +132,25 @@ class ReplicaCost:
             (tokens * self.attn_a + keys * self.attn_b) / flops, kv_positions * self.kv_bytes / bw
         )
         elementwise = (tokens * self.elementwise_bytes + logits * self.logits_bytes) / bw
-        return linear + attention + elementwise + self.comm_s(tokens) + overhead
+        floor = self.kernel_floor_s
+        return linear + attention + elementwise + self.comm_s(tokens) + overhead + floor
+
+
+def kernel_floor_s(spec: ModelSpec, device: Device) -> float:
+    """The launches and element-wise floors of one forward pass (an iteration at batch 1 cannot
+    be faster): one GEMM per linear weight of each layer (the ``k`` routed experts of a token in
+    MoE layers), one attention kernel per layer, the LM head, and
+    :data:`~suanli.estimate.kernels.SERVING_SMALL_OPS` element-wise kernels per layer."""
+    model = device.gemm_model
+    gemms = 0.0
+    for s in linear_shapes(spec):
+        if s.kind == "experts" and spec.moe is not None:
+            gemms += s.count * spec.moe.experts_per_token / spec.moe.num_experts
+        else:
+            gemms += s.count
+    launches = gemms + 2 * spec.num_layers + 1  # + attention per layer, + LM head
+    small = spec.num_layers * SERVING_SMALL_OPS * model.small_op_s
+    return launches * model.launch_s + small
 
 
 def replica_cost(
@@ -147,6 +170,14 @@ def replica_cost(
     per query and KV bytes per position); exact for models without sliding windows.
     """
     config = config or EngineConfig()
+    floor = kernel_floor_s(spec, device)
+    if device.gemm is not None:
+        # GEMMs of real shapes reach the kernel model's efficiencies, not the best shape's.
+        device = replace(
+            device,
+            matmul_efficiency=device.gemm.compute_efficiency,
+            memory_efficiency=device.gemm.memory_efficiency,
+        )
     if tp not in TP_CHOICES:
         raise ValueError(f"--tp must be one of {TP_CHOICES}, got {tp}")
     check_tensor_parallel(spec.attention.num_heads, tp, spec.name)
@@ -203,6 +234,7 @@ def replica_cost(
         weight_format=weight_format,
         kv_dtype=kv_dtype,
         max_context=spec.max_position_embeddings,
+        kernel_floor_s=floor,
     )
 
 

@@ -1,0 +1,215 @@
+"""Fit the measured NCCL collective curves and compare the speed model with them (developer tool).
+
+Reads the collective times the Vidur project measured (microsoft/vidur commit 7d47513,
+data/profiling/network/<cluster>/{all_reduce,send_recv}.csv, MIT licence; copied into the
+steering repository's shared/reference/kernel-profiles/network/), and:
+
+- fits ``t = a + 2(n-1)/n * S / B`` per cluster and group (least squares on relative errors,
+  i.e. weights 1/t), for all-reduce; ``t = a + S / B`` for send/recv;
+- compares the model's ``all_reduce_s`` (with the links of ``catalog/data/interconnect.toml``)
+  with every measured point: the 1-64 KiB window by medians (the small-message times are
+  bimodal), and each point of 48 MiB and more;
+- writes ``tests/fixtures/collectives-vidur.csv`` (a subset of the measured points, the test set)
+  and prints the ``[[collective_fit]]`` rows for interconnect.toml and a Markdown error table.
+
+Times in the CSVs are milliseconds (median of three runs of the median of 11 back-to-back
+kernels, kineto kernel time on rank 0); ``size`` is bytes (fp16 elements x 2).
+Nothing in the package or the tests reads the shared folder; this script is run by hand:
+``python docs/research/derive_collective_fits.py /path/to/shared/reference/kernel-profiles``.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = "microsoft/vidur 7d47513 data/profiling/network/{cluster}/{collective}.csv (MIT)"
+DATE = "2024-11"  # vidur commit 7d47513 (2024-11-19); the network CSVs date from 2024-05 to 2024-07
+SMALL = 64 * 1024
+LARGE = 48 * 2**20
+#: Large sizes kept in the fixture (nearest measured size to each).
+LARGE_TARGETS = [48 * 2**20, 56 * 2**20, 64 * 2**20, 128 * 2**20, 256 * 2**20, 512 * 2**20]
+#: (cluster, n, devices_per_node) -> (catalog GPU id whose intra link applies, or link id).
+MODELLED = {
+    ("a100_dgx", 2, 2): ("gpu", "a100-sxm-80gb"),
+    ("a100_dgx", 4, 4): ("gpu", "a100-sxm-80gb"),
+    ("a100_dgx", 8, 8): ("gpu", "a100-sxm-80gb"),
+    ("h100_dgx", 2, 2): ("gpu", "h100-sxm-80gb"),
+    ("h100_dgx", 4, 4): ("gpu", "h100-sxm-80gb"),
+    ("h100_dgx", 8, 8): ("gpu", "h100-sxm-80gb"),
+    ("a100_pairwise_nvlink", 2, 2): ("link", "nvlink-bridge-a100"),
+    ("a100_pairwise_nvlink", 4, 4): ("gpu", "a100-pcie-80gb"),
+    ("h100_pairwise_nvlink", 2, 2): ("link", "nvlink-bridge-h100"),
+    ("h100_pairwise_nvlink", 4, 4): ("gpu", "h100-pcie-80gb"),
+}
+
+
+def read(path: Path, collective: str) -> dict[tuple[int, int], list[tuple[int, float]]]:
+    out: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
+    with path.open() as f:
+        for row in csv.DictReader(f):
+            key = (int(row["num_workers"]), int(row["devices_per_node"]))
+            ms = float(row[f"time_stats.{collective}.median"])
+            out[key].append((int(row["size"]), ms * 1e-3))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def fit(points: list[tuple[int, float]], factor: float) -> tuple[float, float, float, float]:
+    """(a, B, max |rel err|, median |rel err|) of t = a + factor * S / B, relative residuals,
+    a >= 0."""
+    sxx = sxy = sx = s1 = sy = 0.0
+    for size, t in points:  # minimise sum ((a + x*c)/t - 1)^2 with x = factor * size
+        u, v = 1 / t, factor * size / t
+        s1 += u * u
+        sx += u * v
+        sxx += v * v
+        sy += u
+        sxy += v
+    det = s1 * sxx - sx * sx
+    a = (sy * sxx - sx * sxy) / det
+    c = (s1 * sxy - sx * sy) / det
+    if a < 0:  # a superlinear curve: keep the latency physical (a = 0), refit the slope
+        a, c = 0.0, sxy / sxx
+    errs = [abs((a + factor * s * c) / t - 1) for s, t in points]
+    return a, 1 / c, max(errs), statistics.median(errs)
+
+
+def main(folder: str) -> int:
+    sys.path.insert(0, str(ROOT / "src"))
+    from suanli.catalog import bundled_gpus, find_gpu
+    from suanli.catalog.network import get_link, intra_node_link
+    from suanli.estimate.comm import all_reduce_s
+
+    gpus = bundled_gpus()
+    base = Path(folder) / "network"
+    fixture: list[list[object]] = []
+    rows: list[str] = []
+    table: list[str] = []
+    for cluster in sorted(p.name for p in base.iterdir() if p.is_dir()):
+        for collective in ("all_reduce", "send_recv"):
+            path = base / cluster / f"{collective}.csv"
+            if not path.is_file():
+                continue
+            for (n, dpn), points in sorted(read(path, collective).items()):
+                factor = 2 * (n - 1) / n if collective == "all_reduce" else 1.0
+                a, bus, worst, median = fit(points, factor)
+                model = MODELLED.get((cluster, n, dpn)) if collective == "all_reduce" else None
+                small_err = large_err = None
+                link_id = ""
+                if model is not None:
+                    kind, ref = model
+                    link = (
+                        intra_node_link(find_gpu(ref, gpus))
+                        if kind == "gpu"
+                        else get_link(ref).link()
+                    )
+                    link_id = ref if kind == "link" else _link_id(link.name)
+                    small = [(s, t) for s, t in points if s <= SMALL]
+                    meas = statistics.median(t for _, t in small)
+                    pred = statistics.median(all_reduce_s(s, n, link) for s, _ in small)
+                    small_err = pred / meas - 1
+                    large = [all_reduce_s(s, n, link) / t - 1 for s, t in points if s >= LARGE]
+                    large_err = max(large, key=abs)
+                    keep = {s for s, _ in small}
+                    for target in LARGE_TARGETS:
+                        if target <= points[-1][0] * 1.01:
+                            keep.add(min((s for s, _ in points), key=lambda s: abs(s - target)))
+                    for s, t in points:
+                        if s in keep:
+                            fixture.append([cluster, collective, n, dpn, s, f"{t:.6g}"])
+                    table.append(
+                        f"| {cluster} | {n} | {link.name} | {a * 1e6:.1f} | {bus / 1e9:.1f} | "
+                        f"{meas * 1e6:.1f} | {pred * 1e6:.1f} | {small_err:+.0%} | "
+                        f"{min(large):+.0%} .. {max(large):+.0%} |"
+                    )
+                rows.append(
+                    _toml(
+                        cluster,
+                        collective,
+                        n,
+                        dpn,
+                        link_id,
+                        points,
+                        a,
+                        bus,
+                        worst,
+                        median,
+                        small_err,
+                        large_err,
+                    )
+                )
+    out = ROOT / "tests" / "fixtures" / "collectives-vidur.csv"
+    with out.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(
+            ["cluster", "collective", "num_workers", "devices_per_node", "size_bytes", "seconds"]
+        )
+        w.writerows(fixture)
+    print(f"# wrote {len(fixture)} rows to {out.relative_to(ROOT)}\n")
+    print("\n".join(rows))
+    print(
+        "\n| cluster | n | model link | fit a (us) | fit busbw (GB/s) | 1-64 KiB measured (us) "
+        "| model (us) | error | >= 48 MiB error |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|---|")
+    print("\n".join(table))
+    return 0
+
+
+def _link_id(name: str) -> str:
+    from suanli.catalog.network import links
+
+    for lid, spec in links().items():
+        if spec.name == name:
+            return lid
+    raise LookupError(name)
+
+
+def _toml(
+    cluster: str,
+    collective: str,
+    n: int,
+    dpn: int,
+    link_id: str,
+    points: list[tuple[int, float]],
+    a: float,
+    bus: float,
+    worst: float,
+    median: float,
+    small_err: float | None,
+    large_err: float | None,
+) -> str:
+    lines = [
+        "[[collective_fit]]",
+        f'cluster = "{cluster}"',
+        f'collective = "{collective}"',
+        f"num_workers = {n}",
+        f"devices_per_node = {dpn}",
+        f'link = "{link_id}"',
+        f"points = {len(points)}",
+        f"min_bytes = {points[0][0]}",
+        f"max_bytes = {points[-1][0]}",
+        f"latency_s = {a:.3g}",
+        f"bus_bytes_per_s = {bus:.4g}",
+        f"fit_max_rel_error = {worst:.2f}",
+        f"fit_median_rel_error = {median:.3f}",
+    ]
+    if small_err is not None and large_err is not None:
+        lines += [
+            f"model_small_rel_error = {small_err:.2f}",
+            f"model_large_rel_error = {large_err:.2f}",
+        ]
+    lines += [
+        f'source = "{SOURCE.format(cluster=cluster, collective=collective)}"',
+        f'date = "{DATE}"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "../shared/reference/kernel-profiles"))
