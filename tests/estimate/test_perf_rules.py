@@ -9,7 +9,7 @@ import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.estimate.flops import step_flops
-from suanli.estimate.perf import inference_perf, scaling, training_perf
+from suanli.estimate.perf import eager_bytes_per_token, inference_perf, scaling, training_perf
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.models.resolve import load_model
@@ -170,3 +170,29 @@ def test_local_bench_profile_is_used_automatically(
     assert "local calibration profile" in device.efficiency_source
     plain = device_for(find_gpu("h100", GPUS), "bf16", auto_calibration=False)
     assert plain.matmul_flops == pytest.approx(H100.matmul_flops)
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama-3.2-1b", "qwen2.5-7b", "mixtral-8x7b"])
+@pytest.mark.parametrize("batch", [1, 8])
+def test_fused_kernels_are_never_slower_than_eager(model: str, batch: int) -> None:
+    """Fusing reads and writes each tensor once: fewer bytes and fewer kernels than eager."""
+    from suanli.estimate.perf import elementwise_kernels_per_layer, fused_bytes_per_token
+
+    spec = load_model(model).spec
+    eager = TrainWork(task="full", batch=batch, seq=1024, kernels="eager")
+    fused = TrainWork(task="full", batch=batch, seq=1024, kernels="fused")
+    assert fused_bytes_per_token(spec, fused) < eager_bytes_per_token(spec, eager)
+    assert elementwise_kernels_per_layer(spec, fused) < elementwise_kernels_per_layer(spec, eager)
+    fast = training_perf(spec, fused, H100).tokens_per_s
+    slow = training_perf(spec, eager, H100).tokens_per_s
+    assert fast > slow
+
+
+def test_small_kernels_cost_a_floor_each() -> None:
+    """At one short sequence the element-wise ops are launch-bound, not bandwidth-bound."""
+    from suanli.estimate.perf import elementwise_kernels_per_layer, elementwise_seconds
+
+    work = TrainWork(task="full", batch=1, seq=16)
+    seconds = elementwise_seconds(LLAMA8, work, H100, 32, 16, 1)
+    kernels = elementwise_kernels_per_layer(LLAMA8, work) * 3 * 32
+    assert seconds == pytest.approx(kernels * H100.gemm_model.small_op_s)

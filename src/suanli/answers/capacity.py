@@ -69,11 +69,12 @@ class CapacityRequest:
     spread: float = 0.5
     """uniform: relative half-width; lognormal: sigma of the log."""
     policy: str = "continuous"
-    """Batching: static, continuous (iteration-level) or chunked prefill."""
+    """Batching: static, continuous (iteration-level), chunked prefill or prefill-first (vLLM
+    v0: prefill-only iterations pause the decodes)."""
     max_batch: int = 256
     """Sequences in flight per replica (vLLM max_num_seqs; the static batch)."""
     max_batched_tokens: int | None = None
-    """Token budget per iteration (default 8192 continuous, 2048 chunked)."""
+    """Token budget per iteration (default 8192 continuous and prefill-first, 2048 chunked)."""
     batch_timeout: float = 0.5
     """Static: longest wait for a full batch, seconds."""
     kv_policy: str = "preempt"

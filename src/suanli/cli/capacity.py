@@ -166,10 +166,11 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 )
 @click.option(
     "--policy",
-    type=click.Choice(["static", "continuous", "chunked"]),
+    type=click.Choice(["static", "continuous", "chunked", "prefill-first"]),
     default="continuous",
     show_default=True,
-    help="Batching: static, continuous (iteration-level) or chunked prefill.",
+    help="Batching: static, continuous (iteration-level), chunked prefill, or prefill-first "
+    "(vLLM v0: prefill-only iterations pause the decodes).",
 )
 @click.option(
     "--max-batch",
@@ -182,7 +183,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     "--max-batched-tokens",
     type=click.IntRange(min=1),
     default=None,
-    help="Token budget per iteration (default 8192 continuous, 2048 chunked).",
+    help="Token budget per iteration (default 8192 continuous and prefill-first, 2048 chunked).",
 )
 @click.option(
     "--batch-timeout",

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from suanli.estimate.activations import layer_terms
 from suanli.estimate.comm import (
     Network,
     all_gather_s,
@@ -32,7 +31,6 @@ from suanli.estimate.kernels import (
     serve_forward,
 )
 from suanli.estimate.memory import (
-    activation_settings,
     kv_bytes_per_token,
     lora_adapter_params,
     param_split,
@@ -143,21 +141,74 @@ def eager_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
     return norms + rope + act + 6 * b * h + scores
 
 
-def _elementwise_bytes(spec: ModelSpec, work: TrainWork, layers: int, tokens: int) -> float:
-    """Memory traffic of the non-matmul ops of one micro-batch on one GPU (all passes).
+def fused_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
+    """Forward memory traffic of one layer's non-matmul ops in fused kernels (Megatron,
+    torch.compile, Liger), per token: each kernel reads its inputs and writes its output once.
 
-    ``eager``: the op-by-op forward traffic (:func:`eager_bytes_per_token`), twice that in
-    backward, once more with full recomputation. ``fused``: fused kernels touch each saved tensor
-    about five times (written and read in forward; read, gradient written and read in backward).
+    RMSNorm/LayerNorm ``2bh``; RoPE on q and k ``2b·w``; gated activation ``3bI`` (read gate and
+    up, write the product; plain ``2bI``); two residual adds ``3bh`` each; eager attention one
+    fused softmax over the scores (``2b·n_q·s``). Every term is at most its eager counterpart
+    (:func:`eager_bytes_per_token`), so fused kernels are never slower than eager ones.
     """
-    par = work.parallel
+    h, b = spec.hidden_size, work.dtype_bytes
+    att = spec.attention
+    norms = spec.norm.per_layer * 2 * b * h
+    rope = (
+        0.0
+        if spec.architecture in ("gpt2", "bert")
+        else 2 * b * (att.num_heads + att.num_kv_heads) * att.head_dim
+    )
+    width = spec.mlp.intermediate_size if spec.mlp else 0
+    gated = spec.mlp.gated if spec.mlp else True
+    if spec.moe is not None and spec.moe_layers:
+        width = spec.moe.expert.intermediate_size * spec.moe.experts_per_token
+    act = (3 if gated else 2) * b * width
+    scores = 2 * b * att.num_heads * work.seq if work.attention == "eager" else 0
+    return norms + rope + act + 6 * b * h + scores
+
+
+def elementwise_kernels_per_layer(spec: ModelSpec, work: TrainWork) -> int:
+    """Non-matmul kernels of one layer's forward: eager PyTorch launches one per op (an RMSNorm
+    is six, RoPE five for q and five for k, the gated activation two, two residual adds, eager
+    attention four softmax passes); fused code one per group (norm, RoPE, activation, adds)."""
+    gated = spec.mlp.gated if spec.mlp else True
+    rope = spec.architecture not in ("gpt2", "bert")
+    softmax = work.attention == "eager"
     if work.kernels == "eager":
-        passes = 3 + (1 if work.recompute == "full" else 0)
-        per_layer = eager_bytes_per_token(spec, work) * passes
-    else:
-        st = activation_settings(spec, work)
-        per_layer = 5 * sum(t.bytes_per_token for t in layer_terms(spec, st, _first_layer(spec)))
-    return per_layer * layers * tokens / par.tp
+        return (
+            spec.norm.per_layer * 6
+            + (10 if rope else 0)
+            + (2 if gated else 1)
+            + 2
+            + (4 if softmax else 0)
+        )
+    return spec.norm.per_layer + (1 if rope else 0) + 1 + 2 + (1 if softmax else 0)
+
+
+def elementwise_seconds(
+    spec: ModelSpec,
+    work: TrainWork,
+    device: Device,
+    layers: Any,
+    tokens: Any,
+    tp: Any,
+    *,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """Seconds of the non-matmul ops of one micro-batch on one GPU (all passes): their traffic
+    (eager op by op, or fused) at the achievable bandwidth, never below one kernel floor each.
+
+    Forward once, backward about twice (the gradient of each op reads its saved inputs and the
+    incoming gradient, writes its own), once more with full recomputation."""
+    passes = 3 + (1 if work.recompute == "full" else 0)
+    per_token = (
+        eager_bytes_per_token(spec, work)
+        if work.kernels == "eager"
+        else fused_bytes_per_token(spec, work)
+    )
+    traffic = per_token * passes * layers * tokens / tp
+    kernels = elementwise_kernels_per_layer(spec, work) * passes * layers
+    return maximum(traffic / device.bandwidth, kernels * device.gemm_model.small_op_s)
 
 
 def loss_bytes(spec: ModelSpec, work: TrainWork, tokens: int) -> float:
@@ -281,9 +332,9 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     matmul_s = train_matmul_seconds(spec, work, device, tokens, par.tp, layers)
     split = param_split(spec, par.tp, par.pp, par.ep)
     passes = 3 if work.recompute == "full" else 2
-    traffic = split.total * b * passes + _elementwise_bytes(spec, work, layers, tokens)
-    traffic += loss_bytes(spec, work, tokens)
-    memory_s = traffic / device.bandwidth
+    # Weights are read by the GEMMs themselves (kernel model): here only the other ops.
+    memory_s = elementwise_seconds(spec, work, device, layers, tokens, par.tp)
+    memory_s += loss_bytes(spec, work, tokens) / device.bandwidth
     per_micro_s = matmul_s + memory_s
     trainable = lora_adapter_params(spec, work) / (par.tp * par.pp) if work.is_lora else split.total
     opt_shard = par.dp if par.zero >= 1 else 1

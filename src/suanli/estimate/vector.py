@@ -31,7 +31,7 @@ from suanli.estimate.memory import (
 from suanli.estimate.perf import (
     DP_OVERLAP,
     Device,
-    eager_bytes_per_token,
+    elementwise_seconds,
     loss_bytes,
     optimizer_step_bytes,
     train_matmul_seconds,
@@ -267,18 +267,11 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     )
     split = _param_split(spec, tp, pp, work.parallel.ep)
     passes = 3 if work.recompute == "full" else 2
-    if work.kernels == "eager":
-        per_layer = eager_bytes_per_token(spec, work) * (3 + (1 if work.recompute == "full" else 0))
-    else:
-        st = activation_settings(spec, work)
-        first = spec.moe_layers[0] if spec.moe_layers else 0
-        per_layer = 5 * sum(t.bytes_per_token for t in layer_terms(spec, st, first))
-    traffic = split["total"] * b * passes + per_layer * stage_layers * tokens / tp
-    traffic = (
-        traffic
-        + loss_bytes(spec, replace(work, parallel=replace(work.parallel, tp=1)), 1) * tokens / tp
+    memory_s = elementwise_seconds(
+        spec, work, device, stage_layers, tokens, tp, maximum=np.maximum
+    ) + loss_bytes(spec, replace(work, parallel=replace(work.parallel, tp=1)), 1) * tokens / tp / (
+        device.bandwidth
     )
-    memory_s = traffic / device.bandwidth
     per_micro = matmul_s + memory_s
     trainable = lora_adapter_params(spec, work) / (tp * pp) if work.is_lora else split["total"]
     opt_shard = np.where(zero >= 1, dp, 1)

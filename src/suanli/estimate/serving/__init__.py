@@ -48,6 +48,11 @@ Scheduling policies (``policy``):
   iteration as the running sequences' decode tokens.
 - ``chunked``: continuous with a per-iteration token budget (``max_batched_tokens``, 2048):
   decode tokens first, the rest of the budget to prompt chunks (Sarathi-Serve, vLLM V1).
+- ``prefill-first``: vLLM v0's default scheduler (and Vidur's ``vllm``): when waiting prompts
+  can be admitted (same FCFS admission, budget and KV rules as ``continuous``, no blocks kept
+  for the paused decodes), the iteration prefills only them and every running sequence skips
+  it; a decode-only iteration (preempting as ``continuous`` does) runs only when no prompt can
+  be admitted. Lower TTFT, higher TPOT than ``continuous`` under load.
 
 Several replicas share the arrivals by round-robin or least-loaded dispatch (fewest requests
 waiting or running when the request arrives; a replica in the middle of an iteration counts

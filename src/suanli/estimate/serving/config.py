@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-POLICIES = ("static", "continuous", "chunked")
+POLICIES = ("static", "continuous", "chunked", "prefill-first")
 KV_POLICIES = ("preempt", "reserve")
 
 
@@ -19,8 +19,8 @@ class EngineConfig:
     max_batch: int = 256
     """Most sequences in flight (vLLM ``max_num_seqs``; the static batch size)."""
     max_batched_tokens: int | None = None
-    """Tokens per iteration: prompt tokens for ``continuous`` (default 8192), all tokens for
-    ``chunked`` (default 2048); unused by ``static``."""
+    """Tokens per iteration: prompt tokens for ``continuous`` and ``prefill-first`` (default
+    8192), all tokens for ``chunked`` (default 2048); unused by ``static``."""
     batch_timeout_s: float = 0.5
     """``static``: the longest a waiting request holds the batch back."""
     kv_policy: str = "preempt"

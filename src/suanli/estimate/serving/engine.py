@@ -64,6 +64,7 @@ class EngineState:
         self.reserve = config.kv_policy == "reserve"
         self.static = config.policy == "static"
         self.chunked = config.policy == "chunked"
+        self.prefill_first = config.policy == "prefill-first"
         self.budget = config.token_budget
         self.max_batch = config.max_batch
         # Seconds per unit, precomputed: an iteration is a handful of multiply-adds.

@@ -1,5 +1,6 @@
-"""The scheduling policies of one serving replica: static, continuous and chunked batching,
-with admission into the paged KV cache and preemption (vLLM ``recompute``).
+"""The scheduling policies of one serving replica: static, continuous, chunked and
+prefill-first batching, with admission into the paged KV cache and preemption (vLLM
+``recompute``).
 
 :class:`Replica` runs the iteration loop on the state of
 :class:`~suanli.estimate.serving.engine.EngineState`; the policies are described in
@@ -19,7 +20,12 @@ class Replica(EngineState):
     """One engine: the iteration loop, KV blocks, events and statistics.
 
     The state, costs and bookkeeping are those of :class:`EngineState`; this class schedules
-    the iterations under the engine's policy (``static``, ``continuous`` or ``chunked``).
+    the iterations under the engine's policy (``static``, ``continuous``, ``chunked`` or
+    ``prefill-first``).
+
+    ``self.k`` counts decode steps: the aggregate KV bookkeeping and the finish events are keyed
+    by it. Every iteration of ``continuous`` and ``chunked`` is a decode step; a prefill-only
+    iteration of ``prefill-first`` is not (the running sequences pause), so it leaves ``k``.
     """
 
     # -- KV ------------------------------------------------------------------------------------
@@ -76,15 +82,20 @@ class Replica(EngineState):
                 )
 
     def _scheduled_iteration(self) -> bool:
-        """Schedule and run one iteration with prefill work; False when there is none."""
+        """Schedule and run one iteration with prefill work; False when there is none.
+
+        ``prefill-first`` (vLLM v0): the iteration holds only the admitted prompts, the running
+        sequences' decodes wait for the next one; they need no blocks in it and nothing is
+        preempted here (a decode step preempts, :meth:`_decode_run`)."""
         s = self.s
         j = self.k
         bs = self.bs
+        prefill_only = self.prefill_first
         # Running sequences first: their decode blocks, preempting if short (vLLM order);
         # after a preemption nothing new is admitted in this iteration.
         preempted = False
         need = 0
-        if not self.reserve and self.n:
+        if not self.reserve and self.n and not prefill_only:
             preempted = self._preempt_for(j) and self.n > 0
             need = self.phase[(-j) % bs]
         n = self.n
@@ -134,10 +145,16 @@ class Replica(EngineState):
                 slots -= 1
         if not chunks:
             return False
-        # One iteration: the prefill chunks plus one decode token per running sequence.
-        decode_keys = self.acc + n * (j + 1)
-        tokens = logits = n
-        keys = positions = float(decode_keys)
+        # One iteration: the prefill chunks plus one decode token per running sequence (none
+        # with prefill-first: decode step j is still to come, so joiners start with it).
+        if prefill_only:
+            tokens = logits = 0
+            keys = positions = 0.0
+            joined = j - 1
+        else:
+            tokens = logits = n
+            keys = positions = float(self.acc + n * (j + 1))
+            joined = j
         completing: list[int] = []
         for rid, c, p in chunks:
             tokens += c
@@ -157,10 +174,11 @@ class Replica(EngineState):
             self.prefilling.remove(rid)
             if first[rid] != first[rid]:  # NaN: first token (not a recomputation)
                 first[rid] = self.clock
-            self.join_decode(rid, j)
-        if j in self.events:
-            self.process_events(j)
-        self.k = j + 1
+            self.join_decode(rid, joined)
+        if not prefill_only:
+            if j in self.events:
+                self.process_events(j)
+            self.k = j + 1
         self.account(dt, used0)
         return True
 
