@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.elementwise import eager_bytes_per_token
 from suanli.estimate.flops import step_flops
-from suanli.estimate.perf import eager_bytes_per_token, inference_perf, scaling, training_perf
+from suanli.estimate.perf import inference_perf, scaling, training_perf
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.models.resolve import load_model
@@ -176,7 +177,7 @@ def test_local_bench_profile_is_used_automatically(
 @pytest.mark.parametrize("batch", [1, 8])
 def test_fused_kernels_are_never_slower_than_eager(model: str, batch: int) -> None:
     """Fusing reads and writes each tensor once: fewer bytes and fewer kernels than eager."""
-    from suanli.estimate.perf import elementwise_kernels_per_layer, fused_bytes_per_token
+    from suanli.estimate.elementwise import elementwise_kernels_per_layer, fused_bytes_per_token
 
     spec = load_model(model).spec
     eager = TrainWork(task="full", batch=batch, seq=1024, kernels="eager")
@@ -190,9 +191,11 @@ def test_fused_kernels_are_never_slower_than_eager(model: str, batch: int) -> No
 
 def test_small_kernels_cost_a_floor_each() -> None:
     """At one short sequence the element-wise ops are launch-bound, not bandwidth-bound."""
-    from suanli.estimate.perf import elementwise_kernels_per_layer, elementwise_seconds
+    from suanli.estimate.elementwise import elementwise_kernels_per_layer, elementwise_seconds
 
     work = TrainWork(task="full", batch=1, seq=16)
-    seconds = elementwise_seconds(LLAMA8, work, H100, 32, 16, 1)
+    seconds = elementwise_seconds(
+        LLAMA8, work, H100.bandwidth, H100.gemm_model.small_op_s, 32, 16, 1
+    )
     kernels = elementwise_kernels_per_layer(LLAMA8, work) * 3 * 32
     assert seconds == pytest.approx(kernels * H100.gemm_model.small_op_s)

@@ -250,3 +250,76 @@ def serve_forward(
     op_bytes = 2 * b * rows * hidden
     small = num_layers * SERVING_SMALL_OPS * maximum(model.small_op_s, op_bytes / memory_bw)
     return ServeKernels(gemm, attention, small)
+
+
+#: Bytes moved per element cast from bf16 to fp8: read 2, write 1.
+FP8_CAST_BYTES = 3.0
+#: Bytes moved per weight dequantized from NF4 to bf16: read 4 bits and the double-quantized
+#: scales (4.127 bits in all, catalog/data/quant.toml nf4-dq), write 2 bytes.
+NF4_DEQUANT_BYTES = 4.127 / 8 + 2.0
+
+
+def _sharded(s: Any, hidden: int, tp: Any) -> tuple[Any, Any]:
+    down = s.kind in ROW_PARALLEL or (
+        s.kind in ("experts", "shared") and s.n_out == hidden and s.n_in != hidden
+    )
+    return (s.n_in / tp, s.n_out) if down else (s.n_in, s.n_out / tp)
+
+
+def fp8_cast_seconds(
+    shapes: Any,
+    num_layers: int,
+    hidden: int,
+    tokens: Any,
+    tp: Any,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    *,
+    expert_share: float = 1.0,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """Casting every linear GEMM's operands to fp8, per average layer and micro-batch.
+
+    With dynamic scaling (Transformer Engine, torchao float8) each GEMM casts its input and its
+    weight for the forward pass, the output gradient for the backward, and the transposed copies
+    of weight and input for the two backward GEMMs: ``3 bytes x (2·M·K + M·N + 2·K·N)`` (read bf16,
+    write fp8), five cast kernels, each at least one element-wise floor. This is why fp8
+    training is 1.3-1.5x bf16 end to end, not 2x (Micikevicius et al. 2022, "FP8 formats for
+    deep learning", and the torchao float8 README's per-shape speedup tables)."""
+    memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
+    total: Any = 0.0
+    for s in shapes:
+        per_layer = s.count / num_layers
+        rows = tokens * expert_share if s.kind == "experts" else tokens
+        k, n = _sharded(s, hidden, tp)
+        elements = 2 * rows * k + rows * n + 2 * k * n
+        total = total + per_layer * maximum(
+            FP8_CAST_BYTES * elements / memory_bw, 5 * model.small_op_s
+        )
+    return total
+
+
+def nf4_dequant_seconds(
+    shapes: Any,
+    num_layers: int,
+    hidden: int,
+    tp: Any,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    *,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """Dequantizing every frozen NF4 weight of one average layer to bf16, once.
+
+    QLoRA (Dettmers et al. 2023, §3: "we dequantize the storage data type to the computation
+    data type to perform the forward and backward pass") runs a dequantize kernel before each
+    GEMM that uses a frozen weight: forward, the backward's input gradient, and the recomputed
+    forward. Each reads the packed weight and writes it in bf16 (``NF4_DEQUANT_BYTES`` a weight)."""
+    memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
+    total: Any = 0.0
+    for s in shapes:
+        k, n = _sharded(s, hidden, tp)
+        total = total + s.count / num_layers * maximum(
+            NF4_DEQUANT_BYTES * k * n / memory_bw, model.small_op_s
+        )
+    return total

@@ -19,6 +19,7 @@ import numpy as np
 from suanli.catalog.formats import get_format, overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.comm import Network
+from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.flops import step_flops
 from suanli.estimate.memory import (
     activation_settings,
@@ -28,14 +29,7 @@ from suanli.estimate.memory import (
     lora_adapter_params,
     optimizer_bytes_per_param,
 )
-from suanli.estimate.perf import (
-    DP_OVERLAP,
-    Device,
-    elementwise_seconds,
-    loss_bytes,
-    optimizer_step_bytes,
-    train_matmul_seconds,
-)
+from suanli.estimate.perf import DP_OVERLAP, Device, train_matmul_seconds
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import Overheads, TrainWork
 from suanli.models.params import count_params
@@ -268,7 +262,14 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     split = _param_split(spec, tp, pp, work.parallel.ep)
     passes = 3 if work.recompute == "full" else 2
     memory_s = elementwise_seconds(
-        spec, work, device, stage_layers, tokens, tp, maximum=np.maximum
+        spec,
+        work,
+        device.bandwidth,
+        device.gemm_model.small_op_s,
+        stage_layers,
+        tokens,
+        tp,
+        maximum=np.maximum,
     ) + loss_bytes(spec, replace(work, parallel=replace(work.parallel, tp=1)), 1) * tokens / tp / (
         device.bandwidth
     )
