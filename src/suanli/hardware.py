@@ -8,9 +8,11 @@ Peaks come from the GPU catalog, achievable fractions from measured ceilings
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from suanli.catalog.attention import attention_efficiency
 from suanli.catalog.gpu import GPU
 from suanli.catalog.kernels import kernel_model
 from suanli.catalog.loader import CatalogError
@@ -61,6 +63,27 @@ def _local_profile(gpu_id: str) -> dict[tuple[str, str], dict[str, Any]] | None:
         return None
 
 
+def _attention_for(gpu: GPU, precision: str) -> tuple[Any, str]:
+    """The measured fused-attention efficiency of ``gpu`` (16-bit; fp8 recipes keep attention
+    in bf16), as a fraction of its 16-bit dense peak: a function of the shape, and its source."""
+    if gpu.form_factor == "cpu" or precision not in ("bf16", "fp16", "fp8"):
+        return None, ""
+    dtype = "fp16" if precision == "fp16" or not gpu.peak_flops("bf16") else "bf16"
+    peak = gpu.peak_flops(dtype)
+    if not peak:
+        return None, ""
+
+    def efficiency(seq: int, head_dim: int, causal: bool, backward: bool) -> float:
+        return attention_efficiency(
+            gpu, peak, seq_len=seq, head_dim=head_dim, causal=causal, backward=backward, dtype=dtype
+        )[0]
+
+    source = attention_efficiency(
+        gpu, peak, seq_len=4096, head_dim=128, causal=True, backward=False
+    )[1]
+    return lru_cache(maxsize=256)(efficiency), source
+
+
 def device_for(
     gpu: GPU,
     dtype: str = "bf16",
@@ -102,6 +125,7 @@ def device_for(
         if gpu.form_factor == "cpu"
         else kernel_model(gpu, Ceiling(matmul_fraction, memory_fraction, source))
     )
+    attention, attention_source = _attention_for(gpu, precision)
     return Device(
         name=gpu.id,
         peak_flops=peak,
@@ -113,4 +137,6 @@ def device_for(
         usd_per_hour=float(gpu.get("cloud_usd_per_hour") or 0),
         efficiency_source=source,
         gemm=gemm,
+        attention=attention,
+        attention_source=attention_source,
     )

@@ -122,10 +122,10 @@ def test_calibration_file_replaces_the_ceiling(tmp_path: Path) -> None:
     work = TrainWork(task="full", batch=8, seq=4096, kernels="fused")
     slow = training_perf(LLAMA8, work, calibrated).breakdown_s["compute"]
     fast = training_perf(LLAMA8, work, H100).breakdown_s["compute"]
-    # Compute-bound GEMMs scale with the ceiling; kernel launches and the few memory-bound
-    # GEMMs of this large batch do not, so the ratio is close to, not exactly, the ceilings'.
-    assert slow / fast == pytest.approx(H100.matmul_flops / 400e12, rel=0.02)
-    assert slow / fast < H100.matmul_flops / 400e12
+    # Compute-bound GEMMs scale with the ceiling; kernel launches, the few memory-bound GEMMs
+    # and the attention core (measured FlashAttention rates, not the GEMM ceiling) do not.
+    ratio = H100.matmul_flops / 400e12
+    assert 0.85 * ratio < slow / fast < ratio
 
 
 def test_bad_calibration_file_is_one_sentence(tmp_path: Path) -> None:

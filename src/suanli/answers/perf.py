@@ -10,6 +10,7 @@ from typing import Any
 
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
 from suanli.answers.devices import resolve_gpu
+from suanli.answers.perf_terms import TimeTerm, infer_terms, train_terms
 from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
@@ -162,6 +163,8 @@ class TrainPerfAnswer(Answer):
     gpu_memory_bytes: int = 0
     warnings: tuple[str, ...] = ()
     """Why the job cannot run as given (with ignore_fit), one sentence each."""
+    terms: tuple[TimeTerm, ...] = ()
+    """Every time term with its efficiency, its source and its formula (--explain)."""
     pue: float = field(default=DEFAULT_PUE, metadata=NOT_IN_JSON)
 
 
@@ -207,6 +210,8 @@ class InferPerfAnswer(Answer):
     gpu_memory_bytes: int = 0
     warnings: tuple[str, ...] = ()
     """Why the job cannot run as given (with ignore_fit), one sentence each."""
+    terms: tuple[TimeTerm, ...] = ()
+    """Every time term with its efficiency, its source and its formula (--explain)."""
     largest_batch: int = 0
     """The largest batch that fits at this context (the sweep stops there); 0: none fits."""
     batch: int = field(default=1, metadata=NOT_IN_JSON)
@@ -310,6 +315,7 @@ def train_perf_answer(
         ),
         explain=dict(TRAIN_EXPLAIN),
         **_validity_fields(validity),
+        terms=train_terms(work, device, result),
         pue=pue,
     )
 
@@ -391,6 +397,7 @@ def infer_perf_answer(
         ),
         explain=dict(INFER_EXPLAIN),
         **_validity_fields(validity),
+        terms=infer_terms(work, device, result),
         largest_batch=largest_batch or 0,
         batch=work.batch,
         prompt=prompt,

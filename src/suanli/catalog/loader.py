@@ -38,6 +38,7 @@ NON_GPU_DATA_FILES = frozenset(
         "efficiency.toml",
         "costs.toml",
         "kernels.toml",
+        "attention.toml",
     }
 )
 

@@ -81,6 +81,9 @@ def _fmt_s(seconds: float) -> str:
 )
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option(
+    "--explain", is_flag=True, help="Every time term: its efficiency, source and formula."
+)
+@click.option(
     "--ignore-fit",
     is_flag=True,
     help="Give the speed of a job that does not fit or that the card cannot compute, "
@@ -99,6 +102,7 @@ def perf_cmd(
     pue: float,
     price: float | None,
     catalog_file: str | None,
+    explain: bool,
     ignore_fit: bool,
     as_json: bool,
     **opts: Any,
@@ -134,8 +138,35 @@ def perf_cmd(
         _render_infer(answer)
     else:
         _render_train(answer)
+    if explain:
+        _render_terms(answer)
     for warning in answer.warnings:
         click.secho(f"cannot run as given: {warning}", fg="red", err=True)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """The first clause of a source (the whole of it is in --json)."""
+    head = text.split(";")[0].split(" (")[0]
+    return head if len(head) <= limit else head[: limit - 1] + "…"
+
+
+def _render_terms(doc: InferPerfAnswer | TrainPerfAnswer) -> None:
+    print_table(
+        "how each term is computed",
+        ["term", "time", "efficiency", "from"],
+        [
+            [
+                t.term,
+                _fmt_s(t.seconds),
+                f"{t.efficiency:.0%}" if t.efficiency is not None else "-",
+                _short(t.source),
+            ]
+            for t in doc.terms
+        ],
+        right_align=["time", "efficiency"],
+    )
+    for t in doc.terms:
+        click.echo(f"{t.term}: {t.formula}")
 
 
 def _runnable_rows(doc: InferPerfAnswer | TrainPerfAnswer) -> list[list[str]]:

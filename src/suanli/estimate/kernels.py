@@ -196,6 +196,7 @@ def serve_forward(
     model: GemmModel,
     *,
     attention_flops: Any = 0.0,
+    attention_flops_per_s: float = 0.0,
     kv_bytes: Any = 0.0,
     touched_share: Any = 1.0,
     expert_share: float = 1.0,
@@ -204,7 +205,8 @@ def serve_forward(
 ) -> ServeKernels:
     """One forward pass over ``rows`` tokens of ``sequences`` sequences on one GPU of ``tp``.
 
-    Prefill: ``rows`` = sequences x prompt, ``attention_flops`` the scores and values; decode:
+    Prefill: ``rows`` = sequences x prompt, ``attention_flops`` the scores and values at
+    ``attention_flops_per_s`` (the fused kernel's measured rate; default the GEMM model's); decode:
     ``rows`` = sequences, ``kv_bytes`` the KV cache read. Linear weights are read in
     ``weight_bytes`` per element (the format's), activations in 16 bits; MoE layers run only the
     experts the tokens touch (a ``touched_share`` of them, ``rows x expert_share`` tokens each on
@@ -240,10 +242,9 @@ def serve_forward(
         gemm = gemm + count * t(m, n_out, n_in, weight_bytes)
     gemm = gemm + t(sequences, vocab / tp, hidden, b)
     memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
+    attention_rate = attention_flops_per_s or peak_flops * model.compute_efficiency
     attention = (
-        attention_flops / tp / (peak_flops * model.compute_efficiency)
-        + kv_bytes / memory_bw
-        + num_layers * model.launch_s
+        attention_flops / tp / attention_rate + kv_bytes / memory_bw + num_layers * model.launch_s
     )
     # Each element-wise op reads and writes the hidden states (the activation's intermediate
     # width for the MLP activation is folded in: it is one of six).

@@ -69,6 +69,16 @@ class Device:
     efficiency_source: str = ""
     gemm: GemmModel | None = None
     """The card's GEMM kernel model (None: one efficiency for every matmul, no launch cost)."""
+    attention: Callable[[int, int, bool, bool], float] | None = None
+    """Measured fused-attention efficiency as a fraction of the 16-bit dense peak, by
+    ``(seq_len, head_dim, causal, backward)`` (None: the GEMM model's compute efficiency)."""
+    attention_source: str = ""
+
+    def attention_efficiency(self, seq: int, head_dim: int, causal: bool, backward: bool) -> float:
+        """The attention core's efficiency (of the 16-bit peak) for one pass."""
+        if self.attention is None:
+            return self.gemm_model.compute_efficiency
+        return self.attention(seq, head_dim, causal, backward)
 
     @property
     def gemm_model(self) -> GemmModel:
@@ -177,8 +187,20 @@ def train_matmul_seconds(
     bf16_peak = peak / 2 if fp8 else peak
     causal = work.attention != "eager"
     core_per_token = forward_flops_per_token(spec, work.seq, causal)["attention_core"]
-    core = core_per_token / spec.num_layers * tokens / tp / (bf16_peak * model.compute_efficiency)
-    forward, backward = g.forward_s + core, g.backward_s + 2 * core
+    core_flops = core_per_token / spec.num_layers * tokens / tp
+    if work.attention == "eager":
+        # Eager attention is two batched GEMMs around a separate softmax: GEMM efficiency.
+        core = core_flops / (bf16_peak * model.compute_efficiency)
+        core_back = 2 * core
+    else:
+        # Fused kernels (FlashAttention, SDPA), measured: the backward pass recomputes the
+        # scores and does 2.5x the forward's FLOPs (Dao 2023, §4.1).
+        head_dim = spec.attention.head_dim
+        fwd = device.attention_efficiency(work.seq, head_dim, causal, False)
+        bwd = device.attention_efficiency(work.seq, head_dim, causal, True)
+        core = core_flops / (bf16_peak * fwd)
+        core_back = 2.5 * core_flops / (bf16_peak * bwd)
+    forward, backward = g.forward_s + core, g.backward_s + core_back
     if fp8:
         backward = backward + fp8_cast_seconds(
             shapes,
@@ -513,8 +535,15 @@ def serve_kernels(
         "ceil": ceil,
     }
     core = forward_flops_per_token(spec, prompt, causal=True)["attention_core"]
+    # Attention stays in 16 bits with fp8 weights: half the fp8 tensor rate.
+    bf16_peak = device.peak_flops / 2 if fmt.compute_dtype == "fp8" else device.peak_flops
+    rate = bf16_peak * device.attention_efficiency(prompt, spec.attention.head_dim, True, False)
     prefill = serve_forward(
-        rows=batch * prompt, sequences=batch, attention_flops=core * prompt * batch, **common
+        rows=batch * prompt,
+        sequences=batch,
+        attention_flops=core * prompt * batch,
+        attention_flops_per_s=rate,
+        **common,
     )
     touched = 1 - (1 - share) ** batch if moe is not None else 1.0
     decode = serve_forward(

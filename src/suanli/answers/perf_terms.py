@@ -1,0 +1,148 @@
+"""Every time term of a speed answer with its efficiency, where that efficiency comes from, and
+the formula behind it (``suanli perf --explain``, the ``terms`` of the perf documents)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from suanli.estimate.perf import Device, InferPerf, TrainPerf
+from suanli.estimate.workload import InferWork, TrainWork
+
+GEMM_FORMULA = (
+    "sum over the linear layers of max(2 M' N' K / (peak x e_c), operand bytes / (bandwidth x "
+    "e_m)) + launch, M' N' padded to the 128 tile (16 below one tile); forward, input gradient, "
+    "weight gradient; attention core at e_c (suanli/estimate/kernels.py)"
+)
+COLLECTIVE_FORMULA = {
+    "tensor_parallel": "4 all-reduces per layer (6 with full recompute), ring or tree, "
+    "alpha-beta (estimate/comm.py)",
+    "data_parallel": "gradient all-reduce (ZeRO 2: reduce-scatter + all-gather; FSDP: all-gathers "
+    "per pass) less what overlaps the backward pass",
+    "pipeline_p2p": "2 sends of the activations per micro-batch over one NIC or NVLink",
+    "expert_all_to_all": "dispatch and combine, forward and backward, per MoE layer",
+}
+
+
+@dataclass(frozen=True)
+class TimeTerm:
+    """One term of the time: seconds, the efficiency used and where it comes from."""
+
+    term: str
+    seconds: float
+    efficiency: float | None
+    """Share of the datasheet rate (peak FLOP/s, bandwidth or link rate) the term runs at."""
+    source: str
+    formula: str
+
+
+def _link_source(device: Device, kind: str, group: int, stride: int) -> tuple[float, str]:
+    link = device.network.link_for(group, stride)
+    return (
+        link.efficiency,
+        f"{link.name}: {link.bandwidth_bytes_per_s / 1e9:,.0f} GB/s, "
+        f"{link.latency_s * 1e6:.1f} us per step (catalog/data/interconnect.toml)",
+    )
+
+
+def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[TimeTerm, ...]:
+    """The terms of a training step time."""
+    gemm = device.gemm_model
+    par = work.parallel
+    terms = [
+        TimeTerm(
+            "compute (GEMMs and attention)",
+            result.breakdown_s["compute"],
+            gemm.compute_efficiency,
+            gemm.source or device.efficiency_source,
+            GEMM_FORMULA
+            + (" ; fp8: linear layers only, with operand casts" if work.dtype == "fp8" else "")
+            + (" ; NF4 weights dequantized before each GEMM" if work.task == "qlora" else ""),
+        ),
+        TimeTerm(
+            "memory (element-wise ops, loss, optimizer)",
+            result.breakdown_s["memory"],
+            device.memory_efficiency,
+            device.efficiency_source,
+            f"max(traffic / achievable bandwidth, kernels x {gemm.small_op_s * 1e6:.1f} us) per "
+            f"pass ({work.kernels} kernels, estimate/elementwise.py); optimizer step bytes / "
+            "bandwidth",
+        ),
+    ]
+    groups = {
+        "tensor_parallel": (par.tp, 1),
+        "data_parallel": (par.dp, par.tp * par.pp),
+        "pipeline_p2p": (par.pp, par.tp),
+        "expert_all_to_all": (par.ep, par.tp),
+    }
+    for kind, seconds in result.comm_detail_s.items():
+        group, stride = groups.get(kind, (2, 1))
+        efficiency, source = _link_source(device, kind, group, stride)
+        terms.append(
+            TimeTerm(
+                f"communication: {kind}",
+                seconds,
+                efficiency,
+                source,
+                COLLECTIVE_FORMULA.get(kind, "alpha-beta (estimate/comm.py)"),
+            )
+        )
+    if result.breakdown_s.get("bubble"):
+        terms.append(
+            TimeTerm(
+                "pipeline bubble",
+                result.breakdown_s["bubble"],
+                None,
+                "1F1B schedule (Narayanan et al. 2021)",
+                "(pp - 1) / vpp x one micro-batch's time",
+            )
+        )
+    return tuple(terms)
+
+
+def infer_terms(work: InferWork, device: Device, result: InferPerf) -> tuple[TimeTerm, ...]:
+    """The terms of TTFT and TPOT."""
+    gemm = device.gemm_model
+    b = result.breakdown_s
+    terms = [
+        TimeTerm(
+            "prefill (TTFT), kernel by kernel",
+            b.get("prefill_kernels", 0.0),
+            gemm.compute_efficiency,
+            gemm.source or device.efficiency_source,
+            GEMM_FORMULA + "; never below the roofline of the whole pass",
+        ),
+        TimeTerm(
+            "decode: GEMMs (weights streamed)",
+            b.get("decode_gemms", 0.0),
+            gemm.memory_efficiency,
+            gemm.source or device.efficiency_source,
+            f"per linear weight: max(compute, weight bytes in {work.weight_format} / (bandwidth x "
+            "e_m)) + launch; MoE: the experts the batch touches",
+        ),
+        TimeTerm(
+            "decode: attention (KV cache read)",
+            b.get("decode_attention", 0.0),
+            gemm.memory_efficiency,
+            gemm.source or device.efficiency_source,
+            "KV bytes of the batch at the average context / (bandwidth x e_m) + a launch per layer",
+        ),
+        TimeTerm(
+            "decode: element-wise kernels",
+            b.get("decode_small_ops", 0.0),
+            None,
+            f"{gemm.small_op_s * 1e6:.1f} us per kernel, measured small ops ({gemm.source})",
+            "6 kernels per layer (norms, rotary, activation, adds), each max(floor, bytes / bw)",
+        ),
+    ]
+    if b.get("communication"):
+        efficiency, source = _link_source(device, "tensor_parallel", work.tp, 1)
+        terms.append(
+            TimeTerm(
+                "communication: tensor_parallel",
+                b["communication"],
+                efficiency,
+                source,
+                "2 all-reduces per layer per forward (prefill and each decode step)",
+            )
+        )
+    return tuple(terms)
