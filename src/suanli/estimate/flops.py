@@ -19,6 +19,7 @@ hardware FLOPs (HFU) include it (PaLM, Chowdhery et al. 2022, appendix B).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from suanli.models.spec import ModelSpec
 
@@ -58,6 +59,12 @@ def attention_context(spec: ModelSpec, seq: int, causal: bool, layer: int) -> fl
 
 def forward_flops_per_token(spec: ModelSpec, seq: int, causal: bool = False) -> dict[str, float]:
     """Forward matmul FLOPs per token by component, averaged over the layers."""
+    return dict(_forward_flops_per_token(spec, seq, causal))
+
+
+@lru_cache(maxsize=1024)
+def _forward_flops_per_token(spec: ModelSpec, seq: int, causal: bool) -> dict[str, float]:
+    # Cached: every estimate asks for it several times (FLOPs, the GEMM model, the planner).
     h = spec.hidden_size
     att = spec.attention
     nh, nkv, d, dv = att.num_heads, att.num_kv_heads, att.head_dim, att.v_head_dim

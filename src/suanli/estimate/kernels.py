@@ -67,6 +67,19 @@ def gemm_seconds(
     ``weight_bytes``: bytes per element of the ``k x n`` operand when it is stored in another
     format than the activations (weight-only quantization: 0.5 for 4-bit)."""
     tile = model.tile
+    w_bytes = dtype_bytes if weight_bytes is None else weight_bytes
+    if maximum is max:  # one GEMM (the scalar path): plain branches, a few times faster
+        if tile > 1 and m < tile:
+            m_pad = math.ceil(m / SMALL_TILE) * SMALL_TILE
+        else:
+            m_pad = math.ceil(m / tile) * tile
+        flops_time = (
+            2.0 * m_pad * (math.ceil(n / tile) * tile) * k / (peak_flops * model.compute_efficiency)
+        )
+        bytes_time = (dtype_bytes * (m * k + m * n) + w_bytes * k * n) / (
+            bandwidth_bytes_per_s * model.memory_efficiency
+        )
+        return (flops_time if flops_time > bytes_time else bytes_time) + model.launch_s
     # Below one tile the kernels switch to narrow tiles (GEMV-like, split-K): M pads to a
     # multiple of 16 only. Written with ``maximum`` and ``ceil`` alone so that arrays work.
     big_pad = ceil(m / tile) * tile
@@ -75,7 +88,6 @@ def gemm_seconds(
     m_pad = small_pad + (big_pad - small_pad) * at_least_one_tile
     n_pad = ceil(n / tile) * tile
     compute = 2.0 * m_pad * n_pad * k / (peak_flops * model.compute_efficiency)
-    w_bytes = dtype_bytes if weight_bytes is None else weight_bytes
     traffic = dtype_bytes * (m * k + m * n) + w_bytes * k * n
     memory = traffic / (bandwidth_bytes_per_s * model.memory_efficiency)
     return maximum(compute, memory) + model.launch_s

@@ -7,7 +7,7 @@ nothing here holds bytes, because the dtype belongs to the workload, not the arc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,15 @@ class ModelSpec:
     """tanh soft-capping of the output logits (Gemma 2: 30); 0 when absent."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What was left out or assumed while reading the config."""
+
+    def __hash__(self) -> int:
+        # Hashed once and kept: the estimators' caches (shapes, FLOPs per token) look a spec up
+        # many times per estimate, and a nested frozen dataclass rehashes every field each time.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     @property
     def num_dense_layers(self) -> int:
