@@ -16,7 +16,7 @@ from suanli.models.spec import ModelSpec
 from suanli.units import GiB
 
 #: Tensor precisions a training dtype needs units for, and what to offer instead.
-TRAINING_PRECISIONS = ("fp8", "bf16", "fp16")
+TRAINING_PRECISIONS = ("fp8", "bf16", "fp16", "tf32")
 #: The order in which a card's precisions are offered as alternatives.
 OFFER_ORDER = ("fp8", "bf16", "fp16", "tf32", "fp32")
 
@@ -44,14 +44,15 @@ def card_precisions(gpu: GPU) -> tuple[str, ...]:
 def precision_problem(gpu: GPU, dtype: str) -> str | None:
     """Why ``gpu`` cannot train in ``dtype`` (None: it can).
 
-    fp8 needs fp8 tensor cores (Ada, Hopper, Blackwell, CDNA 3, Gaudi 2+); bf16 needs Ampere,
+    fp8 needs fp8 tensor cores (Ada, Hopper, Blackwell, CDNA 3, Gaudi 2+); tf32 and bf16 need
+    Ampere,
     CDNA 2 or later (Turing and Volta have fp16 only: PyTorch's ``is_bf16_supported()`` is
     false there and Hugging Face refuses ``bf16=True``). A CPU runs any dtype in software.
     """
     if gpu.form_factor == "cpu" or dtype not in TRAINING_PRECISIONS or gpu.peak_flops(dtype):
         return None
     has = card_precisions(gpu)
-    instead = next((p for p in has if p in TRAINING_PRECISIONS), "fp32")
+    instead = next((p for p in has if p in TRAINING_PRECISIONS and p != "tf32"), "fp32")
     arch = gpu.get("architecture") or gpu.vendor
     return (
         f"{gpu.id} ({arch}) has no {dtype} tensor units (it has {', '.join(has) or 'none'}); "

@@ -125,7 +125,7 @@ def optimizer_step_bytes(work: TrainWork, trainable: float) -> float:
     dtype copy); in pure precision ``7b``. One state (SGD momentum, Lion) saves a third.
     """
     b = work.dtype_bytes
-    mixed = work.precision == "mixed" and work.dtype != "fp32"
+    mixed = work.precision == "mixed" and not work.fp32_storage
     per_param = float(2 * b + 24) if mixed else float(7 * b)
     if work.optimizer in ("sgd",):
         per_param = float(3 * b)

@@ -288,8 +288,8 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     split = param_split(spec, par.tp, par.pp, par.ep)
     assumptions: list[str] = []
     lines: list[Line] = []
-    mixed = work.precision == "mixed" and work.dtype != "fp32"
-    state_bytes = 4 if (mixed or work.dtype == "fp32") else b
+    mixed = work.precision == "mixed" and not work.fp32_storage
+    state_bytes = 4 if (mixed or work.fp32_storage) else b
 
     if work.is_lora:
         trainable, adapter_lines = _lora_params(spec, work, split)
@@ -457,7 +457,7 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
         )
     stage = split.layers_on_stage / spec.num_layers
     adapters = lora_adapter_params(spec, work) * stage / par.tp
-    mixed = work.precision == "mixed" and work.dtype != "fp32"
+    mixed = work.precision == "mixed" and not work.fp32_storage
     adapter_bytes = 4 if mixed else work.dtype_bytes
     lines.append(
         Line(

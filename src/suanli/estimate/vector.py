@@ -193,8 +193,8 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
     """Per-GPU bytes (the ``total_bytes`` of :func:`training_memory`) for every layout."""
     b = work.dtype_bytes
     split = _param_split(spec, lay.tp, lay.pp, work.parallel.ep)
-    mixed = work.precision == "mixed" and work.dtype != "fp32"
-    state_bytes = 4 if (mixed or work.dtype == "fp32") else b
+    mixed = work.precision == "mixed" and not work.fp32_storage
+    state_bytes = 4 if (mixed or work.fp32_storage) else b
     zero, dp = lay.zero, lay.dp
     w3 = np.where(zero >= 3, dp, 1)
     total = np.zeros(len(lay.tp))

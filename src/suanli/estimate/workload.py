@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 TASKS = ("pretrain", "full", "lora", "qlora", "infer")
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
-DTYPES = ("fp32", "bf16", "fp16", "fp8")
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 PRECISIONS = ("mixed", "pure")
 OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "sgd_momentum", "adafactor", "lion")
 RECOMPUTE = ("none", "selective", "full")
@@ -20,7 +20,8 @@ DEVICES = ("cuda", "cpu")
 KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+#: Bytes per element in memory; tf32 is fp32 storage multiplied on TF32 tensor cores.
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 
 def check_tensor_parallel(num_heads: int, tp: int, model_name: str) -> None:
@@ -155,6 +156,12 @@ class TrainWork:
             _choice("lora_targets", target, LORA_TARGETS)
         if self.dropout is not None and not 0 <= self.dropout < 1:
             raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
+
+    @property
+    def fp32_storage(self) -> bool:
+        """Weights and activations kept in fp32 (``fp32``, or ``tf32``: fp32 multiplied on the
+        TF32 tensor cores of Ampere and later, PyTorch's ``allow_tf32``)."""
+        return self.dtype in ("fp32", "tf32")
 
     @property
     def dtype_bytes(self) -> int:

@@ -91,7 +91,7 @@ def _remedies(work: TrainWork, gpus: int) -> Iterator[tuple[str, str, TrainWork]
         ).index(mode):
             current = replace(current, recompute=mode)
             yield "recompute", f"{mode} activation recomputation", current
-    if current.dtype == "fp32":  # (3)
+    if current.fp32_storage:  # (3)
         current = replace(current, dtype="bf16", precision="mixed")
         yield "precision", "bf16 mixed precision", current
     if current.optimizer in ("adamw", "sgd_momentum", "lion"):
