@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from suanli.catalog.attention import attention_efficiency
+from suanli.catalog.decode_attention import decode_attention_efficiency
 from suanli.catalog.gpu import GPU
 from suanli.catalog.kernels import kernel_model
 from suanli.catalog.loader import CatalogError
@@ -61,6 +62,16 @@ def _local_profile(gpu_id: str) -> dict[tuple[str, str], dict[str, Any]] | None:
         return read_calibration(path)
     except CatalogError:
         return None
+
+
+def _decode_attention_for(gpu: GPU) -> Any:
+    """Measured paged decode-attention bandwidth utilization of ``gpu``'s generation
+    (FlashInfer's kernels, catalog/data/decode_attention.toml), by (batch, context)."""
+
+    def efficiency(batch: int, context: int) -> float:
+        return decode_attention_efficiency(gpu, batch=max(batch, 1), context=max(context, 1))[0]
+
+    return lru_cache(maxsize=512)(efficiency)
 
 
 def _attention_for(gpu: GPU, precision: str) -> tuple[Any, str]:
@@ -139,4 +150,5 @@ def device_for(
         gemm=gemm,
         attention=attention,
         attention_source=attention_source,
+        decode_attention=None if gpu.form_factor == "cpu" else _decode_attention_for(gpu),
     )

@@ -199,3 +199,23 @@ def test_small_kernels_cost_a_floor_each() -> None:
     )
     kernels = elementwise_kernels_per_layer(LLAMA8, work) * 3 * 32
     assert seconds == pytest.approx(kernels * H100.gemm_model.small_op_s)
+
+
+def test_decode_attention_reads_the_kv_cache_at_the_measured_kernel_rate() -> None:
+    """Paged decode attention reaches a measured share of the bandwidth (FlashInfer's
+    benchmark): low for one short sequence, high for many long ones."""
+    from suanli.catalog.decode_attention import decode_attention_efficiency
+    from suanli.estimate.memory import kv_bytes_per_token
+
+    h100 = find_gpu("h100", GPUS)
+    for batch, prompt in ((1, 1024), (64, 4096)):
+        work = InferWork(batch=batch, context=prompt + 128)
+        result = inference_perf(LLAMA8, work, H100, prompt=prompt, output=128)
+        context = prompt + 64
+        kv = kv_bytes_per_token(LLAMA8, work.kv_bytes, context, 1) * context * batch
+        eff = decode_attention_efficiency(h100, batch=batch, context=context)[0]
+        assert result.breakdown_s["decode_attention"] == pytest.approx(
+            kv / (H100.memory_bytes_per_s * eff), rel=1e-6
+        )
+    assert decode_attention_efficiency(h100, batch=1, context=1088)[0] < 0.3
+    assert decode_attention_efficiency(h100, batch=64, context=4160)[0] > 0.8

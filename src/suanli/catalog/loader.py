@@ -39,6 +39,7 @@ NON_GPU_DATA_FILES = frozenset(
         "costs.toml",
         "kernels.toml",
         "attention.toml",
+        "decode_attention.toml",
     }
 )
 

@@ -210,6 +210,7 @@ def serve_forward(
     attention_flops: Any = 0.0,
     attention_flops_per_s: float = 0.0,
     kv_bytes: Any = 0.0,
+    kv_efficiency: Any = None,
     touched_share: Any = 1.0,
     expert_share: float = 1.0,
     maximum: Callable[[Any, Any], Any] = max,
@@ -219,7 +220,9 @@ def serve_forward(
 
     Prefill: ``rows`` = sequences x prompt, ``attention_flops`` the scores and values at
     ``attention_flops_per_s`` (the fused kernel's measured rate; default the GEMM model's); decode:
-    ``rows`` = sequences, ``kv_bytes`` the KV cache read. Linear weights are read in
+    ``rows`` = sequences, ``kv_bytes`` the KV cache read at ``kv_efficiency`` of the peak bandwidth
+    (a measured paged decode-attention kernel; default the GEMMs' streaming efficiency and a
+    launch per layer). Linear weights are read in
     ``weight_bytes`` per element (the format's), activations in 16 bits; MoE layers run only the
     experts the tokens touch (a ``touched_share`` of them, ``rows x expert_share`` tokens each on
     average). The LM head runs on the last token of each sequence, as serving engines do."""
@@ -255,9 +258,12 @@ def serve_forward(
     gemm = gemm + t(sequences, vocab / tp, hidden, b)
     memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
     attention_rate = attention_flops_per_s or peak_flops * model.compute_efficiency
-    attention = (
-        attention_flops / tp / attention_rate + kv_bytes / memory_bw + num_layers * model.launch_s
-    )
+    if kv_efficiency is None:
+        kv_s = kv_bytes / memory_bw + num_layers * model.launch_s
+    else:
+        # A measured decode-attention kernel: its bandwidth utilization includes its launch.
+        kv_s = kv_bytes / (bandwidth_bytes_per_s * kv_efficiency)
+    attention = attention_flops / tp / attention_rate + kv_s
     # Each element-wise op reads and writes the hidden states (the activation's intermediate
     # width for the MLP activation is folded in: it is one of six).
     op_bytes = 2 * b * rows * hidden

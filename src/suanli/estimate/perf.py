@@ -73,6 +73,8 @@ class Device:
     """Measured fused-attention efficiency as a fraction of the 16-bit dense peak, by
     ``(seq_len, head_dim, causal, backward)`` (None: the GEMM model's compute efficiency)."""
     attention_source: str = ""
+    decode_attention: Callable[[int, int], float] | None = None
+    """Measured paged decode-attention bandwidth utilization by ``(batch, context)``."""
 
     def attention_efficiency(self, seq: int, head_dim: int, causal: bool, backward: bool) -> float:
         """The attention core's efficiency (of the 16-bit peak) for one pass."""
@@ -507,6 +509,7 @@ def serve_kernels(
     prompt: int,
     device: Device,
     *,
+    kv_efficiency: Any = None,
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> tuple[ServeKernels, ServeKernels]:
@@ -550,6 +553,7 @@ def serve_kernels(
         rows=batch,
         sequences=batch,
         kv_bytes=kv_bytes_per_seq * batch,
+        kv_efficiency=kv_efficiency,
         touched_share=touched,
         **common,
     )
@@ -577,8 +581,13 @@ def inference_perf(
     )
     context = prompt + output / 2
     per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
+    kv_eff = (
+        device.decode_attention(work.batch, int(context))
+        if device.decode_attention is not None
+        else None
+    )
     prefill_k, decode_k = serve_kernels(
-        spec, work.weight_format, per_seq_kv, work.batch, tp, prompt, device
+        spec, work.weight_format, per_seq_kv, work.batch, tp, prompt, device, kv_efficiency=kv_eff
     )
     # Kernel by kernel (GEMMs by shape, attention, element-wise floors), never faster than the
     # roofline of the whole pass.

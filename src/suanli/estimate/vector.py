@@ -378,6 +378,9 @@ def infer_speed(
     prefill_comm = np.where(
         tp > 1, 2 * layers * _all_reduce(batch * prompt * h * b, tp, bw, lat), 0.0
     )
+    kv_eff = None
+    if device.decode_attention is not None:
+        kv_eff = np.array([device.decode_attention(int(b), int(context)) for b in batch])
     prefill_k, decode_k = serve_kernels(
         spec,
         weight_format,
@@ -386,6 +389,7 @@ def infer_speed(
         tp,
         prompt,
         device,
+        kv_efficiency=kv_eff,
         maximum=np.maximum,
         ceil=np.ceil,
     )

@@ -1,0 +1,327 @@
+"""Measured bandwidth utilization of decode-attention kernels (``data/decode_attention.toml``).
+
+A decode step's attention reads the whole KV cache once per token, so its time is
+``KV bytes / (utilization * peak HBM bandwidth)``. Published kernel microbenchmarks show the
+utilization is far from the streaming GEMM's: it climbs with batch and context length, from a few
+percent (batch 1, 32 tokens) to 85-90% (long contexts), and depends on the kernel and the GQA
+group size. Sources (every row of the table names its own):
+
+- Ye et al., "Accelerating Self-Attentions for LLM Serving with FlashInfer", flashinfer.ai blog,
+  2024-02-02, Fig. 6 (batch decode, FlashInfer 0.0.1 vs vLLM 0.2.6 PagedAttention v2, Llama-7B
+  heads, batch 1/16/64, H100 SXM and A100 PCIe 80GB) and Fig. 9 (GQA 32/4, batch 64); values read
+  off the charts, about +-2 points;
+- Dao, Haziza, Massa, Sizov, "Flash-Decoding for long-context inference", PyTorch blog,
+  2023-10-13 (run-times on an A100, converted with the KV bytes read);
+- microsoft/onnxruntime PR #21414, 2024-08-29 (FlashAttention-2 paged decode, H100, nvbench BWUtil).
+
+:func:`decode_attention_efficiency` picks the measured card of the generation (the card itself when
+measured; Hopper and Blackwell take the H100 SXM rows; everything else the A100 rows, flagged unless
+Ampere), then interpolates the kernel's rows linearly in ``log(context)`` along each measured batch
+size and then in ``log(batch)``, clamped at the measured ends.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from suanli.catalog.gpu import GPU
+from suanli.catalog.loader import CatalogError
+
+#: Data file of the table.
+DATA_FILE = "decode_attention.toml"
+
+#: Kernel id -> display name.
+KERNEL_NAMES = {
+    "flashinfer": "FlashInfer batch decode (MHA)",
+    "vllm-paged-v2": "vLLM PagedAttention v2 (MHA)",
+    "flashinfer-gqa-tc": "FlashInfer GQA decode, Tensor Cores",
+    "flashinfer-gqa": "FlashInfer GQA decode, CUDA cores",
+    "vllm-paged-v2-gqa": "vLLM PagedAttention v2 (GQA)",
+    "flash-decoding": "Flash-Decoding (FlashAttention 2.2 split-KV)",
+    "flash2-paged": "FlashAttention-2 paged decode",
+}
+
+#: The default kernel: FlashInfer. It is the most widely deployed dedicated decode kernel (SGLang's
+#: default attention backend, a vLLM backend, used by TensorRT-LLM and MLC-LLM), it is at or above
+#: vLLM PagedAttention v2 at every measured point of its benchmark but two (where they tie within
+#: the chart's reading error), and its rows are the only ones that cover several batch sizes (1,
+#: 16, 64) and contexts (32 to 65,536) on both the H100 and the A100.
+DEFAULT_KERNEL = "flashinfer"
+
+DTYPES = ("fp16", "bf16", "fp8")
+#: Every field of a row; all but :data:`OPTIONAL_FIELDS` are required.
+FIELDS = (
+    "kernel",
+    "gpu_id",
+    "dtype",
+    "batch",
+    "context",
+    "num_q_heads",
+    "num_kv_heads",
+    "head_dim",
+    "page_size",
+    "bandwidth_utilization",
+    "source",
+    "date",
+    "note",
+)
+OPTIONAL_FIELDS = frozenset({"page_size"})
+
+#: Measured cards per architecture, in order of preference; anything else takes the fallback.
+GENERATION_REFERENCE: dict[str, tuple[str, ...]] = {
+    "Hopper": ("h100-sxm-80gb",),
+    "Blackwell": ("h100-sxm-80gb",),
+    "Ampere": ("a100-pcie-80gb", "a100-sxm-80gb"),
+}
+FALLBACK_REFERENCE = ("a100-pcie-80gb", "a100-sxm-80gb")
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+_KERNEL_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
+
+
+@dataclass(frozen=True)
+class DecodePoint:
+    """One measurement: a decode-attention kernel's bandwidth utilization at one shape."""
+
+    kernel: str
+    gpu_id: str
+    dtype: str
+    batch: int
+    context: int
+    num_q_heads: int
+    num_kv_heads: int
+    head_dim: int
+    page_size: int | None
+    bandwidth_utilization: float
+    """Bytes read / kernel time / the card's peak HBM bandwidth (0-1)."""
+    source: str
+    date: str
+    note: str
+
+
+def _row_name(index: int, raw: Mapping[str, Any]) -> str:
+    parts = [str(raw.get(k, "?")) for k in ("kernel", "gpu_id", "dtype")]
+    return (
+        f"row {index + 1} ({' '.join(parts)} batch={raw.get('batch', '?')} "
+        f"context={raw.get('context', '?')})"
+    )
+
+
+def _card_ids() -> set[str]:
+    from suanli.catalog.loader import bundled_gpus
+
+    return {g.id for g in bundled_gpus()}
+
+
+def _int_field(where: str, raw: Mapping[str, Any], key: str, low: int, high: int) -> int:
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise CatalogError(f"{where}: {key} must be an integer in [{low}, {high}]")
+    return value
+
+
+def parse_decode_attention(
+    data: Mapping[str, Any], origin: str = DATA_FILE
+) -> tuple[DecodePoint, ...]:
+    """Validate the ``[[decode]]`` rows of a parsed file; a bad row is a :class:`CatalogError`
+    naming the file, the row and the fix."""
+    unknown_top = sorted(set(data) - {"decode"})
+    if unknown_top:
+        raise CatalogError(f"{origin}: unknown top-level key(s) {', '.join(unknown_top)}")
+    raw_rows = data.get("decode")
+    if not isinstance(raw_rows, list) or not raw_rows:
+        raise CatalogError(f"{origin}: needs a non-empty list of [[decode]] rows")
+    cards = _card_ids()
+    points: list[DecodePoint] = []
+    seen: set[tuple[Any, ...]] = set()
+    layouts: dict[tuple[str, str], tuple[Any, ...]] = {}
+    for index, raw in enumerate(raw_rows):
+        if not isinstance(raw, Mapping):
+            raise CatalogError(f"{origin}, row {index + 1}: must be a table")
+        where = f"{origin}, {_row_name(index, raw)}"
+        unknown = sorted(set(raw) - set(FIELDS))
+        if unknown:
+            raise CatalogError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {FIELDS}")
+        missing = [k for k in FIELDS if k not in raw and k not in OPTIONAL_FIELDS]
+        if missing:
+            raise CatalogError(f"{where}: missing field(s) {', '.join(missing)}")
+        kernel, gpu_id, dtype = raw["kernel"], raw["gpu_id"], raw["dtype"]
+        if not isinstance(kernel, str) or not _KERNEL_RE.match(kernel):
+            raise CatalogError(f"{where}: kernel must be a lower-case id such as 'flashinfer'")
+        if dtype not in DTYPES:
+            raise CatalogError(f"{where}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+        if not isinstance(gpu_id, str) or gpu_id not in cards:
+            raise CatalogError(f"{where}: gpu_id {gpu_id!r} is not a catalog id (suanli gpus)")
+        batch = _int_field(where, raw, "batch", 1, 1 << 20)
+        context = _int_field(where, raw, "context", 1, 1 << 24)
+        q_heads = _int_field(where, raw, "num_q_heads", 1, 1024)
+        kv_heads = _int_field(where, raw, "num_kv_heads", 1, 1024)
+        head_dim = _int_field(where, raw, "head_dim", 16, 1024)
+        if q_heads % kv_heads:
+            raise CatalogError(f"{where}: num_q_heads must be a multiple of num_kv_heads")
+        page_size = _int_field(where, raw, "page_size", 1, 1 << 16) if "page_size" in raw else None
+        util = raw["bandwidth_utilization"]
+        if isinstance(util, bool) or not isinstance(util, (int, float)) or not 0 < util <= 1:
+            raise CatalogError(
+                f"{where}: bandwidth_utilization must be a fraction in (0, 1], got {util!r}"
+            )
+        for key in ("source", "note"):
+            if not isinstance(raw[key], str) or not raw[key].strip():
+                raise CatalogError(f"{where}: {key} must be non-empty text")
+        if not isinstance(raw["date"], str) or not _DATE_RE.match(raw["date"]):
+            raise CatalogError(f"{where}: date {raw['date']!r} must be YYYY-MM or YYYY-MM-DD")
+        layout = (dtype, q_heads, kv_heads, head_dim, page_size)
+        if layouts.setdefault((kernel, gpu_id), layout) != layout:
+            raise CatalogError(
+                f"{where}: {kernel} on {gpu_id} already has rows with dtype/heads/head_dim/page "
+                f"{layouts[(kernel, gpu_id)]}; give another layout its own kernel id"
+            )
+        key_ = (kernel, gpu_id, batch, context)
+        if key_ in seen:
+            raise CatalogError(f"{where}: duplicate of an earlier row")
+        seen.add(key_)
+        points.append(
+            DecodePoint(
+                kernel=kernel,
+                gpu_id=gpu_id,
+                dtype=dtype,
+                batch=batch,
+                context=context,
+                num_q_heads=q_heads,
+                num_kv_heads=kv_heads,
+                head_dim=head_dim,
+                page_size=page_size,
+                bandwidth_utilization=float(util),
+                source=raw["source"].strip(),
+                date=raw["date"],
+                note=raw["note"],
+            )
+        )
+    return tuple(points)
+
+
+@lru_cache(maxsize=1)
+def decode_attention_points() -> tuple[DecodePoint, ...]:
+    """Every row of the bundled ``decode_attention.toml``, validated (cached)."""
+    from suanli.catalog.toml_data import read_data
+
+    return parse_decode_attention(read_data(DATA_FILE))
+
+
+def reference_for(
+    gpu: GPU, kernel: str, points: Sequence[DecodePoint] | None = None
+) -> tuple[str, bool]:
+    """``(measured card id, generation matched)`` for ``gpu`` and ``kernel``.
+
+    The card itself when it has rows of the kernel; else the first card of its architecture's
+    :data:`GENERATION_REFERENCE` with rows of the kernel; else the A100 fallback with ``matched``
+    False. A kernel without rows on any of those cards is a :class:`ValueError`."""
+    rows = decode_attention_points() if points is None else points
+    measured = {p.gpu_id for p in rows if p.kernel == kernel}
+    if gpu.id in measured:
+        return gpu.id, True
+    arch = str(gpu.get("architecture") or "")
+    candidates, matched = GENERATION_REFERENCE.get(arch, FALLBACK_REFERENCE), True
+    if arch not in GENERATION_REFERENCE:
+        matched = False
+    for ref in candidates:
+        if ref in measured:
+            return ref, matched
+    raise ValueError(
+        f"no {kernel!r} decode-attention measurement on {', '.join(candidates)}; "
+        f"measured on: {', '.join(sorted(measured)) or 'nothing'}"
+    )
+
+
+def _interp(curve: Sequence[tuple[int, float]], x: int) -> float:
+    """Linear in ``log(x)`` through sorted ``(x, y)`` points, clamped at the ends."""
+    if x <= curve[0][0]:
+        return curve[0][1]
+    if x >= curve[-1][0]:
+        return curve[-1][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(curve):
+        if x0 <= x <= x1:
+            w = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return y0 + w * (y1 - y0)
+    raise AssertionError("unreachable: x lies inside the curve")  # pragma: no cover
+
+
+def decode_attention_efficiency(
+    gpu: GPU, *, batch: int, context: int, kernel: str | None = None
+) -> tuple[float, str]:
+    """The fraction of ``gpu``'s peak HBM bandwidth a decode-attention kernel reaches reading the KV
+    cache of ``batch`` sequences of ``context`` tokens each, and a source line.
+
+    The measured card of the generation supplies the fraction (the card itself when measured;
+    Hopper and Blackwell take the H100 SXM rows; Ampere the A100 rows; any other architecture the
+    A100 rows, flagged in the source line); the same fraction applies to ``gpu``'s own bandwidth.
+    Along each measured batch size the rows are interpolated linearly in ``log(context)``, then
+    between the two neighbouring batch sizes linearly in ``log(batch)``; both are clamped at the
+    measured ends (said in the source line).
+
+    ``kernel`` defaults to :data:`DEFAULT_KERNEL`, FlashInfer (see there for why). Its default
+    rows are the MHA layout (32 q = 32 KV heads, head dim 128, fp16) of the FlashInfer blog's Fig. 6
+    (Ye et al., flashinfer.ai, 2024-02-02), read off the chart. The other ids (:data:`KERNEL_NAMES`)
+    carry their own head layout: ``flashinfer-gqa-tc`` (GQA 32/4 at batch 64, Tensor Core path, up
+    to 89% on H100), ``flash-decoding`` (Dao et al., PyTorch blog 2023-10-13, A100),
+    ``flash2-paged`` (onnxruntime PR #21414, H100), and vLLM PagedAttention v2. A kernel
+    without rows on the measured card is a :class:`ValueError`.
+    """
+    if batch <= 0 or context <= 0:
+        raise ValueError(f"batch and context must be positive, got {batch}, {context}")
+    return _efficiency(decode_attention_points(), gpu, batch=batch, context=context, kernel=kernel)
+
+
+def _efficiency(
+    points: Sequence[DecodePoint],
+    gpu: GPU,
+    *,
+    batch: int,
+    context: int,
+    kernel: str | None,
+) -> tuple[float, str]:
+    """:func:`decode_attention_efficiency` over a given table (the tests pass their own)."""
+    chosen = kernel or DEFAULT_KERNEL
+    if not any(p.kernel == chosen for p in points):
+        known = sorted({p.kernel for p in points})
+        raise ValueError(f"unknown decode-attention kernel {chosen!r}; measured: {known}")
+    ref_id, matched = reference_for(gpu, chosen, points)
+    rows = [p for p in points if p.kernel == chosen and p.gpu_id == ref_id]
+    by_batch: dict[int, list[tuple[int, float]]] = {}
+    for p in rows:
+        by_batch.setdefault(p.batch, []).append((p.context, p.bandwidth_utilization))
+    curve = [(b, _interp(sorted(pts), context)) for b, pts in sorted(by_batch.items())]
+    fraction = _interp(curve, batch)
+
+    notes: list[str] = []
+    batches = [b for b, _ in curve]
+    if not batches[0] <= batch <= batches[-1]:
+        notes.append(f"held at batch {batches[0] if batch < batches[0] else batches[-1]}")
+    lo = max((b for b in batches if b <= batch), default=batches[0])
+    hi = min((b for b in batches if b >= batch), default=batches[-1])
+    for b in dict.fromkeys((lo, hi)):
+        ctxs = sorted(c for c, _ in by_batch[b])
+        if not ctxs[0] <= context <= ctxs[-1]:
+            nearest = ctxs[0] if context < ctxs[0] else ctxs[-1]
+            notes.append(f"batch {b} held at context {nearest:,}")
+    first = rows[0]
+    layout = (
+        f"{first.num_q_heads} q / {first.num_kv_heads} kv heads, head dim {first.head_dim}, "
+        f"{first.dtype}"
+    )
+    where = ref_id if ref_id == gpu.id else f"{ref_id}, applied to {gpu.id}"
+    if not matched:
+        where += " (no decode-attention measurement of this generation)"
+    sources = "; ".join(dict.fromkeys(p.source.split(" (")[0] for p in rows if p.batch in (lo, hi)))
+    detail = "; ".join([f"{fraction:.0%} of peak HBM bandwidth", *notes])
+    source = (
+        f"{KERNEL_NAMES.get(chosen, chosen)}, batch {batch}, context {context:,} on {where} "
+        f"(measured at {layout}): {detail} ({sources})"
+    )
+    return fraction, source
