@@ -125,6 +125,9 @@ def _worker(
                 "backend": backend,
             }
         )
+    # Tear down together: a rank that leaves while its peer is still in a gloo call aborts the
+    # peer ("terminate called without an active exception").
+    dist.barrier()
     dist.destroy_process_group()
 
 
