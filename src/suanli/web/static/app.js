@@ -513,6 +513,12 @@
     const ex = doc.explain || {};
     const assumptions = { heading: "assumptions", list: doc.assumptions || [] };
     const breakdown = Object.entries(doc.breakdown_s || {}).map(([k, v]) => [k, dur(v)]);
+    // Every time term with its efficiency and where that efficiency comes from (perf --explain).
+    const terms = {
+      heading: "terms",
+      list: (doc.terms || []).map((t) => t.term + ": " + dur(t.seconds) +
+        (t.efficiency === null ? "" : " at " + pct(t.efficiency) + " of the rate") + ", " + t.source),
+    };
     const cells = [];
     const cell = (label, text, why, extra) => cells.push(
       "<div><span class=\"k\">" + esc(label) + "</span>" +
@@ -523,14 +529,14 @@
         (doc.warnings || []).map(esc).join(" ") + "</div>");
     }
     if (f.task === "infer") {
-      cell("time to first token", dur(doc.ttft_s), ex.ttft_s, [breakdown]);
-      cell("time per output token", dur(doc.tpot_s), ex.tpot_s, [breakdown]);
+      cell("time to first token", dur(doc.ttft_s), ex.ttft_s, [breakdown, terms]);
+      cell("time per output token", dur(doc.tpot_s), ex.tpot_s, [breakdown, terms]);
       cell("tokens/s", rate(doc.tokens_per_s), ex.tokens_per_s);
       cell("decode bound by", doc.bound, ex.bound);
       cell("compute-bound from batch",
         doc.compute_bound_batch ? String(doc.compute_bound_batch) : "never", ex.compute_bound_batch);
     } else {
-      cell("step time", dur(doc.step_time_s), ex.step_time_s, [breakdown, assumptions]);
+      cell("step time", dur(doc.step_time_s), ex.step_time_s, [breakdown, terms, assumptions]);
       cell("tokens/s", rate(doc.tokens_per_s), ex.tokens_per_s, [assumptions]);
       cell("MFU", pct(doc.mfu), ex.mfu, [assumptions]);
       cell("bound", doc.bound, ex.bound, [breakdown]);
@@ -804,7 +810,10 @@
         (yes.length ? "fits on " + esc(yes.join(", ")) : "fits on none of the cards") +
         (no.length ? "; does not fit on " + esc(no.join(", ")) : "") + ".");
     }
-    if (perf) {
+    if (perf && (perf.fits === false || perf.supported === false)) {
+      // No speed in the headline for a job that cannot run: the speed card says why.
+      parts.push("It cannot run on " + esc(perf.gpu) + " as given (see Speed).");
+    } else if (perf) {
       parts.push(f.task === "infer"
         ? "On " + esc(perf.gpu) + ": " + rate(perf.tokens_per_s) + " tokens/s, " +
           dur(perf.tpot_s) + " per output token."
