@@ -10,7 +10,10 @@ steering repository's shared/reference/kernel-profiles/network/), and:
   with every measured point: the 1-64 KiB window by medians (the small-message times are
   bimodal), and each point of 48 MiB and more;
 - writes ``tests/fixtures/collectives-vidur.csv`` (a subset of the measured points, the test set)
-  and prints the ``[[collective_fit]]`` rows for interconnect.toml and a Markdown error table.
+  and prints the ``[[collective_fit]]`` rows for interconnect.toml and a Markdown error table;
+- fits each link's per-collective base latency and per-step latency (``base_latency_s``,
+  ``latency_s``) jointly on the small-message all-reduces of 2, 4 and 8 GPUs
+  (:func:`fit_base_latency`, printed as ``# base-latency fit`` lines).
 
 Times in the CSVs are milliseconds (median of three runs of the median of 11 back-to-back
 kernels, kineto kernel time on rank 0); ``size`` is bytes (fp16 elements x 2).
@@ -76,6 +79,90 @@ def fit(points: list[tuple[int, float]], factor: float) -> tuple[float, float, f
         a, c = 0.0, sxy / sxx
     errs = [abs((a + factor * s * c) / t - 1) for s, t in points]
     return a, 1 / c, max(errs), statistics.median(errs)
+
+
+#: nccl-tests small-message all-reduce times quoted in interconnect.toml (8 GPUs, 1 KiB, Azure
+#: AI-benchmarking-guide): (link id, ranks, seconds). Fitted together with Vidur's medians.
+NCCL_TESTS_SMALL = [
+    ("nvlink4", 8, 25.6e-6),  # ND H100 v5
+    ("nvlink4", 8, 29.9e-6),  # ND H200 v5
+    ("nvlink3", 8, 44.8e-6),  # ND A100 v4
+]
+#: Links fitted jointly over group sizes: link id -> Vidur (cluster, n) groups that use it.
+JOINT_FITS = {
+    "nvlink3": [("a100_dgx", 2), ("a100_dgx", 4), ("a100_dgx", 8)],
+    "nvlink4": [("h100_dgx", 2), ("h100_dgx", 4), ("h100_dgx", 8)],
+}
+#: Links measured at one group size only: the per-step latency is the NVLink generation's fit,
+#: the base latency alone is fitted.
+BASE_ONLY_FITS = {
+    "nvlink-bridge-a100": ("nvlink3", ("a100_pairwise_nvlink", 2)),
+    "nvlink-bridge-h100": ("nvlink4", ("h100_pairwise_nvlink", 2)),
+}
+#: Lower bound of the per-step latency: NCCL's smallest NVLink hop latency (src/graph/tuning.cc
+#: hwLat, LL protocol, 0.6 us); without it the A100 fit runs to 0.
+MIN_ALPHA = 0.6e-6
+
+
+def fit_base_latency(
+    groups: list[tuple[int, float, float]],
+    bus_bytes_per_s: float,
+    alpha: float | None = None,
+) -> tuple[float, float]:
+    """(base, alpha) minimising sum (log model - log measured)^2 over ``groups``, each
+    (ranks, message bytes, measured seconds), with the model ``base + all_reduce`` of
+    estimate/comm.py (min of ring and tree, bandwidth term included); base >= 0 and
+    alpha >= MIN_ALPHA, grid of 0.05 us. A fixed ``alpha`` fits the base alone."""
+    import math
+
+    def model(base: float, a: float, n: int, size: float) -> float:
+        ring = 2 * (n - 1) / n * size / bus_bytes_per_s + 2 * (n - 1) * a
+        tree = 2 * size / bus_bytes_per_s + 2 * math.log2(n) * a
+        return base + min(ring, tree)
+
+    step = 0.05e-6
+    alphas = [alpha] if alpha is not None else [MIN_ALPHA + i * step for i in range(200)]
+    best = (math.inf, 0.0, 0.0)
+    for a in alphas:
+        for i in range(2000):
+            base = i * step
+            err = sum((math.log(model(base, a, n, s)) - math.log(t)) ** 2 for n, s, t in groups)
+            if err < best[0]:
+                best = (err, base, a)
+    return best[1], best[2]
+
+
+def _small_median(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(median size, median time) of the 1-64 KiB window (the times are bimodal)."""
+    small = [(s, t) for s, t in points if s <= SMALL]
+    return statistics.median(s for s, _ in small), statistics.median(t for _, t in small)
+
+
+def base_latency_fits(base: Path) -> list[str]:
+    """``# base-latency fit`` lines: each link's fitted base_latency_s and latency_s."""
+    from suanli.catalog.network import get_link
+
+    def medians(cluster: str, n: int) -> tuple[int, float, float]:
+        points = read(base / cluster / "all_reduce.csv", "all_reduce")[(n, n)]
+        size, t = _small_median(points)
+        return n, size, t
+
+    out: list[str] = []
+    alphas: dict[str, float] = {}
+    for lid, groups in JOINT_FITS.items():
+        spec = get_link(lid)
+        bus = spec.unidirectional_bytes_per_s * spec.bus_efficiency
+        data = [medians(c, n) for c, n in groups]
+        data += [(n, 1024, t) for link, n, t in NCCL_TESTS_SMALL if link == lid]
+        b, a = fit_base_latency(data, bus)
+        alphas[lid] = a
+        out.append(f"# base-latency fit {lid}: base_latency_s = {b:.3g}, latency_s = {a:.3g}")
+    for lid, (generation, group) in BASE_ONLY_FITS.items():
+        spec = get_link(lid)
+        bus = spec.unidirectional_bytes_per_s * spec.bus_efficiency
+        b, a = fit_base_latency([medians(*group)], bus, alpha=alphas[generation])
+        out.append(f"# base-latency fit {lid}: base_latency_s = {b:.3g}, latency_s = {a:.3g}")
+    return out
 
 
 def main(folder: str) -> int:
@@ -150,6 +237,7 @@ def main(folder: str) -> int:
         )
         w.writerows(fixture)
     print(f"# wrote {len(fixture)} rows to {out.relative_to(ROOT)}\n")
+    print("\n".join(base_latency_fits(base)) + "\n")
     print("\n".join(rows))
     print(
         "\n| cluster | n | model link | fit a (us) | fit busbw (GB/s) | 1-64 KiB measured (us) "

@@ -103,3 +103,32 @@ def test_bottleneck_on_arrays_equals_link_for(nics: int) -> None:
         scalar_bw, scalar_lat = net.bottleneck(g, s)
         assert scalar_bw == pytest.approx(link.effective_bytes_per_s)
         assert scalar_lat == link.latency_s
+
+
+def test_base_latency_is_paid_once_per_collective() -> None:
+    """``base_latency_s`` adds once to every collective, for ring and tree alike (NCCL
+    tuning.cc: a base latency per collective plus per-hop latency), and not to a
+    point-to-point transfer (measured send/recv is far below a collective's floor)."""
+    base = 20e-6
+    with_base = Link("nvlink4", 450e9, 2e-6, 0.8, base)
+    for nbytes in (1024, 1e9):
+        for n in (2, 4, 8, 64):
+            assert all_reduce_s(nbytes, n, with_base) == pytest.approx(
+                all_reduce_s(nbytes, n, NVLINK) + base
+            )
+            for fn in (reduce_scatter_s, all_gather_s, all_to_all_s):
+                assert fn(nbytes, n, with_base) == pytest.approx(fn(nbytes, n, NVLINK) + base)
+        assert p2p_s(nbytes, with_base) == pytest.approx(p2p_s(nbytes, NVLINK))
+    assert all_reduce_s(1e9, 1, with_base) == 0
+    assert reduce_scatter_s(0, 8, with_base) == 0
+
+
+@pytest.mark.parametrize("nics", [0, 8])
+def test_base_latency_on_arrays_equals_link_for(nics: int) -> None:
+    np = pytest.importorskip("numpy")
+    net = Network(Link("nv", 450e9, 2e-6, 0.8, 20e-6), Link("ib", 50e9, 5e-6, 0.9, 7e-6), 8, nics)
+    groups = np.array([1, 2, 8, 16, 2, 64])
+    strides = np.array([1, 4, 1, 1, 16, 1])
+    base = net.base_latency(groups, strides, where=np.where)
+    for i, (g, s) in enumerate(zip(groups.tolist(), strides.tolist(), strict=True)):
+        assert base[i] == net.link_for(g, s).base_latency_s == net.base_latency(g, s)

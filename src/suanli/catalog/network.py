@@ -45,11 +45,16 @@ class LinkSpec:
     bus_efficiency: float
     source: str
     date: str
+    base_latency_s: float = 0.0
+    """Per-collective base latency (``Link.base_latency_s``); 0 where no fit was made."""
+    base_latency_source: str = ""
+    """Where the base latency (and the per-step latency fitted with it) comes from."""
+    base_latency_date: str = ""
 
     def link(self, bandwidth: float | None = None) -> Link:
         """As a :class:`Link`, optionally with a GPU-specific bandwidth."""
         bw = bandwidth if bandwidth is not None else self.unidirectional_bytes_per_s
-        return Link(self.name, bw, self.latency_s, self.bus_efficiency)
+        return Link(self.name, bw, self.latency_s, self.bus_efficiency, self.base_latency_s)
 
 
 @lru_cache(maxsize=1)
@@ -68,9 +73,16 @@ def links() -> dict[str, LinkSpec]:
                 bus_efficiency=float(raw["bus_efficiency"]),
                 source=str(raw["source"]),
                 date=str(raw["date"]),
+                base_latency_s=float(raw.get("base_latency_s", 0.0)),
+                base_latency_source=str(raw.get("base_latency_source", "")),
+                base_latency_date=str(raw.get("base_latency_date", "")),
             )
         except KeyError as exc:
             raise CatalogError(f"interconnect.toml, link {lid!r}: missing {exc}") from None
+        if not 0 <= spec.base_latency_s <= 1e-3:
+            raise CatalogError(f"interconnect.toml, link {lid!r}: implausible base latency")
+        if spec.base_latency_s > 0 and not (spec.base_latency_source and spec.base_latency_date):
+            raise CatalogError(f"interconnect.toml, link {lid!r}: base latency without a source")
         if not 1e8 <= spec.unidirectional_bytes_per_s <= 2e13:
             raise CatalogError(f"interconnect.toml, link {lid!r}: implausible bandwidth")
         if not 1e-8 <= spec.latency_s <= 1e-3 or not 0 < spec.bus_efficiency <= 1:
@@ -264,7 +276,7 @@ def intra_node_link(gpu: GPU) -> Link:
         staged = links()[HOST_STAGED]
         width = "" if lanes == 16 else f" at x{lanes}"
         name = f"{pcie.name}{width} without peer-to-peer (staged through host memory)"
-        return Link(name, rate, staged.latency_s, staged.bus_efficiency)
+        return Link(name, rate, staged.latency_s, staged.bus_efficiency, staged.base_latency_s)
     return pcie.link(rate)
 
 

@@ -10,8 +10,11 @@ For ``n`` ranks moving a buffer of ``B`` bytes over links of one-direction bandw
 - all-to-all: ``(n-1)/n · B/bw + (n-1)·alpha``;
 - point-to-point: ``B/bw + alpha``.
 
-A small all-reduce therefore costs ``2·log2(n)·alpha``: ``alpha`` in ``interconnect.toml`` is
-calibrated on that (measured small-message time of 8 GPUs / 6), see the file's header.
+Every collective (and a point-to-point transfer) also pays a fixed per-collective cost
+``base`` once (:attr:`Link.base_latency_s`; NCCL's tuning model has the same split: a base
+latency per algorithm and protocol plus a per-hop latency, NVIDIA/nccl src/graph/tuning.cc).
+A small all-reduce therefore costs ``base + 2·log2(n)·alpha``; ``interconnect.toml`` fits both
+per link on measured small-message all-reduces of 2, 4 and 8 GPUs (see the file's header).
 
 A group that fits in a node uses the intra-node link. A group that spans nodes is limited by the
 inter-node link; NCCL runs one ring (channel) per NIC, so a group with ``m`` ranks on each node
@@ -37,6 +40,9 @@ class Link:
     latency_s: float
     efficiency: float = 1.0
     """Share of the bandwidth that large collectives reach (nccl-tests bus bandwidth)."""
+    base_latency_s: float = 0.0
+    """Fixed cost paid once per collective (or point-to-point transfer), on top of the
+    per-step ``latency_s``."""
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -119,6 +125,18 @@ class Network:
         latency = where(inside, self.intra.latency_s, self.inter.latency_s)
         return bandwidth, latency
 
+    def base_latency(
+        self,
+        group: Any,
+        stride: Any = 1,
+        *,
+        where: Callable[[Any, Any, Any], Any] = _where,
+    ) -> Any:
+        """The per-collective base latency of the link :meth:`bottleneck` picks (ints, or arrays
+        of layouts with numpy's ``where``)."""
+        inside = (group * stride <= self.gpus_per_node) | (group <= 1)
+        return where(inside, self.intra.base_latency_s, self.inter.base_latency_s)
+
     def point_to_point_link(self, group: int, stride: int = 1) -> Link:
         """The link one rank's send to one peer uses: NVLink/PCIe inside a node, its own NIC
         across nodes (striping over the node's NICs needs many flows, as collectives have)."""
@@ -137,24 +155,25 @@ class Network:
             return self.inter
         m = self.ranks_per_node(group, stride)
         name = f"{self.inter.name} x{self.nics_per_node:g} per node, {m} GPU(s) of the group each"
-        return Link(name, bandwidth, self.inter.latency_s, 1.0)
+        return Link(name, bandwidth, self.inter.latency_s, 1.0, self.inter.base_latency_s)
 
 
 def all_reduce_s(nbytes: float, n: int, link: Link) -> float:
-    """The faster of ring and tree all-reduce (NCCL picks per size)."""
+    """The faster of ring and tree all-reduce (NCCL picks per size), plus the base latency."""
     if n <= 1 or nbytes <= 0:
         return 0.0
     bw = link.effective_bytes_per_s
     ring = 2 * (n - 1) / n * nbytes / bw + 2 * (n - 1) * link.latency_s
     tree = 2 * nbytes / bw + 2 * math.log2(n) * link.latency_s
-    return min(ring, tree)
+    return min(ring, tree) + link.base_latency_s
 
 
 def reduce_scatter_s(nbytes: float, n: int, link: Link) -> float:
     """Reduce-scatter of a ``nbytes`` buffer (each rank ends with ``nbytes / n``)."""
     if n <= 1 or nbytes <= 0:
         return 0.0
-    return (n - 1) / n * nbytes / link.effective_bytes_per_s + (n - 1) * link.latency_s
+    steps = (n - 1) * link.latency_s
+    return (n - 1) / n * nbytes / link.effective_bytes_per_s + steps + link.base_latency_s
 
 
 def all_gather_s(nbytes: float, n: int, link: Link) -> float:
@@ -168,7 +187,9 @@ def all_to_all_s(nbytes: float, n: int, link: Link) -> float:
 
 
 def p2p_s(nbytes: float, link: Link) -> float:
-    """One point-to-point transfer."""
+    """One point-to-point transfer: one step's latency, no collective base (Vidur's measured
+    intra-node send/recv of 2-26 KiB takes 5-13 us, far below a collective's 20-50 us floor;
+    docs/research/collective-calibration.md §5)."""
     if nbytes <= 0:
         return 0.0
     return nbytes / link.effective_bytes_per_s + link.latency_s

@@ -66,22 +66,23 @@ class Layouts:
 # --- vectorized collectives (mirror suanli.estimate.comm) ------------------------------------
 
 
-def _pick(net: Network, group: Array, stride: Array) -> tuple[Array, Array]:
-    """Effective bandwidth and latency of the bottleneck link per element."""
+def _pick(net: Network, group: Array, stride: Array) -> tuple[Array, Array, Array]:
+    """Effective bandwidth, per-step latency and per-collective base latency of the bottleneck
+    link per element."""
     bw, lat = net.bottleneck(group, stride, where=np.where, minimum=np.minimum, maximum=np.maximum)
-    return bw, lat
+    return bw, lat, net.base_latency(group, stride, where=np.where)
 
 
-def _all_reduce(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+def _all_reduce(nbytes: Array, n: Array, bw: Array, lat: Array, base: Array) -> Array:
     n_f = n.astype(np.float64)
     ring = 2 * (n_f - 1) / n_f * nbytes / bw + 2 * (n_f - 1) * lat
     tree = 2 * nbytes / bw + 2 * np.log2(np.maximum(n_f, 1)) * lat
-    return np.where((n <= 1) | (nbytes <= 0), 0.0, np.minimum(ring, tree))
+    return np.where((n <= 1) | (nbytes <= 0), 0.0, np.minimum(ring, tree) + base)
 
 
-def _reduce_scatter(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+def _reduce_scatter(nbytes: Array, n: Array, bw: Array, lat: Array, base: Array) -> Array:
     n_f = n.astype(np.float64)
-    t = (n_f - 1) / n_f * nbytes / bw + (n_f - 1) * lat
+    t = (n_f - 1) / n_f * nbytes / bw + (n_f - 1) * lat + base
     return np.where((n <= 1) | (nbytes <= 0), 0.0, t)
 
 
@@ -286,19 +287,23 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     net = device.network
     h = spec.hidden_size
     comm = np.zeros(len(tp))
-    bw, lat = _pick(net, tp, np.ones_like(tp))
+    bw, lat, base = _pick(net, tp, np.ones_like(tp))
     volume = tokens * h * b
     per_layer_coll = 4 + (2 if work.recompute == "full" else 0)
     one_coll = np.where(
-        lay.sp > 0, 2 * _reduce_scatter(volume, tp, bw, lat), _all_reduce(volume, tp, bw, lat)
+        lay.sp > 0,
+        2 * _reduce_scatter(volume, tp, bw, lat, base),
+        _all_reduce(volume, tp, bw, lat, base),
     )
     comm += np.where(tp > 1, per_layer_coll * stage_layers * one_coll * m, 0.0)
     ep = work.parallel.ep
     if ep > 1 and spec.moe is not None and spec.moe_layers:
-        bw, lat = _pick(net, np.full_like(tp, ep), tp)
+        bw, lat, base = _pick(net, np.full_like(tp, ep), tp)
         moe_volume = tokens * spec.moe.experts_per_token * h * b / tp
         moe_layers = np.ceil(len(spec.moe_layers) / pp)
-        comm += 4 * moe_layers * _reduce_scatter(moe_volume, np.full_like(tp, ep), bw, lat) * m
+        comm += (
+            4 * moe_layers * _reduce_scatter(moe_volume, np.full_like(tp, ep), bw, lat, base) * m
+        )
     # Point to point: one NIC across nodes (Network.point_to_point_link).
     inside = (pp * tp <= net.gpus_per_node) | (pp <= 1)
     bw = np.where(inside, net.intra.effective_bytes_per_s, net.inter.effective_bytes_per_s)
@@ -308,14 +313,15 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     vpp = work.parallel.vpp
     bubble = np.where(pp > 1, (pp - 1) / vpp * per_micro, 0.0)
     grad_bytes = trainable * (4 if work.is_lora else b)
-    bw, lat = _pick(net, dp, tp * pp)
+    bw, lat, base = _pick(net, dp, tp * pp)
     busy = compute_s + memory_total
-    gathers = passes * m * _reduce_scatter(split["total"] * b, dp, bw, lat)
-    fsdp = np.maximum(0.0, gathers + _reduce_scatter(grad_bytes, dp, bw, lat) - DP_OVERLAP * busy)
+    gathers = passes * m * _reduce_scatter(split["total"] * b, dp, bw, lat, base)
+    scatter = _reduce_scatter(grad_bytes, dp, bw, lat, base)
+    fsdp = np.maximum(0.0, gathers + scatter - DP_OVERLAP * busy)
     ddp_s = np.where(
         zero >= 2,
-        2 * _reduce_scatter(grad_bytes, dp, bw, lat),
-        _all_reduce(grad_bytes, dp, bw, lat),
+        2 * scatter,
+        _all_reduce(grad_bytes, dp, bw, lat, base),
     )
     ddp = np.maximum(0.0, ddp_s - DP_OVERLAP * per_micro * 2 / 3)
     comm += np.where(dp > 1, np.where(zero >= 3, fsdp, ddp), 0.0)
@@ -372,11 +378,11 @@ def infer_speed(
         for bval in np.unique(batch[sel]):
             both = sel & (batch == bval)
             active[both] = active_weight_bytes(spec, work, int(bval))
-    bw, lat = _pick(device.network, tp, np.ones_like(tp))
+    bw, lat, base = _pick(device.network, tp, np.ones_like(tp))
     layers = spec.num_layers
     h = spec.hidden_size
     prefill_comm = np.where(
-        tp > 1, 2 * layers * _all_reduce(batch * prompt * h * b, tp, bw, lat), 0.0
+        tp > 1, 2 * layers * _all_reduce(batch * prompt * h * b, tp, bw, lat, base), 0.0
     )
     kv_eff = None
     if device.decode_attention is not None:
@@ -398,7 +404,7 @@ def infer_speed(
     kv = kv_tok * context * batch
     decode_compute = decode_per_token * batch / tp / device.matmul_flops
     decode_memory = (active + kv) / device.bandwidth
-    decode_comm = np.where(tp > 1, 2 * layers * _all_reduce(batch * h * b, tp, bw, lat), 0.0)
+    decode_comm = np.where(tp > 1, 2 * layers * _all_reduce(batch * h * b, tp, bw, lat, base), 0.0)
     tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s) + decode_comm
     return {
         "ttft_s": ttft,
