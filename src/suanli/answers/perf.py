@@ -397,7 +397,7 @@ def infer_perf_answer(
         ),
         explain=dict(INFER_EXPLAIN),
         **_validity_fields(validity),
-        terms=infer_terms(work, device, result),
+        terms=infer_terms(work, device, result, int(prompt + output / 2)),
         largest_batch=largest_batch or 0,
         batch=work.batch,
         prompt=prompt,

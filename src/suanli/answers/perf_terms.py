@@ -11,7 +11,9 @@ from suanli.estimate.workload import InferWork, TrainWork
 GEMM_FORMULA = (
     "sum over the linear layers of max(2 M' N' K / (peak x e_c), operand bytes / (bandwidth x "
     "e_m)) + launch, M' N' padded to the 128 tile (16 below one tile); forward, input gradient, "
-    "weight gradient; attention core at e_c (suanli/estimate/kernels.py)"
+    "weight gradient (suanli/estimate/kernels.py); fused attention at the FlashAttention-2/3 "
+    "rates measured for the sequence length and head dim (catalog/data/attention.toml), eager "
+    "attention at e_c"
 )
 COLLECTIVE_FORMULA = {
     "tensor_parallel": "4 all-reduces per layer (6 with full recompute), ring or tree, "
@@ -99,10 +101,20 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
     return tuple(terms)
 
 
-def infer_terms(work: InferWork, device: Device, result: InferPerf) -> tuple[TimeTerm, ...]:
-    """The terms of TTFT and TPOT."""
+def infer_terms(
+    work: InferWork, device: Device, result: InferPerf, average_context: int
+) -> tuple[TimeTerm, ...]:
+    """The terms of TTFT and TPOT (``average_context``: the KV length of a mean decode step)."""
     gemm = device.gemm_model
     b = result.breakdown_s
+    if device.decode_attention is not None:
+        kv_efficiency: float | None = device.decode_attention(work.batch, average_context)
+        kv_source = (
+            "paged decode attention measured by FlashInfer (blog 2024-02-02) and Flash-Decoding, "
+            "catalog/data/decode_attention.toml"
+        )
+    else:
+        kv_efficiency, kv_source = gemm.memory_efficiency, gemm.source or device.efficiency_source
     terms = [
         TimeTerm(
             "prefill (TTFT), kernel by kernel",
@@ -122,9 +134,10 @@ def infer_terms(work: InferWork, device: Device, result: InferPerf) -> tuple[Tim
         TimeTerm(
             "decode: attention (KV cache read)",
             b.get("decode_attention", 0.0),
-            gemm.memory_efficiency,
-            gemm.source or device.efficiency_source,
-            "KV bytes of the batch at the average context / (bandwidth x e_m) + a launch per layer",
+            kv_efficiency,
+            kv_source,
+            "KV bytes of the batch at the average context / (peak bandwidth x the measured "
+            "utilization of paged decode attention at this batch and context)",
         ),
         TimeTerm(
             "decode: element-wise kernels",
