@@ -14,7 +14,6 @@ from suanli.answers.perf_terms import TimeTerm, infer_terms, train_terms
 from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
-from suanli.estimate.memory import fit_inference
 from suanli.estimate.perf import Device, advice, inference_perf, scaling, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
@@ -434,10 +433,16 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             + " (--ignore-fit gives the speed anyway, marked as not runnable)"
         )
     if isinstance(work, InferWork):
-        largest = fit_inference(spec, work, gpu.id, gpu.memory_bytes).max_batch
         # Nothing fits: the hypothetical (ignore_fit) sweeps every batch, marked not runnable.
         return infer_perf_answer(
-            req.model, spec, work, device, req.prompt, req.output, validity, largest or None
+            req.model,
+            spec,
+            work,
+            device,
+            req.prompt,
+            req.output,
+            validity,
+            validity.largest_batch or None,
         )
     return train_perf_answer(
         req.model, spec, work, device, req.tokens, req.pue, req.price, validity

@@ -37,7 +37,7 @@ class TimeTerm:
     formula: str
 
 
-def _link_source(device: Device, kind: str, group: int, stride: int) -> tuple[float, str]:
+def _link_source(device: Device, group: int, stride: int) -> tuple[float, str]:
     link = device.network.link_for(group, stride)
     return (
         link.efficiency,
@@ -78,7 +78,7 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
     }
     for kind, seconds in result.comm_detail_s.items():
         group, stride = groups.get(kind, (2, 1))
-        efficiency, source = _link_source(device, kind, group, stride)
+        efficiency, source = _link_source(device, group, stride)
         terms.append(
             TimeTerm(
                 f"communication: {kind}",
@@ -148,7 +148,7 @@ def infer_terms(
         ),
     ]
     if b.get("communication"):
-        efficiency, source = _link_source(device, "tensor_parallel", work.tp, 1)
+        efficiency, source = _link_source(device, work.tp, 1)
         terms.append(
             TimeTerm(
                 "communication: tensor_parallel",

@@ -34,6 +34,8 @@ class Validity:
     gpu_memory_bytes: int
     problems: tuple[str, ...]
     """One sentence per problem, each saying what to do."""
+    largest_batch: int = 0
+    """Inference: the most concurrent sequences that fit at the work's context (0: none)."""
 
 
 def card_precisions(gpu: GPU) -> tuple[str, ...]:
@@ -74,11 +76,12 @@ def check_job(model: str, spec: ModelSpec, work: TrainWork | InferWork, gpu: GPU
     problems = []
     if isinstance(work, InferWork):
         need = inference_memory(spec, work).total_bytes
-        fits = fit_inference(spec, work, gpu.id, gpu.memory_bytes).fits
+        card_fit = fit_inference(spec, work, gpu.id, gpu.memory_bytes)
+        fits, largest = card_fit.fits, card_fit.max_batch
         supported = True  # weight formats dequantize to what the card has (docs/speed.md)
     else:
         need = training_memory(spec, work).total_bytes
-        fits = fit_training(spec, work, gpu.id, gpu.memory_bytes).fits
+        fits, largest = fit_training(spec, work, gpu.id, gpu.memory_bytes).fits, 0
         precision = precision_problem(gpu, work.dtype)
         supported = precision is None
         if precision:
@@ -89,4 +92,4 @@ def check_job(model: str, spec: ModelSpec, work: TrainWork | InferWork, gpu: GPU
             f"{need / GiB:,.1f} GiB per GPU and {gpu.id} has {gpu.memory_bytes / GiB:,.0f} GiB; "
             f"run '{fit_command(model, work, gpu)}' for what to change"
         )
-    return Validity(fits, supported, round(need), gpu.memory_bytes, tuple(problems))
+    return Validity(fits, supported, round(need), gpu.memory_bytes, tuple(problems), largest)

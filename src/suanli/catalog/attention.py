@@ -89,8 +89,8 @@ FLASH3_ARCHITECTURES = frozenset({"Hopper"})
 #: Never returned above this: no kernel runs at the datasheet rate.
 MAX_EFFICIENCY = 0.98
 
-_DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
-_KERNEL_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
+DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+KERNEL_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def parse_attention(data: Mapping[str, Any], origin: str = DATA_FILE) -> tuple[A
         if missing:
             raise CatalogError(f"{where}: missing field(s) {', '.join(missing)}")
         kernel, gpu_id, dtype, phase = raw["kernel"], raw["gpu_id"], raw["dtype"], raw["pass"]
-        if not isinstance(kernel, str) or not _KERNEL_RE.match(kernel):
+        if not isinstance(kernel, str) or not KERNEL_RE.match(kernel):
             raise CatalogError(f"{where}: kernel must be a lower-case id such as 'flash2'")
         if dtype not in DTYPES:
             raise CatalogError(f"{where}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
@@ -186,7 +186,7 @@ def parse_attention(data: Mapping[str, Any], origin: str = DATA_FILE) -> tuple[A
                 raise CatalogError(f"{where}: {key} must be text")
         if not raw["source"].strip():
             raise CatalogError(f"{where}: source must name the paper and figure or repo file")
-        if not isinstance(raw["date"], str) or not _DATE_RE.match(raw["date"]):
+        if not isinstance(raw["date"], str) or not DATE_RE.match(raw["date"]):
             raise CatalogError(f"{where}: date {raw['date']!r} must be YYYY-MM or YYYY-MM-DD")
         card = cards.get(gpu_id) if isinstance(gpu_id, str) else None
         if card is None:
@@ -252,8 +252,9 @@ def reference_for(
     return ref, kernel, matched
 
 
-def _interp(curve: Sequence[tuple[int, float]], x: int, *, log: bool) -> float:
-    """Linear (in ``log(x)`` when ``log``) through sorted ``(x, y)`` points, clamped at the ends."""
+def interpolate(curve: Sequence[tuple[int, float]], x: int, *, log: bool) -> float:
+    """Linear (in ``log(x)`` when ``log``) through sorted ``(x, y)`` points, clamped at the ends
+    (shared with :mod:`suanli.catalog.decode_attention`)."""
     if x <= curve[0][0]:
         return curve[0][1]
     if x >= curve[-1][0]:
@@ -287,8 +288,8 @@ def _estimate(
     by_dim: dict[int, list[tuple[int, float]]] = {}
     for p in rows:
         by_dim.setdefault(p.head_dim, []).append((p.seq_len, p.tflops * 1e12 / peak))
-    curve = [(d, _interp(sorted(pts), seq_len, log=True)) for d, pts in sorted(by_dim.items())]
-    efficiency = _interp(curve, head_dim, log=False)
+    curve = [(d, interpolate(sorted(pts), seq_len, log=True)) for d, pts in sorted(by_dim.items())]
+    efficiency = interpolate(curve, head_dim, log=False)
     lo = max((d for d, _ in curve if d <= head_dim), default=curve[0][0])
     hi = min((d for d, _ in curve if d >= head_dim), default=curve[-1][0])
     sources = tuple(dict.fromkeys(p.source for p in rows if p.head_dim in (lo, hi)))

@@ -22,14 +22,12 @@ size and then in ``log(batch)``, clamped at the measured ends.
 
 from __future__ import annotations
 
-import itertools
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from suanli.catalog.attention import DATE_RE, KERNEL_RE, interpolate
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
 
@@ -80,9 +78,6 @@ GENERATION_REFERENCE: dict[str, tuple[str, ...]] = {
     "Ampere": ("a100-pcie-80gb", "a100-sxm-80gb"),
 }
 FALLBACK_REFERENCE = ("a100-pcie-80gb", "a100-sxm-80gb")
-
-_DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
-_KERNEL_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 
 
 @dataclass(frozen=True)
@@ -152,7 +147,7 @@ def parse_decode_attention(
         if missing:
             raise CatalogError(f"{where}: missing field(s) {', '.join(missing)}")
         kernel, gpu_id, dtype = raw["kernel"], raw["gpu_id"], raw["dtype"]
-        if not isinstance(kernel, str) or not _KERNEL_RE.match(kernel):
+        if not isinstance(kernel, str) or not KERNEL_RE.match(kernel):
             raise CatalogError(f"{where}: kernel must be a lower-case id such as 'flashinfer'")
         if dtype not in DTYPES:
             raise CatalogError(f"{where}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
@@ -174,7 +169,7 @@ def parse_decode_attention(
         for key in ("source", "note"):
             if not isinstance(raw[key], str) or not raw[key].strip():
                 raise CatalogError(f"{where}: {key} must be non-empty text")
-        if not isinstance(raw["date"], str) or not _DATE_RE.match(raw["date"]):
+        if not isinstance(raw["date"], str) or not DATE_RE.match(raw["date"]):
             raise CatalogError(f"{where}: date {raw['date']!r} must be YYYY-MM or YYYY-MM-DD")
         layout = (dtype, q_heads, kv_heads, head_dim, page_size)
         if layouts.setdefault((kernel, gpu_id), layout) != layout:
@@ -239,19 +234,6 @@ def reference_for(
     )
 
 
-def _interp(curve: Sequence[tuple[int, float]], x: int) -> float:
-    """Linear in ``log(x)`` through sorted ``(x, y)`` points, clamped at the ends."""
-    if x <= curve[0][0]:
-        return curve[0][1]
-    if x >= curve[-1][0]:
-        return curve[-1][1]
-    for (x0, y0), (x1, y1) in itertools.pairwise(curve):
-        if x0 <= x <= x1:
-            w = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
-            return y0 + w * (y1 - y0)
-    raise AssertionError("unreachable: x lies inside the curve")  # pragma: no cover
-
-
 def decode_attention_efficiency(
     gpu: GPU, *, batch: int, context: int, kernel: str | None = None
 ) -> tuple[float, str]:
@@ -296,8 +278,10 @@ def _efficiency(
     by_batch: dict[int, list[tuple[int, float]]] = {}
     for p in rows:
         by_batch.setdefault(p.batch, []).append((p.context, p.bandwidth_utilization))
-    curve = [(b, _interp(sorted(pts), context)) for b, pts in sorted(by_batch.items())]
-    fraction = _interp(curve, batch)
+    curve = [
+        (b, interpolate(sorted(pts), context, log=True)) for b, pts in sorted(by_batch.items())
+    ]
+    fraction = interpolate(curve, batch, log=True)
 
     notes: list[str] = []
     batches = [b for b, _ in curve]

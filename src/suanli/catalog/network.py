@@ -11,26 +11,17 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from suanli.catalog.gpu import GPU, PRECISION_FIELDS
 from suanli.catalog.loader import CatalogError
+from suanli.catalog.toml_data import read_data
 from suanli.estimate.comm import Link, Network
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
-
-
-def _read(name: str) -> dict[str, Any]:
-    text = (resources.files("suanli.catalog") / "data" / name).read_text("utf-8")
-    try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{name}: not valid TOML ({exc})") from None
-    return data
+    pass
 
 
 @dataclass(frozen=True)
@@ -61,7 +52,7 @@ class LinkSpec:
 def links() -> dict[str, LinkSpec]:
     """All interconnect kinds by id, validated."""
     out: dict[str, LinkSpec] = {}
-    for raw in _read("interconnect.toml").get("link", []):
+    for raw in read_data("interconnect.toml").get("link", []):
         lid = str(raw.get("id", ""))
         try:
             spec = LinkSpec(
@@ -113,7 +104,7 @@ def node_layouts() -> dict[str, NodeLayout]:
     """All node layouts by id, validated (their link ids must exist)."""
     table = links()
     out: dict[str, NodeLayout] = {}
-    for raw in _read("interconnect.toml").get("node", []):
+    for raw in read_data("interconnect.toml").get("node", []):
         nid = str(raw.get("id", ""))
         try:
             node = NodeLayout(
@@ -183,7 +174,7 @@ class CollectiveFit:
 def collective_fits() -> tuple[CollectiveFit, ...]:
     """The ``[[collective_fit]]`` rows of interconnect.toml, validated."""
     out: list[CollectiveFit] = []
-    for raw in _read("interconnect.toml").get("collective_fit", []):
+    for raw in read_data("interconnect.toml").get("collective_fit", []):
         label = f"{raw.get('cluster')}/{raw.get('collective')}/{raw.get('num_workers')}"
         try:
             small = raw.get("model_small_rel_error")
@@ -332,7 +323,7 @@ class Ceiling:
 
 @lru_cache(maxsize=1)
 def _efficiency_table() -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, dict[str, Any]]]:
-    data = _read("efficiency.toml")
+    data = read_data("efficiency.toml")
     ceilings = {(str(r["gpu_id"]), str(r["precision"])): r for r in data.get("ceiling", [])}
     defaults = {str(r["id"]): r for r in data.get("default", [])}
     return ceilings, defaults

@@ -97,6 +97,16 @@ def gemm_seconds(
 ROW_PARALLEL = ("o", "down")
 
 
+def shard_dims(s: Any, hidden: int, tp: Any) -> tuple[Any, Any]:
+    """``(n_in, n_out)`` of one linear shape on one GPU of ``tp``: Megatron splits ``n_out`` of
+    column-parallel layers and ``n_in`` of the row-parallel ``o``, ``down`` and the experts'
+    down projections back to ``hidden``."""
+    down = s.kind in ROW_PARALLEL or (
+        s.kind in ("experts", "shared") and s.n_out == hidden and s.n_in != hidden
+    )
+    return (s.n_in / tp, s.n_out) if down else (s.n_in, s.n_out / tp)
+
+
 @dataclass(frozen=True)
 class LayerGemms:
     """Seconds of the GEMMs of one average layer for one micro-batch, by pass."""
@@ -152,10 +162,7 @@ def layer_gemms(
     for s in shapes:
         per_layer = s.count / num_layers
         rows = tokens * expert_share if s.kind in ("experts",) else tokens
-        down = s.kind in ROW_PARALLEL or (
-            s.kind in ("experts", "shared") and s.n_out == hidden and s.n_in != hidden
-        )
-        n_in, n_out = (s.n_in / tp, s.n_out) if down else (s.n_in, s.n_out / tp)
+        n_in, n_out = shard_dims(s, hidden, tp)
         forward = forward + per_layer * t(rows, n_out, n_in)
         backward = backward + per_layer * t(rows, n_in, n_out)
         kernels += per_layer * 2
@@ -244,10 +251,7 @@ def serve_forward(
 
     gemm: Any = 0.0
     for s in shapes:
-        down = s.kind in ROW_PARALLEL or (
-            s.kind in ("experts", "shared") and s.n_out == hidden and s.n_in != hidden
-        )
-        n_in, n_out = (s.n_in / tp, s.n_out) if down else (s.n_in, s.n_out / tp)
+        n_in, n_out = shard_dims(s, hidden, tp)
         if s.kind == "experts":
             # Only the touched experts run (and are read), each on its share of the tokens.
             count = s.count * touched_share
@@ -278,13 +282,6 @@ FP8_CAST_BYTES = 3.0
 NF4_DEQUANT_BYTES = 4.127 / 8 + 2.0
 
 
-def _sharded(s: Any, hidden: int, tp: Any) -> tuple[Any, Any]:
-    down = s.kind in ROW_PARALLEL or (
-        s.kind in ("experts", "shared") and s.n_out == hidden and s.n_in != hidden
-    )
-    return (s.n_in / tp, s.n_out) if down else (s.n_in, s.n_out / tp)
-
-
 def fp8_cast_seconds(
     shapes: Any,
     num_layers: int,
@@ -310,7 +307,7 @@ def fp8_cast_seconds(
     for s in shapes:
         per_layer = s.count / num_layers
         rows = tokens * expert_share if s.kind == "experts" else tokens
-        k, n = _sharded(s, hidden, tp)
+        k, n = shard_dims(s, hidden, tp)
         elements = 2 * rows * k + rows * n + 2 * k * n
         total = total + per_layer * maximum(
             FP8_CAST_BYTES * elements / memory_bw, 5 * model.small_op_s
@@ -337,7 +334,7 @@ def nf4_dequant_seconds(
     memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
     total: Any = 0.0
     for s in shapes:
-        k, n = _sharded(s, hidden, tp)
+        k, n = shard_dims(s, hidden, tp)
         total = total + s.count / num_layers * maximum(
             NF4_DEQUANT_BYTES * k * n / memory_bw, model.small_op_s
         )

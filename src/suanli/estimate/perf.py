@@ -595,7 +595,7 @@ def inference_perf(
     # Decode: one token per sequence per step, attending to the average context.
     decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
     decode_flops = decode_per_token * work.batch
-    kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context * work.batch
+    kv = per_seq_kv * work.batch
     step_bytes = active_weight_bytes(spec, work, work.batch) + kv
     decode_compute = decode_flops / tp / device.matmul_flops
     decode_memory = step_bytes / device.bandwidth
@@ -608,9 +608,8 @@ def inference_perf(
     bound = "compute" if decode_compute >= decode_memory else "memory"
     # Smallest batch where compute time per step reaches memory time.
     per_seq_flops = decode_per_token / tp / device.matmul_flops
-    per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
     per_seq_mem = per_seq_kv / device.bandwidth
-    weights_s = weight_bytes(spec, work) / device.bandwidth
+    weights_s = weights / device.bandwidth
     crossover = (
         math.inf if per_seq_flops <= per_seq_mem else weights_s / (per_seq_flops - per_seq_mem)
     )
