@@ -740,3 +740,11 @@ def test_live_with_gpus_equals_top(monkeypatch: pytest.MonkeyPatch) -> None:
     assert doc["gpus"] is True and doc["note"] == ""
     top = json.loads(run("top", "--json", env={"SUANLI_FAKE_GPUS": "healthy-8xh100"}).stdout)
     assert doc["samples"] == top
+
+
+def test_a_refused_job_keeps_its_command_to_run(client: TestClient) -> None:
+    body = {"model": "llama-3.1-70b", "task": "full", "gpu": "4090"}
+    message = assert_one_sentence(client.post("/api/perf", json=body), 400)
+    # Field names for the API, but the quoted command stays one a terminal accepts.
+    assert "ignore_fit gives the speed anyway" in message
+    assert "'suanli fit llama-3.1-70b --task full" in message and "--gpu rtx-4090-24gb'" in message

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 #: Largest request body accepted, in bytes (1 MiB): a config.json is a few kilobytes.
 BODY_LIMIT = 1 << 20
 
+_QUOTED_COMMAND = re.compile(r"('suanli [^']*')")
 _CLI_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
 
 
@@ -28,10 +29,19 @@ class ApiError(Exception):
         self.message = message
 
 
+def _field_name(match: re.Match[str]) -> str:
+    return match.group(1).replace("-", "_")
+
+
 def sentence(text: str, limit: int = 400) -> str:
-    """One line, CLI flags spelled as the API's field names (``--max-gpus`` -> ``max_gpus``)."""
+    """One line, CLI flags spelled as the API's field names (``--max-gpus`` -> ``max_gpus``),
+    except inside a quoted command to run (``'suanli fit ... --task full'`` stays as typed)."""
     text = " ".join(str(text).split())
-    text = _CLI_FLAG.sub(lambda m: m.group(1).replace("-", "_"), text)
+    parts = _QUOTED_COMMAND.split(text)
+    text = "".join(
+        part if _QUOTED_COMMAND.fullmatch(part) else _CLI_FLAG.sub(_field_name, part)
+        for part in parts
+    )
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text or "bad request"
