@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.cli.options import work_request, workload_options
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import print_json, print_line, print_table
 
 if TYPE_CHECKING:
     pass
@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 
 def _split(text: str) -> tuple[str, ...]:
     return tuple(n.strip().strip('"') for n in text.split(",") if n.strip())
+
+
+def _device_cell(row: Any) -> str:
+    """The device, marked in red when the work cannot run on it as given."""
+    return row.device if row.fits and row.supported else f"{row.device} [bold red](cannot run)[/]"
 
 
 @click.command("compare")
@@ -63,7 +68,7 @@ def compare_cmd(
     if answer.inference:
         table = [
             [
-                r.device,
+                _device_cell(r),
                 f"{(r.ttft_s or 0.0) * 1e3:,.1f} ms",
                 f"{(r.tpot_s or 0.0) * 1e3:,.2f} ms",
                 f"{r.request_s or 0.0:,.2f} s",
@@ -80,7 +85,7 @@ def compare_cmd(
     else:
         table = [
             [
-                r.device,
+                _device_cell(r),
                 f"{r.step_time_s or 0.0:,.3f} s",
                 f"{r.tokens_per_s:,.0f}",
                 f"{r.speedup_vs_slowest:,.0f}x",
@@ -96,4 +101,4 @@ def compare_cmd(
             )
     for r in rows:
         for warning in r.warnings:
-            click.secho(f"{r.device} cannot run it as given: {warning}", fg="red", err=True)
+            print_line(f"{r.device} cannot run it as given: {warning}", fg="red", err=True)

@@ -8,7 +8,7 @@ import click
 
 from suanli.answers.request import DEFAULT_PUE
 from suanli.cli.options import work_request, workload_options
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import print_json, print_line, print_table
 
 if TYPE_CHECKING:
     from suanli.answers.perf import InferPerfAnswer, TrainPerfAnswer
@@ -141,7 +141,7 @@ def perf_cmd(
     if explain:
         _render_terms(answer)
     for warning in answer.warnings:
-        click.secho(f"cannot run as given: {warning}", fg="red", err=True)
+        print_line(f"cannot run as given: {warning}", fg="red", err=True)
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -166,7 +166,7 @@ def _render_terms(doc: InferPerfAnswer | TrainPerfAnswer) -> None:
         right_align=["time", "efficiency"],
     )
     for t in doc.terms:
-        click.echo(f"{t.term}: {t.formula}")
+        print_line(f"{t.term}: {t.formula}")
 
 
 def _runnable_rows(doc: InferPerfAnswer | TrainPerfAnswer) -> list[list[str]]:
@@ -242,9 +242,9 @@ def _render_train(doc: TrainPerfAnswer) -> None:
         ]
     print_table(f"{doc.model} {doc.task} on {doc.gpus} x {doc.gpu}", ["", ""], rows)
     for tip in doc.advice:
-        click.echo(
+        print_line(
             f"fix: {tip.issue}: {tip.fix} -> {tip.tokens_per_s_after:,.0f} "
             f"tokens/s ({tip.speedup:.2f}x)"
         )
     for note in doc.assumptions:
-        click.echo(f"assumption: {note}")
+        print_line(f"assumption: {note}")

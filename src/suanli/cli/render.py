@@ -34,3 +34,18 @@ def print_table(
     for row in rows:
         table.add_row(*row)
     Console().print(table)
+
+
+def print_line(text: str, *, err: bool = False, fg: str | None = None) -> None:
+    """One line of prose, wrapped at word boundaries to the terminal's width (80 when piped),
+    continuation lines indented by two spaces."""
+    import shutil
+    import textwrap
+
+    import click
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    wrapped = textwrap.fill(
+        text, width=max(width, 40), subsequent_indent="  ", break_on_hyphens=False
+    )
+    click.secho(wrapped, err=err, fg=fg)
