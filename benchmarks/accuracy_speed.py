@@ -127,8 +127,10 @@ def main() -> None:
         "Error = (estimate - measured) / measured for throughput metrics (tokens/s, MFU, "
         "TFLOP/s); for time metrics (step_time_s, ttft_s, tpot_s) the sign is flipped. "
         "**Positive always means the estimate promises more speed than was measured** "
-        "(optimistic); negative means pessimistic. Output tokens/s is estimated as batch / TPOT "
-        "(decode only), so rows whose measured rate includes long prefills read optimistic.\n"
+        "(optimistic); negative means pessimistic. An inference row is read the way it was "
+        "measured (its `load` option): a static batch started together counts its prefill in the "
+        "rate (`batch_tokens_per_s`), closed-loop clients read suanli's closed-loop steady state "
+        "(`closed_loop`), other rows read TPOT and batch / TPOT.\n"
     )
     _rows_table(results)
 

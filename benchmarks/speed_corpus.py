@@ -74,7 +74,17 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "lora_targets": str,
     "offload_optimizer": lambda v: v.lower() in ("1", "true", "yes"),
     "kv_dtype": str,
+    "load": str,
 }
+
+#: How an inference row's requests were run (the ``load`` option): ``decode`` (default) reads
+#: TPOT and batch / TPOT; ``static``, one batch started together and run to the end (TensorRT-LLM's
+#: gptSessionBenchmark, vLLM's benchmark_latency), reads the rate with the prefill included;
+#: ``closed``, a fixed number of clients each sending its next request when the last ends
+#: (AIPerf, genai-perf), reads the closed-loop steady state.
+LOADS = ("decode", "static", "closed")
+#: Options that describe an inference row rather than set a WorkRequest field.
+INFER_ONLY = frozenset({"kv_dtype", "load"})
 
 #: Prompt length used for an inference row whose source does not state it (suanli's default).
 DEFAULT_PROMPT = PerfRequest().prompt
@@ -222,6 +232,7 @@ def request(row: Row) -> PerfRequest:
             batch=row.batch,
             gpus=row.gpus,
             tp=row.tp,
+            pp=row.pp,
             dtype=row.dtype,
             quant=row.quant or row.dtype,
             kv_dtype=extras.get("kv_dtype", "bf16"),
@@ -251,7 +262,7 @@ def request(row: Row) -> PerfRequest:
         "dp": row.dp,
         "gpus": row.gpus,
     }
-    options.update({k: v for k, v in extras.items() if k != "kv_dtype"})
+    options.update({k: v for k, v in extras.items() if k not in INFER_ONLY})
     return PerfRequest(
         model=row.model,
         work=WorkRequest(**options),
@@ -272,19 +283,28 @@ def _value(row: Row, answer: TrainPerfAnswer | InferPerfAnswer) -> float:
             "step_time_s": lambda a: a.step_time_s,
         }
         return float(train[row.metric](answer))
+    load = dict(row.extras).get("load", "decode")
+    if load not in LOADS:
+        raise ValueError(f"{row.id}: load {load!r} is not one of {LOADS}")
+    ttft, tpot, rate = answer.ttft_s, answer.tpot_s, answer.tokens_per_s
+    if load == "static":
+        rate = answer.batch_tokens_per_s
+    elif load == "closed" and answer.closed_loop is not None:
+        loop = answer.closed_loop
+        ttft, tpot, rate = loop.ttft_s, loop.tpot_s, loop.tokens_per_s
     infer = {
-        "ttft_s": lambda a: a.ttft_s,
-        "tpot_s": lambda a: a.tpot_s,
-        "output_tokens_per_s": lambda a: a.tokens_per_s,
-        "tokens_per_s": lambda a: a.tokens_per_s,
-        "tokens_per_s_per_gpu": lambda a: a.tokens_per_s / row.gpus,
+        "ttft_s": ttft,
+        "tpot_s": tpot,
+        "output_tokens_per_s": rate,
+        "tokens_per_s": rate,
+        "tokens_per_s_per_gpu": rate / row.gpus,
     }
-    return float(infer[row.metric](answer))
+    return float(infer[row.metric])
 
 
 def estimate(row: Row) -> Estimate:
-    """suanli's estimate of the row's metric (output tokens/s is batch / TPOT, decode only),
-    with the fit and precision flags the answer carries."""
+    """suanli's estimate of the row's metric (read as the row's ``load`` says), with the fit and
+    precision flags the answer carries."""
     answer = perf(request(row))
     return Estimate(
         value=_value(row, answer),

@@ -151,4 +151,5 @@ def device_for(
         attention=attention,
         attention_source=attention_source,
         decode_attention=None if gpu.form_factor == "cpu" else _decode_attention_for(gpu),
+        precision=precision,
     )

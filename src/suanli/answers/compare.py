@@ -14,6 +14,7 @@ from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.request import WorkRequest, build_work
 from suanli.answers.validity import check_job
+from suanli.catalog.formats import get_format
 from suanli.estimate.perf import Device, inference_perf, training_perf
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
@@ -126,7 +127,9 @@ def compare(
     built: list[Device] = []
     for name in req.devices:
         gpu, calibration = resolve_gpu(name, req.catalog_file)
-        dtype = "bf16" if isinstance(work, InferWork) else work.dtype
+        dtype = (
+            get_format(work.weight_format).gemm_dtype if isinstance(work, InferWork) else work.dtype
+        )
         device = device_for(gpu, dtype, calibration=calibration, auto_calibration=False)
         built.append(device)
         valid = check_job(req.model, spec, work, gpu)

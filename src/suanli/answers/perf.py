@@ -14,6 +14,7 @@ from suanli.answers.perf_terms import TimeTerm, infer_terms, train_terms
 from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
+from suanli.estimate.load import ClosedLoop, closed_loop
 from suanli.estimate.perf import Device, advice, inference_perf, scaling, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
@@ -213,6 +214,14 @@ class InferPerfAnswer(Answer):
     """Every time term with its efficiency, its source and its formula (--explain)."""
     largest_batch: int = 0
     """The largest batch that fits at this context (the sweep stops there); 0: none fits."""
+    request_s: float = 0.0
+    """One request end to end: TTFT + (output - 1) x TPOT."""
+    batch_tokens_per_s: float = 0.0
+    """Output tokens/s of a static batch whose sequences start together, prefill included
+    (batch x output / request_s); tokens_per_s counts decode steps only."""
+    closed_loop: ClosedLoop | None = None
+    """``batch`` clients each sending a request when their last one ends (AIPerf, genai-perf,
+    vllm bench serve --max-concurrency): steady-state TTFT, TPOT and throughput."""
     batch: int = field(default=1, metadata=NOT_IN_JSON)
     prompt: int = field(default=1024, metadata=NOT_IN_JSON)
     output: int = field(default=256, metadata=NOT_IN_JSON)
@@ -355,6 +364,11 @@ def infer_perf_answer(
     """The inference answer for a built workload on a device, with a batch sweep up to
     ``largest_batch`` (the largest that fits; None: the whole sweep)."""
     result = inference_perf(spec, work, device, prompt, output)
+    alone = (
+        result
+        if work.batch == 1
+        else inference_perf(spec, replace(work, batch=1), device, prompt, output)
+    )
     sweep = []
     for batch in sweep_batches(largest_batch):
         r = inference_perf(spec, replace(work, batch=batch), device, prompt, output)
@@ -398,6 +412,9 @@ def infer_perf_answer(
         **_validity_fields(validity),
         terms=infer_terms(work, device, result, int(prompt + output / 2)),
         largest_batch=largest_batch or 0,
+        request_s=result.request_s,
+        batch_tokens_per_s=result.batch_tokens_per_s,
+        closed_loop=closed_loop(work.batch, output, alone.ttft_s, result.tpot_s),
         batch=work.batch,
         prompt=prompt,
         output=output,
@@ -414,11 +431,8 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
     spec = loader(req.model).spec
     gpu, measured = resolve_gpu(req.gpu, req.catalog_file)
     calibration = read_calibration(req.calibration) if req.calibration else measured
-    # Weights stored in fp8 are multiplied in fp8; other formats dequantize to 16-bit.
-    if isinstance(work, TrainWork):
-        dtype = work.dtype
-    else:
-        dtype = "fp8" if get_format(work.weight_format).compute_dtype == "fp8" else "bf16"
+    # Weights stored in fp8 are multiplied in fp8 where the card can; others dequantize to 16-bit.
+    dtype = work.dtype if isinstance(work, TrainWork) else get_format(work.weight_format).gemm_dtype
     device = device_for(
         gpu,
         dtype,

@@ -148,14 +148,28 @@ def infer_terms(
         ),
     ]
     if b.get("communication"):
-        efficiency, source = _link_source(device, work.tp, 1)
+        parts = []
+        if work.tp > 1:
+            parts.append("2 all-reduces per layer per forward (prefill and each decode step)")
+        if work.pp > 1:
+            parts.append(
+                f"{work.pp - 1} activation sends per forward between pipeline stages, which run "
+                "in turn (no micro-batch overlap)"
+            )
+        group, stride = (work.tp, 1) if work.tp > 1 else (work.pp, work.tp)
+        efficiency, source = _link_source(device, group, stride)
         terms.append(
             TimeTerm(
-                "communication: tensor_parallel",
+                "communication: "
+                + " + ".join(
+                    name
+                    for name, on in (("tensor_parallel", work.tp > 1), ("pipeline", work.pp > 1))
+                    if on
+                ),
                 b["communication"],
                 efficiency,
                 source,
-                "2 all-reduces per layer per forward (prefill and each decode step)",
+                "; ".join(parts),
             )
         )
     return tuple(terms)

@@ -50,7 +50,7 @@ class WorkRequest:
     ep: int = 1
     sp: bool = False
     gpus: int | None = None
-    """GPUs in the job (training: dp x tp x pp; inference: tensor parallel)."""
+    """GPUs in the job (training: dp x tp x pp; inference: tp, or tp x pp with pp > 1)."""
     offload_optimizer: bool = False
     lora_rank: int = 16
     lora_targets: str = "q,k,v,o"
@@ -123,13 +123,19 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
     )
     gpus = req.gpus
     if req.task == "infer":
-        tp = req.tp if req.tp > 1 or gpus is None else gpus
+        if req.pp > 1:
+            if gpus is not None and gpus != req.tp * req.pp:
+                raise ValueError(f"--gpus {gpus} != tp x pp = {req.tp * req.pp}; drop one of them")
+            tp = req.tp
+        else:
+            tp = req.tp if req.tp > 1 or gpus is None else gpus
         return InferWork(
             batch=req.batch or 1,
             context=req.context,
             weight_format=req.quant,
             kv_dtype=req.kv_dtype,
             tp=tp,
+            pp=req.pp,
             prefill_chunk=req.prefill_chunk,
             gpu_memory_utilization=req.gpu_memory_utilization,
             overheads=overheads,

@@ -36,6 +36,13 @@ class WeightFormat:
     unquantized: tuple[str, ...] = ()
     notes: str = ""
 
+    @property
+    def gemm_dtype(self) -> str:
+        """The precision its matmuls ask for: ``fp8`` for 8-bit float weights (W8A8: vLLM and
+        TensorRT-LLM quantize activations on the fly on cards with fp8 tensor cores; elsewhere
+        the device falls back to its 16-bit rate, as FP8 Marlin's W8A16 does), else ``bf16``."""
+        return "fp8" if self.kind == "float" and self.bits_per_weight == 8 else "bf16"
+
 
 @dataclass(frozen=True)
 class Overhead:

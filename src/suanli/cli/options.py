@@ -124,7 +124,8 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         type=click.IntRange(min=1),
         default=1,
         show_default=True,
-        help="Pipeline stages (1F1B).",
+        help="Pipeline stages (training: 1F1B; inference: layers split over GPUs that run "
+        "in turn, as llama.cpp's layer split).",
     ),
     click.option(
         "--vpp",
@@ -151,7 +152,8 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         "--gpus",
         type=click.IntRange(min=1),
         default=None,
-        help="GPUs in the job (training: dp x tp x pp; inference: tensor parallel).",
+        help="GPUs in the job (training: dp x tp x pp; inference: tensor parallel, or tp x pp "
+        "with --pp).",
     ),
     click.option(
         "--offload-optimizer",

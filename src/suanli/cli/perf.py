@@ -194,7 +194,9 @@ def _render_infer(doc: InferPerfAnswer) -> None:
         *_runnable_rows(doc),
         ["TTFT (prefill)", _fmt_s(doc.ttft_s)],
         ["TPOT (per output token)", _fmt_s(doc.tpot_s)],
-        ["throughput", f"{doc.tokens_per_s:,.0f} tokens/s"],
+        ["throughput (decode)", f"{doc.tokens_per_s:,.0f} tokens/s"],
+        ["request (prefill + decode)", _fmt_s(doc.request_s)],
+        ["static batch, prefill included", f"{doc.batch_tokens_per_s:,.0f} tokens/s"],
         ["decode is bound by", doc.bound],
         [
             "decode turns compute-bound at batch",

@@ -550,7 +550,7 @@ def kv_bytes_per_token(spec: ModelSpec, kv_dtype_bytes: float, context: int, tp:
 def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
     """Per-GPU memory to serve ``batch`` sequences of ``context`` tokens."""
     fmt = get_format(work.weight_format)
-    split = param_split(spec, work.tp)
+    split = param_split(spec, work.tp, work.pp)
     lines: list[Line] = []
     assumptions: list[str] = []
     quantized, kept = _weight_bytes(split, fmt)
@@ -565,7 +565,9 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
             fmt.source,
         )
     )
-    per_token = kv_bytes_per_token(spec, work.kv_bytes, work.context, work.tp)
+    # A pipeline stage holds the KV cache of its own layers only.
+    stage_share = split.layers_on_stage / spec.num_layers
+    per_token = kv_bytes_per_token(spec, work.kv_bytes, work.context, work.tp) * stage_share
     kv = per_token * work.batch * work.context
     lines.append(
         Line(
@@ -577,8 +579,14 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
         )
     )
     lines.append(_prefill_line(spec, work))
-    lines += _runtime_overhead(lines, work.overheads, work.tp > 1, assumptions)
+    lines += _runtime_overhead(lines, work.overheads, work.tp * work.pp > 1, assumptions)
     assumptions.append(f"weights stored as {fmt.name}; compute in {fmt.compute_dtype}")
+    if work.pp > 1:
+        assumptions.append(
+            f"layers split over {work.pp} pipeline stages: the busiest stage "
+            f"({split.layers_on_stage} layers and the larger of the embeddings and LM head) "
+            "is shown"
+        )
     if fmt.bits_per_weight < 16 and fmt.kind != "gguf":
         assumptions.append("embeddings, LM head and norms stay in 16-bit (usual for GPTQ/AWQ/bnb)")
     result = _assemble(lines, assumptions, tokens=work.batch * work.context)

@@ -75,6 +75,8 @@ class Device:
     attention_source: str = ""
     decode_attention: Callable[[int, int], float] | None = None
     """Measured paged decode-attention bandwidth utilization by ``(batch, context)``."""
+    precision: str = ""
+    """The tensor precision ``peak_flops`` is for (``bf16``, ``fp8``...; empty: unstated)."""
 
     def attention_efficiency(self, seq: int, head_dim: int, causal: bool, backward: bool) -> float:
         """The attention core's efficiency (of the 16-bit peak) for one pass."""
@@ -475,6 +477,11 @@ class InferPerf:
     compute_bound_batch: int
     """The batch from which a decode step is limited by compute rather than memory."""
     breakdown_s: dict[str, float]
+    request_s: float = 0.0
+    """One request end to end: TTFT + (output - 1) x TPOT."""
+    batch_tokens_per_s: float = 0.0
+    """Output tokens/s of a static batch (every sequence starts together and the prefill runs
+    first): batch x output / request_s."""
 
 
 def weight_bytes(spec: ModelSpec, work: InferWork) -> float:
@@ -539,7 +546,7 @@ def serve_kernels(
     }
     core = forward_flops_per_token(spec, prompt, causal=True)["attention_core"]
     # Attention stays in 16 bits with fp8 weights: half the fp8 tensor rate.
-    bf16_peak = device.peak_flops / 2 if fmt.compute_dtype == "fp8" else device.peak_flops
+    bf16_peak = device.peak_flops / 2 if device.precision == "fp8" else device.peak_flops
     rate = bf16_peak * device.attention_efficiency(prompt, spec.attention.head_dim, True, False)
     prefill = serve_forward(
         rows=batch * prompt,
@@ -579,6 +586,14 @@ def inference_perf(
         if tp > 1
         else 0.0
     )
+    # Pipeline stages run in turn for every token (no micro-batch overlap, as llama.cpp's layer
+    # split): the pass costs what one GPU holding every layer would, plus one activation hop
+    # between neighbouring stages.
+    hops = work.pp - 1
+    pp_link = net.point_to_point_link(work.pp, tp) if hops else link
+    pp_prefill = hops * p2p_s(work.batch * prompt * spec.hidden_size * b / tp, pp_link)
+    pp_decode = hops * p2p_s(work.batch * spec.hidden_size * b / tp, pp_link)
+    tp_comm += pp_prefill
     context = prompt + output / 2
     per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
     kv_eff = (
@@ -603,7 +618,7 @@ def inference_perf(
         2 * spec.num_layers * all_reduce_s(work.batch * spec.hidden_size * b, tp, link)
         if tp > 1
         else 0.0
-    )
+    ) + pp_decode
     tpot = max(decode_compute, decode_memory, decode_k.total_s) + decode_comm
     bound = "compute" if decode_compute >= decode_memory else "memory"
     # Smallest batch where compute time per step reaches memory time.
@@ -615,6 +630,9 @@ def inference_perf(
     )
     compute_bound_batch = int(min(math.ceil(crossover), 1 << 20)) if math.isfinite(crossover) else 0
     tokens_per_s = work.batch / tpot
+    # A static batch (offline benchmarks such as TensorRT-LLM's gptSessionBenchmark or vLLM's
+    # benchmark_latency) prefills every prompt, then decodes: its rate counts the prefill too.
+    request_s = ttft + max(output - 1, 0) * tpot
     return InferPerf(
         prefill_flops,
         decode_per_token,
@@ -635,4 +653,6 @@ def inference_perf(
             "decode_attention": decode_k.attention_s,
             "decode_small_ops": decode_k.small_ops_s,
         },
+        request_s,
+        work.batch * output / request_s,
     )

@@ -187,6 +187,9 @@ class InferWork:
     kv_dtype: str = "bf16"
     tp: int = 1
     """Tensor-parallel degree: weights and KV heads split over this many GPUs."""
+    pp: int = 1
+    """Pipeline stages: the layers split over this many GPU groups that run in turn for each
+    token (llama.cpp's default ``--split-mode layer``, vLLM's ``--pipeline-parallel-size``)."""
     prefill_chunk: int | None = None
     """Chunked prefill: tokens per chunk (``None`` prefills the whole prompt at once)."""
     gpu_memory_utilization: float | None = None
@@ -197,6 +200,7 @@ class InferWork:
         _positive("batch", self.batch)
         _positive("context", self.context)
         _positive("tp", self.tp)
+        _positive("pp", self.pp)
         _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
         if self.prefill_chunk is not None:
             _positive("prefill_chunk", self.prefill_chunk)

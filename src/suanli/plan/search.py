@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from suanli.catalog.formats import get_format
 from suanli.catalog.gpu import GPU
 from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
@@ -413,7 +414,7 @@ def search_serve(
     tps = [t for t in (1, 2, 4, 8) if t <= max_gpus and spec.attention.num_heads % t == 0]
     batches = np.asarray(SERVE_BATCHES)
     for fmt in formats:
-        dtype = "fp8" if fmt == "fp8" else "bf16"
+        dtype = get_format(fmt).gemm_dtype
         try:
             device = device_for(gpu, dtype)
         except ValueError:

@@ -62,10 +62,11 @@ class CapacityRow:
 
 
 def device_dtype(weight_format: str) -> str:
-    """The device dtype a weight format computes in: ``fp8`` for FP8 formats, else ``bf16``."""
+    """The device dtype a weight format computes in: ``fp8`` for FP8 formats, else ``bf16``
+    (:attr:`suanli.catalog.formats.WeightFormat.gemm_dtype`)."""
     from suanli.catalog.formats import get_format
 
-    return "fp8" if get_format(weight_format).compute_dtype == "fp8" else "bf16"
+    return get_format(weight_format).gemm_dtype
 
 
 def plan_replicas(

@@ -1,0 +1,64 @@
+"""How requests share one serving replica when clients wait for their answers.
+
+Load generators such as NVIDIA AIPerf/genai-perf, ``vllm bench serve --max-concurrency`` and
+LLMPerf keep a fixed number of clients, each sending its next request as soon as the last one
+ends (a closed loop). In steady state their requests arrive one after another, so a new prompt is
+prefilled while the other clients' sequences decode, and its TTFT is one prompt's prefill plus
+the wait behind the other clients' prefills, not the prefill of all of them at once.
+
+The model here is a cycle balance: in one client's cycle (one request end to end) the replica
+prefills every client's prompt once and runs ``output - 1`` decode steps for all of them, so
+
+    cycle = clients x prefill_one + (output - 1) x decode_step(clients)
+
+and the prefills queue with the Pollaczek-Khinchine mean wait of an M/D/1 queue (Kleinrock,
+*Queueing Systems* vol. 1, 1975, eq. 5.72 with a deterministic service time):
+``wait = rho / (2 (1 - rho)) x prefill_one``, where ``rho`` is the share of the cycle spent on the
+*other* clients' prefills (a client never waits for its own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """Steady-state speed of ``clients`` closed-loop clients on one replica."""
+
+    clients: int
+    ttft_s: float
+    """Mean time to first token: one prompt's prefill plus the wait behind others' prefills."""
+    tpot_s: float
+    """Mean time per output token after the first, as the client sees it (inter-token
+    latency): decode steps stretched by the prefills that run between them."""
+    tokens_per_s: float
+    """Output tokens per second of all clients together, prefills included."""
+    cycle_s: float
+    """One request end to end; every client sends its next request then."""
+    prefill_share: float
+    """Share of the replica's time spent prefilling."""
+
+
+def closed_loop(
+    clients: int, output: int, prefill_one_s: float, decode_step_s: float
+) -> ClosedLoop:
+    """The cycle balance of ``clients`` clients whose requests generate ``output`` tokens, from
+    the prefill time of one prompt alone and the decode step time at batch ``clients``."""
+    if clients < 1 or output < 1:
+        raise ValueError("closed_loop needs at least one client and one output token")
+    decode_steps = output - 1
+    cycle_s = clients * prefill_one_s + decode_steps * decode_step_s
+    others = (clients - 1) * prefill_one_s / cycle_s
+    wait_s = others / (2 * (1 - others)) * prefill_one_s
+    ttft_s = prefill_one_s + wait_s
+    # The client measures its cycle as TTFT followed by output - 1 inter-token gaps.
+    tpot_s = (cycle_s - ttft_s) / decode_steps if decode_steps else decode_step_s
+    return ClosedLoop(
+        clients=clients,
+        ttft_s=ttft_s,
+        tpot_s=max(tpot_s, decode_step_s),
+        tokens_per_s=clients * output / cycle_s,
+        cycle_s=cycle_s,
+        prefill_share=clients * prefill_one_s / cycle_s,
+    )
