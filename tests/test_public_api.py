@@ -56,6 +56,8 @@ def test_exported_members() -> None:
             "FitRequest",
             "FitAnswer",
             "fit",
+            "FrameworksAnswer",
+            "framework_list",
             "CompareRequest",
             "CompareAnswer",
             "compare",

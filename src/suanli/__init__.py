@@ -10,14 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from suanli.catalog import GPU, CatalogError, find_gpu, load_catalog
-from suanli.estimate.memory import (
-    Fit,
-    MemoryBreakdown,
-    fit_inference,
-    fit_training,
-    inference_memory,
-    training_memory,
-)
+from suanli.estimate.fitting import Fit, fit_inference, fit_training
+from suanli.estimate.memory import MemoryBreakdown, inference_memory, training_memory
 from suanli.estimate.workload import InferWork, Overheads, Parallelism, TrainWork
 from suanli.models.config import SUPPORTED_MODEL_TYPES, ModelConfigError, spec_from_config
 from suanli.models.module import ModuleParams, module_params
@@ -51,6 +45,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ExplainAnswer": ("suanli.answers.explain", "ExplainAnswer"),
     "ExplainRequest": ("suanli.answers.explain", "ExplainRequest"),
     "explain": ("suanli.answers.explain", "explain"),
+    "FrameworksAnswer": ("suanli.answers.frameworks", "FrameworksAnswer"),
+    "framework_list": ("suanli.answers.frameworks", "framework_list"),
     "FitAnswer": ("suanli.answers.fit", "FitAnswer"),
     "FitRequest": ("suanli.answers.fit", "FitRequest"),
     "fit": ("suanli.answers.fit", "fit"),
@@ -99,6 +95,7 @@ if TYPE_CHECKING:
     from suanli.answers.doctor_run import DoctorRunAnswer, DoctorRunRequest, doctor_run
     from suanli.answers.explain import ExplainAnswer, ExplainRequest, explain
     from suanli.answers.fit import FitAnswer, FitRequest, fit
+    from suanli.answers.frameworks import FrameworksAnswer, framework_list
     from suanli.answers.gpus import (
         GpuAnswer,
         GpuListAnswer,
@@ -145,6 +142,7 @@ __all__ = [
     "Fit",
     "FitAnswer",
     "FitRequest",
+    "FrameworksAnswer",
     "GpuAnswer",
     "GpuListAnswer",
     "GpuListRequest",
@@ -196,6 +194,7 @@ __all__ = [
     "fit",
     "fit_inference",
     "fit_training",
+    "framework_list",
     "gpu_detail",
     "gpu_list",
     "inference_memory",

@@ -17,7 +17,13 @@ from suanli.catalog.decode_attention import decode_attention_efficiency
 from suanli.catalog.gpu import GPU
 from suanli.catalog.kernels import kernel_model
 from suanli.catalog.loader import CatalogError
-from suanli.catalog.network import Ceiling, ceiling_for, compute_precision, network_for
+from suanli.catalog.network import (
+    Ceiling,
+    ceiling_for,
+    compute_precision,
+    host_copy_bytes_per_s,
+    network_for,
+)
 from suanli.estimate.perf import Device
 
 if sys.version_info >= (3, 11):
@@ -152,4 +158,5 @@ def device_for(
         attention_source=attention_source,
         decode_attention=None if gpu.form_factor == "cpu" else _decode_attention_for(gpu),
         precision=precision,
+        host_bytes_per_s=0.0 if gpu.form_factor == "cpu" else host_copy_bytes_per_s(gpu),
     )

@@ -6,9 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from suanli.estimate.fitting import fit_inference, fit_training
 from suanli.estimate.memory import (
-    fit_inference,
-    fit_training,
     inference_memory,
     kv_bytes_per_token,
     training_memory,

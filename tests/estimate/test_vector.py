@@ -32,10 +32,38 @@ SHAPES = [
     ),
     ("gpt2", TrainWork(task="full", seq=512, attention="eager", dtype="fp32")),
     ("deepseek-v2-lite", TrainWork(task="full", seq=2048, offload_optimizer=True)),
+    # Framework techniques: per-op checkpointing, every 2nd layer, offloading, chunked and fused
+    # loss, fp32 main grads, optimizer in backward.
+    (
+        "llama-3.1-8b",
+        TrainWork(task="pretrain", seq=4096, recompute="op", loss="chunked", main_grads_fp32=True),
+    ),
+    (
+        "qwen3-30b-a3b",
+        TrainWork(task="full", seq=2048, recompute="op", recompute_every=2, loss="fused"),
+    ),
+    (
+        "llama-3.1-8b",
+        TrainWork(
+            task="full",
+            seq=2048,
+            recompute="full",
+            recompute_every=3,
+            activation_offload=True,
+            optimizer_in_backward=True,
+        ),
+    ),
+    ("llama-3.1-8b", TrainWork(task="lora", seq=2048, activation_offload=True, loss="fused")),
+    (
+        "llama-3.1-8b",
+        TrainWork(task="full", seq=2048, zero_buckets="deepspeed", saved_tensors="megatron"),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("model", "base"), SHAPES, ids=[f"{m}-{w.task}" for m, w in SHAPES])
+@pytest.mark.parametrize(
+    ("model", "base"), SHAPES, ids=[f"{m}-{w.task}-{i}" for i, (m, w) in enumerate(SHAPES)]
+)
 @pytest.mark.parametrize("gpu", ["h100", "l40s"])
 def test_vector_equals_scalar(model: str, base: TrainWork, gpu: str) -> None:
     spec = load_model(model).spec

@@ -17,7 +17,8 @@ pytest.importorskip("httpx", reason="httpx (for FastAPI's TestClient) is not ins
 from fastapi.testclient import TestClient
 
 from suanli.catalog import find_gpu, load_catalog
-from suanli.estimate.memory import fit_training, training_memory
+from suanli.estimate.fitting import fit_training
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import TrainWork
 from suanli.models.presets import presets
 from suanli.models.resolve import LoadedModel, load_model
@@ -748,3 +749,34 @@ def test_a_refused_job_keeps_its_command_to_run(client: TestClient) -> None:
     # Field names for the API, but the quoted command stays one a terminal accepts.
     assert "ignore_fit gives the speed anyway" in message
     assert "'suanli fit llama-3.1-70b --task full" in message and "--gpu rtx-4090-24gb'" in message
+
+
+def test_frameworks_endpoint_and_framework_field(client: TestClient) -> None:
+    doc = client.get("/api/frameworks").json()
+    assert any(f["id"] == "torchtune" for f in doc["frameworks"])
+    assert any(f["id"] == "vllm" for f in client.get("/api/options").json()["frameworks"])
+    body = {"model": "llama-3.2-3b", "task": "full", "batch": 2, "seq": 4096}
+    plain = client.post("/api/memory", json=body).json()
+    tune = client.post("/api/memory", json={**body, "framework": "torchtune"}).json()
+    # Fields the client sends are its own: recompute none, though torchtune checkpoints.
+    sent = client.post(
+        "/api/memory", json={**body, "framework": "torchtune", "recompute": "none"}
+    ).json()
+    assert tune["total_bytes"] < sent["total_bytes"] and tune["total_bytes"] < plain["total_bytes"]
+    # Same answer as the CLI.
+    assert tune == cli_json(
+        "mem",
+        "llama-3.2-3b",
+        "--task",
+        "full",
+        "--batch",
+        "2",
+        "--seq",
+        "4096",
+        "--framework",
+        "torchtune",
+    )
+    bad = client.post("/api/memory", json={**body, "framework": "caffe"})
+    assert bad.status_code == 400 and "frameworks" in bad.json()["error"]
+    wrong = client.post("/api/memory", json={**body, "framework": "vllm"})
+    assert wrong.status_code == 400

@@ -133,6 +133,7 @@ def test_page_shows_the_api_numbers(server: str, tmp_path: Path) -> None:
                 "optimizer": "adamw",
                 "recompute": "none",
                 "zero": 1,
+                "framework": "hf",
             }
             expected_requests = {
                 "memory": {**work, "gpu": cards[0], "cards": cards},

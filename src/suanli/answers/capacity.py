@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +108,12 @@ class CapacityRequest:
     kv_dtype: str = "bf16"
     catalog_file: str | None = None
     """Extra or overriding GPU entries (TOML)."""
+    framework: str | None = None
+    """A serving engine (vllm, sglang, tensorrt-llm, llama.cpp, ollama) whose scheduler and
+    memory defaults fill the options not set; None: suanli's own defaults."""
+    explicit: tuple[str, ...] | None = None
+    """The options the user set, which a framework never changes; None: every option whose
+    value differs from its default here."""
 
     @property
     def mode(self) -> str:
@@ -343,6 +349,27 @@ def clip_to_context(reqs: Requests, context: int) -> tuple[Requests, int]:
     return Requests(reqs.arrival_s, prompt, output), clipped
 
 
+def with_engine_defaults(req: CapacityRequest) -> CapacityRequest:
+    """``req`` with its serving framework's scheduler defaults in every option the user did not
+    set (``suanli frameworks NAME`` lists them); a training framework is a ValueError."""
+    if req.framework is None:
+        return req
+    from suanli.catalog.frameworks import get_framework
+
+    fw = get_framework(req.framework)
+    if fw.kind != "serve":
+        raise ValueError(
+            f"--framework {fw.id} trains models; capacity plans serving: use vllm, sglang, "
+            "tensorrt-llm, llama.cpp or ollama"
+        )
+    if req.explicit is not None:
+        given = set(req.explicit)
+    else:
+        given = {f.name for f in fields(req) if getattr(req, f.name) != f.default}
+    changes = {d.option: d.value for d in fw.engine if d.option not in given}
+    return replace(req, framework=fw.id, explicit=tuple(sorted(given | set(changes))), **changes)
+
+
 def engine_config(req: CapacityRequest) -> EngineConfig:
     """The serving engine the request describes (raises ``ValueError`` on bad values)."""
     from suanli.estimate.serving import EngineConfig
@@ -417,6 +444,7 @@ def capacity(
     """
     from suanli.estimate.serving import Lengths, make_requests
 
+    req = with_engine_defaults(req)
     check_request(req)
     mode = req.mode
     n_requests = req.requests

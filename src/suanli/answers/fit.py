@@ -74,7 +74,17 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
         )
     spec = loader(req.model).spec
     gpu = find_gpu(req.gpu, load_catalog(req.catalog_file))
-    chain = fit_chain(spec, work, gpu, device_for(gpu, work.dtype), gpus)
+    from suanli.catalog.frameworks import get_framework
+    from suanli.plan.fit import ALL_TECHNIQUES
+
+    fw = get_framework(req.work.framework)
+    # hf offers the whole chain; another framework only the techniques it implements.
+    allowed = (
+        ALL_TECHNIQUES
+        if fw.id == "hf"
+        else frozenset(fw.techniques) | {"loss"} & set(fw.techniques)
+    )
+    chain = fit_chain(spec, work, gpu, device_for(gpu, work.dtype), gpus, allowed)
     return FitAnswer(
         model=req.model,
         gpu=gpu.id,

@@ -8,16 +8,11 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
-from suanli.answers.request import WorkRequest, build_work
+from suanli.answers.request import WorkRequest, build_work, framework_assumptions
 from suanli.catalog import GPU
 from suanli.estimate.activations import Term
-from suanli.estimate.memory import (
-    Fit,
-    fit_inference,
-    fit_training,
-    inference_memory,
-    training_memory,
-)
+from suanli.estimate.fitting import Fit, fit_inference, fit_training
+from suanli.estimate.memory import inference_memory, training_memory
 from suanli.estimate.workload import InferWork
 from suanli.models.resolve import LoadedModel, load_model
 
@@ -146,7 +141,7 @@ def memory(
             MemoryLine(ln.key, ln.label, round(ln.bytes), ln.formula, ln.source)
             for ln in result.lines
         ),
-        assumptions=tuple(result.assumptions),
+        assumptions=framework_assumptions(req.work) + tuple(result.assumptions),
         fit=card_fits[0] if req.gpu and card_fits else None,
         fits=card_fits,
         per_layer=result.per_layer,

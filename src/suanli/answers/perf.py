@@ -11,7 +11,7 @@ from typing import Any
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.perf_terms import TimeTerm, infer_terms, train_terms
-from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work
+from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work, framework_assumptions
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
 from suanli.estimate.load import ClosedLoop, closed_loop
@@ -266,9 +266,11 @@ def train_perf_answer(
     pue: float = DEFAULT_PUE,
     usd_per_hour: float | None = None,
     validity: Validity | None = None,
+    notes: tuple[str, ...] = (),
 ) -> TrainPerfAnswer:
     """The training answer for a built workload on a device (``validity``: the memory and
-    precision check, when one was made)."""
+    precision check, when one was made; ``notes``: assumptions to list first, such as the
+    framework's defaults)."""
     result = training_perf(spec, work, device)
     cost = None
     if tokens:
@@ -312,7 +314,7 @@ def train_perf_answer(
             )
             for a in advice(spec, work, device)
         ),
-        assumptions=tuple(result.assumptions),
+        assumptions=notes + tuple(result.assumptions),
         time_to_train=cost,
         roofline=roofline(
             device,
@@ -459,5 +461,13 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             validity.largest_batch or None,
         )
     return train_perf_answer(
-        req.model, spec, work, device, req.tokens, req.pue, req.price, validity
+        req.model,
+        spec,
+        work,
+        device,
+        req.tokens,
+        req.pue,
+        req.price,
+        validity,
+        framework_assumptions(work_req),
     )

@@ -66,6 +66,26 @@ class WorkRequest:
     fragmentation: float | None = None
     nccl: float | None = None
     """NCCL buffers per GPU when GPUs > 1, GiB."""
+    recompute_every: int = 1
+    """With recompute op or full: checkpoint every K-th layer only."""
+    activation_offload: bool = False
+    """Saved activations wait in CPU memory between forward and backward."""
+    loss: str = "full"
+    """full, chunked (torchtune) or fused (Liger, Unsloth) cross-entropy."""
+    saved_tensors: str = "hf"
+    """What the layers save for backward: hf (transformers) or megatron (fused kernels)."""
+    main_grads_fp32: bool = False
+    """Gradients accumulate in an fp32 buffer (Megatron)."""
+    zero_buckets: str = "none"
+    """none, or deepspeed: ZeRO's communication buckets take GPU memory."""
+    optimizer_in_backward: bool = False
+    """Each parameter steps and frees its gradient in the backward pass (torchtune)."""
+    framework: str = "hf"
+    """A training or serving framework whose defaults fill the options not set
+    (``suanli frameworks`` lists them)."""
+    explicit: tuple[str, ...] | None = None
+    """The options the user set, which a framework never changes; None: every option whose
+    value differs from its default here."""
 
     @classmethod
     def from_options(cls, opts: dict[str, Any]) -> WorkRequest:
@@ -114,8 +134,67 @@ def lora_target_tuple(text: str) -> tuple[str, ...]:
     return targets
 
 
+def apply_framework(req: WorkRequest) -> WorkRequest:
+    """``req`` with its framework's defaults in every option the user did not set (see
+    :attr:`WorkRequest.explicit`); a framework that cannot run the task is a ValueError."""
+    from suanli.catalog.frameworks import get_framework
+
+    fw = get_framework(req.framework)
+    if req.task == "infer" and not fw.serves():
+        raise ValueError(
+            f"--framework {fw.id} trains models; for --task infer use a serving framework "
+            "(vllm, sglang, tensorrt-llm, llama.cpp) or hf"
+        )
+    if req.task != "infer" and fw.kind == "serve":
+        raise ValueError(
+            f"--framework {fw.id} serves models; use it with --task infer, or pick a training "
+            "framework (suanli frameworks lists them)"
+        )
+    if req.explicit is not None:
+        explicit = set(req.explicit)
+    else:
+        explicit = {f.name for f in fields(req) if getattr(req, f.name) != f.default}
+    relevant = {d.option: d.value for d in fw.defaults if d.option not in explicit}
+    if relevant.get("pp") == "gpus":
+        # Layer split: one pipeline stage per GPU (llama.cpp, Ollama).
+        relevant["pp"] = max(1, (req.gpus or 1) // max(req.tp, 1))
+    if req.task == "infer":
+        relevant = {k: v for k, v in relevant.items() if k in INFER_OPTIONS}
+    else:
+        relevant = {k: v for k, v in relevant.items() if k not in INFER_ONLY_OPTIONS}
+    return replace(
+        req, framework=fw.id, explicit=tuple(sorted(explicit | set(relevant))), **relevant
+    )
+
+
+def framework_assumptions(req: WorkRequest) -> tuple[str, ...]:
+    """One line per default the request's framework set (empty for ``hf``)."""
+    from suanli.catalog.frameworks import get_framework
+
+    fw = get_framework(req.framework)
+    if not fw.defaults:
+        return ()
+    applied = apply_framework(req)
+    lines = []
+    for d in fw.defaults:
+        if getattr(applied, d.option) == d.value and (
+            req.explicit is None or d.option not in req.explicit
+        ):
+            lines.append(f"{fw.name} ({fw.version}): {d.option} = {d.value}: {d.why}")
+    return tuple(lines)
+
+
+#: Options that only mean something for inference, and those a serving framework may set.
+INFER_ONLY_OPTIONS = frozenset(
+    {"quant", "kv_dtype", "prefill_chunk", "gpu_memory_utilization", "context"}
+)
+INFER_OPTIONS = INFER_ONLY_OPTIONS | {"cuda_context", "fragmentation", "nccl", "tp", "pp", "batch"}
+
+
 def build_work(req: WorkRequest) -> TrainWork | InferWork:
-    """The workload the request describes; raises ValueError on inconsistent values."""
+    """The workload the request describes (its framework's defaults applied); raises
+    ValueError on inconsistent values."""
+    req = apply_framework(req)
     overheads = Overheads(
         cuda_context_bytes=req.cuda_context * GiB if req.cuda_context is not None else None,
         fragmentation=req.fragmentation,
@@ -174,4 +253,11 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         dropout=req.dropout,
         overheads=overheads,
         kernels=req.kernels,
+        recompute_every=req.recompute_every,
+        activation_offload=req.activation_offload,
+        loss=req.loss,
+        main_grads_fp32=req.main_grads_fp32,
+        saved_tensors=req.saved_tensors,
+        zero_buckets=req.zero_buckets,
+        optimizer_in_backward=req.optimizer_in_backward,
     )

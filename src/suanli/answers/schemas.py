@@ -32,6 +32,7 @@ ANSWER_MODULES = (
     "bench",
     "verify",
     "explain",
+    "frameworks",
 )
 
 

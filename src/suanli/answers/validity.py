@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from suanli.catalog import GPU
-from suanli.estimate.memory import fit_inference, fit_training, inference_memory, training_memory
+from suanli.estimate.fitting import fit_inference, fit_training
+from suanli.estimate.memory import inference_memory, training_memory
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.models.spec import ModelSpec
 from suanli.units import GiB

@@ -40,6 +40,7 @@ NON_GPU_DATA_FILES = frozenset(
         "kernels.toml",
         "attention.toml",
         "decode_attention.toml",
+        "frameworks.toml",
     }
 )
 

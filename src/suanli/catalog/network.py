@@ -228,6 +228,14 @@ def _pcie_link(gpu: GPU) -> LinkSpec:
     return get_link(_PCIE.get(min(max(gen, 3), 6), "pcie4-x16"))
 
 
+def host_copy_bytes_per_s(gpu: GPU) -> float:
+    """Host-to-device copy bandwidth of one card: its PCIe generation and lanes at the link's
+    measured bus efficiency (activation and parameter offloading move data this way)."""
+    link = _pcie_link(gpu)
+    lanes = int(gpu.get("pcie_lanes") or 16)
+    return link.unidirectional_bytes_per_s * link.bus_efficiency * min(lanes, 16) / 16
+
+
 #: The link of GPUs without peer-to-peer: NCCL stages their traffic through host memory.
 HOST_STAGED = "pcie-host-staged"
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from suanli.cli.options import given_options
 from suanli.cli.render import print_json, print_table
 from suanli.estimate.workload import KV_DTYPES
 
@@ -264,6 +265,12 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 @click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=12, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
+@click.option(
+    "--framework",
+    default=None,
+    help="Serving engine whose scheduler and memory defaults fill the options you do not set: "
+    "vllm, sglang, tensorrt-llm, llama.cpp, ollama (suanli frameworks NAME lists them).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def capacity_cmd(
     model: str,
@@ -299,6 +306,7 @@ def capacity_cmd(
     kv_dtype: str,
     top: int,
     catalog_file: str | None,
+    framework: str | None,
     as_json: bool,
 ) -> None:
     """How many GPUs of which kind serve --rate requests/s within the SLOs, and at what cost.
@@ -309,7 +317,11 @@ def capacity_cmd(
     """
     from suanli.answers.capacity import CapacityRequest, CapacitySimulation, capacity
 
+    given = given_options(locals())
+    explicit = None if given is None else tuple(_FIELD_OF.get(n, n) for n in given)
     req = CapacityRequest(
+        framework=framework,
+        explicit=explicit,
         model=model,
         rate=rate,
         arrivals=arrivals,
@@ -353,6 +365,10 @@ def capacity_cmd(
         _render_simulation(answer)
     else:
         _render_plan(answer, top)
+
+
+#: Command-line parameter names that differ from the request's fields.
+_FIELD_OF = {"gpu_name": "gpu", "output_tokens": "output", "n_requests": "requests"}
 
 
 def _rate_text(w: CapacityWorkload) -> str:

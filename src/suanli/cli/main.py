@@ -58,6 +58,7 @@ def _register() -> None:
         compare,
         cost,
         explain,
+        frameworks,
         gpus,
         live,
         mem,
@@ -84,6 +85,7 @@ def _register() -> None:
     cli.add_command(verify.verify_cmd)
     cli.add_command(capacity.capacity_cmd)
     cli.add_command(compare.compare_cmd)
+    cli.add_command(frameworks.frameworks_cmd)
     cli.add_command(serve.serve_cmd)
     for command in (live.doctor_cmd, live.top_cmd, live.query_cmd, live.export_cmd):
         cli.add_command(command)

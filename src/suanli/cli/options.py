@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from suanli.estimate.workload import (
     ATTENTION,
@@ -15,10 +16,13 @@ from suanli.estimate.workload import (
     KERNELS,
     KV_DTYPES,
     LORA_TARGETS,
+    LOSSES,
     OPTIMIZERS,
     PRECISIONS,
     RECOMPUTE,
+    SAVED_TENSORS,
     TASKS,
+    ZERO_BUCKETS,
     InferWork,
     TrainWork,
 )
@@ -27,6 +31,14 @@ if TYPE_CHECKING:
     from suanli.answers.request import WorkRequest
 
 _OPTIONS: list[Callable[[Any], Any]] = [
+    click.option(
+        "--framework",
+        default="hf",
+        show_default=True,
+        help="Training or serving framework whose defaults fill the options you do not set: "
+        "hf, megatron, deepspeed, torchtitan, torchtune, unsloth, llama-factory, vllm, sglang, "
+        "tensorrt-llm, llama.cpp, ollama (suanli frameworks).",
+    ),
     click.option(
         "--task",
         type=click.Choice(TASKS),
@@ -89,6 +101,54 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         default="none",
         show_default=True,
         help="Activation recomputation (checkpointing).",
+    ),
+    click.option(
+        "--recompute-every",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        metavar="K",
+        help="With --recompute op or full: checkpoint every K-th layer only.",
+    ),
+    click.option(
+        "--activation-offload",
+        is_flag=True,
+        help="Saved activations wait in CPU memory between forward and backward "
+        "(torchtune, Unsloth); costs PCIe time when the copies outlast the matmuls.",
+    ),
+    click.option(
+        "--loss",
+        type=click.Choice(LOSSES),
+        default="full",
+        show_default=True,
+        help="Cross-entropy: full (fp32 logits at once), chunked (torchtune, 8 chunks) or fused "
+        "with the LM head (Liger, Unsloth).",
+    ),
+    click.option(
+        "--saved-tensors",
+        type=click.Choice(SAVED_TENSORS),
+        default="hf",
+        show_default=True,
+        help="What the layers save for backward: hf (transformers' modules) or megatron "
+        "(Megatron-LM's fused kernels, Korthikanti et al. 2022).",
+    ),
+    click.option(
+        "--zero-buckets",
+        type=click.Choice(ZERO_BUCKETS),
+        default="none",
+        show_default=True,
+        help="deepspeed: count ZeRO's reduce and all-gather buckets (5e8 elements each, 4.5x "
+        "with overlap_comm at stage 3).",
+    ),
+    click.option(
+        "--main-grads-fp32",
+        is_flag=True,
+        help="Gradients accumulate in an fp32 buffer (Megatron).",
+    ),
+    click.option(
+        "--optimizer-in-backward",
+        is_flag=True,
+        help="Step each parameter in the backward pass and free its gradient (torchtune).",
     ),
     click.option(
         "--attention",
@@ -226,7 +286,14 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
 #: The options that describe the work itself (not its layout), for ``plan``, which searches the
 #: layout and would otherwise have to ignore --tp, --batch and the like.
 SHAPE_OPTIONS = (
+    "framework",
     "task",
+    "activation_offload",
+    "loss",
+    "main_grads_fp32",
+    "saved_tensors",
+    "zero_buckets",
+    "optimizer_in_backward",
     "seq",
     "context",
     "dtype",
@@ -259,7 +326,24 @@ def work_request(opts: dict[str, Any]) -> WorkRequest:
     """The request the shared workload options describe (other keys of ``opts`` are ignored)."""
     from suanli.answers.request import WorkRequest
 
-    return WorkRequest.from_options(opts)
+    return WorkRequest.from_options({**opts, "explicit": given_options(opts)})
+
+
+def given_options(opts: dict[str, Any]) -> tuple[str, ...] | None:
+    """The options given on the command line (a framework's defaults never override them);
+    None outside a click command."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    given = []
+    for name in opts:
+        source = ctx.get_parameter_source(name)
+        if source in (
+            ParameterSource.COMMANDLINE,
+            ParameterSource.ENVIRONMENT,
+        ):
+            given.append(name)
+    return tuple(sorted(given))
 
 
 def work_from_options(opts: dict[str, Any]) -> TrainWork | InferWork:

@@ -19,48 +19,10 @@ the terms here follow transformers' modules so the CPU measurement can check the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from suanli.estimate.saved_terms import FP32, INDEX, ActivationSettings, Term
 from suanli.models.spec import ModelSpec
 
-FP32 = 4
-INDEX = 8  # int64 indices (embedding lookups, loss targets, top-k)
-
-
-@dataclass(frozen=True)
-class Term:
-    """One saved tensor (or group of them)."""
-
-    name: str
-    bytes_per_token: float
-    """Bytes for each token of the micro-batch (``batch * seq`` tokens)."""
-    formula: str
-    """How the size is computed, in the symbols of docs/memory.md."""
-    shardable: str = "tp"
-    """How it divides under model parallelism: ``tp`` (split over the TP group), ``sp`` (only
-    with sequence parallelism) or ``none``."""
-
-
-@dataclass(frozen=True)
-class ActivationSettings:
-    """What decides the saved bytes besides the architecture."""
-
-    dtype_bytes: int = 2
-    seq: int = 2048
-    attention: str = "sdpa"
-    dropout: float = 0.0
-    mask_bytes: int = 1
-    """Bytes per dropout-mask element: 1 on CUDA (bool), the dtype size on the CPU."""
-    train_weights: bool = True
-    """Base linear weights are trainable (False under LoRA/QLoRA: frozen layers save less)."""
-    frozen_linear_saves_input: bool = False
-    """bitsandbytes 4-bit linears (QLoRA) save their input even when frozen."""
-    lora_targets: tuple[str, ...] = ()
-    """Linears with LoRA adapters; their inputs are saved for the adapter's gradient."""
-    lora_rank: int = 0
-    logits_fp32: bool = True
-    batch: int = 1
-    """Micro-batch: with one sequence some head views need no copy (GPT-2 eager)."""
+__all__ = ["FP32", "INDEX", "ActivationSettings", "Term", "layer_terms", "model_terms"]
 
 
 def _trainable(st: ActivationSettings, module: str) -> bool:
@@ -376,6 +338,10 @@ def _bert_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
 def layer_terms(spec: ModelSpec, st: ActivationSettings, layer: int = 0) -> list[Term]:
     """Saved-tensor terms of one layer (``layer`` picks dense vs MoE where both exist)."""
     arch = spec.architecture
+    if st.saved_tensors == "megatron" and arch != "bert" and not spec.is_moe:
+        from suanli.estimate.megatron_activations import megatron_layer_terms
+
+        return megatron_layer_terms(spec, st)
     if arch == "gpt2":
         return _gpt2_layer(spec, st)
     if arch == "gpt_neox":
@@ -391,6 +357,10 @@ def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Ter
     Rotary cos/sin are shared by the batch ([1, s, d] each), so their per-token size is divided
     by ``batch``.
     """
+    if st.saved_tensors == "megatron" and spec.architecture != "bert" and not spec.is_moe:
+        from suanli.estimate.megatron_activations import megatron_model_terms
+
+        return megatron_model_terms(spec, st)
     h, b = spec.hidden_size, st.dtype_bytes
     terms = [Term("token ids (embedding lookup)", INDEX, "8", "none")]
     if spec.architecture == "gpt2":
@@ -413,14 +383,16 @@ def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Ter
     if st.train_weights or "lm_head" in st.lora_targets:
         terms.append(Term("LM head input", b * h, "b·h", "sp"))
     if spec.final_logit_softcap:
-        terms.append(Term("logits: tanh soft-cap output", b * spec.vocab_size, "b·V", "none"))
+        terms.append(Term("logits: tanh soft-cap output", b * spec.vocab_size, "b·V", "tp"))
     logit_bytes = FP32 if st.logits_fp32 else b
+    # Split over tensor parallelism like the logits (vocabulary-parallel cross-entropy:
+    # Megatron, torchtitan's loss_parallel).
     terms.append(
         Term(
             "loss: log-softmax over the vocabulary",
             logit_bytes * spec.vocab_size,
             f"{logit_bytes}·V",
-            "none",
+            "tp",
         )
     )
     terms.append(Term("loss: targets", INDEX, "8", "none"))

@@ -98,7 +98,8 @@ def elementwise_seconds(
 
     Forward once, backward about twice (the gradient of each op reads its saved inputs and the
     incoming gradient, writes its own), once more with full recomputation."""
-    passes = 3 + (1 if work.recompute == "full" else 0)
+    # Checkpointed layers (full or per-op) re-run their element-wise ops once in backward.
+    passes = 3 + (1 / work.recompute_every if work.checkpointed else 0)
     per_token = (
         eager_bytes_per_token(spec, work)
         if work.kernels == "eager"

@@ -111,6 +111,7 @@ def step_flops(
     seq: int,
     *,
     recompute: str = "none",
+    recompute_every: int = 1,
     causal: bool = False,
     frozen_fraction: float = 0.0,
     pooler: bool = True,
@@ -119,7 +120,9 @@ def step_flops(
 
     ``frozen_fraction``: share of the layers' linear FLOPs whose weights are frozen (LoRA: about
     1), which skip the weight gradient. ``recompute``: ``full`` re-runs each layer's forward,
-    ``selective`` only the attention core (Korthikanti et al. 2022).
+    ``selective`` only the attention core (Korthikanti et al. 2022), ``op`` the even-numbered
+    matmuls (torchtitan's per-op checkpointing); ``recompute_every`` K checkpoints every K-th
+    layer of ``full`` and ``op``.
     """
     tokens = batch * seq
     per_token = forward_flops_per_token(spec, seq, causal)
@@ -131,5 +134,10 @@ def step_flops(
     core = forward_parts["attention_core"]
     backward = 2 * core + linear * (2 - frozen_fraction)
     layers = forward - forward_parts["lm_head"]
-    recomputed = {"full": layers, "selective": core}.get(recompute, 0.0)
+    if recompute == "op":
+        from suanli.estimate.checkpointing import op_recompute_share
+
+        recomputed = (layers - core) * op_recompute_share(spec) / recompute_every
+    else:
+        recomputed = {"full": layers / recompute_every, "selective": core}.get(recompute, 0.0)
     return StepFlops(tokens, forward, backward, recomputed, forward_parts)

@@ -8,12 +8,26 @@ Formulas and sources are collected in docs/memory.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 from suanli.catalog.formats import WeightFormat, get_format, overhead_bytes, overhead_fraction
-from suanli.estimate.activations import ActivationSettings, Term, layer_terms, model_terms
+from suanli.estimate.activations import Term, layer_terms, model_terms
+from suanli.estimate.checkpointing import OP_POLICY
 from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.train_activations import (
+    DROP_SELECTIVE,
+    SRC_CHUNKED,
+    SRC_FUSED,
+    SRC_OFFLOAD,
+    activation_settings,
+    checkpoint_bytes_per_token,
+    edge_drop,
+    first_dense_layer,
+    fused_loss_extra_bytes_per_token,
+    layers_saved,
+    logits_bytes_per_token,
+    offload_split,
+)
 from suanli.estimate.workload import InferWork, Overheads, TrainWork, check_tensor_parallel
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
@@ -27,6 +41,7 @@ BREAKDOWN_KEYS = (
     "logits",
     "kv_cache",
     "overhead",
+    "overlap",
 )
 
 SRC_ZERO = "Rajbhandari et al. 2019, ZeRO (arXiv:1910.02054) §3-5"
@@ -37,6 +52,15 @@ SRC_ADAFACTOR = "Shazeer & Stern 2018, Adafactor (arXiv:1804.04235): factored se
 SRC_LORA = "Hu et al. 2021, LoRA (arXiv:2106.09685): r·(d_in + d_out) per adapted matrix"
 SRC_QLORA = "Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §3: NF4 + double quantization"
 SRC_KV = "K and V per layer: 2·n_kv·d·bytes per token (vLLM, HF DynamicCache)"
+SRC_DS_BUCKETS = (
+    "deepspeedai/DeepSpeed deepspeed/runtime/zero/config.py (reduce_bucket_size, "
+    "allgather_bucket_size = 5e8; overlap_comm on for stage 3); huggingface/transformers "
+    "docs/source/en/deepspeed.md ('4.5x ... 5e8 ... requires 9GB')"
+)
+SRC_SET_TO_NONE = (
+    "torch.optim.Optimizer.zero_grad(set_to_none=True), the default since PyTorch 2.0: no "
+    "gradient tensor exists until backward writes it"
+)
 SRC_MLA = "DeepSeek-V2 (arXiv:2405.04434) §2.1: MLA caches the latent c_kv and the rope key"
 
 
@@ -176,25 +200,6 @@ def adafactor_state_elements(spec: ModelSpec, trainable_fraction: float = 1.0) -
 # --- training --------------------------------------------------------------------------------
 
 
-def activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
-    """The settings the activation terms of a training step depend on, from the model and the
-    workload (dropout: the workload's, else the model's)."""
-    dropout = work.dropout if work.dropout is not None else spec.dropout
-    return ActivationSettings(
-        dtype_bytes=work.dtype_bytes,
-        seq=work.seq,
-        attention=work.attention,
-        dropout=dropout,
-        mask_bytes=1 if work.device == "cuda" else work.dtype_bytes,
-        train_weights=not work.is_lora,
-        frozen_linear_saves_input=work.task == "qlora",
-        lora_targets=work.lora_targets if work.is_lora else (),
-        lora_rank=work.lora_rank if work.is_lora else 0,
-        logits_fp32=work.logits_fp32,
-        batch=work.batch,
-    )
-
-
 def _sharded(term: Term, tp: int, sp: bool) -> float:
     if term.shardable == "tp" or (term.shardable == "sp" and sp):
         return term.bytes_per_token / tp
@@ -202,7 +207,18 @@ def _sharded(term: Term, tp: int, sp: bool) -> float:
 
 
 def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Term, ...]]:
-    """Saved activations of the busiest pipeline stage for the in-flight micro-batches."""
+    """Saved activations of the busiest pipeline stage for the in-flight micro-batches (on the
+    GPU; offloaded bytes are in :func:`offloaded_activation_bytes`)."""
+    lines, per_layer, _cpu = _activations(spec, work)
+    return lines, per_layer
+
+
+def offloaded_activation_bytes(spec: ModelSpec, work: TrainWork) -> float:
+    """Activation bytes that wait in CPU memory (``activation_offload``), per GPU and step."""
+    return _activations(spec, work)[2]
+
+
+def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Term, ...], float]:
     par = work.parallel
     st = activation_settings(spec, work)
     tokens = work.batch * work.seq
@@ -215,8 +231,8 @@ def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tupl
         (layers - n_moe, first_dense_layer(spec)),
         (n_moe, spec.moe_layers[0] if n_moe else -1),
     ]
-    drop = ("softmax", "soft-cap", "dropped probabilities") if work.recompute == "selective" else ()
-    saved = recompute_peak = 0.0
+    drop = DROP_SELECTIVE if work.recompute == "selective" else ()
+    full_total = kept_total = recompute_peak = 0.0
     for count, index in kinds:
         if not count:
             continue
@@ -224,12 +240,14 @@ def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tupl
         full = sum(_sharded(t, par.tp, par.sp) for t in terms) * tokens
         recompute_peak = max(recompute_peak, full)
         kept = [t for t in terms if not any(d in t.name for d in drop)]
-        saved += count * sum(_sharded(t, par.tp, par.sp) for t in kept) * tokens
-    if work.recompute == "full":
-        # Only each layer's input survives the forward; one layer is recomputed at a time.
-        h_bytes = spec.hidden_size * work.dtype_bytes * tokens / (par.tp if par.sp else 1)
-        saved = layers * h_bytes
-        formula_layers = f"{layers} layers x b·h per token (checkpointed inputs)"
+        full_total += count * full
+        kept_total += count * sum(_sharded(t, par.tp, par.sp) for t in kept) * tokens
+    ckpt = checkpoint_bytes_per_token(spec, work, par.tp, par.tp if par.sp else 1) * tokens
+    saved = layers_saved(work, layers, full_total / layers, kept_total / layers, ckpt)
+    if work.checkpointed:
+        what = "input" if work.recompute == "full" else "input and saved op outputs"
+        every = f"every {work.recompute_every}th layer: " if work.recompute_every > 1 else ""
+        formula_layers = f"{layers} layers, {every}checkpointed {what} (b·h per token and more)"
     else:
         recompute_peak = 0.0
         formula_layers = f"{layers} layers x sum of the per-layer terms (--explain) x tokens"
@@ -242,14 +260,20 @@ def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tupl
             if par.vpp > 1
             else float(min(par.pp, work.grad_accum))
         )
+    on_gpu, on_cpu = offload_split(work, saved * in_flight, layers * in_flight)
+    source = SRC_AUTOGRAD if work.recompute == "none" else SRC_KORTHIKANTI
+    if work.recompute == "op":
+        source = OP_POLICY
     lines.append(
         Line(
             "activations",
-            "saved by the layers",
-            saved * in_flight,
+            "saved by the layers"
+            + (" (the layers in flight; the rest on the CPU)" if on_cpu else ""),
+            on_gpu,
             formula_layers
-            + (f" x {in_flight:g} micro-batches in flight" if in_flight != 1 else ""),
-            SRC_AUTOGRAD if work.recompute == "none" else SRC_KORTHIKANTI,
+            + (f" x {in_flight:g} micro-batches in flight" if in_flight != 1 else "")
+            + (" on the GPU: 2 layers' worth" if on_cpu else ""),
+            SRC_OFFLOAD if on_cpu else source,
         )
     )
     if recompute_peak:
@@ -262,23 +286,23 @@ def activation_bytes(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tupl
                 SRC_KORTHIKANTI,
             )
         )
-    edge = sum(_sharded(t, par.tp, par.sp) for t in model_terms(spec, st, work.batch)) * tokens
+    kept_edge = [
+        t for t in model_terms(spec, st, work.batch) if not t.name.startswith(edge_drop(work))
+    ]
+    edge = sum(_sharded(t, par.tp, par.sp) for t in kept_edge) * tokens
+    edge += fused_loss_extra_bytes_per_token(spec, work) * tokens
     lines.append(
         Line(
             "activations",
             "embeddings, final norm, log-softmax of the loss",
             edge,
-            "token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)",
-            SRC_AUTOGRAD,
+            "token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)"
+            if work.loss != "fused"
+            else "token ids, rotary tables, final norm, the hidden-state gradient (b·h)",
+            SRC_AUTOGRAD if work.loss != "fused" else SRC_FUSED,
         )
     )
-    return lines, tuple(first_layer)
-
-
-def first_dense_layer(spec: ModelSpec) -> int:
-    """Index of the first layer without experts (0 when every layer is MoE)."""
-    moe = set(spec.moe_layers)
-    return next((i for i in range(spec.num_layers) if i not in moe), 0)
+    return lines, tuple(first_layer), on_cpu
 
 
 def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
@@ -306,7 +330,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
                 SRC_ZERO,
             )
         )
-    trainable_bytes = 4 if (work.is_lora and mixed) else b
+    trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
     if work.is_lora:
         assumptions.append(
             f"LoRA adapters (rank {work.lora_rank} on {', '.join(work.lora_targets)}) are "
@@ -315,13 +339,21 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     # Gradients shard with ZeRO-2 and up; adapters' gradients shard with FSDP too.
     grad_shard = par.dp if par.zero >= 2 else 1
     grad_bytes = trainable * trainable_bytes / grad_shard
+    grad_formula = f"P_train x {trainable_bytes} B" + (
+        f" / dp {par.dp} (ZeRO-2)" if grad_shard > 1 else ""
+    )
+    if work.optimizer_in_backward:
+        # Each gradient is applied and freed as soon as it is ready: the largest one at a time.
+        largest = largest_tensor_params(spec, work) / par.tp
+        grad_bytes = min(grad_bytes, largest * trainable_bytes)
+        grad_formula = f"largest trainable tensor x {trainable_bytes} B (optimizer in backward)"
     lines.append(
         Line(
             "gradients",
-            "gradients of trainable parameters",
+            "gradients of trainable parameters"
+            + (" (fp32 main-grad buffer)" if work.main_grads_fp32 else ""),
             grad_bytes,
-            f"P_train x {trainable_bytes} B"
-            + (f" / dp {par.dp} (ZeRO-2)" if grad_shard > 1 else ""),
+            grad_formula,
             SRC_ZERO,
         )
     )
@@ -357,6 +389,9 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         )
     )
     cpu = (opt + master) / opt_shard if on_cpu else 0.0
+    cpu += offloaded_activation_bytes(spec, work)
+    if work.activation_offload:
+        assumptions.append("saved activations are offloaded to CPU memory between passes")
     if on_cpu:
         assumptions.append("optimizer states and master weights are offloaded to CPU memory")
     if work.optimizer == "paged_adamw8bit":
@@ -375,19 +410,51 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         )
         del unit
 
+    buckets = zero_bucket_bytes(work, split.total)
+    if buckets:
+        lines.append(
+            Line(
+                "overhead",
+                "DeepSpeed ZeRO communication buckets",
+                buckets,
+                "(reduce + all-gather bucket, 5e8 elements each) x b"
+                + (" x 4.5 (overlap_comm, stage 3)" if par.zero >= 3 else ""),
+                SRC_DS_BUCKETS,
+            )
+        )
     act_lines, per_layer = activation_bytes(spec, work)
     lines += act_lines
     tokens = work.batch * work.seq
     if spec.is_decoder:
-        vocab = spec.vocab_size / par.tp
-        logits = tokens * vocab * (b + 4)
+        logits = tokens * logits_bytes_per_token(spec, work) / par.tp
+        formula, source = {
+            "full": ("tokens x V x (b + 4)", "transformers ForCausalLMLoss"),
+            "chunked": (
+                "tokens x V x (b + b / 8): compiled"
+                if work.kernels == "fused"
+                else "tokens x V x (b + 4 / 8)",
+                SRC_CHUNKED,
+            ),
+            "fused": ("none: computed block by block, never stored", SRC_FUSED),
+        }[work.loss]
         lines.append(
             Line(
                 "logits",
                 "logits (dtype) and their fp32 gradient at backward start",
                 logits,
-                "tokens x V x (b + 4)",
-                "transformers ForCausalLMLoss",
+                formula,
+                source,
+            )
+        )
+    if grads_replace_activations(work):
+        freed = sum(ln.bytes for ln in lines if ln.key in ("activations", "logits"))
+        lines.append(
+            Line(
+                "overlap",
+                "gradients fill as backward frees the activations (one GPU, no accumulation)",
+                -min(freed, grad_bytes),
+                "-min(activations + logits, gradients): peak = max of the two, not their sum",
+                SRC_SET_TO_NONE,
             )
         )
     lines += _runtime_overhead(lines, work.overheads, par.gpus > 1, assumptions)
@@ -408,6 +475,48 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         f"dropout {activation_settings(spec, work).dropout:g}",
     ]
     return _assemble(lines, assumptions, per_layer=per_layer, cpu_bytes=cpu, tokens=tokens)
+
+
+#: DeepSpeed's reduce_bucket_size and allgather_bucket_size defaults, in elements.
+DS_BUCKET_ELEMENTS = 5e8
+#: overlap_comm multiplies the buckets (the Hugging Face DeepSpeed guide: "4.5x").
+DS_OVERLAP_FACTOR = 4.5
+
+
+def zero_bucket_bytes(work: TrainWork, params_on_gpu: float) -> float:
+    """DeepSpeed ZeRO's reduce and all-gather buckets on one GPU (0 without ZeRO or data
+    parallelism, or with ``zero_buckets`` none); a bucket never exceeds the parameters it
+    carries. (:mod:`suanli.estimate.vector` has the same rule over arrays.)"""
+    par = work.parallel
+    if work.zero_buckets != "deepspeed" or par.zero < 1 or par.dp < 2:
+        return 0.0
+    factor = DS_OVERLAP_FACTOR if par.zero >= 3 else 1.0
+    return 2 * min(DS_BUCKET_ELEMENTS, params_on_gpu) * work.dtype_bytes * factor
+
+
+def grads_replace_activations(work: TrainWork) -> bool:
+    """Whether gradients and saved activations never peak together: on one GPU without
+    gradient accumulation, gradients are None after ``zero_grad(set_to_none=True)`` (PyTorch's
+    default since 2.0) and appear layer by layer as backward frees that layer's activations.
+    With accumulation they persist between micro-batches; DDP's buckets, ZeRO's partitions and
+    Megatron's main-grad buffer are allocated up front; the optimizer-in-backward case already
+    counts one tensor."""
+    par = work.parallel
+    return (
+        par.gpus == 1
+        and work.grad_accum == 1
+        and not work.main_grads_fp32
+        and not work.optimizer_in_backward
+    )
+
+
+def largest_tensor_params(spec: ModelSpec, work: TrainWork) -> float:
+    """Parameters of the largest trainable tensor before tensor parallelism splits it (the
+    embedding or a linear weight; a LoRA adapter matrix under LoRA)."""
+    if work.is_lora:
+        return max(work.lora_rank * max(s.n_in, s.n_out) for s in linear_shapes(spec))
+    linear = max((s.weights for s in linear_shapes(spec)), default=0)
+    return float(max(linear, spec.vocab_size * spec.hidden_size))
 
 
 def layer_params(spec: ModelSpec) -> float:
@@ -622,114 +731,4 @@ def _prefill_line(spec: ModelSpec, work: InferWork) -> Line:
         tokens * per_token + logits,
         "tokens x b·(2h + 3I) + batch x V x 4",
         "no-grad forward: one layer's MLP live",
-    )
-
-
-# --- fitting on a GPU ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Fit:
-    """How a workload sits on one GPU model."""
-
-    gpu_id: str
-    gpu_memory_bytes: int
-    usable_bytes: float
-    fits: bool
-    headroom_bytes: float
-    max_batch: int
-    """Largest micro-batch (training) or concurrent sequences (inference) that fits; 0 if none."""
-    max_seq: int
-    """Longest sequence (training) or context (inference) at the given batch; 0 if none."""
-    best_format: str | None = None
-    """Inference: the highest-precision weight format that fits."""
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-#: Inference weight formats from highest to lowest fidelity, tried in this order.
-FORMAT_LADDER = (
-    "bf16",
-    "fp8",
-    "int8",
-    "gguf-q8_0",
-    "gguf-q6_k",
-    "gguf-q5_k_m",
-    "awq-4bit-g128",
-    "gptq-4bit-g128",
-    "gguf-q4_k_m",
-    "nf4-dq",
-    "gguf-q3_k_m",
-    "gguf-q2_k",
-)
-
-
-def _largest(fits: Callable[[int], bool], limit: int) -> int:
-    """Largest n in [1, limit] with ``fits(n)``, for a monotone ``fits``; 0 when even 1 fails."""
-    if not fits(1):
-        return 0
-    lo = 1
-    while lo < limit and fits(min(2 * lo, limit)):
-        lo = min(2 * lo, limit)
-    if lo == limit:
-        return limit
-    hi = min(2 * lo, limit)  # fits(lo) holds and fits(hi) fails
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def fit_training(spec: ModelSpec, work: TrainWork, gpu_id: str, memory_bytes: int) -> Fit:
-    """Fit, headroom, the largest micro-batch and the longest sequence for training."""
-    total = training_memory(spec, work).total_bytes
-    max_batch = _largest(
-        lambda n: training_memory(spec, replace(work, batch=n)).total_bytes <= memory_bytes, 1 << 16
-    )
-    max_seq = _largest(
-        lambda n: training_memory(spec, replace(work, seq=n)).total_bytes <= memory_bytes,
-        max(spec.max_position_embeddings, work.seq),
-    )
-    return Fit(
-        gpu_id,
-        memory_bytes,
-        memory_bytes,
-        total <= memory_bytes,
-        memory_bytes - total,
-        max_batch,
-        max_seq,
-    )
-
-
-def fit_inference(spec: ModelSpec, work: InferWork, gpu_id: str, memory_bytes: int) -> Fit:
-    """Fit for serving; with an engine reservation, weights + KV must fit in its share."""
-    usable = memory_bytes * (work.gpu_memory_utilization or 1.0)
-    total = inference_memory(spec, work).total_bytes
-    limit = max(spec.max_position_embeddings, work.context)
-    max_batch = _largest(
-        lambda n: inference_memory(spec, replace(work, batch=n)).total_bytes <= usable, 1 << 16
-    )
-    max_ctx = _largest(
-        lambda n: inference_memory(spec, replace(work, context=n)).total_bytes <= usable, limit
-    )
-    best = None
-    for fid in FORMAT_LADDER:
-        if inference_memory(spec, replace(work, weight_format=fid)).total_bytes <= usable:
-            best = fid
-            break
-    notes: tuple[str, ...] = ()
-    if max_ctx == limit and limit == spec.max_position_embeddings:
-        notes = (f"context is capped by the model's max_position_embeddings ({limit:,})",)
-    return Fit(
-        gpu_id,
-        memory_bytes,
-        usable,
-        total <= usable,
-        usable - total,
-        max_batch,
-        max_ctx,
-        best,
-        notes,
     )

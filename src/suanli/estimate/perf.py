@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from suanli.estimate.checkpointing import op_recompute_share
 from suanli.estimate.comm import (
     Network,
     all_gather_s,
@@ -40,6 +41,7 @@ from suanli.estimate.kernels import (
 from suanli.estimate.memory import (
     kv_bytes_per_token,
     lora_adapter_params,
+    offloaded_activation_bytes,
     param_split,
 )
 from suanli.estimate.shapes import linear_shapes
@@ -77,6 +79,8 @@ class Device:
     """Measured paged decode-attention bandwidth utilization by ``(batch, context)``."""
     precision: str = ""
     """The tensor precision ``peak_flops`` is for (``bf16``, ``fp8``...; empty: unstated)."""
+    host_bytes_per_s: float = 0.0
+    """Host-to-device copy bandwidth (the card's PCIe link); 0: unknown."""
 
     def attention_efficiency(self, seq: int, head_dim: int, causal: bool, backward: bool) -> float:
         """The attention core's efficiency (of the 16-bit peak) for one pass."""
@@ -226,7 +230,13 @@ def train_matmul_seconds(
         router = t(tokens, moe.num_experts, spec.hidden_size) * len(spec.moe_layers)
         forward = forward + router / spec.num_layers
         backward = backward + 2 * router / spec.num_layers
-    recompute = {"full": forward, "selective": core}.get(work.recompute, 0.0)
+    # Full recomputation re-runs the layer's forward; per-op SAC its even-numbered matmuls;
+    # with --recompute-every K only every K-th layer is checkpointed.
+    recompute = {
+        "full": forward,
+        "selective": core,
+        "op": g.forward_s * op_recompute_share(spec),
+    }.get(work.recompute, 0.0) / (work.recompute_every if work.checkpointed else 1)
     layer = forward + backward + recompute
     head: Any = 0.0
     if spec.is_decoder:
@@ -259,7 +269,13 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     # the full s x s scores and masks them.
     causal = work.attention != "eager"
     micro = step_flops(
-        spec, work.batch, work.seq, recompute=work.recompute, causal=causal, frozen_fraction=frozen
+        spec,
+        work.batch,
+        work.seq,
+        recompute=work.recompute,
+        recompute_every=work.recompute_every,
+        causal=causal,
+        frozen_fraction=frozen,
     )
     model_per_micro = step_flops(
         spec, work.batch, work.seq, causal=False, frozen_fraction=frozen
@@ -275,6 +291,11 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         spec, work, device.bandwidth, device.gemm_model.small_op_s, layers, tokens, par.tp
     )
     memory_s += loss_bytes(spec, work, tokens) / device.bandwidth
+    if work.activation_offload and device.host_bytes_per_s:
+        # Saved activations go to the CPU in forward and come back in backward on a side stream,
+        # hidden behind the matmuls as far as they last.
+        copy_s = 2 * offloaded_activation_bytes(spec, work) / device.host_bytes_per_s
+        memory_s += max(0.0, copy_s - matmul_s)
     per_micro_s = matmul_s + memory_s
     trainable = lora_adapter_params(spec, work) / (par.tp * par.pp) if work.is_lora else split.total
     opt_shard = par.dp if par.zero >= 1 else 1

@@ -22,22 +22,33 @@ from suanli.estimate.comm import Network
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.flops import step_flops
 from suanli.estimate.memory import (
-    activation_settings,
+    DS_BUCKET_ELEMENTS,
+    DS_OVERLAP_FACTOR,
     adafactor_state_elements,
-    first_dense_layer,
+    grads_replace_activations,
+    largest_tensor_params,
     layer_params,
     lora_adapter_params,
     optimizer_bytes_per_param,
 )
 from suanli.estimate.perf import DP_OVERLAP, Device, train_matmul_seconds
 from suanli.estimate.shapes import linear_shapes
-from suanli.estimate.workload import Overheads, TrainWork
+from suanli.estimate.train_activations import (
+    DROP_SELECTIVE,
+    activation_settings,
+    checkpoint_bytes_per_token,
+    edge_drop,
+    first_dense_layer,
+    fused_loss_extra_bytes_per_token,
+    layers_saved,
+    logits_bytes_per_token,
+    offload_split,
+)
+from suanli.estimate.workload import Overheads, Parallelism, TrainWork
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
 Array = Any  # numpy arrays (kept loose: numpy's typing is not part of the pure core check)
-
-_DROP_SELECTIVE = ("softmax", "soft-cap", "dropped probabilities")
 
 
 @dataclass(frozen=True)
@@ -132,17 +143,21 @@ def _sharded(sums: Array, tp: Array, sp: Array) -> Array:
     return sums[0] / tp + sums[1] / np.where(sp > 0, tp, 1) + sums[2]
 
 
-def _activations(spec: ModelSpec, work: TrainWork, lay: Layouts, layers: Array) -> Array:
-    """Vector form of :func:`suanli.estimate.memory.activation_bytes` (summed)."""
+def _activations(
+    spec: ModelSpec, work: TrainWork, lay: Layouts, layers: Array
+) -> tuple[Array, Array]:
+    """Vector form of :func:`suanli.estimate.memory.activation_bytes` (summed): the bytes on the
+    GPU and the bytes offloaded to the CPU."""
     tokens = lay.batch * work.seq
-    drop = _DROP_SELECTIVE if work.recompute == "selective" else ()
+    drop = DROP_SELECTIVE if work.recompute == "selective" else ()
     kinds = [(first_dense_layer(spec), False)]
     if spec.moe_layers:
         kinds.append((spec.moe_layers[0], True))
     moe_sorted = np.asarray(sorted(spec.moe_layers), dtype=np.int64)
     n_moe = np.searchsorted(moe_sorted, layers, side="left") if len(moe_sorted) else 0 * layers
     counts = {False: layers - n_moe, True: n_moe}
-    saved = np.zeros(len(tokens))
+    full_total = np.zeros(len(tokens))
+    kept_total = np.zeros(len(tokens))
     peak = np.zeros(len(tokens))
     for index, is_moe in kinds:
         full_sums, kept_sums = [], []
@@ -166,11 +181,12 @@ def _activations(spec: ModelSpec, work: TrainWork, lay: Layouts, layers: Array) 
         )
         count = counts[is_moe]
         peak = np.maximum(peak, np.where(count > 0, full, 0.0))
-        saved = saved + count * kept
-    if work.recompute == "full":
-        h_bytes = spec.hidden_size * work.dtype_bytes * tokens / np.where(lay.sp > 0, lay.tp, 1)
-        saved = layers * h_bytes
-    else:
+        full_total = full_total + count * full
+        kept_total = kept_total + count * kept
+    sp_div = np.where(lay.sp > 0, lay.tp, 1)
+    ckpt = checkpoint_bytes_per_token(spec, work, lay.tp, sp_div) * tokens
+    saved = layers_saved(work, layers, full_total / layers, kept_total / layers, ckpt, ceil=np.ceil)
+    if not work.checkpointed:
         peak = np.zeros(len(tokens))
     pp, ga = lay.pp, lay.grad_accum
     vpp = work.parallel.vpp
@@ -178,13 +194,22 @@ def _activations(spec: ModelSpec, work: TrainWork, lay: Layouts, layers: Array) 
     if vpp > 1:
         inflight = inflight * (1 + (pp - 1) / (pp * vpp))
     inflight = np.where(pp > 1, inflight, 1.0)
+    on_gpu, on_cpu = offload_split(work, saved * inflight, layers * inflight, minimum=np.minimum)
     # model terms are const + c / batch (rotary tables and position ids are shared by a batch)
-    m1 = _class_sums(model_terms(spec, activation_settings(spec, replace(work, batch=1)), 1))
-    m2 = _class_sums(model_terms(spec, activation_settings(spec, replace(work, batch=2)), 2))
+    edge_terms = [
+        [
+            t
+            for t in model_terms(spec, activation_settings(spec, replace(work, batch=n)), n)
+            if not t.name.startswith(edge_drop(work))
+        ]
+        for n in (1, 2)
+    ]
+    m1, m2 = _class_sums(edge_terms[0]), _class_sums(edge_terms[1])
     coeff = 2 * (m1 - m2)
     const = m1 - coeff
     edge = (_sharded(const, lay.tp, lay.sp) + _sharded(coeff, lay.tp, lay.sp) / lay.batch) * tokens
-    return saved * inflight + peak + edge
+    edge = edge + fused_loss_extra_bytes_per_token(spec, work) * tokens
+    return on_gpu + peak + edge, on_cpu
 
 
 # --- training memory -------------------------------------------------------------------------
@@ -213,8 +238,11 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
         trainable = split["total"]
         total += split["total"] * b / w3
         total += np.where(zero >= 3, 2 * layer_params(spec) * b / lay.tp, 0.0)
-    trainable_bytes = 4 if (work.is_lora and mixed) else b
-    total += trainable * trainable_bytes / np.where(zero >= 2, dp, 1)
+    trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
+    grads = trainable * trainable_bytes / np.where(zero >= 2, dp, 1)
+    if work.optimizer_in_backward:
+        grads = np.minimum(grads, largest_tensor_params(spec, work) * trainable_bytes / lay.tp)
+    total += grads
     opt_shard = np.where(zero >= 1, dp, 1)
     if not work.offload_optimizer:
         if work.optimizer == "adafactor":
@@ -226,9 +254,17 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
             )
         if mixed and not work.is_lora:
             total += trainable * 4 / opt_shard
-    total += _activations(spec, work, lay, split["layers"])
-    if spec.is_decoder:
-        total += lay.batch * work.seq * spec.vocab_size / lay.tp * (b + 4)
+    if work.zero_buckets == "deepspeed":
+        factor = np.where(zero >= 3, DS_OVERLAP_FACTOR, 1.0)
+        buckets = 2 * np.minimum(DS_BUCKET_ELEMENTS, split["total"]) * b * factor
+        total += np.where((zero >= 1) & (dp >= 2), buckets, 0.0)
+    freed = _activations(spec, work, lay, split["layers"])[0]
+    freed = freed + lay.batch * work.seq * logits_bytes_per_token(spec, work) / lay.tp
+    total += freed
+    if grads_replace_activations(replace(work, parallel=Parallelism(), grad_accum=1)):
+        # One GPU without accumulation: gradients and activations peak apart.
+        alone = (lay.dp * lay.tp * lay.pp == 1) & (lay.grad_accum == 1)
+        total -= np.where(alone, np.minimum(freed, grads), 0.0)
     return total + _overhead(total, work.overheads, lay.dp * lay.tp * lay.pp > 1)
 
 
@@ -274,6 +310,9 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     ) + loss_bytes(spec, replace(work, parallel=replace(work.parallel, tp=1)), 1) * tokens / tp / (
         device.bandwidth
     )
+    if work.activation_offload and device.host_bytes_per_s:
+        offloaded = _activations(spec, work, lay, stage_layers)[1]
+        memory_s = memory_s + np.maximum(0.0, 2 * offloaded / device.host_bytes_per_s - matmul_s)
     per_micro = matmul_s + memory_s
     trainable = lora_adapter_params(spec, work) / (tp * pp) if work.is_lora else split["total"]
     opt_shard = np.where(zero >= 1, dp, 1)

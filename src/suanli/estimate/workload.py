@@ -13,7 +13,16 @@ TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 PRECISIONS = ("mixed", "pure")
 OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "sgd_momentum", "adafactor", "lion")
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = ("none", "selective", "op", "full")
+#: How the loss meets the vocabulary: every token's fp32 logits at once (transformers), the fp32
+#: upcast one chunk at a time (torchtune), or fused with the LM head (Liger, Unsloth).
+LOSSES = ("full", "chunked", "fused")
+#: Chunks of torchtune's CEWithChunkedOutputLoss (num_output_chunks).
+LOSS_CHUNKS = 8
+#: Whose kernels' saved tensors count: transformers' modules or Megatron-LM's fused kernels.
+SAVED_TENSORS = ("hf", "megatron")
+#: Communication buckets a sharding implementation keeps: none counted, or DeepSpeed ZeRO's.
+ZERO_BUCKETS = ("none", "deepspeed")
 ATTENTION = ("eager", "sdpa", "flash")
 KERNELS = ("eager", "fused")
 DEVICES = ("cuda", "cpu")
@@ -118,7 +127,29 @@ class TrainWork:
     (Megatron, DeepSpeed: 16 bytes/param with Adam); ``pure``: everything in ``dtype``."""
     optimizer: str = "adamw"
     recompute: str = "none"
-    """Activation recomputation: none, selective (attention core), full (layer inputs only)."""
+    """Activation recomputation: none, selective (attention core), op (torchtitan's per-op
+    selective checkpointing: every other matmul output kept), full (layer inputs only)."""
+    recompute_every: int = 1
+    """With ``op`` or ``full``: checkpoint every K-th layer only; the others keep everything
+    (torchtitan's layer SAC, ``selective_ac_option = "K"``)."""
+    activation_offload: bool = False
+    """Saved activations wait in pinned CPU memory between forward and backward, copied on a
+    side stream (torchtune ``enable_activation_offloading``, Unsloth's offloaded checkpointing)."""
+    loss: str = "full"
+    """``full``: fp32 logits of every token at once; ``chunked``: the fp32 upcast 1/8 at a time
+    (torchtune CEWithChunkedOutputLoss); ``fused``: LM head and loss fused, no logits kept."""
+    saved_tensors: str = "hf"
+    """What the layers save for backward: ``hf`` (transformers' modules, checked op by op on the
+    CPU) or ``megatron`` (Megatron-LM's fused kernels, Korthikanti et al. 2022 §4)."""
+    main_grads_fp32: bool = False
+    """Gradients accumulate in an fp32 buffer (Megatron's ``main_grad`` with bf16 and its
+    distributed optimizer): 4 bytes per trainable parameter instead of the dtype's."""
+    zero_buckets: str = "none"
+    """``deepspeed``: ZeRO's reduce and all-gather buckets (5e8 elements each; 4.5 times their
+    sum with overlap_comm, on for stage 3) take GPU memory."""
+    optimizer_in_backward: bool = False
+    """Each parameter steps as soon as its gradient is ready and frees it (torchtune
+    ``optimizer_in_bwd``): one tensor's gradient lives at a time."""
     attention: str = "sdpa"
     """``eager`` materialises the s x s scores; ``sdpa``/``flash`` do not."""
     parallel: Parallelism = field(default_factory=Parallelism)
@@ -149,6 +180,12 @@ class TrainWork:
         _choice("precision", self.precision, PRECISIONS)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("recompute", self.recompute, RECOMPUTE)
+        _positive("recompute_every", self.recompute_every)
+        if self.recompute_every > 1 and self.recompute not in ("op", "full"):
+            raise ValueError("--recompute-every needs --recompute op or full")
+        _choice("loss", self.loss, LOSSES)
+        _choice("saved_tensors", self.saved_tensors, SAVED_TENSORS)
+        _choice("zero_buckets", self.zero_buckets, ZERO_BUCKETS)
         _choice("attention", self.attention, ATTENTION)
         _choice("device", self.device, DEVICES)
         _positive("lora_rank", self.lora_rank)
@@ -167,6 +204,11 @@ class TrainWork:
     def dtype_bytes(self) -> int:
         """Bytes per element of the compute dtype."""
         return DTYPE_BYTES[self.dtype]
+
+    @property
+    def checkpointed(self) -> bool:
+        """Layers run under activation checkpointing (``op`` or ``full``)."""
+        return self.recompute in ("op", "full")
 
     @property
     def is_lora(self) -> bool:

@@ -68,13 +68,50 @@ def work_options(work: TrainWork) -> str:
             parts.append("--sp")
     if work.offload_optimizer:
         parts.append("--offload-optimizer")
+    if work.recompute_every > 1:
+        parts.append(f"--recompute-every {work.recompute_every}")
+    if work.loss != "full":
+        parts.append(f"--loss {work.loss}")
+    if work.activation_offload:
+        parts.append("--activation-offload")
+    if work.optimizer_in_backward:
+        parts.append("--optimizer-in-backward")
+    if work.main_grads_fp32:
+        parts.append("--main-grads-fp32")
+    if work.saved_tensors != "hf":
+        parts.append(f"--saved-tensors {work.saved_tensors}")
+    if work.zero_buckets != "none":
+        parts.append(f"--zero-buckets {work.zero_buckets}")
     if work.is_lora:
         parts += [f"--lora-rank {work.lora_rank}", f"--lora-targets {','.join(work.lora_targets)}"]
     return " ".join(parts)
 
 
-def _remedies(work: TrainWork, gpus: int) -> Iterator[tuple[str, str, TrainWork]]:
-    """Every step of the chain, each applied on top of the previous ones."""
+#: The chain of plain PyTorch / Hugging Face (the ``hf`` framework's techniques).
+DEFAULT_TECHNIQUES = frozenset(
+    {"recompute", "adamw8bit", "lora", "qlora", "zero", "offload_optimizer"}
+)
+#: Every technique the chain can use (a framework's ``techniques`` list picks from these).
+ALL_TECHNIQUES = frozenset(
+    {
+        "recompute",
+        "loss",
+        "activation_offload",
+        "optimizer_in_backward",
+        "adamw8bit",
+        "lora",
+        "qlora",
+        "zero",
+        "sp",
+        "offload_optimizer",
+    }
+)
+
+
+def _remedies(
+    work: TrainWork, gpus: int, allowed: frozenset[str] = DEFAULT_TECHNIQUES
+) -> Iterator[tuple[str, str, TrainWork]]:
+    """Every step of the chain the framework offers, each applied on top of the previous."""
     current = work
     while current.batch > 1:  # (1) keep the global batch with accumulation
         current = replace(current, batch=current.batch // 2, grad_accum=current.grad_accum * 2)
@@ -83,23 +120,34 @@ def _remedies(work: TrainWork, gpus: int) -> Iterator[tuple[str, str, TrainWork]
             f"micro-batch {current.batch}, gradient accumulation {current.grad_accum}",
             current,
         )
-    for mode in ("selective", "full"):  # (2)
-        if ("none", "selective", "full").index(current.recompute) < (
-            "none",
-            "selective",
-            "full",
-        ).index(mode):
-            current = replace(current, recompute=mode)
+    order = ("none", "selective", "op", "full")
+    for mode in ("selective", "full") if "recompute" in allowed else ():  # (2)
+        if order.index(current.recompute) < order.index(mode):
+            current = replace(current, recompute=mode, recompute_every=1)
             yield "recompute", f"{mode} activation recomputation", current
+    if current.loss == "full" and "loss" in allowed:
+        current = replace(current, loss="chunked")
+        yield "recompute", "chunked cross-entropy (fp32 logits 1/8 at a time)", current
+    if not current.activation_offload and "activation_offload" in allowed:
+        current = replace(current, activation_offload=True)
+        yield "offload", "activation offloading to CPU memory", current
+    if (
+        not current.optimizer_in_backward
+        and "optimizer_in_backward" in allowed
+        and current.grad_accum == 1
+        and not current.is_lora
+    ):
+        current = replace(current, optimizer_in_backward=True)
+        yield "precision", "optimizer step in the backward pass (one gradient at a time)", current
     if current.fp32_storage:  # (3)
         current = replace(current, dtype="bf16", precision="mixed")
         yield "precision", "bf16 mixed precision", current
-    if current.optimizer in ("adamw", "sgd_momentum", "lion"):
+    if current.optimizer in ("adamw", "sgd_momentum", "lion") and "adamw8bit" in allowed:
         current = replace(current, optimizer="adamw8bit")
         yield "precision", "8-bit AdamW (bitsandbytes)", current
     # QLoRA keeps a LoRA fine-tune's method; for a full fine-tune it is a different method, so it
     # is offered only when there is no second GPU to shard over.
-    if current.task == "lora" or (current.task == "full" and gpus == 1):
+    if "qlora" in allowed and (current.task == "lora" or (current.task == "full" and gpus == 1)):
         before = current.task
         current = replace(
             current,
@@ -114,7 +162,7 @@ def _remedies(work: TrainWork, gpus: int) -> Iterator[tuple[str, str, TrainWork]
             + (" instead of a full fine-tune" if before == "full" else ""),
             current,
         )
-    if gpus > 1:  # (4)
+    if gpus > 1 and "zero" in allowed:  # (4)
         dp = gpus
         current = replace(current, parallel=replace(current.parallel, dp=dp, zero=1))
         yield "sharding", f"data parallel over {dp} GPUs with ZeRO-1", current
@@ -146,13 +194,21 @@ def _remedies(work: TrainWork, gpus: int) -> Iterator[tuple[str, str, TrainWork]
             current = replace(current, parallel=par, grad_accum=max(current.grad_accum, pp))
             yield "sharding", f"pipeline parallel {pp}", current
             pp *= 2
-    if not current.offload_optimizer:  # (5)
+    if not current.offload_optimizer and "offload_optimizer" in allowed:  # (5)
         current = replace(current, offload_optimizer=True)
         yield "offload", "optimizer states and master weights in CPU memory", current
 
 
-def fit_chain(spec: ModelSpec, work: TrainWork, gpu: GPU, device: Device, gpus: int = 1) -> FitPlan:
-    """Walk the remedy chain until ``work`` fits on ``gpu`` (``gpus`` of them at most)."""
+def fit_chain(
+    spec: ModelSpec,
+    work: TrainWork,
+    gpu: GPU,
+    device: Device,
+    gpus: int = 1,
+    allowed: frozenset[str] = DEFAULT_TECHNIQUES,
+) -> FitPlan:
+    """Walk the remedy chain until ``work`` fits on ``gpu`` (``gpus`` of them at most), using
+    only the ``allowed`` techniques (a framework's)."""
     limit = gpu.memory_bytes
     start = training_memory(spec, work).total_bytes
     before_speed = training_perf(spec, work, device).tokens_per_s
@@ -161,7 +217,7 @@ def fit_chain(spec: ModelSpec, work: TrainWork, gpu: GPU, device: Device, gpus: 
     if start <= limit:
         return FitPlan(start, limit, (), True, work, work_options(work))
     last_bytes = start
-    for stage, change, candidate in _remedies(work, gpus):
+    for stage, change, candidate in _remedies(work, gpus, allowed):
         try:
             memory = training_memory(spec, candidate).total_bytes
             speed = training_perf(spec, candidate, device).tokens_per_s

@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from suanli import __version__
 from suanli.answers.base import jsonable
 from suanli.answers.cost import cost
+from suanli.answers.frameworks import framework_list
 from suanli.answers.gpus import GpuListRequest, gpu_list
 from suanli.answers.live import live_report
 from suanli.answers.memory import memory
@@ -231,6 +232,10 @@ def create_app(
     def api_gpus() -> list[dict[str, Any]]:
         return gpu_list(GpuListRequest()).rows()
 
+    @app.get("/api/frameworks", summary="The frameworks and their defaults (suanli frameworks)")
+    def api_frameworks() -> dict[str, Any]:
+        return framework_list().to_json()
+
     @app.get("/api/options", summary="The choices the form offers, and the web limits")
     def api_options() -> dict[str, Any]:
         return {
@@ -239,6 +244,10 @@ def create_app(
             "precisions": list(PRECISIONS),
             "optimizers": list(OPTIMIZERS),
             "recompute": list(RECOMPUTE),
+            "frameworks": [
+                {"id": fw.id, "name": fw.name, "kind": fw.kind}
+                for fw in framework_list().frameworks
+            ],
             "attention": list(ATTENTION),
             "kv_dtypes": list(KV_DTYPES),
             "quant": [

@@ -20,10 +20,13 @@ from suanli.estimate.workload import (
     DTYPES,
     KERNELS,
     KV_DTYPES,
+    LOSSES,
     OPTIMIZERS,
     PRECISIONS,
     RECOMPUTE,
+    SAVED_TENSORS,
     TASKS,
+    ZERO_BUCKETS,
 )
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.security import ApiError
@@ -53,6 +56,9 @@ Recompute = Annotated[str, _one_of(RECOMPUTE)]
 Attention = Annotated[str, _one_of(ATTENTION)]
 Kernels = Annotated[str, _one_of(KERNELS)]
 KvDtype = Annotated[str, _one_of(KV_DTYPES)]
+Loss = Annotated[str, _one_of(LOSSES)]
+SavedTensors = Annotated[str, _one_of(SAVED_TENSORS)]
+ZeroBuckets = Annotated[str, _one_of(ZERO_BUCKETS)]
 Vendor = Annotated[str, _one_of(VENDORS)]
 FormFactor = Annotated[str, _one_of(FORM_FACTORS)]
 Scenario = Annotated[str, _one_of(tuple(SCENARIOS))]
@@ -88,6 +94,18 @@ class _Shape(BaseModel):
     cuda_context: float | None = Field(None, ge=0, le=1024, allow_inf_nan=False)
     fragmentation: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
     nccl: float | None = Field(None, ge=0, le=1024, allow_inf_nan=False)
+    framework: str = Field(
+        "hf",
+        min_length=1,
+        max_length=40,
+        description="A framework whose defaults fill the fields not sent (GET /api/frameworks).",
+    )
+    loss: Loss = "full"
+    saved_tensors: SavedTensors = "hf"
+    main_grads_fp32: bool = False
+    zero_buckets: ZeroBuckets = "none"
+    optimizer_in_backward: bool = False
+    activation_offload: bool = False
 
 
 class Workload(_Shape):
@@ -110,10 +128,13 @@ class Workload(_Shape):
     offload_optimizer: bool = False
     prefill_chunk: Tokens | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
+    recompute_every: int = Field(1, ge=1, le=1024)
 
     def work(self) -> WorkRequest:
-        """The workload fields as the application layer's request."""
-        return WorkRequest.from_options(self.model_dump(exclude={"model"}))
+        """The workload fields as the application layer's request; the fields the client sent
+        are the ones a framework's defaults never change."""
+        sent = tuple(sorted(self.model_fields_set - {"model"}))
+        return WorkRequest.from_options({**self.model_dump(exclude={"model"}), "explicit": sent})
 
 
 class MemoryRequest(Workload):
@@ -197,7 +218,12 @@ class PlanRequest(_Shape):
         """The application layer's plan request, with the web's GPU-count caps."""
         return plan_answers.PlanRequest(
             model=self.model,
-            work=WorkRequest.from_options(self.model_dump(exclude={"model", "task", "quant"})),
+            work=WorkRequest.from_options(
+                {
+                    **self.model_dump(exclude={"model", "task", "quant"}),
+                    "explicit": tuple(sorted(self.model_fields_set - {"model"})),
+                }
+            ),
             task=self.task,
             quant=self.quant,
             scenario=self.scenario,

@@ -13,6 +13,7 @@
     logits: ["logits", "#8cd17d"],
     kv_cache: ["KV cache", "#b6992d"],
     overhead: ["runtime overhead", "#bab0ac"],
+    overlap: ["gradients replace freed activations", "#d4a6c8"],
   };
   const LIVE_POINTS = 150;
   const DEFAULT_CARDS = ["rtx-4090-24gb", "l40s-48gb", "h100-sxm-80gb"];
@@ -161,6 +162,7 @@
     return {
       model: $("#model").value.trim(),
       task: $("#task").value,
+      framework: $("#framework").value || "hf",
       batch: intOf("#batch", 1),
       seq: intOf("#seq", 2048),
       context: Math.max(context, output + 1),
@@ -181,17 +183,24 @@
     };
   }
 
+  // With a framework chosen, a field the user left untouched is not sent: the framework's
+  // default fills it (suanli frameworks), as on the command line.
+  function touched(id) { return $("#" + id).dataset.touched === "1"; }
+
   function workload(f) {
     const w = {
-      model: f.model, task: f.task, batch: f.batch, gpus: f.gpus,
+      model: f.model, task: f.task, batch: f.batch, gpus: f.gpus, framework: f.framework,
     };
+    const keep = (key, id) => f.framework === "hf" || touched(id || key);
     if (f.task === "infer") {
-      Object.assign(w, { context: f.context, quant: f.quant, kv_dtype: f.kv_dtype });
+      Object.assign(w, { quant: f.quant });
+      if (keep("context")) w.context = f.context;
+      if (keep("kv_dtype")) w.kv_dtype = f.kv_dtype;
     } else {
-      Object.assign(w, {
-        seq: f.seq, dtype: f.dtype, precision: f.precision, optimizer: f.optimizer,
-        recompute: f.recompute, zero: f.zero,
-      });
+      Object.assign(w, { seq: f.seq, dtype: f.dtype, optimizer: f.optimizer });
+      if (keep("precision")) w.precision = f.precision;
+      if (keep("recompute")) w.recompute = f.recompute;
+      if (keep("zero")) w.zero = f.zero;
     }
     return w;
   }
@@ -973,6 +982,12 @@
       ? "mixed (fp32 master weights)" : "pure (all in dtype)"]), "mixed");
     fill($("#optimizer"), options.optimizers, "adamw");
     fill($("#recompute"), options.recompute, "none");
+    fill($("#framework"), (options.frameworks || [{ id: "hf", name: "Hugging Face" }]).map(
+      (fw) => [fw.id, fw.name + (fw.kind === "serve" ? " (serving)" : "")]), "hf");
+    for (const id of ["precision", "recompute", "zero", "context", "kv_dtype"]) {
+      const el = $("#" + id);
+      if (el) el.addEventListener("change", () => { el.dataset.touched = "1"; });
+    }
     fill($("#kv_dtype"), options.kv_dtypes, "bf16");
     fill($("#quant"), options.quant.map((q) => [q.id, q.name + " (" + q.bits_per_weight + " bits)"]),
       "bf16");

@@ -1,0 +1,86 @@
+"""Saved activations with Megatron-LM's fused kernels (``--framework megatron``).
+
+Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+arXiv:2205.05198, §4.1) count what a Megatron GPT layer keeps for the backward pass, in bytes per
+token with 2-byte activations and 1-byte dropout masks:
+
+- attention, ``11h + 5as``: the QKV input 2h, Q and K 4h, V 2h, the projection input 2h, the
+  output dropout mask h; unfused softmax output 2as, its dropout mask as and dropped output 2as;
+- MLP, ``19h``: fc1 input 2h, the GeLU input 8h and output (fc2 input) 8h, the dropout mask h;
+- layer norms, ``4h``: two inputs of 2h.
+
+Under t-way tensor parallelism the 10h of norms, masks and the first linears' inputs stay whole
+(Eq. 2: ``10 + 24/t + 5as/(ht)``) unless sequence parallelism splits them too (Eq. 4); selective
+recomputation drops the 5as (§5, Eq. 6). The terms below are those, generalised to grouped-query
+attention (K and V as wide as the KV heads), gated MLPs (Megatron's fused SwiGLU keeps the fc1
+output, 2I, and the fc2 input, I) and fused attention kernels (FlashAttention keeps its fp32
+log-sum-exp instead of the a·s softmax), and without dropout masks when the model has no dropout.
+"""
+
+from __future__ import annotations
+
+from suanli.estimate.saved_terms import FP32, INDEX, ActivationSettings, Term
+from suanli.models.spec import ModelSpec
+
+SOURCE = "Korthikanti et al. 2022 (arXiv:2205.05198) §4.1, Table 2 (Megatron fused kernels)"
+
+
+def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
+    """Bytes per token one Megatron layer saves, as named terms (shardable like Table 2)."""
+    h, b = spec.hidden_size, st.dtype_bytes
+    att = spec.attention
+    q_dim = att.num_heads * att.head_dim
+    kv_dim = att.num_kv_heads * att.head_dim
+    v_dim = att.num_kv_heads * att.v_head_dim
+    out_dim = att.num_heads * att.v_head_dim
+    mask = st.mask_bytes if st.dropout > 0 else 0
+    terms = [
+        Term("layer norms: inputs (2 norms)", 2 * b * h, "2·2h", "sp"),
+        Term("QKV projection input", b * h, "2h", "sp"),
+        Term("attention: Q and K", b * (q_dim + kv_dim), "b·(d_q + d_k) (4h with MHA)"),
+        Term("attention: V", b * v_dim, "b·d_v (2h with MHA)"),
+    ]
+    if st.attention == "eager":
+        a, s = att.num_heads, st.seq
+        terms.append(Term("attention: softmax output", b * a * s, "2as"))
+        if st.dropout > 0:
+            terms.append(
+                Term(
+                    "attention: softmax dropout mask and dropped probabilities",
+                    (st.mask_bytes + b) * a * s,
+                    "as + 2as",
+                )
+            )
+    else:
+        terms.append(Term("attention: log-sum-exp (fp32)", FP32 * att.num_heads, "4a"))
+    terms.append(Term("attention: output projection input", b * out_dim, "2h"))
+    if mask:
+        terms.append(Term("attention output: dropout mask", mask * h, "h", "sp"))
+    terms.append(Term("MLP: fc1 input", b * h, "2h", "sp"))
+    if spec.mlp is not None and spec.mlp.gated:
+        width = spec.mlp.intermediate_size
+        terms.append(Term("MLP: fc1 output (gate and up, fused SwiGLU input)", 2 * b * width, "4I"))
+        terms.append(Term("MLP: fc2 input (SwiGLU output)", b * width, "2I"))
+    else:
+        width = spec.mlp.intermediate_size if spec.mlp is not None else 4 * h
+        terms.append(Term("MLP: GeLU input (fc1 output)", b * width, "8h (2I)"))
+        terms.append(Term("MLP: fc2 input (GeLU output)", b * width, "8h (2I)"))
+    if mask:
+        terms.append(Term("MLP output: dropout mask", mask * h, "h", "sp"))
+    return terms
+
+
+def megatron_model_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
+    """Outside the layers (§4.3): token ids, the embedding dropout mask, the final norm's and
+    the output layer's inputs (2h each, split with sequence parallelism) and the fp32 logits of
+    the vocabulary-parallel cross-entropy (4v, split over the tensor-parallel group)."""
+    h, b = spec.hidden_size, st.dtype_bytes
+    terms = [Term("token ids (embedding lookup)", INDEX, "8", "none")]
+    if st.dropout > 0:
+        terms.append(Term("embedding: dropout mask", st.mask_bytes * h, "h", "sp"))
+    terms.append(Term("final norm input", b * h, "2h", "sp"))
+    terms.append(Term("output layer input", b * h, "2h", "sp"))
+    terms.append(
+        Term("loss: log-softmax over the vocabulary", FP32 * spec.vocab_size, "4v (fp32)", "tp")
+    )
+    return terms

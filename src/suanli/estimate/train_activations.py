@@ -1,0 +1,144 @@
+"""Saved activations of a training step under the memory techniques frameworks use.
+
+The per-layer terms come from :mod:`suanli.estimate.activations` (checked against transformers
+on the CPU). This module decides how many of them live on the GPU at the start of the backward
+pass: recomputation policies (attention core, per-op, whole layer, every K-th layer), pipeline
+micro-batches in flight, activation offloading to the CPU, and how the loss meets the
+vocabulary. The functions take floats or numpy arrays (``ceil``/``minimum`` passed in), so the
+vectorized planner (:mod:`suanli.estimate.vector`) uses the same rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from suanli.estimate.activations import ActivationSettings
+from suanli.estimate.checkpointing import op_saved_bytes_per_token
+from suanli.estimate.workload import LOSS_CHUNKS, TrainWork
+from suanli.models.spec import ModelSpec
+
+#: Terms the attention-core ("selective") recomputation drops (Korthikanti et al. 2022).
+DROP_SELECTIVE = ("softmax", "soft-cap", "dropped probabilities")
+#: The loss term a fused linear-cross-entropy never materializes.
+DROP_FUSED_LOSS = ("loss: log-softmax",)
+#: Layers whose activations an offloading hook keeps on the GPU at once: the one being
+#: computed and the one being copied (torchtune's OffloadActivations with streams).
+OFFLOAD_LAYERS_ON_GPU = 2
+SRC_OFFLOAD = (
+    "torchtune OffloadActivations (torchtune/training/_activation_offloading.py): saved tensors "
+    "go to pinned CPU memory on a side stream and come back just before their backward"
+)
+SRC_CHUNKED = (
+    "torchtune CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py): the "
+    f"output projection in {LOSS_CHUNKS} chunks, each upcast to fp32 only inside the loss"
+)
+SRC_FUSED = (
+    "fused linear cross-entropy (Apple's Cut Cross-Entropy, Wijmans et al. 2024, "
+    "arXiv:2411.09009, used by Unsloth; Liger Kernel's LigerFusedLinearCrossEntropyLoss): the "
+    "logits are never stored whole; the hidden-state gradient is kept"
+)
+
+
+def activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
+    """The settings the activation terms of a training step depend on, from the model and the
+    workload (dropout: the workload's, else the model's)."""
+    dropout = work.dropout if work.dropout is not None else spec.dropout
+    return ActivationSettings(
+        dtype_bytes=work.dtype_bytes,
+        seq=work.seq,
+        attention=work.attention,
+        dropout=dropout,
+        mask_bytes=1 if work.device == "cuda" else work.dtype_bytes,
+        train_weights=not work.is_lora,
+        frozen_linear_saves_input=work.task == "qlora",
+        lora_targets=work.lora_targets if work.is_lora else (),
+        lora_rank=work.lora_rank if work.is_lora else 0,
+        logits_fp32=work.logits_fp32,
+        batch=work.batch,
+        saved_tensors=work.saved_tensors,
+    )
+
+
+def first_dense_layer(spec: ModelSpec) -> int:
+    """Index of the first layer without experts (0 when every layer is MoE)."""
+    moe = set(spec.moe_layers)
+    return next((i for i in range(spec.num_layers) if i not in moe), 0)
+
+
+def checkpoint_bytes_per_token(spec: ModelSpec, work: TrainWork, tp: Any, sp: Any) -> Any:
+    """Bytes per token one checkpointed layer keeps: its input (``full``; split by ``sp``) or
+    its input and the saved op outputs (``op``, :mod:`suanli.estimate.checkpointing`)."""
+    b = work.dtype_bytes
+    h_bytes = spec.hidden_size * b / sp
+    if work.recompute == "op":
+        return op_saved_bytes_per_token(spec, b, tp) - spec.hidden_size * b + h_bytes
+    return h_bytes
+
+
+def layers_saved(
+    work: TrainWork,
+    layers: Any,
+    full_layer: Any,
+    kept_layer: Any,
+    checkpoint_layer: Any,
+    ceil: Callable[[Any], Any] = math.ceil,
+) -> Any:
+    """Bytes the stage's layers keep through the forward pass: each layer's kept terms, or
+    under ``op``/``full`` its checkpoint, with every ``recompute_every``-th layer checkpointed
+    and the others keeping everything (``full_layer``)."""
+    if not work.checkpointed:
+        return layers * kept_layer
+    checkpointed = ceil(layers / work.recompute_every)
+    return checkpointed * checkpoint_layer + (layers - checkpointed) * full_layer
+
+
+def offload_split(
+    work: TrainWork, saved: Any, layers: Any, minimum: Callable[[Any, Any], Any] = min
+) -> tuple[Any, Any]:
+    """(bytes on the GPU, bytes in CPU memory) of ``saved`` activations of ``layers`` layers:
+    with offloading the GPU keeps :data:`OFFLOAD_LAYERS_ON_GPU` layers' worth."""
+    if not work.activation_offload:
+        return saved, 0.0 * saved
+    on_gpu = minimum(saved, saved / layers * OFFLOAD_LAYERS_ON_GPU)
+    return on_gpu, saved - on_gpu
+
+
+def logits_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
+    """Bytes per token (before splitting the vocabulary over TP) of the logits and their fp32
+    gradient at the start of the backward pass, by how the loss is computed."""
+    if not spec.is_decoder:
+        return 0.0
+    vocab, b = spec.vocab_size, work.dtype_bytes
+    if work.loss == "chunked" and work.kernels == "fused":
+        # Compiled (torchtune compiles the loss with the model): the dtype logits are the saved
+        # input, the softmax is recomputed in backward, one chunk's gradient at a time.
+        return vocab * (b + b / LOSS_CHUNKS)
+    if work.loss == "chunked":
+        # The dtype logits of every chunk stay; the fp32 upcast and gradient of one chunk.
+        return vocab * (b + 4 / LOSS_CHUNKS)
+    if work.loss == "fused":
+        # Logits are computed block by block in on-chip memory and never stored (Cut Cross
+        # Entropy, Liger's chunked fused linear-cross-entropy keeps a small chunk).
+        return 0.0
+    return vocab * (b + 4)
+
+
+def fused_loss_extra_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
+    """What a fused loss keeps instead of the fp32 log-softmax: a fused linear-cross-entropy
+    the hidden state's gradient; a compiled chunked loss one fp32 log-sum-exp per token."""
+    if work.loss == "fused":
+        return float(spec.hidden_size * work.dtype_bytes)
+    if _compiled_chunked(work):
+        return 4.0
+    return 0.0
+
+
+def edge_drop(work: TrainWork) -> tuple[str, ...]:
+    """Model-level terms (outside the layers) that the loss implementation does not keep."""
+    return DROP_FUSED_LOSS if work.loss == "fused" or _compiled_chunked(work) else ()
+
+
+def _compiled_chunked(work: TrainWork) -> bool:
+    return work.loss == "chunked" and work.kernels == "fused"
