@@ -75,6 +75,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "offload_optimizer": lambda v: v.lower() in ("1", "true", "yes"),
     "kv_dtype": str,
     "load": str,
+    "shard_group": int,
 }
 
 #: How an inference row's requests were run (the ``load`` option): ``decode`` (default) reads

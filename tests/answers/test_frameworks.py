@@ -163,3 +163,27 @@ def test_capacity_cli_framework() -> None:
     assert json.loads(out.stdout)["policy"] == "static"
     bad = run("capacity", "llama-3.1-8b", "--gpu", "h100", "--rate", "5", "--framework", "tune")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_fit_offers_the_frameworks_techniques_and_its_settings() -> None:
+    from suanli.answers.fit import FitRequest, fit
+
+    def chain(framework: str) -> object:
+        return fit(
+            FitRequest(
+                model="llama-3.1-8b",
+                gpu="rtx4090",
+                work=WorkRequest(task="full", framework=framework),
+            )
+        )
+
+    tune = chain("torchtune")
+    changes = " ".join(s.change for s in tune.steps)  # type: ignore[attr-defined]
+    assert "activation offloading" in changes and "optimizer step in the backward" in changes
+    assert tune.fits  # type: ignore[attr-defined]
+    assert "enable_activation_offloading: True" in tune.framework_settings  # type: ignore[attr-defined]
+    hf = chain("hf")
+    hf_changes = " ".join(s.change for s in hf.steps)  # type: ignore[attr-defined]
+    # Hugging Face's Trainer has no activation offloading or optimizer-in-backward switch.
+    assert "activation offloading" not in hf_changes
+    assert "optimizer step in the backward" not in hf_changes

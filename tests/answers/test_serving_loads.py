@@ -103,3 +103,37 @@ def test_fp8_weights_compute_in_fp8_only_where_the_card_can() -> None:
     assert prefill("h100", "bf16") / prefill("h100", "fp8") > 1.3
     # A100 has none: fp8 weights are dequantized to bf16 (W8A16), the prefill barely changes.
     assert prefill("a100", "bf16") / prefill("a100", "fp8") == pytest.approx(1.0, abs=0.1)
+
+
+def test_partial_offload_trades_memory_for_speed() -> None:
+    def run(layers: int | None, host: str | None = None) -> InferPerfAnswer:
+        answer = perf(
+            PerfRequest(
+                model="llama-3-70b",
+                gpu="rtx4090",
+                work=WorkRequest(task="infer", quant="gguf-q4_k_m", gpu_layers=layers),
+                prompt=512,
+                output=128,
+                ignore_fit=True,
+                host_cpu=host,
+            )
+        )
+        assert isinstance(answer, InferPerfAnswer)
+        return answer
+
+    whole, half, none = run(None), run(40), run(0)
+    assert not whole.fits and half.fits  # 42 GB of weights: half of them fit a 24 GB card
+    assert half.memory_bytes < 0.6 * whole.memory_bytes
+    # The CPU's layers read system memory (83 GB/s) instead of GDDR6X (1 TB/s): much slower,
+    # and never faster than the CPU alone is slower than the split.
+    assert none.tpot_s > half.tpot_s > 3 * whole.tpot_s
+    # A faster host (12-channel DDR5) runs the same split faster.
+    assert run(40, "epyc-9654-cpu").tpot_s < half.tpot_s
+    assert "cpu_layers_decode" in half.breakdown_s
+
+
+def test_gpu_layers_is_an_inference_option() -> None:
+    from suanli.answers.request import build_work
+
+    with pytest.raises(ValueError):
+        build_work(WorkRequest(task="infer", gpu_layers=-1))

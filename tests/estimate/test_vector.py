@@ -58,6 +58,7 @@ SHAPES = [
         "llama-3.1-8b",
         TrainWork(task="full", seq=2048, zero_buckets="deepspeed", saved_tensors="megatron"),
     ),
+    ("llama-3.1-8b", TrainWork(task="full", seq=2048, parallel=Parallelism(shard=2))),
 ]
 
 
@@ -98,6 +99,7 @@ def test_vector_equals_scalar(model: str, base: TrainWork, gpu: str) -> None:
             zero=r["zero"],
             sp=bool(r["sp"]),
             ep=base.parallel.ep,
+            shard=base.parallel.shard,
         )
         work = TrainWork(
             **{**base.__dict__, "parallel": par, "batch": r["batch"], "grad_accum": r["grad_accum"]}

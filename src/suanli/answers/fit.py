@@ -9,7 +9,8 @@ from dataclasses import dataclass, field, replace
 from suanli.answers.base import Answer
 from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import find_gpu, load_catalog
-from suanli.estimate.workload import InferWork
+from suanli.catalog.frameworks import Framework
+from suanli.estimate.workload import InferWork, TrainWork
 from suanli.models.resolve import LoadedModel, load_model
 
 
@@ -55,6 +56,9 @@ class FitAnswer(Answer):
     steps: tuple[FitStep, ...]
     final_options: str
     """The options that fit, to paste into ``suanli mem``."""
+    framework: str = "hf"
+    framework_settings: tuple[str, ...] = ()
+    """The framework's own settings for that configuration (its config keys or flags)."""
 
 
 def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -> FitAnswer:
@@ -78,12 +82,8 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
     from suanli.plan.fit import ALL_TECHNIQUES
 
     fw = get_framework(req.work.framework)
-    # hf offers the whole chain; another framework only the techniques it implements.
-    allowed = (
-        ALL_TECHNIQUES
-        if fw.id == "hf"
-        else frozenset(fw.techniques) | {"loss"} & set(fw.techniques)
-    )
+    # Only the techniques the framework implements (suanli frameworks NAME lists them).
+    allowed = frozenset(fw.techniques) & ALL_TECHNIQUES
     chain = fit_chain(spec, work, gpu, device_for(gpu, work.dtype), gpus, allowed)
     return FitAnswer(
         model=req.model,
@@ -106,4 +106,25 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
             for s in chain.steps
         ),
         final_options=chain.final_options,
+        framework=fw.id,
+        framework_settings=framework_settings(fw, chain.final),
     )
+
+
+def framework_settings(fw: Framework, work: TrainWork) -> tuple[str, ...]:
+    """The framework's own settings (config keys, flags) for the techniques ``work`` uses."""
+    par = work.parallel
+    layout = {"tp": par.tp, "pp": par.pp, "zero": par.zero, "sp": par.sp, "dp": par.dp}
+    plain = {"tp": 1, "pp": 1, "zero": 0, "sp": False, "dp": 1, "grad_accum": 1}
+    out = []
+    for c in fw.config:
+        value = layout[c.option] if c.option in layout else getattr(work, c.option, None)
+        if c.value == "*":
+            wanted = value is not None and value != plain.get(
+                c.option, getattr(TrainWork, c.option, None)
+            )
+        else:
+            wanted = value == c.value
+        if wanted:
+            out.append(c.key.replace("{value}", str(value)))
+    return tuple(out)

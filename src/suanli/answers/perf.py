@@ -15,7 +15,15 @@ from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work, framewo
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
 from suanli.estimate.load import ClosedLoop, closed_loop
-from suanli.estimate.perf import Device, advice, inference_perf, scaling, training_perf
+from suanli.estimate.offload import split_layers
+from suanli.estimate.perf import (
+    Device,
+    InferPerf,
+    advice,
+    inference_perf,
+    scaling,
+    training_perf,
+)
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.models.resolve import LoadedModel, load_model
@@ -74,6 +82,9 @@ class PerfRequest:
     ignore_fit: bool = False
     """Give the speed of a job that cannot run (marked ``fits``/``supported`` false) instead of
     refusing it."""
+    host_cpu: str | None = None
+    """The CPU that runs the layers left in system memory (``gpu_layers``): a catalog CPU;
+    default a desktop with dual-channel DDR5 (ryzen-9-7950x-cpu)."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +240,10 @@ class InferPerfAnswer(Answer):
 
 PerfAnswer = TrainPerfAnswer | InferPerfAnswer
 
+#: The CPU that runs layers left in system memory when none is named: a desktop with
+#: dual-channel DDR5-5200 (83.2 GB/s), what a consumer card usually sits in.
+DEFAULT_HOST_CPU = "ryzen-9-7950x-cpu"
+
 
 def roofline(device: Device, points: tuple[RooflinePoint, ...], note: str) -> Roofline:
     """The device's roofs with the work's points under them."""
@@ -362,18 +377,25 @@ def infer_perf_answer(
     output: int,
     validity: Validity | None = None,
     largest_batch: int | None = None,
+    host: Device | None = None,
 ) -> InferPerfAnswer:
     """The inference answer for a built workload on a device, with a batch sweep up to
-    ``largest_batch`` (the largest that fits; None: the whole sweep)."""
-    result = inference_perf(spec, work, device, prompt, output)
-    alone = (
-        result
-        if work.batch == 1
-        else inference_perf(spec, replace(work, batch=1), device, prompt, output)
-    )
+    ``largest_batch`` (the largest that fits; None: the whole sweep); ``host`` runs the layers
+    left in system memory (``work.gpu_layers``)."""
+    share = work.gpu_share(spec.num_layers)
+
+    def timed(w: InferWork) -> InferPerf:
+        on_gpu = inference_perf(spec, w, device, prompt, output)
+        if host is None or share >= 1:
+            return on_gpu
+        on_cpu = inference_perf(spec, replace(w, tp=1, pp=1), host, prompt, output)
+        return split_layers(on_gpu, on_cpu, share, w.batch)
+
+    result = timed(work)
+    alone = result if work.batch == 1 else timed(replace(work, batch=1))
     sweep = []
     for batch in sweep_batches(largest_batch):
-        r = inference_perf(spec, replace(work, batch=batch), device, prompt, output)
+        r = timed(replace(work, batch=batch))
         sweep.append(SweepPoint(batch, r.tpot_s, r.tokens_per_s, r.bound))
     points = (
         roofline_point(
@@ -449,6 +471,10 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             + " (--ignore-fit gives the speed anyway, marked as not runnable)"
         )
     if isinstance(work, InferWork):
+        host = None
+        if work.gpu_share(spec.num_layers) < 1:
+            cpu, _ = resolve_gpu(req.host_cpu or DEFAULT_HOST_CPU, req.catalog_file)
+            host = device_for(cpu, "bf16")
         # Nothing fits: the hypothetical (ignore_fit) sweeps every batch, marked not runnable.
         return infer_perf_answer(
             req.model,
@@ -459,6 +485,7 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             req.output,
             validity,
             validity.largest_batch or None,
+            host,
         )
     return train_perf_answer(
         req.model,

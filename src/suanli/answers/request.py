@@ -49,6 +49,8 @@ class WorkRequest:
     """Data-parallel replicas (default: gpus / (tp x pp))."""
     ep: int = 1
     sp: bool = False
+    shard_group: int = 0
+    """ZeRO/FSDP shard over groups of this many data-parallel ranks (HSDP); 0: all of dp."""
     gpus: int | None = None
     """GPUs in the job (training: dp x tp x pp; inference: tp, or tp x pp with pp > 1)."""
     offload_optimizer: bool = False
@@ -60,6 +62,8 @@ class WorkRequest:
     """Inference weight format (catalog/data/quant.toml)."""
     kv_dtype: str = "bf16"
     prefill_chunk: int | None = None
+    gpu_layers: int | None = None
+    """Inference: layers on the GPU, the rest on the CPU (llama.cpp --n-gpu-layers)."""
     gpu_memory_utilization: float | None = None
     cuda_context: float | None = None
     """CUDA context per process, GiB."""
@@ -115,10 +119,12 @@ LAYOUT_FIELDS = (
     "dp",
     "ep",
     "sp",
+    "shard_group",
     "gpus",
     "offload_optimizer",
     "recompute",
     "prefill_chunk",
+    "gpu_layers",
     "gpu_memory_utilization",
 )
 
@@ -186,7 +192,7 @@ def framework_assumptions(req: WorkRequest) -> tuple[str, ...]:
 
 #: Options that only mean something for inference, and those a serving framework may set.
 INFER_ONLY_OPTIONS = frozenset(
-    {"quant", "kv_dtype", "prefill_chunk", "gpu_memory_utilization", "context"}
+    {"quant", "kv_dtype", "prefill_chunk", "gpu_memory_utilization", "context", "gpu_layers"}
 )
 INFER_OPTIONS = INFER_ONLY_OPTIONS | {"cuda_context", "fragmentation", "nccl", "tp", "pp", "batch"}
 
@@ -216,6 +222,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             tp=tp,
             pp=req.pp,
             prefill_chunk=req.prefill_chunk,
+            gpu_layers=req.gpu_layers,
             gpu_memory_utilization=req.gpu_memory_utilization,
             overheads=overheads,
         )
@@ -246,7 +253,16 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         optimizer=req.optimizer,
         recompute=req.recompute,
         attention=req.attention,
-        parallel=Parallelism(dp=dp, tp=tp, pp=pp, vpp=req.vpp, sp=req.sp, ep=req.ep, zero=req.zero),
+        parallel=Parallelism(
+            dp=dp,
+            tp=tp,
+            pp=pp,
+            vpp=req.vpp,
+            sp=req.sp,
+            ep=req.ep,
+            zero=req.zero,
+            shard=req.shard_group,
+        ),
         offload_optimizer=req.offload_optimizer,
         lora_rank=req.lora_rank,
         lora_targets=lora_target_tuple(req.lora_targets),

@@ -30,6 +30,18 @@ class FrameworkDefault:
 
 
 @dataclass(frozen=True)
+class ConfigKey:
+    """The framework's setting that turns a technique on."""
+
+    option: str
+    """A TrainWork field, or tp/pp/zero/sp of its layout."""
+    value: Any
+    """The value that calls for the key; ``*``: any value but the default."""
+    key: str
+    """The setting, with ``{value}`` for the value."""
+
+
+@dataclass(frozen=True)
 class Framework:
     """A framework: what it is for, the options it implies and where they come from."""
 
@@ -47,6 +59,8 @@ class Framework:
     notes: str = ""
     engine: tuple[FrameworkDefault, ...] = ()
     """A serving engine's scheduler defaults (``suanli capacity --framework``)."""
+    config: tuple[ConfigKey, ...] = ()
+    """The framework's own setting for each technique (``suanli fit`` prints them)."""
 
     def serves(self) -> bool:
         """Whether it runs inference (``--task infer``)."""
@@ -96,11 +110,22 @@ def frameworks() -> tuple[Framework, ...]:
             )
         except KeyError as exc:
             raise CatalogError(f"frameworks.toml: an [[engine]] entry lacks {exc}") from None
+    configs: dict[str, list[ConfigKey]] = {}
+    for raw in data.get("config", []):
+        try:
+            configs.setdefault(str(raw["framework"]), []).append(
+                ConfigKey(str(raw["option"]), raw["value"], str(raw["key"]))
+            )
+        except KeyError as exc:
+            raise CatalogError(f"frameworks.toml: a [[config]] entry lacks {exc}") from None
     known = {fw.id for fw in found}
-    for name in engines:
+    for name in (*engines, *configs):
         if name not in known:
-            raise CatalogError(f"frameworks.toml: [[engine]] names unknown framework {name!r}")
-    return tuple(replace(fw, engine=tuple(engines.get(fw.id, ()))) for fw in found)
+            raise CatalogError(f"frameworks.toml: an entry names unknown framework {name!r}")
+    return tuple(
+        replace(fw, engine=tuple(engines.get(fw.id, ())), config=tuple(configs.get(fw.id, ())))
+        for fw in found
+    )
 
 
 def get_framework(name: str) -> Framework:

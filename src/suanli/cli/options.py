@@ -209,6 +209,15 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option("--sp", is_flag=True, help="Sequence parallelism (needs --tp > 1)."),
     click.option(
+        "--shard-group",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        metavar="N",
+        help="Shard ZeRO/FSDP states over groups of N data-parallel ranks and replicate across "
+        "groups (HSDP; usually the GPUs of a node); 0: over all of them.",
+    ),
+    click.option(
         "--gpus",
         type=click.IntRange(min=1),
         default=None,
@@ -246,6 +255,14 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         type=click.IntRange(min=1),
         default=None,
         help="Chunked prefill: tokens per forward pass.",
+    ),
+    click.option(
+        "--gpu-layers",
+        type=click.IntRange(min=0),
+        default=None,
+        metavar="N",
+        help="Inference: N layers on the GPU, the rest on the CPU from system memory "
+        "(llama.cpp --n-gpu-layers, Ollama num_gpu).",
     ),
     click.option(
         "--gpu-memory-utilization",

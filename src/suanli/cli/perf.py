@@ -89,6 +89,13 @@ def _fmt_s(seconds: float) -> str:
     help="Give the speed of a job that does not fit or that the card cannot compute, "
     "marked as such, instead of refusing it.",
 )
+@click.option(
+    "--host-cpu",
+    default=None,
+    metavar="CPU",
+    help="With --gpu-layers: the CPU that runs the other layers (a catalog CPU, e.g. "
+    "i9-14900k-cpu; default ryzen-9-7950x-cpu, dual-channel DDR5).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def perf_cmd(
     model: str,
@@ -104,6 +111,7 @@ def perf_cmd(
     catalog_file: str | None,
     explain: bool,
     ignore_fit: bool,
+    host_cpu: str | None,
     as_json: bool,
     **opts: Any,
 ) -> None:
@@ -129,6 +137,7 @@ def perf_cmd(
             price=price,
             catalog_file=catalog_file,
             ignore_fit=ignore_fit,
+            host_cpu=host_cpu,
         )
     )
     if as_json:

@@ -312,6 +312,10 @@ def fit_cmd(
     )
     if chain.fits:
         click.echo(f"fits with: suanli mem {model} --gpu {chain.gpu} {chain.final_options}")
+        if chain.framework_settings:
+            click.echo(f"in {chain.framework}:")
+            for setting in chain.framework_settings:
+                click.echo(f"  {setting}")
     else:
         click.echo(
             "does not fit even at the end of the chain: more GPUs (--gpus), a smaller "

@@ -320,13 +320,13 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         lines += adapter_lines
     else:
         trainable = split.total
-        shard = par.dp if par.zero >= 3 else 1
+        shard = par.zero_group if par.zero >= 3 else 1
         lines.append(
             Line(
                 "weights",
                 f"weights ({work.dtype})",
                 split.total * b / shard,
-                f"P x {b} B" + (f" / dp {par.dp} (ZeRO-3)" if shard > 1 else ""),
+                f"P x {b} B" + (f" / {shard} (ZeRO-3)" if shard > 1 else ""),
                 SRC_ZERO,
             )
         )
@@ -337,10 +337,10 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             f"{'fp32' if mixed else work.dtype}; base weights are frozen"
         )
     # Gradients shard with ZeRO-2 and up; adapters' gradients shard with FSDP too.
-    grad_shard = par.dp if par.zero >= 2 else 1
+    grad_shard = par.zero_group if par.zero >= 2 else 1
     grad_bytes = trainable * trainable_bytes / grad_shard
     grad_formula = f"P_train x {trainable_bytes} B" + (
-        f" / dp {par.dp} (ZeRO-2)" if grad_shard > 1 else ""
+        f" / {grad_shard} (ZeRO-2)" if grad_shard > 1 else ""
     )
     if work.optimizer_in_backward:
         # Each gradient is applied and freed as soon as it is ready: the largest one at a time.
@@ -357,7 +357,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             SRC_ZERO,
         )
     )
-    opt_shard = par.dp if par.zero >= 1 else 1
+    opt_shard = par.zero_group if par.zero >= 1 else 1
     per_param, formula, source = optimizer_bytes_per_param(work.optimizer, state_bytes)
     if work.optimizer == "adafactor":
         frac = trainable / max(split.total, 1)
@@ -375,7 +375,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
                 "master_weights",
                 f"fp32 master weights ({where})",
                 0.0 if on_cpu else master / opt_shard,
-                "P x 4 B" + (f" / dp {par.dp} (ZeRO-1)" if opt_shard > 1 else ""),
+                "P x 4 B" + (f" / {opt_shard} (ZeRO-1)" if opt_shard > 1 else ""),
                 SRC_ZERO,
             )
         )
@@ -384,7 +384,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             "optimizer",
             f"{work.optimizer} states ({where})",
             0.0 if on_cpu else opt / opt_shard,
-            f"P_train x {formula}" + (f" / dp {par.dp} (ZeRO-1)" if opt_shard > 1 else ""),
+            f"P_train x {formula}" + (f" / {opt_shard} (ZeRO-1)" if opt_shard > 1 else ""),
             source,
         )
     )
@@ -538,8 +538,8 @@ def lora_adapter_params(spec: ModelSpec, work: TrainWork) -> float:
 def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[float, list[Line]]:
     """Frozen base (bf16, or NF4 for QLoRA) plus the adapters; FSDP (ZeRO-3) shards both."""
     par = work.parallel
-    shard = par.dp if par.zero >= 3 else 1
-    note = f" / dp {par.dp} (FSDP)" if shard > 1 else ""
+    shard = par.zero_group if par.zero >= 3 else 1
+    note = f" / {shard} (FSDP)" if shard > 1 else ""
     lines: list[Line] = []
     if work.task == "qlora":
         fmt = get_format("nf4-dq")
@@ -688,6 +688,26 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
         )
     )
     lines.append(_prefill_line(spec, work))
+    cpu = 0.0
+    share = work.gpu_share(spec.num_layers)
+    if share < 1 and work.gpu_layers is not None:
+        # llama.cpp keeps the weights and KV cache of the layers it does not offload in system
+        # memory (the output layer counts as one more layer there; taken as on the GPU here).
+        moved = (1 - share) * (split.layer_linear * fmt.bits_per_weight / 8 + kv)
+        cpu = moved
+        lines.append(
+            Line(
+                "weights",
+                f"layers left in system memory ({spec.num_layers - work.gpu_layers} of "
+                f"{spec.num_layers}, weights and KV cache)",
+                -moved,
+                "-(1 - gpu_layers / L) x (layer weights + KV cache)",
+                "llama.cpp --n-gpu-layers (common/common.h n_gpu_layers)",
+            )
+        )
+        assumptions.append(
+            f"{work.gpu_layers} of {spec.num_layers} layers on the GPU; the rest in system memory"
+        )
     lines += _runtime_overhead(lines, work.overheads, work.tp * work.pp > 1, assumptions)
     assumptions.append(f"weights stored as {fmt.name}; compute in {fmt.compute_dtype}")
     if work.pp > 1:
@@ -698,8 +718,7 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
         )
     if fmt.bits_per_weight < 16 and fmt.kind != "gguf":
         assumptions.append("embeddings, LM head and norms stay in 16-bit (usual for GPTQ/AWQ/bnb)")
-    result = _assemble(lines, assumptions, tokens=work.batch * work.context)
-    return result
+    return _assemble(lines, assumptions, tokens=work.batch * work.context, cpu_bytes=cpu)
 
 
 def _weight_bytes(split: ParamSplit, fmt: WeightFormat) -> tuple[float, float]:

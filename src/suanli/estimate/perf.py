@@ -298,7 +298,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         memory_s += max(0.0, copy_s - matmul_s)
     per_micro_s = matmul_s + memory_s
     trainable = lora_adapter_params(spec, work) / (par.tp * par.pp) if work.is_lora else split.total
-    opt_shard = par.dp if par.zero >= 1 else 1
+    opt_shard = par.zero_group if par.zero >= 1 else 1
     optimizer_s = (
         0.0
         if work.offload_optimizer
@@ -336,19 +336,31 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         bubble_s = (par.pp - 1) / par.vpp * per_micro_s
     grad_bytes = trainable * (4 if work.is_lora else b)
     if par.dp > 1:
-        link = net.link_for(par.dp, par.tp * par.pp)
+        group = par.zero_group if par.zero else par.dp
+        link = net.link_for(group, par.tp * par.pp)
         busy = compute_s + memory_total_s
+        # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
+        replicas = par.dp // group
+        replica_s = (
+            all_reduce_s(
+                grad_bytes / group, replicas, net.link_for(replicas, par.tp * par.pp * group)
+            )
+            if replicas > 1
+            else 0.0
+        )
         if par.zero >= 3:
             # FSDP: all-gather the parameters before each forward, recompute and backward pass,
             # reduce-scatter the gradients; prefetching overlaps them with compute.
-            gathers = passes * m * all_gather_s(split.total * b, par.dp, link)
-            dp_s = gathers + reduce_scatter_s(grad_bytes, par.dp, link)
+            gathers = passes * m * all_gather_s(split.total * b, group, link)
+            dp_s = gathers + reduce_scatter_s(grad_bytes, group, link) + replica_s
             exposed = max(0.0, dp_s - DP_OVERLAP * busy)
         else:
             dp_s = (
-                reduce_scatter_s(grad_bytes, par.dp, link) + all_gather_s(grad_bytes, par.dp, link)
+                reduce_scatter_s(grad_bytes, group, link)
+                + all_gather_s(grad_bytes, group, link)
+                + replica_s
                 if par.zero >= 2
-                else all_reduce_s(grad_bytes, par.dp, link)
+                else all_reduce_s(grad_bytes, group, link) + replica_s
             )
             # Buckets reduce while the last micro-batch's backward (2/3 of it) runs.
             exposed = max(0.0, dp_s - DP_OVERLAP * per_micro_s * 2 / 3)

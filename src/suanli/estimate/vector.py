@@ -129,6 +129,12 @@ def _param_split(spec: ModelSpec, tp: Array, pp: Array, ep: int) -> dict[str, Ar
 # --- activations --------------------------------------------------------------------------------
 
 
+def _zero_group(work: TrainWork, dp: Array) -> Array:
+    """Ranks the ZeRO/FSDP states shard over per layout (the HSDP group when set)."""
+    shard = work.parallel.shard
+    return np.minimum(dp, shard) if shard else dp
+
+
 def _class_sums(terms: list[Term], drop: tuple[str, ...] = ()) -> Array:
     """Bytes per token of (tp-sharded, sp-sharded, unsharded) terms."""
     sums = np.zeros(3)
@@ -222,7 +228,8 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
     mixed = work.precision == "mixed" and not work.fp32_storage
     state_bytes = 4 if (mixed or work.fp32_storage) else b
     zero, dp = lay.zero, lay.dp
-    w3 = np.where(zero >= 3, dp, 1)
+    group = _zero_group(work, dp)
+    w3 = np.where(zero >= 3, group, 1)
     total = np.zeros(len(lay.tp))
     if work.is_lora:
         if work.task == "qlora":
@@ -239,11 +246,11 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
         total += split["total"] * b / w3
         total += np.where(zero >= 3, 2 * layer_params(spec) * b / lay.tp, 0.0)
     trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
-    grads = trainable * trainable_bytes / np.where(zero >= 2, dp, 1)
+    grads = trainable * trainable_bytes / np.where(zero >= 2, group, 1)
     if work.optimizer_in_backward:
         grads = np.minimum(grads, largest_tensor_params(spec, work) * trainable_bytes / lay.tp)
     total += grads
-    opt_shard = np.where(zero >= 1, dp, 1)
+    opt_shard = np.where(zero >= 1, group, 1)
     if not work.offload_optimizer:
         if work.optimizer == "adafactor":
             frac = trainable / np.maximum(split["total"], 1)
@@ -315,7 +322,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         memory_s = memory_s + np.maximum(0.0, 2 * offloaded / device.host_bytes_per_s - matmul_s)
     per_micro = matmul_s + memory_s
     trainable = lora_adapter_params(spec, work) / (tp * pp) if work.is_lora else split["total"]
-    opt_shard = np.where(zero >= 1, dp, 1)
+    opt_shard = np.where(zero >= 1, _zero_group(work, dp), 1)
     optimizer_s = (
         0.0
         if work.offload_optimizer
@@ -352,15 +359,25 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     vpp = work.parallel.vpp
     bubble = np.where(pp > 1, (pp - 1) / vpp * per_micro, 0.0)
     grad_bytes = trainable * (4 if work.is_lora else b)
-    bw, lat, base = _pick(net, dp, tp * pp)
+    group = np.where(zero >= 1, _zero_group(work, dp), dp)
+    bw, lat, base = _pick(net, group, tp * pp)
     busy = compute_s + memory_total
-    gathers = passes * m * _reduce_scatter(split["total"] * b, dp, bw, lat, base)
-    scatter = _reduce_scatter(grad_bytes, dp, bw, lat, base)
-    fsdp = np.maximum(0.0, gathers + scatter - DP_OVERLAP * busy)
-    ddp_s = np.where(
-        zero >= 2,
-        2 * scatter,
-        _all_reduce(grad_bytes, dp, bw, lat, base),
+    gathers = passes * m * _reduce_scatter(split["total"] * b, group, bw, lat, base)
+    scatter = _reduce_scatter(grad_bytes, group, bw, lat, base)
+    # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
+    replicas = dp // group
+    rbw, rlat, rbase = _pick(net, replicas, tp * pp * group)
+    replica = np.where(
+        replicas > 1, _all_reduce(grad_bytes / group, replicas, rbw, rlat, rbase), 0.0
+    )
+    fsdp = np.maximum(0.0, gathers + scatter + replica - DP_OVERLAP * busy)
+    ddp_s = (
+        np.where(
+            zero >= 2,
+            2 * scatter,
+            _all_reduce(grad_bytes, group, bw, lat, base),
+        )
+        + replica
     )
     ddp = np.maximum(0.0, ddp_s - DP_OVERLAP * per_micro * 2 / 3)
     comm += np.where(dp > 1, np.where(zero >= 3, fsdp, ddp), 0.0)

@@ -73,10 +73,18 @@ class Parallelism:
     """Expert-parallel degree for MoE layers (experts split over this many GPUs)."""
     zero: int = 0
     """ZeRO stage 0-3 over ``dp`` (3 is FSDP full sharding)."""
+    shard: int = 0
+    """ZeRO/FSDP shards over groups of this many data-parallel ranks and replicates across the
+    groups (HSDP, DeepSpeed hpZ/MiCS; usually a node's GPUs); 0: over all of ``dp``."""
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "vpp", "ep"):
             _positive(name, getattr(self, name))
+        _positive("shard", self.shard, minimum=0)
+        if self.shard and self.dp > self.shard and self.dp % self.shard:
+            raise ValueError(
+                f"--shard-group {self.shard} does not divide the {self.dp} data-parallel ranks"
+            )
         if self.zero not in (0, 1, 2, 3):
             raise ValueError(f"--zero must be 0, 1, 2 or 3, got {self.zero!r}")
         if self.sp and self.tp == 1:
@@ -86,6 +94,11 @@ class Parallelism:
     def gpus(self) -> int:
         """GPUs in the whole job."""
         return self.dp * self.tp * self.pp
+
+    @property
+    def zero_group(self) -> int:
+        """Ranks the ZeRO/FSDP states are sharded over (``dp``, or the HSDP shard group)."""
+        return min(self.dp, self.shard) if self.shard else self.dp
 
 
 @dataclass(frozen=True)
@@ -234,6 +247,9 @@ class InferWork:
     token (llama.cpp's default ``--split-mode layer``, vLLM's ``--pipeline-parallel-size``)."""
     prefill_chunk: int | None = None
     """Chunked prefill: tokens per chunk (``None`` prefills the whole prompt at once)."""
+    gpu_layers: int | None = None
+    """Layers on the GPU; the others stay in system memory and run on the CPU (llama.cpp
+    ``--n-gpu-layers``, Ollama ``num_gpu``). ``None``: every layer on the GPU."""
     gpu_memory_utilization: float | None = None
     """A serving engine's reservation (vLLM: 0.9): the engine takes this share of the GPU."""
     overheads: Overheads = field(default_factory=Overheads)
@@ -246,9 +262,17 @@ class InferWork:
         _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
         if self.prefill_chunk is not None:
             _positive("prefill_chunk", self.prefill_chunk)
+        if self.gpu_layers is not None:
+            _positive("gpu_layers", self.gpu_layers, minimum=0)
         util = self.gpu_memory_utilization
         if util is not None and not 0 < util <= 1:
             raise ValueError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+
+    def gpu_share(self, num_layers: int) -> float:
+        """Share of the model's layers on the GPU (1.0 without partial offload)."""
+        if self.gpu_layers is None or num_layers <= 0:
+            return 1.0
+        return min(self.gpu_layers, num_layers) / num_layers
 
     @property
     def kv_bytes(self) -> float:

@@ -124,11 +124,13 @@ class Workload(_Shape):
     dp: Count | None = None
     ep: int = Field(1, ge=1, le=1024)
     sp: bool = False
+    shard_group: int = Field(0, ge=0, le=65536)
     gpus: Count | None = Field(None, description="GPUs in the job (as --gpus).")
     offload_optimizer: bool = False
     prefill_chunk: Tokens | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
     recompute_every: int = Field(1, ge=1, le=1024)
+    gpu_layers: int | None = Field(None, ge=0, le=100000)
 
     def work(self) -> WorkRequest:
         """The workload fields as the application layer's request; the fields the client sent
