@@ -159,4 +159,32 @@ def device_for(
         decode_attention=None if gpu.form_factor == "cpu" else _decode_attention_for(gpu),
         precision=precision,
         host_bytes_per_s=0.0 if gpu.form_factor == "cpu" else host_copy_bytes_per_s(gpu),
+        host_memory_bytes_per_s=0.0
+        if gpu.form_factor == "cpu"
+        else _host_memory(gpu, gpus_per_node),
     )
+
+
+#: The host a card usually sits in: a desktop (dual-channel DDR5) for consumer and workstation
+#: cards, a two-socket server (8-channel DDR5 per socket) shared by the node's GPUs otherwise.
+DESKTOP_HOST = "ryzen-9-7950x-cpu"
+SERVER_HOST = "xeon-8480plus-cpu"
+SERVER_SOCKETS = 2
+
+
+def _host_memory(gpu: GPU, gpus_per_node: int | None) -> float:
+    """The host memory bandwidth one GPU gets: the usual host CPU's measured-class bandwidth,
+    split over the node's GPUs on a server."""
+    from suanli.catalog import bundled_gpus, find_gpu
+    from suanli.catalog.network import default_gpus_per_node
+
+    desktop = gpu.form_factor in ("consumer", "workstation")
+    try:
+        cpu = find_gpu(DESKTOP_HOST if desktop else SERVER_HOST, bundled_gpus())
+    except ValueError:
+        return 0.0
+    bandwidth = float(cpu.memory_bandwidth_bytes_per_s) * ceiling_for(cpu, "fp32").memory_fraction
+    if desktop:
+        return bandwidth
+    sharing = gpus_per_node or default_gpus_per_node(gpu)
+    return SERVER_SOCKETS * bandwidth / max(sharing, 1)

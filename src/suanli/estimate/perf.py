@@ -81,6 +81,9 @@ class Device:
     """The tensor precision ``peak_flops`` is for (``bf16``, ``fp8``...; empty: unstated)."""
     host_bytes_per_s: float = 0.0
     """Host-to-device copy bandwidth (the card's PCIe link); 0: unknown."""
+    host_memory_bytes_per_s: float = 0.0
+    """The host CPU's memory bandwidth available to this GPU (an offloaded optimizer steps
+    there); 0: unknown."""
 
     def attention_efficiency(self, seq: int, head_dim: int, causal: bool, backward: bool) -> float:
         """The attention core's efficiency (of the 16-bit peak) for one pass."""
@@ -254,6 +257,16 @@ def train_matmul_seconds(
     return stage_layers * layer + head
 
 
+def offloaded_step_s(work: TrainWork, params: Any, device: Device) -> Any:
+    """An optimizer step on the CPU (ZeRO-Offload): the same state traffic at the host's memory
+    bandwidth, then the updated 16-bit parameters copied back over PCIe (the gradients' copy
+    out overlaps the backward pass, as ZeRO-Offload schedules it). 0 where the host is unknown."""
+    if not device.host_memory_bytes_per_s or not device.host_bytes_per_s:
+        return 0.0 * params
+    step = optimizer_step_bytes(work, 1.0) * params / device.host_memory_bytes_per_s
+    return step + params * work.dtype_bytes / device.host_bytes_per_s
+
+
 def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf:
     """Step time of ``work`` on GPUs like ``device`` (layout in ``work.parallel``).
 
@@ -300,9 +313,9 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     trainable = lora_adapter_params(spec, work) / (par.tp * par.pp) if work.is_lora else split.total
     opt_shard = par.zero_group if par.zero >= 1 else 1
     optimizer_s = (
-        0.0
+        offloaded_step_s(work, trainable / opt_shard, device)
         if work.offload_optimizer
-        else optimizer_step_bytes(work, trainable / opt_shard) / device.bandwidth
+        else (optimizer_step_bytes(work, trainable / opt_shard) / device.bandwidth)
     )
     compute_s = matmul_s * m
     memory_total_s = memory_s * m + optimizer_s

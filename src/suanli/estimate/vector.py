@@ -31,7 +31,7 @@ from suanli.estimate.memory import (
     lora_adapter_params,
     optimizer_bytes_per_param,
 )
-from suanli.estimate.perf import DP_OVERLAP, Device, train_matmul_seconds
+from suanli.estimate.perf import DP_OVERLAP, Device, offloaded_step_s, train_matmul_seconds
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.train_activations import (
     DROP_SELECTIVE,
@@ -324,7 +324,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     trainable = lora_adapter_params(spec, work) / (tp * pp) if work.is_lora else split["total"]
     opt_shard = np.where(zero >= 1, _zero_group(work, dp), 1)
     optimizer_s = (
-        0.0
+        offloaded_step_s(work, trainable / opt_shard, device)
         if work.offload_optimizer
         else optimizer_step_bytes(work, 1.0) * trainable / opt_shard / device.bandwidth
     )

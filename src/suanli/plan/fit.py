@@ -10,7 +10,7 @@ last resort. Each step reports the memory it saves and what it costs in speed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, replace
 
 from suanli.catalog.gpu import GPU
@@ -110,68 +110,92 @@ ALL_TECHNIQUES = frozenset(
 
 def _remedies(
     work: TrainWork, gpus: int, allowed: frozenset[str] = DEFAULT_TECHNIQUES
-) -> Iterator[tuple[str, str, TrainWork]]:
-    """Every step of the chain the framework offers, each applied on top of the previous."""
+) -> Generator[tuple[str, str, TrainWork], TrainWork, None]:
+    """Every step of the chain the framework offers, each on top of the ones kept: the caller
+    sends back the work it keeps (the candidate, or the previous work when the step saved no
+    memory, which is then not taken)."""
     current = work
     while current.batch > 1:  # (1) keep the global batch with accumulation
-        current = replace(current, batch=current.batch // 2, grad_accum=current.grad_accum * 2)
-        yield (
+        candidate = replace(current, batch=current.batch // 2, grad_accum=current.grad_accum * 2)
+        kept = yield (
             "batch",
-            f"micro-batch {current.batch}, gradient accumulation {current.grad_accum}",
-            current,
+            f"micro-batch {candidate.batch}, gradient accumulation {candidate.grad_accum}",
+            candidate,
         )
+        if kept is not candidate:
+            break
+        current = kept
     order = ("none", "selective", "op", "full")
     for mode in ("selective", "full") if "recompute" in allowed else ():  # (2)
         if order.index(current.recompute) < order.index(mode):
-            current = replace(current, recompute=mode, recompute_every=1)
-            yield "recompute", f"{mode} activation recomputation", current
+            current = yield (
+                "recompute",
+                f"{mode} activation recomputation",
+                replace(current, recompute=mode, recompute_every=1),
+            )
     if current.loss == "full" and "loss" in allowed:
-        current = replace(current, loss="chunked")
-        yield "recompute", "chunked cross-entropy (fp32 logits 1/8 at a time)", current
+        current = yield (
+            "recompute",
+            "chunked cross-entropy (fp32 logits 1/8 at a time)",
+            replace(current, loss="chunked"),
+        )
     if not current.activation_offload and "activation_offload" in allowed:
-        current = replace(current, activation_offload=True)
-        yield "offload", "activation offloading to CPU memory", current
+        current = yield (
+            "offload",
+            "activation offloading to CPU memory",
+            replace(current, activation_offload=True),
+        )
     if (
         not current.optimizer_in_backward
         and "optimizer_in_backward" in allowed
         and current.grad_accum == 1
         and not current.is_lora
     ):
-        current = replace(current, optimizer_in_backward=True)
-        yield "precision", "optimizer step in the backward pass (one gradient at a time)", current
+        current = yield (
+            "precision",
+            "optimizer step in the backward pass (one gradient at a time)",
+            replace(current, optimizer_in_backward=True),
+        )
     if current.fp32_storage:  # (3)
-        current = replace(current, dtype="bf16", precision="mixed")
-        yield "precision", "bf16 mixed precision", current
+        current = yield (
+            "precision",
+            "bf16 mixed precision",
+            replace(current, dtype="bf16", precision="mixed"),
+        )
     if current.optimizer in ("adamw", "sgd_momentum", "lion") and "adamw8bit" in allowed:
-        current = replace(current, optimizer="adamw8bit")
-        yield "precision", "8-bit AdamW (bitsandbytes)", current
+        current = yield (
+            "precision",
+            "8-bit AdamW (bitsandbytes)",
+            replace(current, optimizer="adamw8bit"),
+        )
     # QLoRA keeps a LoRA fine-tune's method; for a full fine-tune it is a different method, so it
     # is offered only when there is no second GPU to shard over.
     if "qlora" in allowed and (current.task == "lora" or (current.task == "full" and gpus == 1)):
         before = current.task
-        current = replace(
-            current,
-            task="qlora",
-            lora_targets=current.lora_targets
-            if before == "lora"
-            else ("q", "k", "v", "o", "gate", "up", "down"),
-        )
-        yield (
+        current = yield (
             "precision",
             "quantized NF4 base (QLoRA)"
             + (" instead of a full fine-tune" if before == "full" else ""),
-            current,
+            replace(
+                current,
+                task="qlora",
+                lora_targets=current.lora_targets
+                if before == "lora"
+                else ("q", "k", "v", "o", "gate", "up", "down"),
+            ),
         )
     if gpus > 1 and "zero" in allowed:  # (4)
         dp = gpus
-        current = replace(current, parallel=replace(current.parallel, dp=dp, zero=1))
-        yield "sharding", f"data parallel over {dp} GPUs with ZeRO-1", current
+        current = yield (
+            "sharding",
+            f"data parallel over {dp} GPUs with ZeRO-1",
+            replace(current, parallel=replace(current.parallel, dp=dp, zero=1)),
+        )
         for stage in (2, 3):
-            current = replace(current, parallel=replace(current.parallel, zero=stage))
-            yield (
+            current = yield (
                 "sharding",
                 f"ZeRO-{stage}" + (" (FSDP full shard)" if stage == 3 else ""),
-                current,
+                replace(current, parallel=replace(current.parallel, zero=stage)),
             )
         tp = 2
         while tp <= min(gpus, 8):
@@ -182,8 +206,11 @@ def _remedies(
                 sp=True,
                 zero=min(current.parallel.zero, 3) if gpus // tp > 1 else 0,
             )
-            current = replace(current, parallel=par)
-            yield "sharding", f"tensor parallel {tp} with sequence parallelism", current
+            current = yield (
+                "sharding",
+                f"tensor parallel {tp} with sequence parallelism",
+                replace(current, parallel=par),
+            )
             tp *= 2
         pp = 2
         while current.parallel.tp * pp <= gpus:
@@ -191,12 +218,18 @@ def _remedies(
             par = replace(
                 current.parallel, pp=pp, dp=dp, zero=current.parallel.zero if dp > 1 else 0
             )
-            current = replace(current, parallel=par, grad_accum=max(current.grad_accum, pp))
-            yield "sharding", f"pipeline parallel {pp}", current
+            current = yield (
+                "sharding",
+                f"pipeline parallel {pp}",
+                replace(current, parallel=par, grad_accum=max(current.grad_accum, pp)),
+            )
             pp *= 2
     if not current.offload_optimizer and "offload_optimizer" in allowed:  # (5)
-        current = replace(current, offload_optimizer=True)
-        yield "offload", "optimizer states and master weights in CPU memory", current
+        current = yield (
+            "offload",
+            "optimizer states and master weights in CPU memory",
+            replace(current, offload_optimizer=True),
+        )
 
 
 def fit_chain(
@@ -217,27 +250,40 @@ def fit_chain(
     if start <= limit:
         return FitPlan(start, limit, (), True, work, work_options(work))
     last_bytes = start
-    for stage, change, candidate in _remedies(work, gpus, allowed):
+    chain = _remedies(work, gpus, allowed)
+    proposal = next(chain, None)
+    while proposal is not None:
+        stage, change, candidate = proposal
+        kept = current
         try:
             memory = training_memory(spec, candidate).total_bytes
             speed = training_perf(spec, candidate, device).tokens_per_s
         except ValueError:
-            continue
-        fits = memory <= limit
-        steps.append(
-            Step(
-                stage,
-                change,
-                memory,
-                last_bytes - memory,
-                speed,
-                speed / before_speed,
-                fits,
-                work_options(candidate),
+            memory = last_bytes
+        # A step that saves no memory here (on one GPU without accumulation, recomputation
+        # cannot beat the gradients' size) costs speed for nothing: it is not taken.
+        if memory < last_bytes:
+            fits = memory <= limit
+            steps.append(
+                Step(
+                    stage,
+                    change,
+                    memory,
+                    last_bytes - memory,
+                    speed,
+                    speed / before_speed,
+                    fits,
+                    work_options(candidate),
+                )
             )
-        )
-        last_bytes, before_speed, current = memory, speed, candidate
-        if fits:
-            break
+            last_bytes, before_speed, kept = memory, speed, candidate
+            if fits:
+                current = kept
+                break
+        current = kept
+        try:
+            proposal = chain.send(kept)
+        except StopIteration:
+            proposal = None
     fits = bool(steps) and steps[-1].fits
     return FitPlan(start, limit, tuple(steps), fits, current, work_options(current))
