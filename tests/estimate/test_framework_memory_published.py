@@ -41,6 +41,18 @@ WORK = {
     "tt-3b-8bit": WorkRequest(
         **TUNE_3B, optimizer_in_backward=True, activation_offload=True, optimizer="adamw8bit"
     ),
+    "tt-70b-full-offload": WorkRequest(
+        task="full",
+        batch=2,
+        seq=2048,
+        gpus=8,
+        zero=3,
+        framework="torchtune",
+        kernels="fused",
+        offload_params=True,
+        offload_optimizer=True,
+        optimizer_in_backward=True,
+    ),
     "titan-8b-fsdp8": WorkRequest(
         task="pretrain", batch=2, seq=8192, gpus=8, framework="torchtitan"
     ),

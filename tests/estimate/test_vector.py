@@ -59,6 +59,7 @@ SHAPES = [
         TrainWork(task="full", seq=2048, zero_buckets="deepspeed", saved_tensors="megatron"),
     ),
     ("llama-3.1-8b", TrainWork(task="full", seq=2048, parallel=Parallelism(shard=2))),
+    ("llama-3.1-8b", TrainWork(task="full", seq=2048, offload_params=True)),
 ]
 
 

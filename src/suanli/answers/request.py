@@ -54,6 +54,8 @@ class WorkRequest:
     gpus: int | None = None
     """GPUs in the job (training: dp x tp x pp; inference: tp, or tp x pp with pp > 1)."""
     offload_optimizer: bool = False
+    offload_params: bool = False
+    """Parameters and gradients in CPU memory, one layer on the GPU at a time."""
     lora_rank: int = 16
     lora_targets: str = "q,k,v,o"
     """Comma-separated modules with adapters."""
@@ -122,6 +124,7 @@ LAYOUT_FIELDS = (
     "shard_group",
     "gpus",
     "offload_optimizer",
+    "offload_params",
     "recompute",
     "prefill_chunk",
     "gpu_layers",
@@ -264,6 +267,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             shard=req.shard_group,
         ),
         offload_optimizer=req.offload_optimizer,
+        offload_params=req.offload_params,
         lora_rank=req.lora_rank,
         lora_targets=lora_target_tuple(req.lora_targets),
         dropout=req.dropout,

@@ -229,6 +229,12 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         is_flag=True,
         help="Optimizer states and master weights in CPU memory.",
     ),
+    click.option(
+        "--offload-params",
+        is_flag=True,
+        help="Parameters and gradients in CPU memory, one layer on the GPU at a time "
+        "(ZeRO-Infinity, FSDP CPU offload); costs PCIe time.",
+    ),
     click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True),
     click.option(
         "--lora-targets",

@@ -314,6 +314,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     lines: list[Line] = []
     mixed = work.precision == "mixed" and not work.fp32_storage
     state_bytes = 4 if (mixed or work.fp32_storage) else b
+    params_cpu = 0.0
 
     if work.is_lora:
         trainable, adapter_lines = _lora_params(spec, work, split)
@@ -321,15 +322,18 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     else:
         trainable = split.total
         shard = par.zero_group if par.zero >= 3 else 1
+        weights_bytes = split.total * b / shard
         lines.append(
             Line(
                 "weights",
-                f"weights ({work.dtype})",
-                split.total * b / shard,
+                f"weights ({work.dtype})" + (" in CPU memory" if work.offload_params else ""),
+                0.0 if work.offload_params else weights_bytes,
                 f"P x {b} B" + (f" / {shard} (ZeRO-3)" if shard > 1 else ""),
                 SRC_ZERO,
             )
         )
+        if work.offload_params:
+            params_cpu = weights_bytes
     trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
     if work.is_lora:
         assumptions.append(
@@ -351,12 +355,16 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         Line(
             "gradients",
             "gradients of trainable parameters"
-            + (" (fp32 main-grad buffer)" if work.main_grads_fp32 else ""),
-            grad_bytes,
+            + (" (fp32 main-grad buffer)" if work.main_grads_fp32 else "")
+            + (" in CPU memory" if work.offload_params else ""),
+            0.0 if work.offload_params else grad_bytes,
             grad_formula,
             SRC_ZERO,
         )
     )
+    if work.offload_params:
+        params_cpu += grad_bytes
+        grad_bytes = 0.0
     opt_shard = par.zero_group if par.zero >= 1 else 1
     per_param, formula, source = optimizer_bytes_per_param(work.optimizer, state_bytes)
     if work.optimizer == "adafactor":
@@ -389,6 +397,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         )
     )
     cpu = (opt + master) / opt_shard if on_cpu else 0.0
+    cpu += params_cpu
     cpu += offloaded_activation_bytes(spec, work)
     if work.activation_offload:
         assumptions.append("saved activations are offloaded to CPU memory between passes")
@@ -396,7 +405,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         assumptions.append("optimizer states and master weights are offloaded to CPU memory")
     if work.optimizer == "paged_adamw8bit":
         assumptions.append("paged optimizer: states can spill to CPU under pressure (bitsandbytes)")
-    if par.zero >= 3 and not work.is_lora:
+    if (par.zero >= 3 or work.offload_params) and not work.is_lora:
         unit = max(s.weights * s.count for s in linear_shapes(spec)) / max(spec.num_layers, 1)
         gather = 2 * layer_params(spec) * b / par.tp
         lines.append(

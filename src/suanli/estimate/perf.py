@@ -267,6 +267,23 @@ def offloaded_step_s(work: TrainWork, params: Any, device: Device) -> Any:
     return step + params * work.dtype_bytes / device.host_bytes_per_s
 
 
+def params_offload_s(
+    shard_bytes: Any,
+    grad_accum: Any,
+    passes: int,
+    busy_s: Any,
+    device: Device,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """Exposed seconds per step of parameter offloading: every micro-batch copies this GPU's
+    parameter shard (``shard_bytes``) in for each pass and its gradient shard out, over PCIe,
+    prefetched behind the compute as far as it lasts. Floats or numpy arrays."""
+    if not device.host_bytes_per_s:
+        return 0.0 * busy_s
+    copy_s = grad_accum * (passes + 1) * shard_bytes / device.host_bytes_per_s
+    return maximum(0.0, copy_s - DP_OVERLAP * busy_s)
+
+
 def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf:
     """Step time of ``work`` on GPUs like ``device`` (layout in ``work.parallel``).
 
@@ -378,6 +395,11 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
             # Buckets reduce while the last micro-batch's backward (2/3 of it) runs.
             exposed = max(0.0, dp_s - DP_OVERLAP * per_micro_s * 2 / 3)
         comm["data_parallel"] = exposed
+    if work.offload_params:
+        group = par.zero_group if par.zero >= 3 else 1
+        comm["host_offload"] = params_offload_s(
+            split.total * b / group, m, passes, compute_s + memory_total_s, device
+        )
     comm_s = sum(comm.values())
     step = compute_s + memory_total_s + comm_s + bubble_s
     breakdown = {

@@ -31,7 +31,13 @@ from suanli.estimate.memory import (
     lora_adapter_params,
     optimizer_bytes_per_param,
 )
-from suanli.estimate.perf import DP_OVERLAP, Device, offloaded_step_s, train_matmul_seconds
+from suanli.estimate.perf import (
+    DP_OVERLAP,
+    Device,
+    offloaded_step_s,
+    params_offload_s,
+    train_matmul_seconds,
+)
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.train_activations import (
     DROP_SELECTIVE,
@@ -243,12 +249,16 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
         total += np.where(w3 > 1, 2 * layer_params(spec) * b / lay.tp, 0.0)
     else:
         trainable = split["total"]
-        total += split["total"] * b / w3
-        total += np.where(zero >= 3, 2 * layer_params(spec) * b / lay.tp, 0.0)
+        if not work.offload_params:
+            total += split["total"] * b / w3
+        gathered = (zero >= 3) | work.offload_params
+        total += np.where(gathered, 2 * layer_params(spec) * b / lay.tp, 0.0)
     trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
     grads = trainable * trainable_bytes / np.where(zero >= 2, group, 1)
     if work.optimizer_in_backward:
         grads = np.minimum(grads, largest_tensor_params(spec, work) * trainable_bytes / lay.tp)
+    if work.offload_params:
+        grads = 0.0 * grads
     total += grads
     opt_shard = np.where(zero >= 1, group, 1)
     if not work.offload_optimizer:
@@ -381,6 +391,9 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     )
     ddp = np.maximum(0.0, ddp_s - DP_OVERLAP * per_micro * 2 / 3)
     comm += np.where(dp > 1, np.where(zero >= 3, fsdp, ddp), 0.0)
+    if work.offload_params:
+        shard = split["total"] * b / np.where(zero >= 3, _zero_group(work, dp), 1)
+        comm += params_offload_s(shard, m, passes, busy, device, maximum=np.maximum)
     step = compute_s + memory_total + comm + bubble
     gpus = tp * pp * dp
     tokens_step = tokens * m * dp

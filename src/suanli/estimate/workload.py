@@ -168,6 +168,9 @@ class TrainWork:
     parallel: Parallelism = field(default_factory=Parallelism)
     offload_optimizer: bool = False
     """Optimizer states (and master weights) live in CPU memory (ZeRO-Offload)."""
+    offload_params: bool = False
+    """Parameters and their gradients live in CPU memory and come to the GPU one layer at a
+    time (ZeRO-Infinity offload_param, FSDP CPUOffload(offload_params=True))."""
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = ("q", "k", "v", "o")
     """Modules that get adapters (``q k v o gate up down``)."""
@@ -197,6 +200,11 @@ class TrainWork:
         if self.recompute_every > 1 and self.recompute not in ("op", "full"):
             raise ValueError("--recompute-every needs --recompute op or full")
         _choice("loss", self.loss, LOSSES)
+        if self.offload_params and self.task in ("lora", "qlora"):
+            raise ValueError(
+                "--offload-params applies to full fine-tuning and pre-training; LoRA's frozen "
+                "base stays on the GPU"
+            )
         _choice("saved_tensors", self.saved_tensors, SAVED_TENSORS)
         _choice("zero_buckets", self.zero_buckets, ZERO_BUCKETS)
         _choice("attention", self.attention, ATTENTION)

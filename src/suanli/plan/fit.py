@@ -68,6 +68,8 @@ def work_options(work: TrainWork) -> str:
             parts.append("--sp")
     if work.offload_optimizer:
         parts.append("--offload-optimizer")
+    if work.offload_params:
+        parts.append("--offload-params")
     if work.recompute_every > 1:
         parts.append(f"--recompute-every {work.recompute_every}")
     if work.loss != "full":
@@ -104,6 +106,7 @@ ALL_TECHNIQUES = frozenset(
         "zero",
         "sp",
         "offload_optimizer",
+        "offload_params",
     }
 )
 
@@ -229,6 +232,12 @@ def _remedies(
             "offload",
             "optimizer states and master weights in CPU memory",
             replace(current, offload_optimizer=True),
+        )
+    if not current.offload_params and "offload_params" in allowed and not current.is_lora:
+        current = yield (
+            "offload",
+            "parameters and gradients in CPU memory (one layer on the GPU at a time)",
+            replace(current, offload_params=True),
         )
 
 

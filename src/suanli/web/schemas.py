@@ -127,6 +127,7 @@ class Workload(_Shape):
     shard_group: int = Field(0, ge=0, le=65536)
     gpus: Count | None = Field(None, description="GPUs in the job (as --gpus).")
     offload_optimizer: bool = False
+    offload_params: bool = False
     prefill_chunk: Tokens | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
     recompute_every: int = Field(1, ge=1, le=1024)
