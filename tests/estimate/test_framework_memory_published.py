@@ -38,6 +38,7 @@ WORK = {
     "tt-3b-ac": WorkRequest(**TUNE_3B),
     "tt-3b-optbwd": WorkRequest(**TUNE_3B, optimizer_in_backward=True),
     "tt-3b-offload": WorkRequest(**TUNE_3B, optimizer_in_backward=True, activation_offload=True),
+    "tt-3b-lora": WorkRequest(**{**TUNE_3B, "task": "lora"}, activation_offload=True),
     "tt-3b-8bit": WorkRequest(
         **TUNE_3B, optimizer_in_backward=True, activation_offload=True, optimizer="adamw8bit"
     ),

@@ -253,6 +253,17 @@ def test_page_shows_the_api_numbers(server: str, tmp_path: Path) -> None:
                 pytest.approx(s["tokens_per_s"]) for s in served["batch_sweep"]
             ]
             page.screenshot(path=str(tmp_path / "serve-infer.png"), full_page=True)
+
+            # --- a framework fills the fields left untouched, as --framework does ---
+            page.select_option("#task", "full")
+            page.select_option("#framework", "torchtune")
+            page.wait_for_function(SETTLED, timeout=60_000)
+            sent = page.evaluate("window.suanli.lastRequests")["memory"]
+            assert sent["framework"] == "torchtune"
+            assert "recompute" not in sent and "precision" not in sent
+            tuned = api(server, "/api/memory", sent)
+            assert page.inner_text("#mem-total") == gib(tuned["total_bytes"])
+            assert any("torchtune" in a for a in tuned["assumptions"])
         finally:
             browser.close()
     assert errors == [], errors

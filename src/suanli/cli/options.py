@@ -162,8 +162,8 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         type=click.Choice(KERNELS),
         default="eager",
         show_default=True,
-        help="eager: one kernel per op (HF, torchtune); fused: Megatron or torch.compile. "
-        "Affects speed, not memory.",
+        help="eager: one kernel per op (HF, torchtune); fused: Megatron, torch.compile or "
+        "Liger (fewer kernels, and fused norms and SwiGLU keep fewer tensors).",
     ),
     click.option(
         "--zero",

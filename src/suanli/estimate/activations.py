@@ -37,6 +37,10 @@ def _rms_norm(h: int, st: ActivationSettings, name: str, gemma: bool = False) ->
     weight is trainable, the normalised tensor (fp32 for Gemma's ``(1 + w)`` form, else ``dtype``).
     """
     b = st.dtype_bytes
+    if st.fused:
+        # A fused RMSNorm kernel (Liger's LigerRMSNorm, Inductor's fusion under torch.compile)
+        # keeps its input in the dtype and the fp32 rstd; the backward recomputes the rest.
+        return [Term(f"{name}: input and rstd (fused kernel)", b * h + FP32, "b·h + 4", "sp")]
     terms = [Term(f"{name}: fp32 input and rsqrt", FP32 * h + FP32, "4h + 4", "sp")]
     if st.train_weights:
         width = FP32 if gemma else b
@@ -196,7 +200,14 @@ def _gated_mlp(width: int, h: int, st: ActivationSettings, name: str) -> list[Te
     terms = []
     if _trainable(st, "gate") or _trainable(st, "up"):
         terms.append(Term(f"{name}: gate/up input", b * h, "b·h", "sp"))
-    terms.append(Term(f"{name}: gate output, activation output, up output", 3 * b * width, "3·b·I"))
+    if st.fused:
+        # A fused SwiGLU (Liger's, Megatron's, Inductor's) keeps gate and up and recomputes
+        # act(gate) in the backward pass.
+        terms.append(Term(f"{name}: gate and up outputs (fused SwiGLU)", 2 * b * width, "2·b·I"))
+    else:
+        terms.append(
+            Term(f"{name}: gate output, activation output, up output", 3 * b * width, "3·b·I")
+        )
     if _trainable(st, "down"):
         terms.append(Term(f"{name}: down-projection input", b * width, "b·I"))
     return terms

@@ -20,6 +20,7 @@ from suanli.estimate.train_activations import (
     SRC_FUSED,
     SRC_OFFLOAD,
     activation_settings,
+    backward_transient_bytes_per_token,
     checkpoint_bytes_per_token,
     edge_drop,
     first_dense_layer,
@@ -245,6 +246,7 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
     ckpt = checkpoint_bytes_per_token(spec, work, par.tp, par.tp if par.sp else 1) * tokens
     saved = layers_saved(work, layers, full_total / layers, kept_total / layers, ckpt)
     if work.checkpointed:
+        recompute_peak += backward_transient_bytes_per_token(spec, work, par.tp) * tokens
         what = "input" if work.recompute == "full" else "input and saved op outputs"
         every = f"every {work.recompute_every}th layer: " if work.recompute_every > 1 else ""
         formula_layers = f"{layers} layers, {every}checkpointed {what} (b·h per token and more)"
@@ -282,7 +284,8 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
                 "activations",
                 "one layer recomputed during backward",
                 recompute_peak,
-                "the largest layer's saved terms",
+                "the largest layer's saved terms + its MLP's gradients in flight "
+                "(3·b·I; fused b·I)",
                 SRC_KORTHIKANTI,
             )
         )

@@ -46,3 +46,6 @@ class ActivationSettings:
     """Micro-batch: with one sequence some head views need no copy (GPT-2 eager)."""
     saved_tensors: str = "hf"
     """``hf``: transformers' modules; ``megatron``: Megatron's fused kernels."""
+    fused: bool = False
+    """Fused norm and activation kernels (``--kernels fused``: torch.compile, Liger): they keep
+    fewer tensors than transformers' eager modules."""

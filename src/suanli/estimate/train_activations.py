@@ -58,6 +58,7 @@ def activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
         logits_fp32=work.logits_fp32,
         batch=work.batch,
         saved_tensors=work.saved_tensors,
+        fused=work.kernels == "fused",
     )
 
 
@@ -142,3 +143,23 @@ def edge_drop(work: TrainWork) -> tuple[str, ...]:
 
 def _compiled_chunked(work: TrainWork) -> bool:
     return work.loss == "chunked" and work.kernels == "fused"
+
+
+def backward_transient_bytes_per_token(spec: ModelSpec, work: TrainWork, tp: Any) -> Any:
+    """Gradients a layer's MLP backward holds at once besides the saved tensors: eager, for a
+    gated MLP the gradient of ``act(gate) * up`` and those of gate and up (3·b·I), for a plain
+    one the gradients of the activation's output and input (2·b·I); a fused kernel (Liger,
+    Unsloth, Inductor) writes the gate and up gradients over its saved inputs, leaving the one
+    incoming gradient (b·I). Split over ``tp``. With recomputation this transient sits on top
+    of the one layer being recomputed."""
+    b = work.dtype_bytes
+    if spec.mlp is not None:
+        width, gated = spec.mlp.intermediate_size, spec.mlp.gated
+    elif spec.moe is not None:
+        width = spec.moe.expert.intermediate_size * spec.moe.experts_per_token
+        gated = True
+    else:
+        return 0.0 * tp
+    if work.kernels == "fused":
+        return b * width / tp
+    return (3 if gated else 2) * b * width / tp

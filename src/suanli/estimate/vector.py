@@ -42,6 +42,7 @@ from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.train_activations import (
     DROP_SELECTIVE,
     activation_settings,
+    backward_transient_bytes_per_token,
     checkpoint_bytes_per_token,
     edge_drop,
     first_dense_layer,
@@ -198,7 +199,9 @@ def _activations(
     sp_div = np.where(lay.sp > 0, lay.tp, 1)
     ckpt = checkpoint_bytes_per_token(spec, work, lay.tp, sp_div) * tokens
     saved = layers_saved(work, layers, full_total / layers, kept_total / layers, ckpt, ceil=np.ceil)
-    if not work.checkpointed:
+    if work.checkpointed:
+        peak = peak + backward_transient_bytes_per_token(spec, work, lay.tp) * tokens
+    else:
         peak = np.zeros(len(tokens))
     pp, ga = lay.pp, lay.grad_accum
     vpp = work.parallel.vpp

@@ -183,8 +183,8 @@ class TrainWork:
     overheads: Overheads = field(default_factory=Overheads)
     kernels: str = "eager"
     """``eager``: one kernel per PyTorch op (Hugging Face, torchtune without compile);
-    ``fused``: fused norms, activations and RoPE (Megatron, torch.compile). Changes the memory
-    traffic of the non-matmul ops, not the memory footprint."""
+    ``fused``: fused norms, activations and RoPE (Megatron, torch.compile, Liger). Changes the
+    memory traffic of the non-matmul ops, and what the norms and SwiGLU keep for backward."""
 
     def __post_init__(self) -> None:
         _choice("task", self.task, TRAIN_TASKS)
