@@ -38,9 +38,22 @@ def test_supported_families_cover_the_issue_list() -> None:
         assert family in SUPPORTED_MODEL_TYPES
 
 
-def test_unsupported_model_type_lists_supported() -> None:
-    with pytest.raises(ModelConfigError, match="not supported; supported: bert, deepseek_v2"):
+def test_non_transformer_model_type_is_refused_by_name() -> None:
+    with pytest.raises(
+        ModelConfigError, match="RWKV recurrent layers, which suanli does not model"
+    ):
         spec_from_config({**LLAMA, "model_type": "rwkv"})
+    with pytest.raises(ModelConfigError, match="encoder-decoder"):
+        spec_from_config({**LLAMA, "model_type": "t5ish", "is_encoder_decoder": True})
+
+
+def test_unknown_family_goes_the_generic_path_and_says_so() -> None:
+    spec = spec_from_config({**LLAMA, "model_type": "acme_lm", "acme_magic": 3})
+    assert spec.num_layers == LLAMA["num_hidden_layers"]
+    assert any("generic transformer path" in n for n in spec.notes)
+    assert any("acme_magic" in n for n in spec.notes)  # never silently
+    with pytest.raises(ModelConfigError, match="missing"):
+        spec_from_config({"model_type": "acme_lm", "hidden_size": 64})
 
 
 def test_missing_model_type() -> None:

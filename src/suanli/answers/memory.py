@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
-from suanli.answers.request import WorkRequest, build_work, framework_assumptions
+from suanli.answers.request import (
+    WorkRequest,
+    build_work,
+    framework_assumptions,
+    with_file_format,
+)
 from suanli.catalog import GPU
 from suanli.estimate.activations import Term
 from suanli.estimate.fitting import Fit, fit_inference, fit_training
@@ -116,8 +121,9 @@ def memory(
     ``loader`` turns the model string into a model (the web page passes its own, which refuses
     paths). Raises ``ValueError`` with one sentence on bad input.
     """
-    work = build_work(req.work)
-    spec = loader(req.model).spec
+    loaded = loader(req.model)
+    work = build_work(with_file_format(req.work, loaded.weight_format))
+    spec = loaded.spec
     names = ([req.gpu] if req.gpu else []) + [c for c in req.cards if c != req.gpu]
     cards: list[GPU] = []
     for name in names:

@@ -11,7 +11,13 @@ from typing import Any
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.perf_terms import TimeTerm, infer_terms, train_terms
-from suanli.answers.request import DEFAULT_PUE, WorkRequest, build_work, framework_assumptions
+from suanli.answers.request import (
+    DEFAULT_PUE,
+    WorkRequest,
+    build_work,
+    framework_assumptions,
+    with_file_format,
+)
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
 from suanli.estimate.load import ClosedLoop, closed_loop
@@ -448,11 +454,12 @@ def infer_perf_answer(
 def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model) -> PerfAnswer:
     """Speed of ``req.model`` under ``req.work`` on ``req.gpu``: a training or an inference
     answer by the task. Raises ``ValueError`` with one sentence on bad input."""
-    work_req = req.work
+    loaded = loader(req.model)
+    work_req = with_file_format(req.work, loaded.weight_format)
     if work_req.task == "infer":
         work_req = replace(work_req, context=req.prompt + req.output)
     work = build_work(work_req)
-    spec = loader(req.model).spec
+    spec = loaded.spec
     gpu, measured = resolve_gpu(req.gpu, req.catalog_file)
     calibration = read_calibration(req.calibration) if req.calibration else measured
     # Weights stored in fp8 are multiplied in fp8 where the card can; others dequantize to 16-bit.

@@ -200,6 +200,23 @@ INFER_ONLY_OPTIONS = frozenset(
 INFER_OPTIONS = INFER_ONLY_OPTIONS | {"cuda_context", "fragmentation", "nccl", "tp", "pp", "batch"}
 
 
+def with_file_format(req: WorkRequest, file_format: str | None) -> WorkRequest:
+    """``req`` with the weight format a model file stores (a GGUF file's own mix) unless the
+    user chose one; a quantised file is for inference only."""
+    if file_format is None:
+        return req
+    if req.task != "infer":
+        raise ValueError(
+            "a GGUF file holds quantised weights for inference; use --task infer (train from "
+            "the model's config.json)"
+        )
+    chosen = "quant" in req.explicit if req.explicit is not None else req.quant != "bf16"
+    if chosen:
+        return req
+    explicit = None if req.explicit is None else (*req.explicit, "quant")
+    return replace(req, quant=file_format, explicit=explicit)
+
+
 def build_work(req: WorkRequest) -> TrainWork | InferWork:
     """The workload the request describes (its framework's defaults applied); raises
     ValueError on inconsistent values."""

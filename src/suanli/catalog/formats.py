@@ -97,8 +97,35 @@ def weight_formats() -> dict[str, WeightFormat]:
     return out
 
 
+#: Prefix of a GGUF file's own format id: ``gguf-bits-4.8734`` (its exact average bits).
+GGUF_FILE_PREFIX = "gguf-bits-"
+
+
+def gguf_file_format(bits_per_weight: float) -> str:
+    """The format id of a GGUF file whose tensors average ``bits_per_weight`` bits."""
+    return f"{GGUF_FILE_PREFIX}{bits_per_weight:.6f}"
+
+
 def get_format(format_id: str) -> WeightFormat:
-    """The weight format ``format_id`` (case-insensitive); ValueError lists the known ids."""
+    """The weight format ``format_id`` (case-insensitive); ValueError lists the known ids.
+    ``gguf-bits-N`` is a GGUF file's own mix of quantisation types, N bits per weight."""
+    if format_id.lower().startswith(GGUF_FILE_PREFIX):
+        try:
+            bits = float(format_id[len(GGUF_FILE_PREFIX) :])
+        except ValueError:
+            bits = float("nan")
+        if not 1 <= bits <= 64:
+            raise ValueError(f"weight format {format_id!r}: the bits per weight must be 1 to 64")
+        return WeightFormat(
+            id=format_id.lower(),
+            name=f"the GGUF file's tensors ({bits:.3f} bits per weight on average)",
+            kind="gguf",
+            bits_per_weight=bits,
+            derivation="exact bytes of every tensor in the file's header / parameters",
+            compute_dtype="bf16",
+            source="the file's GGUF header (tensor types and shapes)",
+            date="",
+        )
     formats = weight_formats()
     key = (
         format_id.lower().replace("_", "-")

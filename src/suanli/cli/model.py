@@ -80,7 +80,9 @@ def model_cmd(model: str, as_json: bool) -> None:
     if info.stored is not None:
         rows.append(
             [
-                "stored in safetensors",
+                "stored in the GGUF file"
+                if info.location.endswith(".gguf")
+                else "stored in safetensors",
                 f"{info.stored.params_total:,}",
                 ", ".join(info.stored.by_dtype),
             ]

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from suanli.models.families import FAMILY_READERS, FamilyConfigError
+from suanli.models.families_moe import MOE_READERS
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
 
 
@@ -506,6 +508,9 @@ READERS: dict[str, Callable[[str, Config], ModelSpec]] = {
     "deepseek_v3": _deepseek,
 }
 
+READERS.update(FAMILY_READERS)
+READERS.update(MOE_READERS)
+
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
 
 
@@ -518,8 +523,10 @@ def spec_from_config(cfg: Config, name: str = "model") -> ModelSpec:
         raise ModelConfigError("config.json has no 'model_type'; add it (e.g. \"llama\")")
     reader = READERS.get(str(model_type))
     if reader is None:
-        raise ModelConfigError(
-            f"model_type {model_type!r} is not supported; supported: "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
-        )
-    return reader(name, cfg)
+        from suanli.models.generic import generic_spec
+
+        reader = generic_spec
+    try:
+        return reader(name, cfg)
+    except FamilyConfigError as exc:
+        raise ModelConfigError(str(exc)) from None

@@ -69,8 +69,10 @@ def attention_params(att: AttentionSpec, hidden: int) -> int:
     q = linear(hidden, att.num_heads * att.head_dim, att.qkv_bias)
     kv = 2 * linear(hidden, att.num_kv_heads * att.head_dim, att.qkv_bias)
     o = linear(att.num_heads * att.v_head_dim, hidden, att.o_bias)
-    qk_norm = 2 * att.head_dim if att.qk_norm else 0
-    return q + kv + o + qk_norm
+    qk_norm = (
+        (att.qk_norm_params if att.qk_norm_params >= 0 else 2 * att.head_dim) if att.qk_norm else 0
+    )
+    return q + kv + o + qk_norm + att.extra_params
 
 
 def mlp_params(mlp: MLPSpec, hidden: int) -> int:
@@ -81,8 +83,8 @@ def mlp_params(mlp: MLPSpec, hidden: int) -> int:
 
 
 def norm_params(norm: NormSpec, width: int) -> int:
-    """RMSNorm keeps a weight; LayerNorm a weight and a bias."""
-    return width * (2 if norm.kind == "layernorm" else 1)
+    """RMSNorm keeps a weight; LayerNorm a weight and a bias (or only a weight, or nothing)."""
+    return width * {"layernorm": 2, "none": 0}.get(norm.kind, 1)
 
 
 def router_params(moe: MoESpec, hidden: int) -> int:
@@ -104,6 +106,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     parts["embeddings"] = (spec.vocab_size + spec.learned_positions + spec.token_types) * h
     if spec.embedding_norm:
         parts["embeddings"] += norm_params(spec.norm, h)
+    parts["embeddings"] += spec.embedding_extra
     parts["attention"] = spec.num_layers * attention_params(spec.attention, h)
     if spec.mlp is not None:
         parts["mlp"] = spec.num_dense_layers * mlp_params(spec.mlp, h)
@@ -122,6 +125,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         parts["norms"] += norm_params(spec.norm, h)
     if spec.is_decoder and not spec.tie_word_embeddings:
         parts["lm_head"] = spec.vocab_size * h
+    if spec.is_decoder and spec.lm_head_bias:
+        parts["lm_head"] += spec.vocab_size
     if spec.pooler:
         parts["pooler"] = linear(h, h, True)
     total = sum(parts.values())

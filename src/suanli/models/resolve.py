@@ -36,12 +36,16 @@ class LoadedModel:
     spec: ModelSpec
     params: ParamCount
     source: str
-    """``preset``, ``path`` or ``hub``."""
+    """``preset``, ``path``, ``hub`` or ``ollama`` (a locally pulled Ollama model's GGUF blob)."""
     location: str
     """Preset name, file path or hub id."""
     preset: Preset | None = None
     stored: StoredParams | None = None
     """Element counts from safetensors headers, when available."""
+    weight_format: str | None = None
+    """The format the file stores its weights in (a GGUF file's exact mix), when known."""
+    quantization: dict[str, int] | None = None
+    """A GGUF file's tensor count per quantisation type."""
 
 
 def cache_dir() -> Path:
@@ -74,7 +78,33 @@ def _spec(cfg: dict[str, Any], name: str) -> ModelSpec:
         raise ModelSourceError(f"{name}: {exc}") from None
 
 
+def _from_gguf(path: Path, name: str | None = None) -> LoadedModel:
+    from suanli.catalog.formats import gguf_file_format
+    from suanli.models.gguf import GGUFError, hf_config, read_gguf
+
+    try:
+        header = read_gguf(path)
+        cfg = hf_config(header)
+    except GGUFError as exc:
+        raise ModelSourceError(str(exc)) from None
+    spec = _spec(cfg, name or path.name)
+    params = count_params(spec)
+    bits = 8 * header.weight_bytes / max(params.total, 1)
+    stored = StoredParams(header.parameters, {t: 0 for t in header.types()}, 1)
+    return LoadedModel(
+        spec,
+        params,
+        "path",
+        str(path),
+        stored=stored,
+        weight_format=gguf_file_format(bits),
+        quantization=header.types(),
+    )
+
+
 def _from_path(path: Path) -> LoadedModel:
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return _from_gguf(path)
     folder = path if path.is_dir() else path.parent
     config_path = path / "config.json" if path.is_dir() else path
     if not config_path.is_file():
@@ -141,6 +171,37 @@ def _download(repo_id: str, target: Path) -> None:
         pass
 
 
+_OLLAMA_NAME = re.compile(
+    r"^(?:([a-z0-9][a-z0-9._-]*)/)?([a-z0-9][a-z0-9._-]*)(?::([A-Za-z0-9._-]+))?$"
+)
+#: The manifest layer that holds an Ollama model's GGUF weights.
+OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+
+
+def ollama_blob(arg: str) -> Path | None:
+    """The GGUF blob of a locally pulled Ollama model (``llama3.1:8b``, ``qwen2.5``), found
+    through its manifest under ``$OLLAMA_MODELS`` or ``~/.ollama/models``; None when absent."""
+    m = _OLLAMA_NAME.match(arg)
+    if m is None:
+        return None
+    namespace, name, tag = m.group(1) or "library", m.group(2), m.group(3) or "latest"
+    root = Path(os.environ.get("OLLAMA_MODELS") or Path.home() / ".ollama" / "models")
+    manifest = root / "manifests" / "registry.ollama.ai" / namespace / name / tag
+    if not manifest.is_file():
+        return None
+    try:
+        layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    for layer in layers if isinstance(layers, list) else []:
+        if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER:
+            digest = str(layer.get("digest", ""))
+            if re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+                blob = root / "blobs" / digest.replace(":", "-")
+                return blob if blob.is_file() else None
+    return None
+
+
 def load_model(arg: str) -> LoadedModel:
     """Resolve a model argument: preset name, local path, or hub id (see module docstring)."""
     if not arg or not arg.strip():
@@ -156,6 +217,18 @@ def load_model(arg: str) -> LoadedModel:
         return LoadedModel(spec, count_params(spec), "preset", preset.name, preset=preset)
     if arg.endswith(".json") or arg.startswith((".", "/", "~")) or arg.count("/") > 1:
         raise ModelSourceError(f"no such file {arg!r}; check the path")
+    blob = ollama_blob(arg)
+    if blob is not None:
+        loaded = _from_gguf(blob, arg)
+        return LoadedModel(
+            loaded.spec,
+            loaded.params,
+            "ollama",
+            arg,
+            stored=loaded.stored,
+            weight_format=loaded.weight_format,
+            quantization=loaded.quantization,
+        )
     if _HUB_ID.match(arg):
         return load_from_hub(arg)
     names = ", ".join(sorted(presets())[:8])

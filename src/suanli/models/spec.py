@@ -41,6 +41,12 @@ class AttentionSpec:
     """Non-rotary part of each query/key head (MLA)."""
     sliding_window: int | None = None
     """Window length of sliding-window layers, when the model has them."""
+    extra_params: int = 0
+    """Other parameters of one attention block (gpt-oss's per-head attention sinks)."""
+    qk_norm_params: int = -1
+    """Parameters of the query/key norms when they are not two per-head RMSNorm weights
+    (OLMo 2 normalises the whole projection, StableLM and Persimmon keep per-head LayerNorms);
+    -1: ``2 x head_dim`` when ``qk_norm``."""
 
     @property
     def kind(self) -> str:
@@ -88,7 +94,8 @@ class NormSpec:
     """Normalisation layers."""
 
     kind: str
-    """``rmsnorm`` (a weight) or ``layernorm`` (a weight and a bias)."""
+    """``rmsnorm`` (a weight), ``layernorm`` (a weight and a bias), ``layernorm-nobias`` (a
+    weight only: MPT, Cohere) or ``none`` (no parameters: OLMo's non-parametric LayerNorm)."""
     per_layer: int
     """Hidden-size norms in each layer (2 for pre-norm blocks, 4 for Gemma 2/3)."""
     final: bool = True
@@ -136,6 +143,13 @@ class ModelSpec:
     """tanh soft-capping of attention scores (Gemma 2: 50); 0 when absent."""
     final_logit_softcap: float = 0.0
     """tanh soft-capping of the output logits (Gemma 2: 30); 0 when absent."""
+    lm_head_bias: bool = False
+    """The LM head has a bias (GPT-J, CodeGen, Phi-2)."""
+    parallel_block: bool = False
+    """Attention and MLP read the same normalised input and add to the residual together
+    (GPT-J, Falcon, Phi-2, Cohere) instead of one after the other."""
+    embedding_extra: int = 0
+    """Parameters of embedding-side projections outside the table (OPT's project_in/out)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What was left out or assumed while reading the config."""
 
