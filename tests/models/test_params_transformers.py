@@ -304,4 +304,6 @@ def test_family_defaults_match_transformers(model_type: str) -> None:
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.stem)
 def test_reference_config_matches_transformers(path: Path) -> None:
     cfg = json.loads(path.read_text())
+    if str(cfg.get("model_type", "")).startswith("RefinedWeb"):
+        pytest.skip("Falcon's original config: test_full_size_configs builds it as FalconConfig")
     assert count_params(spec_from_config(cfg, path.stem)).total == _meta_count(cfg)
