@@ -38,7 +38,9 @@ def test_compare_infer_cpu_against_gpus() -> None:
     assert out.returncode == 0, out.stderr
     rows = {r["device"]: r for r in json.loads(out.stdout)["rows"]}
     cpu, gpu = rows["local-cpu"], rows["h100-sxm-80gb"]
-    assert gpu["tokens_per_s"] > 10 * cpu["tokens_per_s"]
+    # The CPU's bandwidth is measured on this machine (it varies with the host and its load);
+    # a 0.5B model's decode on an H100 is launch-bound (~460 tokens/s), so only a clear margin.
+    assert gpu["tokens_per_s"] > 3 * cpu["tokens_per_s"]
     assert cpu["reason"] == "" and "GB/s" in gpu["reason"]
     assert gpu["speedup_vs_slowest"] == pytest.approx(gpu["tokens_per_s"] / cpu["tokens_per_s"])
 

@@ -164,3 +164,56 @@ def test_kv_cache_and_forward_flops(model_type: str, extra: dict[str, Any]) -> N
     expected = counter.get_total_flops()
     estimate = sum(forward_flops_per_token(spec, tokens, causal=False).values()) * tokens
     assert estimate == pytest.approx(expected, rel=0.02)
+
+
+#: Families whose saved activations the layer terms reproduce within 5% (fp32, eager attention,
+#: what autograd saves in one training forward). The others are listed in docs/models.md.
+ACTIVATIONS_WITHIN_5 = {
+    "gptj",
+    "codegen",
+    "bloom",
+    "mpt",
+    "starcoder2",
+    "gpt_bigcode",
+    "gpt_neo",
+    "olmo",
+    "olmo2",
+    "glm",
+    "seed_oss",
+    "ernie4_5",
+    "granite",
+    "helium",
+    "smollm3",
+    "arcee",
+    "exaone4",
+    "biogpt",
+    "olmoe",
+    "granitemoe",
+    "phimoe",
+    "glm4_moe",
+    "ernie4_5_moe",
+}
+ACTIVATION_CASES = [
+    (m, e) for m, e in FAMILIES if m in ACTIVATIONS_WITHIN_5 and not e.get("word_embed_proj_dim")
+]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "extra"),
+    ACTIVATION_CASES,
+    ids=[f"{m}-{i}" for i, (m, _) in enumerate(ACTIVATION_CASES)],
+)
+def test_saved_activations_within_5_percent(model_type: str, extra: dict[str, Any]) -> None:
+    from suanli.estimate.memory import activation_bytes
+    from suanli.estimate.workload import TrainWork
+    from suanli.live.measure import saved_for_backward
+
+    cfg = _config(model_type, extra)
+    model = _model(cfg).float()  # eval(): no dropout masks; autograd still records
+    ids = torch.randint(1, cfg.vocab_size, (2, 32))
+    measured, _ = saved_for_backward(model, lambda: model(ids, labels=ids).loss)
+    work = TrainWork(
+        task="full", batch=2, seq=32, dtype="fp32", attention="eager", device="cpu", dropout=0.0
+    )
+    estimate = sum(line.bytes for line in activation_bytes(_spec(model_type, cfg), work)[0])
+    assert estimate == pytest.approx(measured.saved_bytes, rel=0.05)

@@ -127,7 +127,7 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     b = st.dtype_bytes
     att = spec.attention
     gemma = spec.architecture.startswith("gemma")
-    terms = _rms_norm(h, st, "attention norm", gemma)
+    terms = _norm(spec, st, "attention norm", gemma)
     if any(_trainable(st, m) for m in ("q", "k", "v")):
         terms.append(Term("q/k/v projection input", b * h, "b·h", "sp"))
     nh, nkv, d = att.num_heads, att.num_kv_heads, att.head_dim
@@ -165,12 +165,17 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                 "sp",
             )
         )
-    terms += _rms_norm(h, st, "MLP norm", gemma)
+    if not spec.parallel_block or spec.norm.per_layer > 1:
+        # A parallel block (GPT-J, Phi-2, Cohere) feeds attention and MLP from one norm.
+        terms += _norm(spec, st, "MLP norm", gemma)
     if moe_layer and spec.moe is not None:
         terms += _moe_terms(spec, st)
     else:
         assert spec.mlp is not None
-        terms += _gated_mlp(spec.mlp.intermediate_size, h, st, "MLP")
+        if spec.mlp.gated:
+            terms += _gated_mlp(spec.mlp.intermediate_size, h, st, "MLP")
+        else:
+            terms += _plain_mlp(spec.mlp.intermediate_size, h, spec.mlp.activation, st)
     terms += _dropout(h, st, "MLP residual")
     if st.lora_targets and st.lora_rank:
         # lora_B saves lora_A's output: r values per token for each adapted matrix.
@@ -191,6 +196,42 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                 "sp",
             )
         )
+    return terms
+
+
+def _norm(spec: ModelSpec, st: ActivationSettings, name: str, gemma: bool) -> list[Term]:
+    """The family's norm: transformers' RMSNorm, or LayerNorm (with or without parameters)."""
+    if spec.norm.kind in ("layernorm", "layernorm-nobias", "none"):
+        return _layer_norm(spec.hidden_size, st, name)
+    return _rms_norm(spec.hidden_size, st, name, gemma)
+
+
+#: What an ungated MLP's activation keeps, in I-wide tensors besides the down projection's input:
+#: GELU and SiLU keep their input; tanh-GELU written out in Python (transformers'
+#: NewGELUActivation) keeps four intermediates; ReLU keeps its output (the down input itself);
+#: ReLU² keeps the ReLU output for the square.
+_PLAIN_ACTIVATION_SAVES = {
+    "gelu": 1,
+    "gelu_pytorch_tanh": 1,
+    "silu": 1,
+    "swish": 1,
+    "gelu_new": 4,
+    "gelu_fast": 4,
+    "relu": 0,
+    "relu2": 1,
+}
+
+
+def _plain_mlp(width: int, h: int, activation: str, st: ActivationSettings) -> list[Term]:
+    """up -> activation -> down (GPT-J, Falcon, StarCoder2, BLOOM, OPT, Phi-2, Arcee)."""
+    b = st.dtype_bytes
+    terms = []
+    if _trainable(st, "up"):
+        terms.append(Term("MLP: up-projection input", b * h, "b·h", "sp"))
+    keeps = _PLAIN_ACTIVATION_SAVES.get(activation, 1)
+    if keeps:
+        terms.append(Term(f"MLP: {activation} saved tensors", keeps * b * width, f"{keeps}·b·I"))
+    terms.append(Term("MLP: down-projection input (activation output)", b * width, "b·I"))
     return terms
 
 
