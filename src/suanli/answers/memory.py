@@ -13,6 +13,7 @@ from suanli.answers.request import (
     build_work,
     framework_assumptions,
     with_file_format,
+    with_images,
 )
 from suanli.catalog import GPU
 from suanli.estimate.activations import Term
@@ -122,8 +123,8 @@ def memory(
     paths). Raises ``ValueError`` with one sentence on bad input.
     """
     loaded = loader(req.model)
-    work = build_work(with_file_format(req.work, loaded.weight_format))
     spec = loaded.spec
+    work = build_work(with_images(with_file_format(req.work, loaded.weight_format), spec))
     names = ([req.gpu] if req.gpu else []) + [c for c in req.cards if c != req.gpu]
     cards: list[GPU] = []
     for name in names:

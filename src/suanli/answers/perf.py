@@ -16,7 +16,9 @@ from suanli.answers.request import (
     WorkRequest,
     build_work,
     framework_assumptions,
+    image_tokens,
     with_file_format,
+    with_images,
 )
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
@@ -384,6 +386,7 @@ def infer_perf_answer(
     validity: Validity | None = None,
     largest_batch: int | None = None,
     host: Device | None = None,
+    images: int = 0,
 ) -> InferPerfAnswer:
     """The inference answer for a built workload on a device, with a batch sweep up to
     ``largest_batch`` (the largest that fits; None: the whole sweep); ``host`` runs the layers
@@ -392,10 +395,20 @@ def infer_perf_answer(
 
     def timed(w: InferWork) -> InferPerf:
         on_gpu = inference_perf(spec, w, device, prompt, output)
-        if host is None or share >= 1:
-            return on_gpu
-        on_cpu = inference_perf(spec, replace(w, tp=1, pp=1), host, prompt, output)
-        return split_layers(on_gpu, on_cpu, share, w.batch)
+        if host is not None and share < 1:
+            on_cpu = inference_perf(spec, replace(w, tp=1, pp=1), host, prompt, output)
+            on_gpu = split_layers(on_gpu, on_cpu, share, w.batch)
+        if images and spec.vision is not None:
+            # The vision tower encodes every image before the prefill (replicated under TP).
+            flops = images * w.batch * spec.vision.forward_flops_per_image()
+            vision_s = flops / device.matmul_flops
+            on_gpu = replace(
+                on_gpu,
+                ttft_s=on_gpu.ttft_s + vision_s,
+                request_s=on_gpu.request_s + vision_s,
+                breakdown_s={**on_gpu.breakdown_s, "vision_encoder": vision_s},
+            )
+        return on_gpu
 
     result = timed(work)
     alone = result if work.batch == 1 else timed(replace(work, batch=1))
@@ -455,11 +468,14 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
     """Speed of ``req.model`` under ``req.work`` on ``req.gpu``: a training or an inference
     answer by the task. Raises ``ValueError`` with one sentence on bad input."""
     loaded = loader(req.model)
-    work_req = with_file_format(req.work, loaded.weight_format)
-    if work_req.task == "infer":
-        work_req = replace(work_req, context=req.prompt + req.output)
-    work = build_work(work_req)
     spec = loaded.spec
+    work_req = with_file_format(req.work, loaded.weight_format)
+    prompt = req.prompt + (image_tokens(work_req, spec) if work_req.task == "infer" else 0)
+    if work_req.task == "infer":
+        work_req = replace(work_req, context=prompt + req.output)
+    else:
+        work_req = with_images(work_req, spec)
+    work = build_work(work_req)
     gpu, measured = resolve_gpu(req.gpu, req.catalog_file)
     calibration = read_calibration(req.calibration) if req.calibration else measured
     # Weights stored in fp8 are multiplied in fp8 where the card can; others dequantize to 16-bit.
@@ -488,11 +504,12 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             spec,
             work,
             device,
-            req.prompt,
+            prompt,
             req.output,
             validity,
             validity.largest_batch or None,
             host,
+            req.work.images,
         )
     return train_perf_answer(
         req.model,

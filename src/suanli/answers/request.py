@@ -86,6 +86,9 @@ class WorkRequest:
     """none, or deepspeed: ZeRO's communication buckets take GPU memory."""
     optimizer_in_backward: bool = False
     """Each parameter steps and frees its gradient in the backward pass (torchtune)."""
+    images: int = 0
+    """Images per sequence (vision-language models): each adds the model's image tokens to the
+    context, and the vision tower's work to the prefill."""
     framework: str = "hf"
     """A training or serving framework whose defaults fill the options not set
     (``suanli frameworks`` lists them)."""
@@ -198,6 +201,32 @@ INFER_ONLY_OPTIONS = frozenset(
     {"quant", "kv_dtype", "prefill_chunk", "gpu_memory_utilization", "context", "gpu_layers"}
 )
 INFER_OPTIONS = INFER_ONLY_OPTIONS | {"cuda_context", "fragmentation", "nccl", "tp", "pp", "batch"}
+
+
+def image_tokens(req: WorkRequest, spec: Any) -> int:
+    """Tokens ``req.images`` images add to each sequence (0 without images); a model without a
+    vision tower cannot take them."""
+    if not req.images:
+        return 0
+    if req.images < 0 or req.images > 1024:
+        raise ValueError(f"--images must be 0 to 1024, got {req.images}")
+    vision = getattr(spec, "vision", None)
+    if vision is None:
+        raise ValueError(
+            "--images applies to vision-language models (LLaVA-style configs with a "
+            "vision_config); this model reads text only"
+        )
+    return int(req.images * vision.tokens_per_image)
+
+
+def with_images(req: WorkRequest, spec: Any) -> WorkRequest:
+    """``req`` with its images' tokens added to the context (inference) or sequence (training)."""
+    extra = image_tokens(req, spec)
+    if not extra:
+        return req
+    if req.task == "infer":
+        return replace(req, context=req.context + extra)
+    return replace(req, seq=req.seq + extra)
 
 
 def with_file_format(req: WorkRequest, file_format: str | None) -> WorkRequest:

@@ -263,6 +263,14 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         help="Chunked prefill: tokens per forward pass.",
     ),
     click.option(
+        "--images",
+        type=click.IntRange(0, 1024),
+        default=0,
+        show_default=True,
+        help="Images per sequence for a vision-language model (LLaVA-style): each adds its "
+        "image tokens to the context and the vision tower's work to the prefill.",
+    ),
+    click.option(
         "--gpu-layers",
         type=click.IntRange(min=0),
         default=None,
@@ -310,6 +318,7 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
 #: layout and would otherwise have to ignore --tp, --batch and the like.
 SHAPE_OPTIONS = (
     "framework",
+    "images",
     "task",
     "activation_offload",
     "loss",

@@ -157,7 +157,8 @@ def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> Param
     edge = max(counts["embeddings"], counts["lm_head"] or counts["embeddings"]) / tp
     if pp == 1:
         edge = (counts["embeddings"] + counts["lm_head"]) / tp
-    other = layer_rest + norms + edge + counts["pooler"]
+    # A vision tower and its projector stay whole (and 16-bit) on the first stage.
+    other = layer_rest + norms + edge + counts["pooler"] + counts["vision"]
     return ParamSplit(layer_linear + other, layer_linear, other, layers_on_stage)
 
 

@@ -508,6 +508,14 @@ READERS: dict[str, Callable[[str, Config], ModelSpec]] = {
     "deepseek_v3": _deepseek,
 }
 
+
+def _llava(name: str, cfg: Config) -> ModelSpec:
+    from suanli.models.vision import llava_spec
+
+    return llava_spec(name, cfg, lambda text_cfg, text_name: spec_from_config(text_cfg, text_name))
+
+
+READERS["llava"] = _llava
 READERS.update(FAMILY_READERS)
 READERS.update(MOE_READERS)
 

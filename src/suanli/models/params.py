@@ -23,6 +23,7 @@ COMPONENTS = (
     "norms",
     "lm_head",
     "pooler",
+    "vision",
 )
 
 
@@ -129,5 +130,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         parts["lm_head"] += spec.vocab_size
     if spec.pooler:
         parts["pooler"] = linear(h, h, True)
+    if spec.vision is not None:
+        parts["vision"] = spec.vision.params
     total = sum(parts.values())
     return ParamCount(total=total, active=total - inactive, by_component=parts)

@@ -8,6 +8,7 @@ nothing here holds bytes, because the dtype belongs to the workload, not the arc
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,9 @@ class ModelSpec:
     """tanh soft-capping of attention scores (Gemma 2: 50); 0 when absent."""
     final_logit_softcap: float = 0.0
     """tanh soft-capping of the output logits (Gemma 2: 30); 0 when absent."""
+    vision: Any = None
+    """A vision tower and projector (:class:`suanli.models.vision.VisionSpec`) for
+    vision-language models; None for text-only models."""
     lm_head_bias: bool = False
     """The LM head has a bias (GPT-J, CodeGen, Phi-2)."""
     parallel_block: bool = False
