@@ -10,6 +10,8 @@ come here.
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from typing import Any
 
 from suanli.models.families import FamilyConfigError, build, get_bool, get_int
@@ -207,7 +209,7 @@ def generic_spec(name: str, cfg: Any) -> ModelSpec:
             "config fields not understood (check they do not change the shape): "
             + ", ".join(unknown)
         )
-    return build(
+    spec = build(
         name,
         cfg,
         hidden=hidden,
@@ -228,4 +230,29 @@ def generic_spec(name: str, cfg: Any) -> ModelSpec:
         moe=moe,
         moe_layers=moe_layers,
         notes=tuple(notes),
+    )
+    return _with_traced_count(spec, cfg)
+
+
+def _with_traced_count(spec: ModelSpec, cfg: Any) -> ModelSpec:
+    """Where torch and transformers can build the model on the meta device, its exact parameter
+    count replaces the generic guess (the difference is booked with the embeddings) and the notes
+    say so; otherwise the spec is unchanged."""
+    if os.environ.get("SUANLI_NO_TRACE") == "1" or not isinstance(cfg, dict):
+        return spec
+    from suanli.models.params import count_params
+    from suanli.models.traced import traced_profile
+
+    profile = traced_profile(cfg)
+    if profile is None:
+        return spec
+    guessed = count_params(spec).total
+    exact = int(profile["params"])
+    note = (
+        f"parameters counted exactly on the meta device (transformers {profile['transformers']}, "
+        f"torch {profile['torch']}): {exact:,}"
+        + (f" (the generic reading gave {guessed:,})" if exact != guessed else "")
+    )
+    return replace(
+        spec, embedding_extra=spec.embedding_extra + exact - guessed, notes=(*spec.notes, note)
     )

@@ -1,0 +1,58 @@
+"""The generic path counts exactly on the meta device where transformers ships the family."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import pytest
+
+from suanli.models.config import spec_from_config
+from suanli.models.params import count_params
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+
+def _tiny(model_type: str) -> tuple[dict, int]:  # type: ignore[type-arg]
+    cfg = transformers.AutoConfig.for_model(
+        model_type,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        vocab_size=256,
+        pad_token_id=0,
+    )
+    logging.disable(logging.WARNING)
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    doc = cfg.to_dict()
+    doc["model_type"] = model_type
+    return doc, sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("model_type", ["internlm3", "jetmoe", "doge"])
+def test_unknown_family_counted_on_meta(
+    model_type: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path))
+    doc, expected = _tiny(model_type)
+    spec = spec_from_config(doc, model_type)
+    assert count_params(spec).total == expected
+    assert any("meta device" in note for note in spec.notes)
+    assert any(tmp_path.glob("traced/*.json"))  # cached: the second call reads it
+    again = spec_from_config(doc, model_type)
+    assert count_params(again).total == expected
+
+
+def test_tracing_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path))
+    monkeypatch.setenv("SUANLI_NO_TRACE", "1")
+    doc, _ = _tiny("internlm3")
+    spec = spec_from_config(doc, "internlm3")
+    assert not any("meta device" in note for note in spec.notes)
+    assert not any(tmp_path.glob("traced/*.json"))
