@@ -111,3 +111,51 @@ def test_images_grow_the_context_and_the_prefill() -> None:
     assert seen.ttft_s > fast.ttft_s and seen.breakdown_s["vision_encoder"] > 0
     with pytest.raises(ValueError, match="vision-language"):
         memory(MemoryRequest(model="llama-3.1-8b", work=WorkRequest(task="infer", images=1)))
+
+
+@pytest.mark.parametrize(
+    ("model_type", "cls"),
+    [
+        ("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"),
+        ("qwen2_vl", "Qwen2VLForConditionalGeneration"),
+    ],
+)
+def test_qwen_vl_exact_and_tokens_by_resolution(model_type: str, cls: str) -> None:
+    cfg = transformers.AutoConfig.for_model(model_type)
+    text = dict(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        vocab_size=256,
+    )
+    for k, v in text.items():
+        setattr(cfg.text_config, k, v)
+    vision = dict(
+        hidden_size=32, embed_dim=32, depth=2, num_heads=4, intermediate_size=48, out_hidden_size=64
+    )
+    for k, v in vision.items():
+        if hasattr(cfg.vision_config, k):
+            setattr(cfg.vision_config, k, v)
+    logging.disable(logging.WARNING)
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        expected = sum(p.numel() for p in getattr(transformers, cls)(cfg).parameters())
+    doc = cfg.to_dict()
+    doc["model_type"] = model_type
+    spec = spec_from_config(doc, model_type)
+    assert count_params(spec).total == expected
+    # One token per 28 x 28 pixels: 1024 x 768 -> 37 x 28.
+    assert spec.vision.tokens_for(1024, 768) == 37 * 28
+
+    def loader(_: str) -> LoadedModel:
+        return LoadedModel(spec, count_params(spec), "path", model_type)
+
+    def kv(size: str) -> int:
+        work = WorkRequest(task="infer", context=100, images=1, image_size=size)
+        return memory(MemoryRequest(model="x", work=work), loader=loader).breakdown["kv_cache"]
+
+    assert kv("1024x768") > kv("448x448")
+    with pytest.raises(ValueError, match="WIDTHxHEIGHT"):
+        kv("big")

@@ -387,6 +387,7 @@ def infer_perf_answer(
     largest_batch: int | None = None,
     host: Device | None = None,
     images: int = 0,
+    image_tokens_total: int = 0,
 ) -> InferPerfAnswer:
     """The inference answer for a built workload on a device, with a batch sweep up to
     ``largest_batch`` (the largest that fits; None: the whole sweep); ``host`` runs the layers
@@ -400,7 +401,8 @@ def infer_perf_answer(
             on_gpu = split_layers(on_gpu, on_cpu, share, w.batch)
         if images and spec.vision is not None:
             # The vision tower encodes every image before the prefill (replicated under TP).
-            flops = images * w.batch * spec.vision.forward_flops_per_image()
+            per_image = image_tokens_total // max(images, 1) if image_tokens_total else None
+            flops = images * w.batch * spec.vision.forward_flops_per_image(per_image)
             vision_s = flops / device.matmul_flops
             on_gpu = replace(
                 on_gpu,
@@ -510,6 +512,7 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             validity.largest_batch or None,
             host,
             req.work.images,
+            image_tokens(work_req, spec) if req.work.images else 0,
         )
     return train_perf_answer(
         req.model,

@@ -89,6 +89,8 @@ class WorkRequest:
     images: int = 0
     """Images per sequence (vision-language models): each adds the model's image tokens to the
     context, and the vision tower's work to the prefill."""
+    image_size: str | None = None
+    """``WxH`` pixels of each image, for towers at native resolution (Qwen2-VL, Qwen2.5-VL)."""
     framework: str = "hf"
     """A training or serving framework whose defaults fill the options not set
     (``suanli frameworks`` lists them)."""
@@ -216,7 +218,25 @@ def image_tokens(req: WorkRequest, spec: Any) -> int:
             "--images applies to vision-language models (LLaVA-style configs with a "
             "vision_config); this model reads text only"
         )
-    return int(req.images * vision.tokens_per_image)
+    width, height = image_pixels(req.image_size)
+    per_image = vision.tokens_for(width, height) if width else vision.tokens_per_image
+    return int(req.images * per_image)
+
+
+def image_pixels(text: str | None) -> tuple[int, int]:
+    """``"1024x768"`` -> (1024, 768); None -> (0, 0) (the tower's default size)."""
+    if text is None:
+        return 0, 0
+    parts = str(text).lower().replace("*", "x").split("x")
+    try:
+        width, height = (int(p) for p in parts)
+    except ValueError:
+        raise ValueError(
+            f"--image-size {text!r} must be WIDTHxHEIGHT in pixels, e.g. 1024x768"
+        ) from None
+    if not (1 <= width <= 16384 and 1 <= height <= 16384):
+        raise ValueError(f"--image-size {text!r}: each side must be 1 to 16384 pixels")
+    return width, height
 
 
 def with_images(req: WorkRequest, spec: Any) -> WorkRequest:

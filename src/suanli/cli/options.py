@@ -271,6 +271,13 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         "image tokens to the context and the vision tower's work to the prefill.",
     ),
     click.option(
+        "--image-size",
+        default=None,
+        metavar="WxH",
+        help="Pixels of each image for towers at native resolution (Qwen2.5-VL: one token per "
+        "28x28 pixels); LLaVA-style towers resize to their own size.",
+    ),
+    click.option(
         "--gpu-layers",
         type=click.IntRange(min=0),
         default=None,
@@ -319,6 +326,7 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
 SHAPE_OPTIONS = (
     "framework",
     "images",
+    "image_size",
     "task",
     "activation_offload",
     "loss",

@@ -515,7 +515,17 @@ def _llava(name: str, cfg: Config) -> ModelSpec:
     return llava_spec(name, cfg, lambda text_cfg, text_name: spec_from_config(text_cfg, text_name))
 
 
+def _qwen_vl(name: str, cfg: Config) -> ModelSpec:
+    from suanli.models.vision import qwen2_5_vl_spec
+
+    return qwen2_5_vl_spec(
+        name, cfg, lambda text_cfg, text_name: spec_from_config(text_cfg, text_name)
+    )
+
+
 READERS["llava"] = _llava
+READERS["qwen2_5_vl"] = _qwen_vl
+READERS["qwen2_vl"] = _qwen_vl
 READERS.update(FAMILY_READERS)
 READERS.update(MOE_READERS)
 

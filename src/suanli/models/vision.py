@@ -36,7 +36,21 @@ class VisionSpec:
     projector_params: int
     """Parameters of the projector into the language model's width."""
     tokens_per_image: int
-    """Tokens one image adds to the language model's context."""
+    """Tokens one image adds to the language model's context (at ``image_size``)."""
+    merge: int = 1
+    """Patches merged per side into one token (Qwen2.5-VL: 2, so 2 x 2 patches per token)."""
+    window_patches: int = 0
+    """Patches per attention window in windowed layers (0: every layer attends globally)."""
+    global_layers: int = 0
+    """Layers that attend over the whole image when the others use windows."""
+
+    def tokens_for(self, width: int, height: int) -> int:
+        """Tokens an image of ``width x height`` pixels adds: fixed for towers that resize to
+        ``image_size`` (CLIP, SigLIP); one per merged patch group for dynamic resolution."""
+        if self.merge <= 1:
+            return self.tokens_per_image
+        side = self.patch_size * self.merge
+        return -(-width // side) * -(-height // side)
 
     @property
     def params(self) -> int:
@@ -48,15 +62,22 @@ class VisionSpec:
         """Patches the tower attends over per image."""
         return (self.image_size // self.patch_size) ** 2
 
-    def forward_flops_per_image(self) -> float:
+    def forward_flops_per_image(self, tokens: int | None = None) -> float:
         """FLOPs of the tower on one image: its linears (2 x weights per patch), the patch
-        convolution, and full (non-causal) attention over the patches."""
-        n = self.patches + (1 if self.kind.startswith("clip") else 0)
+        projection, and non-causal attention (within windows where the tower uses them);
+        ``tokens`` is the language-model tokens of the image (its resolution)."""
+        if tokens is None:
+            n = self.patches + (1 if self.kind.startswith("clip") else 0)
+        else:
+            n = tokens * self.merge * self.merge
         h, i = self.hidden_size, self.intermediate_size
-        linears = self.num_layers * (4 * h * h + 2 * h * i)
-        conv = 3 * self.patch_size**2 * h
-        attention = self.num_layers * 4 * n * h  # per token: scores and values, full
-        return 2.0 * n * (linears + conv) + attention * n
+        gated = 3 if self.kind.startswith("qwen") else 2
+        linears = self.num_layers * (4 * h * h + gated * h * i)
+        conv = 3 * self.patch_size**2 * h * (2 if self.kind.startswith("qwen") else 1)
+        span = min(n, self.window_patches) if self.window_patches else n
+        windowed = self.num_layers - self.global_layers if self.window_patches else 0
+        attention = 4 * h * n * (windowed * span + (self.num_layers - windowed) * n)
+        return 2.0 * n * (linears + conv) + attention
 
 
 def _vision_tower(cfg: Any) -> tuple[str, int, int, int, int, int, int, int]:
@@ -108,4 +129,67 @@ def llava_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
         architecture=str(cfg.get("model_type")),
         vision=vision,
         notes=(*spec.notes, f"vision tower {kind}: {tokens} tokens per {image}x{image} image"),
+    )
+
+
+def qwen2_5_vl_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
+    """Qwen2-VL / Qwen2.5-VL: a Qwen2 language model and a ViT at native resolution (3-D patch
+    embedding over 2 frames, RMSNorm blocks with a biased fused qkv and a gated MLP in 2.5-VL,
+    windowed attention except ``fullatt_block_indexes``) whose 2 x 2 merged patches pass through
+    an MLP merger into the language model: one token per 28 x 28 pixels."""
+    text_cfg = cfg.get("text_config")
+    if not isinstance(text_cfg, dict):
+        text_cfg = {k: v for k, v in cfg.items() if k != "vision_config"}  # older flat configs
+    spec: ModelSpec = text_reader({**text_cfg, "model_type": "qwen2"}, name)
+    v = cfg.get("vision_config") or {}
+    if not isinstance(v, dict):
+        raise FamilyConfigError("vision_config must be a JSON object")
+    qwen25 = cfg.get("model_type") == "qwen2_5_vl"
+    h = get_int(v, ("hidden_size", "embed_dim"), 1280)
+    depth = get_int(v, ("depth",), 32)
+    heads = get_int(v, ("num_heads",), 16)
+    patch = get_int(v, ("patch_size",), 14)
+    merge = get_int(v, ("spatial_merge_size",), 2)
+    frames = get_int(v, ("temporal_patch_size",), 2)
+    out = get_int(v, ("out_hidden_size", "hidden_size"), spec.hidden_size)
+    if qwen25:
+        inter = get_int(v, ("intermediate_size",), 3420)
+        mlp = 2 * (h * inter + inter) + (inter * h + h)
+        norms = 2 * h
+    else:  # Qwen2-VL: LayerNorms and a plain MLP of mlp_ratio x hidden
+        ratio = v.get("mlp_ratio", 4)
+        inter = int(ratio * h) if isinstance(ratio, (int, float)) and ratio > 0 else 4 * h
+        mlp = (h * inter + inter) + (inter * h + h)
+        norms = 4 * h
+    block = norms + (h * 3 * h + 3 * h) + (h * h + h) + mlp
+    grouped = h * merge * merge
+    merger = (h if qwen25 else 2 * h) + (grouped * grouped + grouped) + (grouped * out + out)
+    tower = 3 * frames * patch * patch * h + depth * block
+    window = get_int(v, ("window_size",), 112) if qwen25 else 0
+    full = v.get("fullatt_block_indexes") or []
+    vision = VisionSpec(
+        kind="qwen2_5_vl_vision" if qwen25 else "qwen2_vl_vision",
+        hidden_size=h,
+        num_layers=depth,
+        num_heads=heads,
+        intermediate_size=inter,
+        image_size=448,
+        patch_size=patch,
+        tower_params=tower,
+        projector_params=merger,
+        tokens_per_image=(448 // (patch * merge)) ** 2,
+        merge=merge,
+        window_patches=(window // patch) ** 2 if window else 0,
+        global_layers=len(full) if isinstance(full, list) else 0,
+    )
+    return replace(
+        spec,
+        name=name,
+        architecture=str(cfg.get("model_type")),
+        vision=vision,
+        notes=(
+            *spec.notes,
+            f"native-resolution vision tower: one token per {patch * merge}x{patch * merge} pixels "
+            "(--image-size WxH; 448x448 by default, 256 tokens)",
+        ),
     )

@@ -132,6 +132,7 @@ class Workload(_Shape):
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
     recompute_every: int = Field(1, ge=1, le=1024)
     images: int = Field(0, ge=0, le=1024)
+    image_size: str | None = Field(None, max_length=16, description="WxH pixels per image.")
     gpu_layers: int | None = Field(None, ge=0, le=100000)
 
     def work(self) -> WorkRequest:
