@@ -65,6 +65,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ModelRequest": ("suanli.answers.model", "ModelRequest"),
     "model": ("suanli.answers.model", "model"),
     "preset_rows": ("suanli.answers.model", "preset_rows"),
+    "ImagePerfAnswer": ("suanli.answers.image", "ImagePerfAnswer"),
+    "ImageRequest": ("suanli.answers.image", "ImageRequest"),
+    "generate_image": ("suanli.answers.image", "generate_image"),
     "InferPerfAnswer": ("suanli.answers.perf", "InferPerfAnswer"),
     "PerfRequest": ("suanli.answers.perf", "PerfRequest"),
     "TrainPerfAnswer": ("suanli.answers.perf", "TrainPerfAnswer"),
@@ -104,6 +107,7 @@ if TYPE_CHECKING:
         gpu_detail,
         gpu_list,
     )
+    from suanli.answers.image import ImagePerfAnswer, ImageRequest, generate_image
     from suanli.answers.live import LiveAnswer, live_report
     from suanli.answers.memory import MemoryAnswer, MemoryRequest, memory
     from suanli.answers.model import ModelAnswer, ModelRequest, model, preset_rows
@@ -147,6 +151,8 @@ __all__ = [
     "GpuListAnswer",
     "GpuListRequest",
     "GpuRequest",
+    "ImagePerfAnswer",
+    "ImageRequest",
     "InferPerfAnswer",
     "InferWork",
     "LiveAnswer",
@@ -195,6 +201,7 @@ __all__ = [
     "fit_inference",
     "fit_training",
     "framework_list",
+    "generate_image",
     "gpu_detail",
     "gpu_list",
     "inference_memory",

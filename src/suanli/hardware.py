@@ -8,6 +8,7 @@ Peaks come from the GPU catalog, achievable fractions from measured ceilings
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -80,9 +81,10 @@ def _decode_attention_for(gpu: GPU) -> Any:
     return lru_cache(maxsize=512)(efficiency)
 
 
-def _attention_for(gpu: GPU, precision: str) -> tuple[Any, str]:
+def _attention_for(gpu: GPU, precision: str, kernel: str | None = None) -> tuple[Any, str]:
     """The measured fused-attention efficiency of ``gpu`` (16-bit; fp8 recipes keep attention
-    in bf16), as a fraction of its 16-bit dense peak: a function of the shape, and its source."""
+    in bf16), as a fraction of its 16-bit dense peak: a function of the shape, and its source.
+    ``kernel`` picks one kernel's rows (``flash2``...) instead of the generation's best."""
     if gpu.form_factor == "cpu" or precision not in ("bf16", "fp16", "fp8"):
         return None, ""
     dtype = "fp16" if precision == "fp16" or not gpu.peak_flops("bf16") else "bf16"
@@ -92,13 +94,30 @@ def _attention_for(gpu: GPU, precision: str) -> tuple[Any, str]:
 
     def efficiency(seq: int, head_dim: int, causal: bool, backward: bool) -> float:
         return attention_efficiency(
-            gpu, peak, seq_len=seq, head_dim=head_dim, causal=causal, backward=backward, dtype=dtype
+            gpu,
+            peak,
+            seq_len=seq,
+            head_dim=head_dim,
+            causal=causal,
+            backward=backward,
+            dtype=dtype,
+            kernel=kernel,
         )[0]
 
     source = attention_efficiency(
-        gpu, peak, seq_len=4096, head_dim=128, causal=True, backward=False
+        gpu, peak, seq_len=4096, head_dim=128, causal=True, backward=False, kernel=kernel
     )[1]
     return lru_cache(maxsize=256)(efficiency), source
+
+
+def sdpa_device(device: Device, gpu: GPU) -> Device:
+    """``device`` with PyTorch's own fused attention: ``scaled_dot_product_attention``'s flash
+    backend is FlashAttention-2 on every card (PyTorch does not ship FlashAttention-3), which is
+    what eager diffusers pipelines run."""
+    attention, source = _attention_for(gpu, device.precision, kernel="flash2")
+    if attention is None:
+        return device
+    return replace(device, attention=attention, attention_source=source)
 
 
 def device_for(

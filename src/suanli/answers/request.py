@@ -223,19 +223,22 @@ def image_tokens(req: WorkRequest, spec: Any) -> int:
     return int(req.images * per_image)
 
 
-def image_pixels(text: str | None) -> tuple[int, int]:
-    """``"1024x768"`` -> (1024, 768); None -> (0, 0) (the tower's default size)."""
+def image_pixels(text: str | None, option: str = "--image-size") -> tuple[int, int]:
+    """``"1024x768"`` -> (1024, 768), ``"1024"`` -> (1024, 1024); None -> (0, 0) (the model's
+    default size). ``option`` names the option in the error."""
     if text is None:
         return 0, 0
-    parts = str(text).lower().replace("*", "x").split("x")
+    parts = str(text).strip().lower().replace("*", "x").split("x")
+    if len(parts) == 1:
+        parts = parts * 2
     try:
         width, height = (int(p) for p in parts)
     except ValueError:
         raise ValueError(
-            f"--image-size {text!r} must be WIDTHxHEIGHT in pixels, e.g. 1024x768"
+            f"{option} {text!r} must be WIDTHxHEIGHT in pixels, e.g. 1024x768"
         ) from None
     if not (1 <= width <= 16384 and 1 <= height <= 16384):
-        raise ValueError(f"--image-size {text!r}: each side must be 1 to 16384 pixels")
+        raise ValueError(f"{option} {text!r}: each side must be 1 to 16384 pixels")
     return width, height
 
 
@@ -269,6 +272,11 @@ def with_file_format(req: WorkRequest, file_format: str | None) -> WorkRequest:
 def build_work(req: WorkRequest) -> TrainWork | InferWork:
     """The workload the request describes (its framework's defaults applied); raises
     ValueError on inconsistent values."""
+    if req.task == "generate-image":
+        raise ValueError(
+            "--task generate-image works with suanli perf and suanli mem on a text-to-image "
+            "pipeline (sd-1.5, sdxl, sd3-medium, flux.1-dev, flux.1-schnell or a diffusers folder)"
+        )
     req = apply_framework(req)
     overheads = Overheads(
         cuda_context_bytes=req.cuda_context * GiB if req.cuda_context is not None else None,

@@ -33,6 +33,7 @@ ANSWER_MODULES = (
     "verify",
     "explain",
     "frameworks",
+    "image",
 )
 
 

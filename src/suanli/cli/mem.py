@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.cli.options import work_request, workload_options
+from suanli.cli.image import image_answer, image_options, render_image
+from suanli.cli.options import given_options, work_request, workload_options
 from suanli.cli.render import print_json, print_table
 from suanli.units import GiB
 
@@ -64,6 +65,7 @@ def _render(result: MemoryAnswer, title: str, explain: bool) -> None:
 @click.command("mem")
 @click.argument("model")
 @workload_options
+@image_options
 @click.option("--gpu", "gpu_name", default=None, help="Check the fit on this GPU.")
 @click.option(
     "--card",
@@ -95,6 +97,18 @@ def mem_cmd(
     suanli mem qwen2.5-72b --task infer --quant awq-4bit-g128 --batch 16 --context 8192.
     """
     from suanli.answers.memory import MemoryRequest, memory
+
+    if opts["task"] == "generate-image":
+        image = image_answer(
+            model,
+            gpu_name,
+            opts,
+            catalog_file=catalog_file,
+            ignore_fit=True,
+            dtype_given="dtype" in (given_options(opts) or ()),
+        )
+        render_image(image, as_json=as_json, explain=explain, memory_only=True)
+        return
 
     answer = memory(
         MemoryRequest(

@@ -41,10 +41,11 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--task",
-        type=click.Choice(TASKS),
+        type=click.Choice((*TASKS, "generate-image")),
         default="lora",
         show_default=True,
-        help="pretrain, full (fine-tune), lora, qlora or infer.",
+        help="pretrain, full (fine-tune), lora, qlora, infer, or generate-image (text-to-image "
+        "pipelines with perf and mem).",
     ),
     click.option(
         "--batch",

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.answers.request import DEFAULT_PUE
-from suanli.cli.options import work_request, workload_options
+from suanli.cli.image import image_answer, image_options, render_image
+from suanli.cli.options import given_options, work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ def _fmt_s(seconds: float) -> str:
 @click.command("perf")
 @click.argument("model")
 @workload_options
+@image_options
 @click.option("--gpu", "gpu_name", required=True, help="The GPU (catalog name).")
 @click.option(
     "--gpus-per-node",
@@ -118,9 +120,22 @@ def perf_cmd(
     """How fast, and bound by what: step time, tokens/s, MFU; TTFT and TPOT for inference.
 
     Examples: suanli perf llama-3.1-8b --task full --gpu h100 --gpus 8 --zero 1 --tokens 1e9;
-    suanli perf llama-3.1-8b --task infer --gpu 4090 --quant awq-4bit-g128 --batch 8.
+    suanli perf llama-3.1-8b --task infer --gpu 4090 --quant awq-4bit-g128 --batch 8;
+    suanli perf sdxl --task generate-image --steps 30 --size 1024x1024 --gpu 4090.
     """
     from suanli.answers.perf import InferPerfAnswer, PerfRequest, perf
+
+    if opts["task"] == "generate-image":
+        image = image_answer(
+            model,
+            gpu_name,
+            opts,
+            catalog_file=catalog_file,
+            ignore_fit=ignore_fit,
+            dtype_given="dtype" in (given_options(opts) or ()),
+        )
+        render_image(image, as_json=as_json, explain=explain, memory_only=False)
+        return
 
     answer = perf(
         PerfRequest(

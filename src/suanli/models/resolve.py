@@ -107,6 +107,10 @@ def _from_path(path: Path) -> LoadedModel:
         return _from_gguf(path)
     folder = path if path.is_dir() else path.parent
     config_path = path / "config.json" if path.is_dir() else path
+    if path.is_dir() and (path / "model_index.json").is_file():
+        raise ModelSourceError(
+            f"{path} is a diffusers pipeline: use suanli perf or mem with --task generate-image"
+        )
     if not config_path.is_file():
         raise ModelSourceError(
             f"{path} holds no config.json; pass the model folder or its config.json"
@@ -228,6 +232,12 @@ def load_model(arg: str) -> LoadedModel:
             stored=loaded.stored,
             weight_format=loaded.weight_format,
             quantization=loaded.quantization,
+        )
+    from suanli.diffusion.pipeline import find_pipeline
+
+    if find_pipeline(arg) is not None:
+        raise ModelSourceError(
+            f"{arg} is a text-to-image pipeline: use suanli perf or mem with --task generate-image"
         )
     if _HUB_ID.match(arg):
         return load_from_hub(arg)

@@ -35,6 +35,7 @@ from suanli.answers.base import jsonable
 from suanli.answers.cost import cost
 from suanli.answers.frameworks import framework_list
 from suanli.answers.gpus import GpuListRequest, gpu_list
+from suanli.answers.image import generate_image
 from suanli.answers.live import live_report
 from suanli.answers.memory import memory
 from suanli.answers.model import model_info, preset_rows
@@ -58,6 +59,7 @@ from suanli.web.schemas import (
     PLAN_MAX_GPUS_INFER,
     PLAN_MAX_GPUS_TRAIN,
     CostRequest,
+    ImageRequest,
     MemoryRequest,
     PerfRequest,
     PlanRequest,
@@ -274,6 +276,14 @@ def create_app(
     def api_perf(req: PerfRequest) -> dict[str, Any]:
         _no_local_cpu(req.gpu)
         return perf(req.to_request(), loader=models.resolve).to_json()
+
+    @app.post(
+        "/api/image",
+        summary="Seconds per image and the fit (suanli perf --task generate-image --json)",
+    )
+    def api_image(req: ImageRequest) -> dict[str, Any]:
+        _no_local_cpu(req.gpu)
+        return generate_image(req.to_request()).to_json()
 
     @app.post(
         "/api/plan",

@@ -10,6 +10,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from suanli.answers import cost as cost_answers
+from suanli.answers import image as image_answers
 from suanli.answers import memory as memory_answers
 from suanli.answers import perf as perf_answers
 from suanli.answers import plan as plan_answers
@@ -188,6 +189,42 @@ class PerfRequest(Workload):
             pue=self.pue,
             price=self.price,
             ignore_fit=self.ignore_fit,
+        )
+
+
+class ImageRequest(BaseModel):
+    """``suanli perf PIPELINE --task generate-image --gpu G --json``: bundled pipelines only
+    (the server's folders are not the client's to read)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: Name = Field("sdxl", description="sd-1.5, sdxl, sd3-medium, flux.1-dev, flux.1-schnell")
+    gpu: Name = Field(description="The GPU (catalog name).")
+    width: int | None = Field(None, ge=16, le=8192)
+    height: int | None = Field(None, ge=16, le=8192)
+    steps: int | None = Field(None, ge=1, le=1000)
+    batch: int = Field(1, ge=1, le=64)
+    dtype: Annotated[str, _one_of(tuple(image_answers.DTYPE_BYTES))] | None = None
+    guidance: bool | None = None
+    max_sequence_length: int | None = Field(None, ge=1, le=4096)
+    cpu_offload: Annotated[str, _one_of(image_answers.OFFLOADS)] = "none"
+    ignore_fit: bool = False
+
+    def to_request(self) -> image_answers.ImageRequest:
+        """The application layer's image request."""
+        return image_answers.ImageRequest(
+            model=self.model,
+            gpu=self.gpu,
+            width=self.width,
+            height=self.height,
+            steps=self.steps,
+            batch=self.batch,
+            dtype=self.dtype,
+            guidance=self.guidance,
+            max_sequence_length=self.max_sequence_length,
+            offload=self.cpu_offload,
+            ignore_fit=self.ignore_fit,
+            local_paths=False,
         )
 
 

@@ -1,0 +1,167 @@
+"""``--task generate-image`` for ``suanli perf`` and ``suanli mem``: the options of a
+text-to-image job and the tables of its answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from suanli.cli.render import print_json, print_line, print_table
+
+if TYPE_CHECKING:
+    from suanli.answers.image import ImagePerfAnswer
+
+_IMAGE_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option(
+        "--size",
+        "image_size",
+        default=None,
+        metavar="WxH",
+        help="--task generate-image: image size in pixels, e.g. 1024x1024 or 768x1344 "
+        "(default: the pipeline's, 512 for SD 1.5, 1024 for the others).",
+    ),
+    click.option(
+        "--steps",
+        "denoise_steps",
+        type=click.IntRange(min=1, max=10000),
+        default=None,
+        help="--task generate-image: denoising steps (default: the pipeline's, e.g. 50 for "
+        "SD 1.5/SDXL, 28 for SD3 and FLUX.1-dev, 4 for FLUX.1-schnell).",
+    ),
+    click.option(
+        "--guidance/--no-guidance",
+        default=None,
+        help="--task generate-image: classifier-free guidance, a second denoiser pass per step "
+        "(default: on for SD 1.5, SDXL and SD3; off for the guidance-distilled Flux models).",
+    ),
+    click.option(
+        "--cpu-offload",
+        type=click.Choice(("none", "model", "sequential")),
+        default="none",
+        show_default=True,
+        help="--task generate-image: diffusers' enable_model_cpu_offload (model) or "
+        "enable_sequential_cpu_offload (sequential): less memory, weights cross PCIe.",
+    ),
+    click.option(
+        "--max-sequence-length",
+        type=click.IntRange(min=1, max=4096),
+        default=None,
+        help="--task generate-image: T5 prompt tokens (SD3 256, FLUX.1-dev 512 by default).",
+    ),
+]
+
+
+def image_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the text-to-image options to a command."""
+    for option in reversed(_IMAGE_OPTIONS):
+        command = option(command)
+    return command
+
+
+def image_answer(
+    model: str,
+    gpu: str | None,
+    opts: dict[str, Any],
+    *,
+    catalog_file: str | None,
+    ignore_fit: bool,
+    dtype_given: bool,
+) -> ImagePerfAnswer:
+    """The answer for ``--task generate-image`` from a command's options."""
+    from suanli.answers.image import ImageRequest, generate_image
+    from suanli.answers.request import image_pixels
+
+    if gpu is None:
+        raise ValueError("--task generate-image needs --gpu: the fit and the seconds are per card")
+    width, height = image_pixels(opts.get("image_size"), "--size")
+    return generate_image(
+        ImageRequest(
+            model=model,
+            gpu=gpu,
+            width=width or None,
+            height=height or None,
+            steps=opts.get("denoise_steps"),
+            batch=opts.get("batch") or 1,
+            dtype=opts.get("dtype") if dtype_given else None,
+            guidance=opts.get("guidance"),
+            max_sequence_length=opts.get("max_sequence_length"),
+            offload=opts.get("cpu_offload") or "none",
+            catalog_file=catalog_file,
+            ignore_fit=ignore_fit,
+        )
+    )
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.2f}"
+
+
+def _seconds(s: float) -> str:
+    return f"{s:,.2f} s" if s >= 1 else f"{s * 1e3:,.1f} ms"
+
+
+def render_image(doc: ImagePerfAnswer, *, as_json: bool, explain: bool, memory_only: bool) -> None:
+    """Print the answer: JSON, or the tables (``memory_only`` for ``suanli mem``)."""
+    if as_json:
+        print_json(doc.to_json())
+        return
+    title = (
+        f"{doc.title} {doc.width}x{doc.height}, {doc.steps} steps, batch {doc.batch}, "
+        f"{doc.dtype} on {doc.gpu}"
+    )
+    if not memory_only:
+        rows = [
+            ["seconds per image", _seconds(doc.seconds_per_image)],
+            ["images per second", f"{doc.images_per_s:,.3f}"],
+            [
+                "one denoising step",
+                _seconds(doc.denoise_step_s) + (" (2 x batch: guidance)" if doc.guidance else ""),
+            ],
+            ["text encoders", _seconds(doc.encode_s)],
+            ["VAE decode", _seconds(doc.decode_s)],
+        ]
+        if doc.transfer_s:
+            rows.append(["weight transfers (offload)", _seconds(doc.transfer_s)])
+        rows.append(["TFLOPs per image", f"{doc.flops_per_image / 1e12:,.1f}"])
+        print_table(title, ["", ""], rows)
+    verdict = "fits" if doc.fits else "does NOT fit"
+    mem_rows = [[k, _gib(v)] for k, v in doc.memory_breakdown.items()]
+    mem_rows.append(["total", _gib(doc.memory_bytes)])
+    mem_rows.append(
+        [
+            "verdict",
+            f"{verdict} in {_gib(doc.gpu_memory_bytes)} GiB"
+            + (f" (offload {doc.offload})" if doc.offload != "none" else ""),
+        ]
+    )
+    print_table(("memory, GiB" if not memory_only else f"{title}: memory, GiB"), ["", ""], mem_rows)
+    print_table(
+        "components",
+        ["component", "class", "params", "GiB", "GFLOPs/call", "calls", "per call"],
+        [
+            [
+                c.name,
+                c.cls,
+                f"{c.params / 1e6:,.0f}M",
+                _gib(c.weight_bytes),
+                f"{c.flops_per_call / 1e9:,.0f}",
+                str(c.calls),
+                _seconds(c.seconds_per_call),
+            ]
+            for c in doc.components
+        ],
+    )
+    if explain:
+        print_table(
+            "time terms (per pipeline call)",
+            ["term", "seconds", "source", "formula"],
+            [[t.term, f"{t.seconds:,.3f}", t.source[:50], t.formula[:60]] for t in doc.terms],
+        )
+        for key, text in doc.explain.items():
+            click.echo(f"{key}: {text}")
+        for note in doc.assumptions:
+            click.echo(f"assumption: {note}")
+    for warning in doc.warnings:
+        print_line(f"cannot run as given: {warning}", fg="red", err=True)
