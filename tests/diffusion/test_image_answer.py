@@ -231,3 +231,51 @@ def test_published_speed_median_error() -> None:
     assert len(errors) >= 20
     assert statistics.median(abs(e) for e in errors) < 0.25
     assert max(errors) < 0.10  # never pessimistic by more than 10%
+
+
+def test_a_hub_pipeline_fetches_only_its_configs_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import types
+
+    repo = _write_folder(tmp_path / "remote", "sd3-medium")
+    (repo / "tokenizer").mkdir()
+    (repo / "tokenizer" / "vocab.json").write_text("{}")
+    fetched: list[str] = []
+
+    def hf_hub_download(repo_id: str, filename: str) -> str:
+        assert repo_id == "someone/my-sd3"
+        fetched.append(filename)
+        return str(repo / filename)
+
+    fake = types.ModuleType("huggingface_hub")
+    fake.hf_hub_download = hf_hub_download  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
+    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    first = generate_image(ImageRequest("someone/my-sd3", "h100-sxm-80gb"))
+    assert first.model == "someone/my-sd3"
+    assert sorted(fetched) == sorted(
+        [
+            "model_index.json",
+            "text_encoder/config.json",
+            "text_encoder_2/config.json",
+            "text_encoder_3/config.json",
+            "transformer/config.json",
+            "vae/config.json",
+        ]
+    )
+    preset = generate_image(ImageRequest("sd3-medium", "h100-sxm-80gb"))
+    assert first.seconds_per_image == pytest.approx(preset.seconds_per_image)
+    again = generate_image(ImageRequest("someone/my-sd3", "h100-sxm-80gb"))
+    assert len(fetched) == 6 and again.model == "someone/my-sd3"
+
+
+def test_a_hub_pipeline_offline_is_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match=r"cannot fetch model_index\.json"):
+        generate_image(ImageRequest("someone/not-cached", "h100-sxm-80gb"))

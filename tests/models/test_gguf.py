@@ -171,3 +171,62 @@ def test_ollama_name_resolves_to_its_gguf_blob(
     assert loaded.weight_format is not None and loaded.weight_format.startswith("gguf-bits-")
     with pytest.raises(ModelSourceError):
         load_model("tinyllama:missing")
+
+
+class _CountingFile:
+    """A local file standing in for HfFileSystem's remote file: counts the bytes read."""
+
+    def __init__(self, path: Path, log: dict[str, int]) -> None:
+        self.f = path.open("rb")
+        self.log = log
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.log["bytes"] += len(data)
+        return data
+
+    def __enter__(self) -> _CountingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.f.close()
+
+
+def test_hub_gguf_reads_only_the_header_and_caches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import types
+
+    path = tmp_path / "tiny.gguf"
+    data_bytes = write_llama(path)
+    log = {"bytes": 0, "opens": 0}
+    opened: list[str] = []
+
+    class FakeFS:
+        def open(self, name: str, mode: str, block_size: int) -> _CountingFile:
+            assert mode == "rb" and block_size > 0
+            opened.append(name)
+            return _CountingFile(path, log)
+
+    fake = types.ModuleType("huggingface_hub")
+    fake.HfFileSystem = FakeFS  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
+    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    local = load_model(str(path))
+    first = load_model("someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf")
+    assert opened == ["someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf"]
+    assert first.source == "hub" and first.params.total == local.params.total
+    assert first.quantization == local.quantization
+    # the header only: far less than the file's tensor data
+    assert 0 < log["bytes"] < path.stat().st_size - data_bytes + 64
+    second = load_model("someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf")  # from the cache
+    assert len(opened) == 1 and second.params.total == first.params.total
+
+
+def test_hub_gguf_offline_is_one_sentence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelSourceError, match="download the file and pass its path"):
+        load_model("someone/tiny-GGUF/tiny.gguf")

@@ -5,6 +5,7 @@ SDXL, SD3, Flux or a local diffusers folder) at a resolution, step count and bat
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from suanli.answers.base import Answer
@@ -18,6 +19,8 @@ from suanli.estimate.perf import Device
 from suanli.hardware import device_for, sdpa_device
 
 TASK = "generate-image"
+#: A Hugging Face repo id (``org/name``).
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 OFFLOADS = ("none", "model", "sequential")
 DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp32": 4.0}
 #: Pixels per side suanli accepts (a 16k x 16k image is already 1 GiB per channel of the VAE).
@@ -160,6 +163,13 @@ def generate_image(req: ImageRequest) -> ImagePerfAnswer:
     (unless ``ignore_fit``)."""
     _check(req)
     pipe = find_pipeline(req.model, local_paths=req.local_paths)
+    if pipe is None and req.local_paths and HUB_ID.match(req.model):
+        from suanli.diffusion.hub import hub_pipeline
+
+        try:
+            pipe = hub_pipeline(req.model)
+        except PipelineError as exc:
+            raise ValueError(str(exc)) from None
     if pipe is None:
         raise ValueError(
             f"{req.model!r} is not a text-to-image pipeline suanli knows: give sd-1.5, sdxl, "

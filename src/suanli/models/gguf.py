@@ -183,39 +183,45 @@ def read_gguf(path: str | Path) -> GGUFHeader:
     name = str(path)
     try:
         with open(path, "rb") as f:
-            r = _Reader(f, name)
-            if r.take(4) != MAGIC:
-                raise GGUFError(f"{name} is not a GGUF file (no 'GGUF' magic at its start)")
-            version = r.scalar("<I")
-            if version not in (2, 3):
-                raise GGUFError(f"{name}: GGUF version {version} is not supported (2 and 3 are)")
-            n_tensors, n_meta = r.scalar("<Q"), r.scalar("<Q")
-            if n_tensors > MAX_TENSORS or n_meta > MAX_METADATA:
-                raise GGUFError(
-                    f"{name}: the header claims {n_tensors} tensors and {n_meta} metadata "
-                    "entries; not a sane GGUF file"
-                )
-            metadata: dict[str, Any] = {}
-            for _ in range(n_meta):
-                key = r.string()
-                metadata[key] = r.value(r.scalar("<I"))
-            tensors = []
-            for _ in range(n_tensors):
-                tname = r.string()
-                dims = r.scalar("<I")
-                if dims > MAX_DIMS:
-                    raise GGUFError(f"{name}: tensor {tname!r} claims {dims} dimensions")
-                shape = tuple(r.scalar("<Q") for _ in range(dims))
-                ggml_type = r.scalar("<I")
-                r.scalar("<Q")  # offset into the data section: not needed
-                if ggml_type not in GGML_TYPES:
-                    raise GGUFError(
-                        f"{name}: tensor {tname!r} has ggml type {ggml_type}, which suanli does "
-                        "not know; update suanli"
-                    )
-                tensors.append(GGUFTensor(tname, shape, ggml_type))
+            return read_gguf_stream(f, name)
     except OSError as exc:
         raise GGUFError(f"cannot read {name} ({exc.strerror}); check the path") from None
+
+
+def read_gguf_stream(f: BinaryIO, name: str) -> GGUFHeader:
+    """The header read from ``f`` from its start (a local file, or a remote file whose reads are
+    HTTP range requests): only the header's bytes are read, never the tensor data."""
+    r = _Reader(f, name)
+    if r.take(4) != MAGIC:
+        raise GGUFError(f"{name} is not a GGUF file (no 'GGUF' magic at its start)")
+    version = r.scalar("<I")
+    if version not in (2, 3):
+        raise GGUFError(f"{name}: GGUF version {version} is not supported (2 and 3 are)")
+    n_tensors, n_meta = r.scalar("<Q"), r.scalar("<Q")
+    if n_tensors > MAX_TENSORS or n_meta > MAX_METADATA:
+        raise GGUFError(
+            f"{name}: the header claims {n_tensors} tensors and {n_meta} metadata "
+            "entries; not a sane GGUF file"
+        )
+    metadata: dict[str, Any] = {}
+    for _ in range(n_meta):
+        key = r.string()
+        metadata[key] = r.value(r.scalar("<I"))
+    tensors = []
+    for _ in range(n_tensors):
+        tname = r.string()
+        dims = r.scalar("<I")
+        if dims > MAX_DIMS:
+            raise GGUFError(f"{name}: tensor {tname!r} claims {dims} dimensions")
+        shape = tuple(r.scalar("<Q") for _ in range(dims))
+        ggml_type = r.scalar("<I")
+        r.scalar("<Q")  # offset into the data section: not needed
+        if ggml_type not in GGML_TYPES:
+            raise GGUFError(
+                f"{name}: tensor {tname!r} has ggml type {ggml_type}, which suanli does "
+                "not know; update suanli"
+            )
+        tensors.append(GGUFTensor(tname, shape, ggml_type))
     return GGUFHeader(version, metadata, tuple(tensors))
 
 

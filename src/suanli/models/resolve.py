@@ -79,27 +79,85 @@ def _spec(cfg: dict[str, Any], name: str) -> ModelSpec:
 
 
 def _from_gguf(path: Path, name: str | None = None) -> LoadedModel:
-    from suanli.catalog.formats import gguf_file_format
-    from suanli.models.gguf import GGUFError, hf_config, read_gguf
+    from suanli.models.gguf import GGUFError, read_gguf
 
     try:
         header = read_gguf(path)
+    except GGUFError as exc:
+        raise ModelSourceError(str(exc)) from None
+    return _from_gguf_header(header, name or path.name, "path", str(path))
+
+
+def _from_gguf_header(header: Any, name: str, source: str, location: str) -> LoadedModel:
+    from suanli.catalog.formats import gguf_file_format
+    from suanli.models.gguf import GGUFError, hf_config
+
+    try:
         cfg = hf_config(header)
     except GGUFError as exc:
         raise ModelSourceError(str(exc)) from None
-    spec = _spec(cfg, name or path.name)
+    spec = _spec(cfg, name)
     params = count_params(spec)
     bits = 8 * header.weight_bytes / max(params.total, 1)
     stored = StoredParams(header.parameters, {t: 0 for t in header.types()}, 1)
     return LoadedModel(
         spec,
         params,
-        "path",
-        str(path),
+        source,
+        location,
         stored=stored,
         weight_format=gguf_file_format(bits),
         quantization=header.types(),
     )
+
+
+#: Bytes fetched per HTTP range request while reading a hub GGUF header.
+GGUF_BLOCK_BYTES = 1 << 20
+
+
+def load_gguf_from_hub(arg: str) -> LoadedModel:
+    """``org/name/file.gguf`` on the hub: only the file's header is read, through HTTP range
+    requests (``HfFileSystem``), and cached as JSON; the tensor data is never downloaded."""
+    from suanli.models.gguf import GGUFError, GGUFHeader, GGUFTensor, read_gguf_stream
+
+    parts = arg.split("/")
+    repo_id, filename = "/".join(parts[:2]), "/".join(parts[2:])
+    cached = cache_dir() / repo_id.replace("/", "--") / f"gguf--{filename.replace('/', '--')}.json"
+    if cached.is_file():
+        raw = _read_json(cached)
+        tensors = tuple(GGUFTensor(t[0], tuple(t[1]), int(t[2])) for t in raw["tensors"])
+        header = GGUFHeader(int(raw["version"]), raw["metadata"], tensors)
+        return _from_gguf_header(header, arg, "hub", arg)
+    hint = (
+        f"cannot read the GGUF header of {arg!r} from the Hugging Face hub (offline, private or "
+        "not found); download the file and pass its path"
+    )
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise ModelSourceError(hint)
+    try:
+        from huggingface_hub import HfFileSystem
+    except ImportError:
+        raise ModelSourceError(
+            f"reading {arg!r} from the hub needs huggingface_hub: pip install 'suanli[hub]'"
+        ) from None
+    try:
+        with HfFileSystem().open(f"{repo_id}/{filename}", "rb", block_size=GGUF_BLOCK_BYTES) as f:
+            header = read_gguf_stream(f, arg)
+    except GGUFError as exc:
+        raise ModelSourceError(str(exc)) from None
+    except Exception:  # every hub failure means the same thing to the user
+        raise ModelSourceError(hint) from None
+    doc = {
+        "version": header.version,
+        "metadata": header.metadata,
+        "tensors": [[t.name, list(t.shape), t.ggml_type] for t in header.tensors],
+    }
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(doc), encoding="utf-8")
+    except OSError:
+        pass  # a read-only cache: the answer stands
+    return _from_gguf_header(header, arg, "hub", arg)
 
 
 def _from_path(path: Path) -> LoadedModel:
@@ -219,6 +277,13 @@ def load_model(arg: str) -> LoadedModel:
     if preset is not None:
         spec = _spec(preset.config(), preset.name)
         return LoadedModel(spec, count_params(spec), "preset", preset.name, preset=preset)
+    if (
+        arg.lower().endswith(".gguf")
+        and arg.count("/") >= 2
+        and not arg.startswith((".", "/", "~"))
+        and _HUB_ID.match("/".join(arg.split("/")[:2]))
+    ):
+        return load_gguf_from_hub(arg)
     if arg.endswith(".json") or arg.startswith((".", "/", "~")) or arg.count("/") > 1:
         raise ModelSourceError(f"no such file {arg!r}; check the path")
     blob = ollama_blob(arg)
