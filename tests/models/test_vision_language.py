@@ -159,3 +159,74 @@ def test_qwen_vl_exact_and_tokens_by_resolution(model_type: str, cls: str) -> No
     assert kv("1024x768") > kv("448x448")
     with pytest.raises(ValueError, match="WIDTHxHEIGHT"):
         kv("big")
+
+
+def _internvl(small: bool) -> Any:
+    cfg = transformers.AutoConfig.for_model("internvl")
+    if small:
+        for k, v in dict(
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=128,
+            vocab_size=256,
+        ).items():
+            setattr(cfg.text_config, k, v)
+        for k, v in dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            use_qk_norm=True,
+            attention_bias=True,
+            norm_type="rms_norm",
+            use_mean_pooling=False,
+        ).items():
+            setattr(cfg.vision_config, k, v)
+    return cfg
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["tiny", "default-internvl3"])
+def test_internvl_exact(small: bool) -> None:
+    cfg = _internvl(small)
+    logging.disable(logging.WARNING)
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        model = transformers.InternVLForConditionalGeneration(cfg)
+    doc = cfg.to_dict()
+    doc["model_type"] = "internvl"
+    spec = spec_from_config(doc, "internvl")
+    params = count_params(spec)
+    assert params.total == sum(p.numel() for p in model.parameters())
+    tower = sum(p.numel() for p in model.model.vision_tower.parameters())
+    projector = sum(p.numel() for p in model.model.multi_modal_projector.parameters())
+    assert spec.vision is not None
+    assert (spec.vision.tower_params, spec.vision.projector_params) == (tower, projector)
+    assert spec.vision.tokens_per_image == 256  # (448 / 14)^2 / 2^2
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        (448, 448),
+        (1024, 768),
+        (768, 1024),
+        (1920, 1080),
+        (300, 2000),
+        (4000, 500),
+        (896, 448),
+        (100, 100),
+    ],
+)
+def test_internvl_tiles_match_the_transformers_processor(size: tuple[int, int]) -> None:
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+        get_optimal_tiled_canvas,
+    )
+
+    from suanli.models.vision import internvl_tiles
+
+    width, height = size
+    cols, rows = get_optimal_tiled_canvas((height, width), (448, 448), 1, 12)
+    expected = cols * rows + (1 if cols * rows > 1 else 0)  # a thumbnail when cut
+    assert internvl_tiles(width, height, 448, 12) == expected

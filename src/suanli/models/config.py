@@ -523,7 +523,16 @@ def _qwen_vl(name: str, cfg: Config) -> ModelSpec:
     )
 
 
+def _internvl(name: str, cfg: Config) -> ModelSpec:
+    from suanli.models.vision import internvl_spec
+
+    return internvl_spec(
+        name, cfg, lambda text_cfg, text_name: spec_from_config(text_cfg, text_name)
+    )
+
+
 READERS["llava"] = _llava
+READERS["internvl"] = _internvl
 READERS["qwen2_5_vl"] = _qwen_vl
 READERS["qwen2_vl"] = _qwen_vl
 READERS.update(FAMILY_READERS)

@@ -43,10 +43,18 @@ class VisionSpec:
     """Patches per attention window in windowed layers (0: every layer attends globally)."""
     global_layers: int = 0
     """Layers that attend over the whole image when the others use windows."""
+    max_tiles: int = 0
+    """InternVL: an image is cut into up to this many ``image_size`` tiles (plus a thumbnail)
+    matching its aspect ratio; each tile gives ``tokens_per_image`` tokens (0: no tiling)."""
 
     def tokens_for(self, width: int, height: int) -> int:
         """Tokens an image of ``width x height`` pixels adds: fixed for towers that resize to
-        ``image_size`` (CLIP, SigLIP); one per merged patch group for dynamic resolution."""
+        ``image_size`` (CLIP, SigLIP); per tile for InternVL; one per merged patch group for
+        dynamic resolution (Qwen2-VL)."""
+        if self.max_tiles:
+            return internvl_tiles(width, height, self.image_size, self.max_tiles) * (
+                self.tokens_per_image
+            )
         if self.merge <= 1:
             return self.tokens_per_image
         side = self.patch_size * self.merge
@@ -66,6 +74,9 @@ class VisionSpec:
         """FLOPs of the tower on one image: its linears (2 x weights per patch), the patch
         projection, and non-causal attention (within windows where the tower uses them);
         ``tokens`` is the language-model tokens of the image (its resolution)."""
+        if self.max_tiles:  # every tile through the whole tower: its patches and a class token
+            tiles = max(1, (tokens or self.tokens_per_image) // self.tokens_per_image)
+            return tiles * replace(self, max_tiles=0, kind="clip_tiled").forward_flops_per_image()
         if tokens is None:
             n = self.patches + (1 if self.kind.startswith("clip") else 0)
         else:
@@ -193,3 +204,109 @@ def qwen2_5_vl_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
             "(--image-size WxH; 448x448 by default, 256 tokens)",
         ),
     )
+
+
+def internvl_tiles(width: int, height: int, tile: int = 448, max_tiles: int = 12) -> int:
+    """Tiles InternVL's dynamic preprocessing cuts a ``width x height`` image into: the grid of
+    at most ``max_tiles`` tiles whose aspect ratio is closest to the image's (ties go to the
+    larger grid when the image has more than half its pixels), plus one thumbnail when the grid
+    has more than one tile (OpenGVLab InternVL ``dynamic_preprocess``; transformers'
+    ``crop_to_patches``)."""
+    aspect = width / height
+    grids = sorted(
+        {
+            (i, j)
+            for n in range(1, max_tiles + 1)
+            for i in range(1, n + 1)
+            for j in range(1, n + 1)
+            if i * j <= max_tiles
+        },
+        key=lambda g: (g[0] * g[1], g[0]),
+    )
+    best, best_diff = (1, 1), float("inf")
+    for i, j in grids:
+        diff = abs(aspect - i / j)
+        if diff < best_diff:
+            best, best_diff = (i, j), diff
+        elif diff == best_diff and width * height > 0.5 * tile * tile * i * j:
+            best = (i, j)
+    n = best[0] * best[1]
+    return n + 1 if n > 1 else 1
+
+
+def internvl_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
+    """InternVL (transformers' ``internvl``): an InternViT tower (class token, biased patch
+    convolution, learned positions, pre-norm blocks with layer scale, optional q/k RMSNorm), a
+    pixel-unshuffle of ``1 / downsample_ratio`` per side, and a LayerNorm + two-layer MLP
+    projector into the language model; 256 tokens per 448 x 448 tile."""
+    text_cfg = cfg.get("text_config") or {}
+    v = cfg.get("vision_config") or {}
+    if not isinstance(text_cfg, dict) or not isinstance(v, dict):
+        raise FamilyConfigError("text_config and vision_config must be JSON objects")
+    # The composite config's own flag decides the tying (transformers >= 5; default True).
+    tie = cfg.get("tie_word_embeddings", True) is not False
+    text_cfg = {"model_type": "qwen2", **text_cfg, "tie_word_embeddings": tie}
+    spec: ModelSpec = text_reader(text_cfg, name)
+    h = get_int(v, ("hidden_size",), 1024)
+    layers = get_int(v, ("num_hidden_layers",), 24)
+    heads = get_int(v, ("num_attention_heads",), 16)
+    inter = get_int(v, ("intermediate_size",), 4096)
+    image = _side(v.get("image_size", 448))
+    patch = _side(v.get("patch_size", 14))
+    patches = (image // patch) ** 2
+    rms = v.get("norm_type", "layer_norm") == "rms_norm"
+    qkv_bias = 3 * h if v.get("attention_bias", False) else 0
+    block = (
+        3 * h * h
+        + qkv_bias
+        + (h * h + h)  # q, k, v, projection_layer
+        + (2 * h if v.get("use_qk_norm", False) else 0)
+        + (h * inter + inter)
+        + (inter * h + h)
+        + 2 * (h if rms else 2 * h)  # layernorm_before, layernorm_after
+        + 2 * h  # lambda_1, lambda_2 (layer scale)
+    )
+    embeddings = h + 3 * patch * patch * h + h  # class token, patch convolution
+    if v.get("use_mask_token", False):
+        embeddings += h
+    if v.get("use_absolute_position_embeddings", True):
+        embeddings += (patches + 1) * h
+    tower = embeddings + layers * block + (0 if v.get("use_mean_pooling", True) else 2 * h)
+    ratio = cfg.get("downsample_ratio", 0.5)
+    per_side = int(1 / ratio) if isinstance(ratio, (int, float)) and 0 < ratio <= 1 else 2
+    grouped, text_h = h * per_side * per_side, spec.hidden_size
+    projector = 2 * grouped + (grouped * text_h + text_h) + (text_h * text_h + text_h)
+    tokens = patches // (per_side * per_side)
+    vision = VisionSpec(
+        "internvl_vision",
+        h,
+        layers,
+        heads,
+        inter,
+        image,
+        patch,
+        tower,
+        projector,
+        tokens,
+        max_tiles=12,
+    )
+    return replace(
+        spec,
+        name=name,
+        architecture="internvl",
+        vision=vision,
+        notes=(
+            *spec.notes,
+            f"InternViT tower: {tokens} tokens per {image}x{image} tile, up to 12 tiles and a "
+            "thumbnail by the image's aspect ratio (--image-size WxH; one tile by default)",
+        ),
+    )
+
+
+def _side(value: Any) -> int:
+    """``448`` or ``[448, 448]`` -> 448 (square tiles and patches)."""
+    if isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise FamilyConfigError(f"vision_config size {value!r} must be a positive integer")
+    return value
