@@ -387,9 +387,49 @@ def _bert_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     return terms
 
 
+def _traced_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term] | None:
+    """The layer's saved bytes as traced on the meta device (generic-path families), where the
+    settings are the traced ones: transformers' modules, bf16/fp16, every weight trainable, no
+    dropout, no fused kernels. Eager attention is exact (``a + b·s``); a fused kernel keeps, in
+    place of the repeated k and v, the scores and the softmax (what eager saves), k and v once,
+    the output and the log-sum-exp."""
+    if spec.traced_layer_bytes is None:
+        return None
+    if (
+        st.saved_tensors != "hf"
+        or st.fused
+        or not st.train_weights
+        or st.lora_targets
+        or st.dtype_bytes != 2
+        or st.dropout > 0
+    ):
+        return None
+    a, per_seq = spec.traced_layer_bytes
+    if st.attention == "eager":
+        return [Term("layer (traced on meta, eager attention)", a + per_seq * st.seq, "a + b·s")]
+    att, b = spec.attention, st.dtype_bytes
+    fused = (
+        a
+        - b * att.num_heads * att.head_dim
+        + 2 * b * att.num_kv_heads * att.head_dim
+        + b * att.num_heads * att.v_head_dim
+        + FP32 * att.num_heads
+    )
+    return [
+        Term(
+            "layer (traced on meta, fused attention)",
+            fused,
+            "a - b·n_q·d + 2·b·n_kv·d + b·n_q·d_v + 4·n_q",
+        )
+    ]
+
+
 def layer_terms(spec: ModelSpec, st: ActivationSettings, layer: int = 0) -> list[Term]:
     """Saved-tensor terms of one layer (``layer`` picks dense vs MoE where both exist)."""
     arch = spec.architecture
+    traced = _traced_layer(spec, st)
+    if traced is not None:
+        return traced
     if st.saved_tensors == "megatron" and arch != "bert" and not spec.is_moe:
         from suanli.estimate.megatron_activations import megatron_layer_terms
 

@@ -253,6 +253,23 @@ def _with_traced_count(spec: ModelSpec, cfg: Any) -> ModelSpec:
         f"torch {profile['torch']}): {exact:,}"
         + (f" (the generic reading gave {guessed:,})" if exact != guessed else "")
     )
+    notes = [note]
+    saved = profile.get("saved_layer_bytes")
+    traced_bytes = None
+    if isinstance(saved, list) and len(saved) == 2:
+        traced_bytes = (float(saved[0]), float(saved[1]))
+        notes.append(
+            f"one layer saves {traced_bytes[0]:,.0f} + {traced_bytes[1]:,.0f}·seq bytes per token "
+            "for backward (bf16, eager attention; traced with saved-tensor hooks on meta)"
+        )
+    if profile.get("train_flops_per_token"):
+        notes.append(
+            f"one training step: {float(profile['train_flops_per_token']):,.0f} FLOPs per token "
+            "(FlopCounterMode, forward and backward)"
+        )
     return replace(
-        spec, embedding_extra=spec.embedding_extra + exact - guessed, notes=(*spec.notes, note)
+        spec,
+        embedding_extra=spec.embedding_extra + exact - guessed,
+        traced_layer_bytes=traced_bytes,
+        notes=(*spec.notes, *notes),
     )

@@ -154,6 +154,9 @@ class ModelSpec:
     (GPT-J, Falcon, Phi-2, Cohere) instead of one after the other."""
     embedding_extra: int = 0
     """Parameters of embedding-side projections outside the table (OPT's project_in/out)."""
+    traced_layer_bytes: tuple[float, float] | None = None
+    """Bytes one decoder layer saves for backward per token, ``a + b·seq``, traced on the meta
+    device in bf16 with eager attention (``models/traced.py``); None when not traced."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What was left out or assumed while reading the config."""
 
