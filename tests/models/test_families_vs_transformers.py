@@ -192,10 +192,17 @@ ACTIVATIONS_WITHIN_5 = {
     "phimoe",
     "glm4_moe",
     "ernie4_5_moe",
+    "phi",
+    "falcon",
+    "opt",
+    "cohere",
+    "cohere2",
+    "glm4",
+    "stablelm",
+    "persimmon",
+    "xglm",
 }
-ACTIVATION_CASES = [
-    (m, e) for m, e in FAMILIES if m in ACTIVATIONS_WITHIN_5 and not e.get("word_embed_proj_dim")
-]
+ACTIVATION_CASES = [(m, e) for m, e in FAMILIES if m in ACTIVATIONS_WITHIN_5]
 
 
 @pytest.mark.parametrize(

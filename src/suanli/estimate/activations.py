@@ -94,6 +94,9 @@ def _attention_core(
         )
         if spec.attn_logit_softcap:
             terms.append(Term("attention: tanh soft-cap output", b * nh * s, "b·n_q·s"))
+        if spec.architecture == "xglm":
+            # XGLM clamps the masked scores with torch.max against the dtype's minimum, in fp32.
+            terms.append(Term("attention: clamped scores (fp32)", FP32 * nh * s, "4·n_q·s"))
         if st.dropout > 0:
             terms.append(
                 Term(
@@ -148,14 +151,26 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     else:
         if att.qk_norm:
             for part, heads in (("q", nh), ("k", nkv)):
-                width = FP32 * heads * d + FP32 * heads + (b * heads * d if st.train_weights else 0)
-                terms.append(
-                    Term(
-                        f"{part}_norm: fp32 input, rsqrt, normalised", width, "4·n·d + 4·n + b·n·d"
+                if spec.norm.kind == "layernorm-fp32":  # Cohere's per-head LayerNorm
+                    kept = 3 if st.train_weights else 2
+                    width = kept * FP32 * heads * d + FP32 * heads
+                    formula = "3·4·n·d + 4·n"
+                elif spec.norm.kind in ("layernorm", "layernorm-nobias"):
+                    # nn.LayerNorm per head (Phi, StableLM): its input, mean and rstd per head.
+                    width = b * heads * d + 2 * FP32 * heads
+                    formula = "b·n·d + 8·n"
+                else:
+                    width = (
+                        FP32 * heads * d + FP32 * heads + (b * heads * d if st.train_weights else 0)
                     )
-                )
+                    formula = "4·n·d + 4·n + b·n·d"
+                terms.append(Term(f"{part}_norm: fp32 input, rsqrt, normalised", width, formula))
         terms += _attention_core(spec, st, b * nh * d, b * 2 * nkv * d, out_copy=False)
     terms += _dropout(h, st, "attention residual")
+    # Sandwich norms outside Gemma (GLM-4): a norm on each block's output before the residual.
+    sandwich = spec.norm.per_layer >= 4 and not gemma
+    if sandwich:
+        terms += _norm(spec, st, "post-attention norm", gemma)
     if spec.architecture.startswith(("gemma2", "gemma3")):
         terms.append(
             Term(
@@ -165,17 +180,34 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                 "sp",
             )
         )
-    if not spec.parallel_block or spec.norm.per_layer > 1:
-        # A parallel block (GPT-J, Phi-2, Cohere) feeds attention and MLP from one norm.
+    if not spec.parallel_block:
         terms += _norm(spec, st, "MLP norm", gemma)
+    elif spec.norm.per_layer > 1:
+        # Two norms on the same input (Falcon's new decoder): the input is saved once.
+        terms += [
+            t
+            for t in _norm(spec, st, "MLP norm", gemma)
+            if spec.norm.kind not in ("layernorm", "layernorm-nobias", "none")
+        ] or [Term("MLP norm: mean and rstd (input shared)", 2 * FP32, "8", "sp")]
+    # A parallel block with one norm (GPT-J, Phi-2, Cohere) feeds attention and MLP from it.
     if moe_layer and spec.moe is not None:
-        terms += _moe_terms(spec, st)
+        mlp = _moe_terms(spec, st)
     else:
         assert spec.mlp is not None
         if spec.mlp.gated:
-            terms += _gated_mlp(spec.mlp.intermediate_size, h, st, "MLP")
+            mlp = _gated_mlp(spec.mlp.intermediate_size, h, st, "MLP")
         else:
-            terms += _plain_mlp(spec.mlp.intermediate_size, h, spec.mlp.activation, st)
+            mlp = _plain_mlp(spec.mlp.intermediate_size, h, spec.mlp.activation, st)
+    if (
+        spec.parallel_block
+        and spec.norm.per_layer <= 1
+        and any(_trainable(st, m) for m in ("q", "k", "v"))
+    ):
+        # One normalised input feeds q/k/v and the MLP: autograd saves that tensor once.
+        mlp = [t for t in mlp if t.name not in ("MLP: up-projection input", "MLP: gate/up input")]
+    terms += mlp
+    if sandwich:
+        terms += _norm(spec, st, "post-MLP norm", gemma)
     terms += _dropout(h, st, "MLP residual")
     if st.lora_targets and st.lora_rank:
         # lora_B saves lora_A's output: r values per token for each adapted matrix.
@@ -201,6 +233,19 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
 
 def _norm(spec: ModelSpec, st: ActivationSettings, name: str, gemma: bool) -> list[Term]:
     """The family's norm: transformers' RMSNorm, or LayerNorm (with or without parameters)."""
+    if spec.norm.kind == "layernorm-fp32":
+        # Cohere: x.float(); mean; (x - mean).pow(2).mean(); (x - mean) * rsqrt(var); w * that.
+        # Each subtraction makes its own fp32 tensor; the weight's product saves the normalised.
+        h = spec.hidden_size
+        kept = 3 if st.train_weights else 2
+        return [
+            Term(
+                f"{name}: fp32 centred input (twice), normalised, rsqrt",
+                kept * FP32 * h + FP32,
+                "3·4h + 4 (frozen weight: 2·4h + 4)",
+                "sp",
+            )
+        ]
     if spec.norm.kind in ("layernorm", "layernorm-nobias", "none"):
         return _layer_norm(spec.hidden_size, st, name)
     return _rms_norm(spec.hidden_size, st, name, gemma)
@@ -470,10 +515,19 @@ def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Ter
         return terms
     if spec.architecture in ("gpt2", "gpt_neox"):
         terms += _layer_norm(h, st, "final LayerNorm")
-    else:
-        terms += _rms_norm(h, st, "final norm", spec.architecture.startswith("gemma"))
+    elif spec.norm.final:
+        terms += _norm(spec, st, "final norm", spec.architecture.startswith("gemma"))
+    head_width = h
+    if spec.embedding_extra and spec.architecture == "opt" and st.train_weights:
+        # OPT-350m's project_in / project_out (no bias): word embeddings of width p. The spec
+        # books 2·p·h + V·(p - h)·(1 tied, 2 untied) extra parameters; solved here for p.
+        k = 1 if spec.tie_word_embeddings else 2
+        v = spec.vocab_size
+        head_width = round((spec.embedding_extra + v * h * k) / (2 * h + v * k))
+        terms.append(Term("project_in input (embeddings)", b * head_width, "b·p", "none"))
+        terms.append(Term("project_out input", b * h, "b·h", "sp"))
     if st.train_weights or "lm_head" in st.lora_targets:
-        terms.append(Term("LM head input", b * h, "b·h", "sp"))
+        terms.append(Term("LM head input", b * head_width, "b·h", "sp"))
     if spec.final_logit_softcap:
         terms.append(Term("logits: tanh soft-cap output", b * spec.vocab_size, "b·V", "tp"))
     logit_bytes = FP32 if st.logits_fp32 else b

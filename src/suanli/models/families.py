@@ -416,7 +416,8 @@ def _cohere(name: str, cfg: Config) -> ModelSpec:
         cfg,
         **s,
         gated=True,
-        norm_kind="layernorm-nobias",
+        # CohereLayerNorm: a weight, no bias, computed in Python in fp32.
+        norm_kind="layernorm-fp32",
         norms_per_layer=1,
         tie=get_bool(cfg, ("tie_word_embeddings",), True),
         qkv_bias=get_bool(cfg, ("attention_bias",), False),

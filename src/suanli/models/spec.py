@@ -96,7 +96,8 @@ class NormSpec:
 
     kind: str
     """``rmsnorm`` (a weight), ``layernorm`` (a weight and a bias), ``layernorm-nobias`` (a
-    weight only: MPT, Cohere) or ``none`` (no parameters: OLMo's non-parametric LayerNorm)."""
+    weight only: MPT), ``layernorm-fp32`` (a weight only, computed in Python in fp32: Cohere) or
+    ``none`` (no parameters: OLMo's non-parametric LayerNorm)."""
     per_layer: int
     """Hidden-size norms in each layer (2 for pre-norm blocks, 4 for Gemma 2/3)."""
     final: bool = True
