@@ -166,6 +166,9 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                     formula = "4·n·d + 4·n + b·n·d"
                 terms.append(Term(f"{part}_norm: fp32 input, rsqrt, normalised", width, formula))
         terms += _attention_core(spec, st, b * nh * d, b * 2 * nkv * d, out_copy=False)
+    if spec.architecture == "bitnet":
+        # BitNet normalises the attention output before o_proj (attn_sub_norm).
+        terms += _rms_norm(h, st, "attention sub-norm")
     terms += _dropout(h, st, "attention residual")
     # Sandwich norms outside Gemma (GLM-4): a norm on each block's output before the residual.
     sandwich = spec.norm.per_layer >= 4 and not gemma
@@ -198,6 +201,9 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
             mlp = _gated_mlp(spec.mlp.intermediate_size, h, st, "MLP")
         else:
             mlp = _plain_mlp(spec.mlp.intermediate_size, h, spec.mlp.activation, st)
+    if spec.architecture == "bitnet" and spec.mlp is not None:
+        # ...and the MLP's act(gate) * up before down_proj (ffn_sub_norm, I wide).
+        mlp += _rms_norm(spec.mlp.intermediate_size, st, "MLP sub-norm")
     if (
         spec.parallel_block
         and spec.norm.per_layer <= 1
@@ -264,6 +270,8 @@ _PLAIN_ACTIVATION_SAVES = {
     "gelu_fast": 4,
     "relu": 0,
     "relu2": 1,
+    # Apertus' xIELU in Python: x, alpha_p·x, min(x, eps) and expm1 of it (plus a bool mask).
+    "xielu": 4,
 }
 
 
@@ -276,6 +284,8 @@ def _plain_mlp(width: int, h: int, activation: str, st: ActivationSettings) -> l
     keeps = _PLAIN_ACTIVATION_SAVES.get(activation, 1)
     if keeps:
         terms.append(Term(f"MLP: {activation} saved tensors", keeps * b * width, f"{keeps}·b·I"))
+    if activation == "xielu":  # torch.where's condition x > 0
+        terms.append(Term("MLP: xIELU branch mask (bool)", width, "I"))
     terms.append(Term("MLP: down-projection input (activation output)", b * width, "b·I"))
     return terms
 
@@ -310,6 +320,13 @@ def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     assert moe is not None
     h, b, k, e = spec.hidden_size, st.dtype_bytes, moe.experts_per_token, moe.num_experts
     width = moe.expert.intermediate_size
+    # transformers' Llama 4 runs every expert on every token (inputs scaled by the router's
+    # sigmoid scores) and keeps E copies, not k.
+    copies = e if spec.architecture == "llama4_text" else k
+    # gpt-oss's clamped SwiGLU keeps five I-wide tensors besides the fused gate/up output (the
+    # clamped gate, sigmoid(gate·alpha), their product, up + 1 and the down input), where a
+    # plain SwiGLU keeps two (act(gate) and the down input).
+    act_tensors = 7 if spec.architecture == "gpt_oss" else 4
     terms = [
         Term("router: input", b * h if st.train_weights else 0, "b·h", "sp"),
         Term(
@@ -320,8 +337,8 @@ def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
         ),
         Term(
             "experts: per routed copy (input, gate/up, act, down in/out)",
-            b * k * (4 * width + 2 * h),
-            "k·b·(4I + 2h)",
+            b * copies * (act_tensors * width + 2 * h),
+            f"k·b·({act_tensors}I + 2h)" if copies == k else "E·b·(4I + 2h) (every expert)",
         ),
     ]
     if moe.shared_expert is not None:
