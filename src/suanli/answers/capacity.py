@@ -25,12 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 from suanli.answers.base import FLATTEN, FLATTEN_OPTIONAL, Answer
 from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.limits import MAX_SIMULATED_REQUESTS
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from suanli.estimate.perf import Device
     from suanli.estimate.serving import CapacityRow, EngineConfig, Requests, ServingResult
+
+#: Shortest burst period the arrival generator accepts (finer bursts are a constant rate).
+MIN_BURST_PERIOD_S = 1e-3
 
 #: Requests simulated when neither ``requests`` nor ``duration`` is given, per mode.
 DEFAULT_REQUESTS = {"simulate": 2000, "plan": 1000}
@@ -396,6 +400,19 @@ def check_request(req: CapacityRequest) -> None:
         raise ValueError("--trace needs --arrivals trace")
     if req.trace_file is not None and req.trace_text is not None:
         raise ValueError("give a trace file or its text, not both")
+    expected = float(req.requests or 0)
+    if req.duration is not None and req.rate is not None:
+        expected = req.rate * req.duration  # inf with --rate inf: give --requests instead
+    if expected > MAX_SIMULATED_REQUESTS:
+        raise ValueError(
+            f"that is {expected:,.0f} requests to simulate; the most one run takes is "
+            f"{MAX_SIMULATED_REQUESTS:,}: lower --rate, --duration or --requests"
+        )
+    if req.burst_period is not None and req.burst_period < MIN_BURST_PERIOD_S:
+        raise ValueError(
+            f"--burst-period {req.burst_period:g} s is shorter than a millisecond; "
+            f"give at least {MIN_BURST_PERIOD_S:g}"
+        )
     if req.mode == "plan" and req.slo_ttft is None and req.slo_tpot is None:
         raise ValueError(
             "give --gpu to simulate one GPU, or --slo-ttft/--slo-tpot to plan over the catalog"

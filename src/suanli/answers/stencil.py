@@ -20,6 +20,7 @@ from suanli.estimate.stencil import (
     stencil_estimate,
 )
 from suanli.hardware import device_for
+from suanli.limits import MAX_GRID_CELLS
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,12 @@ def stencil(req: StencilRequest) -> StencilAnswer:
     Without ``req.gpu``, GPUs the estimate cannot use (no FP32/FP64 peak) are left out. Raises
     ``ValueError`` with one sentence on bad input.
     """
+    cells = req.grid[0] * req.grid[1] * req.grid[2]
+    if cells > MAX_GRID_CELLS:
+        raise ValueError(
+            f"the grid has {cells:.3g} cells; suanli sizes grids up to {MAX_GRID_CELLS:.0e} "
+            "(a petacell); give a smaller --grid"
+        )
     work = StencilWork(
         nx=req.grid[0],
         ny=req.grid[1],

@@ -223,6 +223,10 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
     )
 
 
+#: Entries one catalog file may hold (the bundled catalog has about 150).
+MAX_CATALOG_ENTRIES = 10_000
+
+
 def parse_catalog_text(text: str, origin: str) -> list[GPU]:
     """Parse the TOML text of one catalog file into validated entries."""
     try:
@@ -233,8 +237,12 @@ def parse_catalog_text(text: str, origin: str) -> list[GPU]:
     if unknown_top:
         raise CatalogError(f"{origin}: unknown top-level key(s) {sorted(unknown_top)}; use [[gpu]]")
     entries = doc.get("gpu", [])
-    if not isinstance(entries, list):
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise CatalogError(f"{origin}: 'gpu' must be an array of tables ([[gpu]])")
+    if len(entries) > MAX_CATALOG_ENTRIES:
+        raise CatalogError(
+            f"{origin}: {len(entries):,} entries; a catalog holds at most {MAX_CATALOG_ENTRIES:,}"
+        )
     gpus = [parse_entry(e, origin) for e in entries]
     seen: set[str] = set()
     for gpu in gpus:

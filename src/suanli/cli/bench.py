@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.cli.render import print_json, print_table
+from suanli.cli.types import IntRange
 from suanli.errors import MissingExtra
 from suanli.units import fmt_bytes, fmt_rate
 
@@ -178,7 +179,7 @@ def _print_tables(result: Any, saved: str | None) -> None:
 )
 @click.option(
     "--processes",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     help="All-reduce ranks (default: 2 on the CPU, every GPU on CUDA; 1 skips the all-reduce).",
 )

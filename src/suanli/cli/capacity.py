@@ -16,6 +16,7 @@ import click
 
 from suanli.cli.options import given_options
 from suanli.cli.render import print_json, print_table
+from suanli.cli.types import INT, FloatRange, IntRange
 from suanli.estimate.workload import KV_DTYPES
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 @click.argument("model")
 @click.option(
     "--rate",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True, allow_inf=True),
     default=None,
     help="Requests per second arriving (inf: all at once, an offline benchmark).",
 )
@@ -118,14 +119,14 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 )
 @click.option(
     "--burst-ratio",
-    type=click.FloatRange(min=1),
+    type=FloatRange(min=1),
     default=4.0,
     show_default=True,
     help="Bursty: high-state rate over low-state rate (mean stays --rate).",
 )
 @click.option(
     "--burst-period",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=10.0,
     show_default=True,
     metavar="SECONDS",
@@ -133,7 +134,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 )
 @click.option(
     "--prompt",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=512,
     show_default=True,
     help="Prompt tokens (the mean with --prompt-dist).",
@@ -141,7 +142,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 @click.option(
     "--output",
     "output_tokens",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=256,
     show_default=True,
     help="Output tokens (the mean with --output-dist).",
@@ -160,7 +161,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 )
 @click.option(
     "--spread",
-    type=click.FloatRange(0, 3),
+    type=FloatRange(0, 3),
     default=0.5,
     show_default=True,
     help="uniform: relative half-width; lognormal: sigma of the log.",
@@ -175,20 +176,20 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 )
 @click.option(
     "--max-batch",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=256,
     show_default=True,
     help="Sequences in flight per replica (vLLM max_num_seqs; the static batch).",
 )
 @click.option(
     "--max-batched-tokens",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     help="Token budget per iteration (default 8192 continuous and prefill-first, 2048 chunked).",
 )
 @click.option(
     "--batch-timeout",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=0.5,
     show_default=True,
     metavar="SECONDS",
@@ -203,21 +204,21 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 )
 @click.option(
     "--gpu-memory-utilization",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FloatRange(0, 1, min_open=True),
     default=0.9,
     show_default=True,
     help="The engine's share of GPU memory.",
 )
 @click.option(
     "--step-overhead-ms",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=0.0,
     show_default=True,
     help="Fixed time per iteration (scheduler, sampling); 0 is the pure roofline.",
 )
 @click.option("--gpu", "gpu_name", default=None, help="Simulate on this GPU; omit to plan.")
 @click.option("--tp", type=click.Choice(["1", "2", "4", "8"]), default="1", show_default=True)
-@click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--replicas", type=IntRange(min=1), default=1, show_default=True)
 @click.option(
     "--dispatch",
     type=click.Choice(["round-robin", "least-loaded"]),
@@ -226,36 +227,34 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 )
 @click.option(
     "--slo-ttft",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="Target p95 time to first token.",
 )
 @click.option(
     "--slo-tpot",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="Target p95 time per output token.",
 )
 @click.option(
     "--max-gpus",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=64,
     show_default=True,
     help="Plan: most GPUs per deployment.",
 )
-@click.option("--requests", "n_requests", type=click.IntRange(min=1), default=None)
-@click.option(
-    "--duration", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS"
-)
+@click.option("--requests", "n_requests", type=IntRange(min=1), default=None)
+@click.option("--duration", type=FloatRange(min=0, min_open=True), default=None, metavar="SECONDS")
 @click.option(
     "--price",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=None,
     help="USD per GPU-hour (default: the catalog's cloud snapshot).",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=INT, default=0, show_default=True)
 @click.option(
     "--quant",
     default="bf16",
@@ -263,7 +262,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     help="Weight format: bf16, fp8, int8, awq-4bit-g128, ... (catalog/data/quant.toml).",
 )
 @click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True)
-@click.option("--top", type=click.IntRange(min=1), default=12, show_default=True)
+@click.option("--top", type=IntRange(min=1), default=12, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option(
     "--framework",

@@ -9,6 +9,7 @@ import click
 
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
+from suanli.cli.types import IntRange
 
 if TYPE_CHECKING:
     pass
@@ -32,10 +33,8 @@ def _device_cell(row: Any) -> str:
     help="Comma-separated devices: local-cpu (this machine, measured) and catalog "
     'names, e.g. local-cpu,"RTX 4090","H100 SXM".',
 )
-@click.option("--prompt", type=click.IntRange(min=1), default=512, show_default=True)
-@click.option(
-    "--output", "output_tokens", type=click.IntRange(min=1), default=128, show_default=True
-)
+@click.option("--prompt", type=IntRange(min=1), default=512, show_default=True)
+@click.option("--output", "output_tokens", type=IntRange(min=1), default=128, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def compare_cmd(

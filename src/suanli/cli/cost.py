@@ -5,32 +5,31 @@ from __future__ import annotations
 import click
 
 from suanli.cli.render import print_json, print_table
+from suanli.cli.types import FloatRange, IntRange
 
 
 @click.command("cost")
 @click.argument("gpu_name", metavar="GPU")
-@click.option("--gpus", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option(
-    "--years", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True
-)
+@click.option("--gpus", type=IntRange(min=1), default=8, show_default=True)
+@click.option("--years", type=FloatRange(min=0, min_open=True), default=3.0, show_default=True)
 @click.option(
     "--utilisation",
     "--utilization",
     "utilisation",
-    type=click.FloatRange(0, 1),
+    type=FloatRange(0, 1),
     default=1.0,
     show_default=True,
     help="Share of the hours the GPUs are busy.",
 )
 @click.option(
     "--price",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=None,
     help="Purchase price per GPU in USD (default: the catalog's).",
 )
 @click.option(
     "--resale",
-    type=click.FloatRange(0, 1),
+    type=FloatRange(0, 1),
     default=0.0,
     show_default=True,
     help="Resale value at the end, as a share of the purchase price.",
@@ -42,22 +41,22 @@ from suanli.cli.render import print_json, print_table
     "(hyperscale, typical-colo, enterprise, home).",
 )
 @click.option("--region", default=None, help="Electricity region (us, eu, cn, ...).")
-@click.option("--usd-per-kwh", type=click.FloatRange(min=0), default=None)
+@click.option("--usd-per-kwh", type=FloatRange(min=0), default=None)
 @click.option(
     "--rent",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=None,
     help="On-demand USD per GPU-hour (default: the cheapest snapshot).",
 )
-@click.option("--spot", type=click.FloatRange(min=0), default=None)
-@click.option("--reserved", type=click.FloatRange(min=0), default=None)
+@click.option("--spot", type=FloatRange(min=0), default=None)
+@click.option("--reserved", type=FloatRange(min=0), default=None)
 @click.option(
     "--tokens-per-year",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=0.0,
     help="Output tokens per year the work needs, for the API column.",
 )
-@click.option("--input-tokens-per-year", type=click.FloatRange(min=0), default=0.0)
+@click.option("--input-tokens-per-year", type=FloatRange(min=0), default=0.0)
 @click.option("--api", default=None, help="API model for the price (e.g. llama-3.1-8b).")
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")

@@ -10,6 +10,7 @@ from suanli.catalog import GPU
 from suanli.catalog.gpu import FORM_FACTORS, NUMERIC_FIELDS, VENDORS
 from suanli.catalog.query import SORT_ALIASES
 from suanli.cli.render import print_json, print_table
+from suanli.cli.types import FloatRange
 from suanli.units import GiB, fmt_usd
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _tflops(value: Any) -> str:
 )
 @click.option(
     "--min-memory",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=None,
     metavar="GIB",
     help="Keep GPUs with at least this much memory, in GiB.",

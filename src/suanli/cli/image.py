@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.cli.render import print_json, print_line, print_table
+from suanli.cli.types import IntRange
 
 if TYPE_CHECKING:
     from suanli.answers.image import ImagePerfAnswer
@@ -25,7 +26,7 @@ _IMAGE_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
         "--steps",
         "denoise_steps",
-        type=click.IntRange(min=1, max=10000),
+        type=IntRange(min=1, max=10000),
         default=None,
         help="--task generate-image: denoising steps (default: the pipeline's, e.g. 50 for "
         "SD 1.5/SDXL, 28 for SD3 and FLUX.1-dev, 4 for FLUX.1-schnell).",
@@ -46,7 +47,7 @@ _IMAGE_OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--max-sequence-length",
-        type=click.IntRange(min=1, max=4096),
+        type=IntRange(min=1, max=4096),
         default=None,
         help="--task generate-image: T5 prompt tokens (SD3 256, FLUX.1-dev 512 by default).",
     ),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.cli.render import print_json, print_table
+from suanli.cli.types import FloatRange, IntRange
 from suanli.errors import MissingExtra
 
 if TYPE_CHECKING:
@@ -55,19 +56,19 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
 )
 @click.option(
     "--steps",
-    type=click.IntRange(min=3),
+    type=IntRange(min=3),
     default=30,
     show_default=True,
     help="Training steps to record (replayed steps included).",
 )
 @click.option(
     "--replay",
-    type=click.IntRange(min=0),
+    type=IntRange(min=0),
     default=8,
     show_default=True,
     help="Final steps fed from cached batches: measures 'what if data were free'.",
 )
-@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--warmup", type=IntRange(min=0), default=2, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -176,14 +177,14 @@ def _render_top(answer: LiveAnswer) -> None:
 @click.command("top")
 @click.option(
     "--interval",
-    type=click.FloatRange(min=0.1),
+    type=FloatRange(min=0.1),
     default=2.0,
     show_default=True,
     help="Seconds between refreshes.",
 )
 @click.option(
     "--count",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     help="Refreshes before exiting (default: until Ctrl-C).",
 )
@@ -218,8 +219,8 @@ def top_cmd(interval: float, count: int | None, once: bool, as_json: bool) -> No
     help="Comma-separated nvidia-smi --query-gpu names (default: index, name, "
     "memory.total, memory.used, utilization.gpu, power.draw, temperature.gpu).",
 )
-@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True)
-@click.option("--count", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--interval", type=FloatRange(min=0.05), default=1.0, show_default=True)
+@click.option("--count", type=IntRange(min=1), default=1, show_default=True)
 @click.option(
     "--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True
 )
@@ -241,14 +242,14 @@ def query_cmd(fields: str | None, interval: float, count: int, fmt: str, timesta
 
 
 @click.command("export")
-@click.option("--port", type=click.IntRange(1, 65535), default=9400, show_default=True)
+@click.option("--port", type=IntRange(1, 65535), default=9400, show_default=True)
 @click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
     help="Address to bind (0.0.0.0 exposes it to the network).",
 )
-@click.option("--max-requests", type=click.IntRange(min=1), default=None, hidden=True)
+@click.option("--max-requests", type=IntRange(min=1), default=None, hidden=True)
 def export_cmd(port: int, host: str, max_requests: int | None) -> None:
     """A Prometheus exporter on http://HOST:PORT/metrics; a failed read becomes
     suanli_scrape_error 1, and the server keeps serving."""
@@ -285,14 +286,14 @@ def json_dumps(doc: Any) -> str:
 @doctor_cmd.command("scaling")
 @click.option(
     "--procs",
-    type=click.IntRange(min=2, max=64),
+    type=IntRange(min=2, max=64),
     default=2,
     show_default=True,
     help="Ranks in the multi-process run (gloo on the CPU, NCCL on GPUs).",
 )
-@click.option("--hidden", type=click.IntRange(min=8), default=1024, show_default=True)
-@click.option("--layers", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--batch", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--hidden", type=IntRange(min=8), default=1024, show_default=True)
+@click.option("--layers", type=IntRange(min=1), default=4, show_default=True)
+@click.option("--batch", type=IntRange(min=1), default=16, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def doctor_scaling_cmd(procs: int, hidden: int, layers: int, batch: int, as_json: bool) -> None:
     """The same DDP training step on 1 and N processes: speed-up, efficiency, communication

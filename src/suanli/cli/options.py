@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from suanli.cli.types import FloatRange, IntRange
 from suanli.estimate.workload import (
     ATTENTION,
     DTYPES,
@@ -49,34 +50,34 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--batch",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=None,
         help="Micro-batch per GPU (training; default 1) or concurrent sequences "
         "(inference; default 1).",
     ),
     click.option(
         "--global-batch",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=None,
         help="Sequences per optimizer step; sets gradient accumulation.",
     ),
     click.option(
         "--grad-accum",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=1,
         show_default=True,
         help="Micro-batches per optimizer step.",
     ),
     click.option(
         "--seq",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=2048,
         show_default=True,
         help="Training sequence length in tokens.",
     ),
     click.option(
         "--context",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=4096,
         show_default=True,
         help="Inference: tokens per sequence held in the KV cache.",
@@ -105,7 +106,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--recompute-every",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=1,
         show_default=True,
         metavar="K",
@@ -168,21 +169,21 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--zero",
-        type=click.IntRange(0, 3),
+        type=IntRange(0, 3),
         default=0,
         show_default=True,
         help="ZeRO stage over --dp (3 = FSDP full shard).",
     ),
     click.option(
         "--tp",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=1,
         show_default=True,
         help="Tensor parallel degree.",
     ),
     click.option(
         "--pp",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=1,
         show_default=True,
         help="Pipeline stages (training: 1F1B; inference: layers split over GPUs that run "
@@ -190,20 +191,20 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--vpp",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=1,
         show_default=True,
         help="Interleaved virtual stages per pipeline rank.",
     ),
     click.option(
         "--dp",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=None,
         help="Data-parallel replicas (default: --gpus / (tp x pp)).",
     ),
     click.option(
         "--ep",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=1,
         show_default=True,
         help="Expert parallel degree (MoE).",
@@ -211,7 +212,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--sp", is_flag=True, help="Sequence parallelism (needs --tp > 1)."),
     click.option(
         "--shard-group",
-        type=click.IntRange(min=0),
+        type=IntRange(min=0),
         default=0,
         show_default=True,
         metavar="N",
@@ -220,7 +221,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--gpus",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=None,
         help="GPUs in the job (training: dp x tp x pp; inference: tensor parallel, or tp x pp "
         "with --pp).",
@@ -236,7 +237,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         help="Parameters and gradients in CPU memory, one layer on the GPU at a time "
         "(ZeRO-Infinity, FSDP CPU offload); costs PCIe time.",
     ),
-    click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True),
+    click.option("--lora-rank", type=IntRange(min=1), default=16, show_default=True),
     click.option(
         "--lora-targets",
         default="q,k,v,o",
@@ -245,7 +246,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--dropout",
-        type=click.FloatRange(0, 1, max_open=True),
+        type=FloatRange(0, 1, max_open=True),
         default=None,
         help="Dropout probability (default: the model config's, 0 for most LLMs).",
     ),
@@ -259,13 +260,13 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True),
     click.option(
         "--prefill-chunk",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=None,
         help="Chunked prefill: tokens per forward pass.",
     ),
     click.option(
         "--images",
-        type=click.IntRange(0, 1024),
+        type=IntRange(0, 1024),
         default=0,
         show_default=True,
         help="Images per sequence for a vision-language model (LLaVA-style): each adds its "
@@ -280,7 +281,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--gpu-layers",
-        type=click.IntRange(min=0),
+        type=IntRange(min=0),
         default=None,
         metavar="N",
         help="Inference: N layers on the GPU, the rest on the CPU from system memory "
@@ -288,26 +289,26 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--gpu-memory-utilization",
-        type=click.FloatRange(0, 1, min_open=True),
+        type=FloatRange(0, 1, min_open=True),
         default=None,
         help="A serving engine's share of GPU memory (vLLM: 0.92).",
     ),
     click.option(
         "--cuda-context",
-        type=click.FloatRange(min=0),
+        type=FloatRange(min=0),
         default=None,
         metavar="GIB",
         help="CUDA context per process in GiB (default 0.5).",
     ),
     click.option(
         "--fragmentation",
-        type=click.FloatRange(0, 1, max_open=True),
+        type=FloatRange(0, 1, max_open=True),
         default=None,
         help="Allocator reserve as a fraction of tensors (default 0.10).",
     ),
     click.option(
         "--nccl",
-        type=click.FloatRange(min=0),
+        type=FloatRange(min=0),
         default=None,
         metavar="GIB",
         help="NCCL buffers per GPU in GiB when GPUs > 1 (default 1).",

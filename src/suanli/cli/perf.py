@@ -10,6 +10,7 @@ from suanli.answers.request import DEFAULT_PUE
 from suanli.cli.image import image_answer, image_options, render_image
 from suanli.cli.options import given_options, work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
+from suanli.cli.types import FloatRange, IntRange
 
 if TYPE_CHECKING:
     from suanli.answers.perf import InferPerfAnswer, TrainPerfAnswer
@@ -32,7 +33,7 @@ def _fmt_s(seconds: float) -> str:
 @click.option("--gpu", "gpu_name", required=True, help="The GPU (catalog name).")
 @click.option(
     "--gpus-per-node",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     help="GPUs per node (default by form factor: 8 for SXM/PCIe servers).",
 )
@@ -49,13 +50,13 @@ def _fmt_s(seconds: float) -> str:
 )
 @click.option(
     "--tokens",
-    type=click.FloatRange(min=1),
+    type=FloatRange(min=1),
     default=None,
     help="Training tokens: prints time to train, GPU-hours, energy and cost.",
 )
 @click.option(
     "--prompt",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=1024,
     show_default=True,
     help="Inference: prompt tokens.",
@@ -63,21 +64,21 @@ def _fmt_s(seconds: float) -> str:
 @click.option(
     "--output",
     "output_tokens",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=256,
     show_default=True,
     help="Inference: generated tokens.",
 )
 @click.option(
     "--pue",
-    type=click.FloatRange(min=1),
+    type=FloatRange(min=1),
     default=DEFAULT_PUE,
     show_default=True,
     help="Data-centre power usage effectiveness for energy.",
 )
 @click.option(
     "--price",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=None,
     help="USD per GPU-hour (default: the catalog's cloud snapshot).",
 )

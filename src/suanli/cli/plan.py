@@ -9,6 +9,7 @@ import click
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.cli.options import shape_options, work_request, workload_options
 from suanli.cli.render import print_json, print_table
+from suanli.cli.types import FloatRange, IntRange
 from suanli.plan.scenarios import SCENARIOS
 from suanli.units import GiB
 
@@ -52,46 +53,46 @@ def _money(usd: float | None) -> str:
 @click.option("--gpu", "gpu_names", multiple=True, help="Only these GPUs (repeatable).")
 @click.option("--vendor", type=click.Choice(VENDORS), multiple=True)
 @click.option("--form-factor", type=click.Choice(FORM_FACTORS), multiple=True)
-@click.option("--min-memory", type=click.FloatRange(min=0), default=None, metavar="GIB")
+@click.option("--min-memory", type=FloatRange(min=0), default=None, metavar="GIB")
 @click.option(
     "--max-gpus",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     help="Largest GPU count to consider (powers of two; default 1 for the demo, else 8).",
 )
 @click.option(
-    "--gpus", "exact_gpus", type=click.IntRange(min=1), default=None, help="Exactly this many GPUs."
+    "--gpus", "exact_gpus", type=IntRange(min=1), default=None, help="Exactly this many GPUs."
 )
 @click.option(
     "--global-batch",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     help="Sequences per optimizer step (training).",
 )
 @click.option(
     "--tokens",
-    type=click.FloatRange(min=1),
+    type=FloatRange(min=1),
     default=1e8,
     show_default=True,
     help="Training tokens, for time and cost.",
 )
 @click.option(
     "--rps",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=None,
     help="Inference: requests per second to serve.",
 )
 @click.option(
     "--output",
     "output_tokens",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=256,
     show_default=True,
     help="Inference: output tokens per request.",
 )
 @click.option(
     "--max-tpot-ms",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=None,
     help="Inference: latency target per output token.",
 )
@@ -101,8 +102,8 @@ def _money(usd: float | None) -> str:
     default=None,
     help="Rank by time, total cost, or cost per token.",
 )
-@click.option("--budget", type=click.FloatRange(min=0), default=None, help="USD limit.")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--budget", type=FloatRange(min=0), default=None, help="USD limit.")
+@click.option("--top", type=IntRange(min=1), default=10, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (all rows).")
 @click.pass_context

@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import os
+import socket
 
 import click
 
+from suanli.cli.types import IntRange
 from suanli.errors import MissingExtra
 
 #: The web app's factory, as uvicorn finds it (``suanli.web.app.create_app``).
 APP_FACTORY = "suanli.web.app:create_app"
+
+
+#: The variable the app factory reads the allow-list from (suanli.web.security.ALLOW_HOSTS_ENV;
+#: not imported: the CLI and the web front-end never import each other).
+ALLOW_HOSTS_ENV = "SUANLI_ALLOW_HOSTS"
+
+
+def check_port_free(host: str, port: int) -> None:
+    """One sentence (exit 2) when ``host:port`` cannot be bound, before uvicorn tries."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            reason = (
+                "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror})"
+            )
+            raise ValueError(f"port {port} on {host} {reason}; pick another with --port") from None
 
 
 def is_loopback(host: str) -> bool:
@@ -30,7 +55,15 @@ def is_loopback(host: str) -> bool:
     show_default=True,
     help="Address to listen on. Anything but loopback exposes the page to the network.",
 )
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--port", type=IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests addressed to this host name (repeatable); by default only "
+    "localhost, 127.0.0.1 and [::1] (a guard against DNS rebinding). '*' turns the check off.",
+)
 @click.option(
     "--open/--no-open",
     "open_browser",
@@ -38,7 +71,7 @@ def is_loopback(host: str) -> bool:
     show_default=True,
     help="Open the page in the default browser.",
 )
-def serve_cmd(host: str, port: int, open_browser: bool) -> None:
+def serve_cmd(host: str, port: int, allow_hosts: tuple[str, ...], open_browser: bool) -> None:
     """A local web page: the plan, memory, speed and cost as charts, updated as you type.
 
     Every chart and table comes from the same library as the CLI (JSON API under /api,
@@ -60,6 +93,11 @@ def serve_cmd(host: str, port: int, open_browser: bool) -> None:
             "can use the page and its API (there is no authentication)",
             err=True,
         )
+    check_port_free(host, port)
+    names = list(allow_hosts)
+    if not is_loopback(host) and host not in ("0.0.0.0", "::", ""):
+        names.append(host)  # the address it was asked to listen on is a name it answers to
+    os.environ[ALLOW_HOSTS_ENV] = ",".join(names) if names else " "
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     if ":" in shown and not shown.startswith("["):
         shown = f"[{shown}]"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from suanli.cli.render import print_json, print_table
+from suanli.cli.types import IntRange
 from suanli.units import GiB
 
 if TYPE_CHECKING:
@@ -17,28 +18,28 @@ if TYPE_CHECKING:
 @click.option(
     "--grid",
     nargs=3,
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=(512, 512, 512),
     show_default=True,
     metavar="NX NY NZ",
     help="Grid cells along x, y, z.",
 )
 @click.option(
-    "--steps", type=click.IntRange(min=1), default=10_000, show_default=True, help="Time steps."
+    "--steps", type=IntRange(min=1), default=10_000, show_default=True, help="Time steps."
 )
 @click.option(
     "--dtype", type=click.Choice(["fp32", "fp64", "fp16"]), default="fp32", show_default=True
 )
 @click.option(
     "--fields",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=6,
     show_default=True,
     help="Field components (6 for 3-D Maxwell E and H).",
 )
 @click.option(
     "--coefficients",
-    type=click.IntRange(min=0),
+    type=IntRange(min=0),
     default=12,
     show_default=True,
     help="Material coefficient arrays stored per cell.",
@@ -51,13 +52,13 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--gpus",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=1,
     show_default=True,
     help="GPUs in the domain decomposition (slabs along x).",
 )
 @click.option("--overlap-halo", is_flag=True, help="Overlap the halo exchange with compute.")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--top", type=IntRange(min=1), default=10, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def stencil_cmd(

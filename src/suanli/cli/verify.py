@@ -8,6 +8,7 @@ import click
 
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_table
+from suanli.cli.types import IntRange
 
 if TYPE_CHECKING:
     pass
@@ -24,7 +25,7 @@ def _fmt(key: str, value: float) -> str:
 @workload_options
 @click.option(
     "--prompt",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=128,
     show_default=True,
     help="Inference: prompt tokens.",
@@ -32,12 +33,12 @@ def _fmt(key: str, value: float) -> str:
 @click.option(
     "--output",
     "output_tokens",
-    type=click.IntRange(min=2),
+    type=IntRange(min=2),
     default=16,
     show_default=True,
     help="Inference: generated tokens.",
 )
-@click.option("--steps", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--steps", type=IntRange(min=1), default=3, show_default=True)
 @click.option(
     "--save/--no-save",
     default=True,

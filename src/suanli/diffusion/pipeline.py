@@ -21,6 +21,7 @@ from suanli.diffusion.graph import Graph
 from suanli.diffusion.text import walk_clip_text, walk_t5_encoder
 from suanli.diffusion.unet import walk_unet
 from suanli.diffusion.vae import vae_params, walk_vae_decoder
+from suanli.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 
 #: Pixels per latent cell of the autoencoders (three stride-2 stages).
 VAE_SCALE = 8
@@ -113,7 +114,16 @@ def find_pipeline(name: str, *, local_paths: bool = True) -> Pipeline | None:
     if not local_paths:
         return None
     path = Path(name).expanduser()
-    if len(name) < 4096 and path.is_dir() and (path / "model_index.json").is_file():
+    try:
+        is_folder = (
+            len(name) < MAX_PATH_CHARS
+            and all(len(part) <= MAX_NAME_CHARS for part in path.parts)
+            and path.is_dir()
+            and (path / "model_index.json").is_file()
+        )
+    except (OSError, ValueError):
+        is_folder = False
+    if is_folder:
         return read_diffusers_folder(path)
     return None
 
@@ -142,6 +152,8 @@ def _read_json(path: Path) -> dict[str, Any]:
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise PipelineError(f"{path} is larger than a config file can be; check the folder")
         data = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise PipelineError(f"{path} nests JSON too deeply; check the file") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise PipelineError(f"cannot read {path} as JSON ({exc}); check the file") from None
     if not isinstance(data, dict):

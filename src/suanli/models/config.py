@@ -14,6 +14,7 @@ from typing import Any
 from suanli.models.families import FAMILY_READERS, FamilyConfigError
 from suanli.models.families_moe import MOE_READERS
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
+from suanli.models.validate import ConfigFieldError, check_config
 
 
 class ModelConfigError(ValueError):
@@ -548,6 +549,12 @@ def spec_from_config(cfg: Config, name: str = "model") -> ModelSpec:
     model_type = cfg.get("model_type")
     if not model_type:
         raise ModelConfigError("config.json has no 'model_type'; add it (e.g. \"llama\")")
+    if not isinstance(model_type, str) or len(model_type) > 100:
+        raise ModelConfigError("config field 'model_type' must be a short string")
+    try:
+        cfg = check_config(cfg)
+    except ConfigFieldError as exc:
+        raise ModelConfigError(str(exc)) from None
     reader = READERS.get(str(model_type))
     if reader is None:
         from suanli.models.generic import generic_spec

@@ -16,11 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from suanli.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 from suanli.models.config import ModelConfigError, spec_from_config
 from suanli.models.params import ParamCount, count_params
 from suanli.models.presets import Preset, find_preset, presets
 from suanli.models.safetensors import SafetensorsError, StoredParams, stored_params
 from suanli.models.spec import ModelSpec
+
+#: Largest config.json read (real ones are a few KiB; a GGUF-converted tokenizer is not one).
+MAX_CONFIG_BYTES = 16 << 20
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -55,17 +59,34 @@ def cache_dir() -> Path:
     return (root if os.environ.get("SUANLI_CACHE") else root / "suanli") / "hub"
 
 
+def path_exists(path: Path) -> bool:
+    """``path.exists()``, false for names the OS refuses (a component over NAME_MAX bytes, a
+    path over PATH_MAX): such a name is not a file the user has."""
+    if any(len(part.encode("utf-8", "replace")) > MAX_NAME_CHARS for part in path.parts):
+        return False
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ModelSourceError(f"{path} is larger than a config can be; check the file")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ModelSourceError(f"cannot read {path} ({exc.strerror}); check the path") from None
+    except UnicodeDecodeError:
+        raise ModelSourceError(f"{path} is not UTF-8 text; pass a config.json") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ModelSourceError(
             f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}); fix or re-download it"
         ) from None
+    except RecursionError:
+        raise ModelSourceError(f"{path} nests JSON too deeply to be a config; check it") from None
     if not isinstance(data, dict):
         raise ModelSourceError(f"{path} must hold a JSON object with the model's config")
     return data
@@ -270,8 +291,12 @@ def load_model(arg: str) -> LoadedModel:
         raise ModelSourceError(
             "empty model name; pass a preset ('suanli models'), a path or org/name"
         )
+    if len(arg) > MAX_PATH_CHARS or "\x00" in arg:
+        raise ModelSourceError(
+            f"the model name is {len(arg):,} characters long; give a preset, a path or org/name"
+        )
     path = Path(arg).expanduser()
-    if path.exists():
+    if path_exists(path):
         return _from_path(path)
     preset = find_preset(arg)
     if preset is not None:

@@ -54,6 +54,11 @@ class StoredParams:
         return max(self.by_dtype, key=lambda k: self.by_dtype[k]) if self.by_dtype else ""
 
 
+#: Dimensions of one tensor, and the largest extent of one dimension, a header may state.
+_MAX_DIMS = 8
+_MAX_DIM = 1 << 40
+
+
 def read_header(path: str | Path) -> dict[str, object]:
     """The JSON header of one safetensors file."""
     p = Path(path)
@@ -70,7 +75,7 @@ def read_header(path: str | Path) -> dict[str, object]:
         raise SafetensorsError(f"cannot read {p} ({exc.strerror})") from None
     try:
         header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise SafetensorsError(f"{p} has no valid safetensors JSON header") from None
     if not isinstance(header, dict):
         raise SafetensorsError(f"{p} has no valid safetensors JSON header")
@@ -84,8 +89,22 @@ def count_header(header: dict[str, object]) -> dict[str, int]:
         if name == "__metadata__" or not isinstance(info, dict):
             continue
         shape = info.get("shape", [])
-        dtype = str(info.get("dtype", "?"))
-        counts[dtype] = counts.get(dtype, 0) + math.prod(int(d) for d in shape)
+        dtype = info.get("dtype", "?")
+        # A header is untrusted: a shape is a short list of non-negative integers.
+        if (
+            not isinstance(shape, list)
+            or len(shape) > _MAX_DIMS
+            or not all(
+                isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= _MAX_DIM for d in shape
+            )
+            or not isinstance(dtype, str)
+            or len(dtype) > 16
+        ):
+            raise SafetensorsError(
+                f"tensor {str(name)[:60]!r} has shape {str(shape)[:40]} and dtype "
+                f"{str(dtype)[:20]}; not a valid safetensors header"
+            )
+        counts[dtype] = counts.get(dtype, 0) + math.prod(shape)
     return counts
 
 

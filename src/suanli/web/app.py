@@ -16,6 +16,7 @@ FastAPI and uvicorn (the ``[web]`` extra) are imported in this package and nowhe
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -65,10 +66,13 @@ from suanli.web.schemas import (
     PlanRequest,
 )
 from suanli.web.security import (
+    ALLOW_HOSTS_ENV,
     BODY_LIMIT,
+    LOOPBACK_HOSTS,
     ApiError,
     BodyLimit,
     CleanJSONResponse,
+    HostAllowList,
     clean,
     error_response,
     render_json,
@@ -145,11 +149,14 @@ def create_app(
     allow_hub: bool = True,
     hub_loader: Callable[[str], LoadedModel] | None = None,
     plan_cache_size: int = PLAN_CACHE_SIZE,
+    allow_hosts: tuple[str, ...] | None = None,
 ) -> FastAPI:
     """The web app: the page at ``/``, the JSON API under ``/api``, OpenAPI docs at ``/docs``.
 
     ``allow_hub=False`` refuses Hugging Face ids (only presets and uploads); ``hub_loader``
-    replaces the hub reader (tests); ``plan_cache_size=0`` turns the plan cache off.
+    replaces the hub reader (tests); ``plan_cache_size=0`` turns the plan cache off;
+    ``allow_hosts`` answers only requests whose Host header names one of them (``suanli serve``
+    sets loopback names plus ``--allow-host``, through ``SUANLI_ALLOW_HOSTS``); None: no check.
     """
     app = FastAPI(
         title="suanli",
@@ -208,6 +215,11 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, bug)
     app.add_middleware(BodyLimit)
+    hosts = allow_hosts
+    if hosts is None and os.environ.get(ALLOW_HOSTS_ENV):
+        hosts = (*LOOPBACK_HOSTS, *os.environ[ALLOW_HOSTS_ENV].split(","))
+    if hosts is not None:
+        app.add_middleware(HostAllowList, hosts=tuple(hosts))
 
     static = StaticFiles(packages=[("suanli.web", "static")])
     app.mount("/static", static, name="static")

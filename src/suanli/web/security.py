@@ -159,3 +159,42 @@ class BodyLimit:
             return message
 
         await self.app(scope, limited, send)
+
+
+#: Host names the page answers to by default: this machine's loopback names.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+#: The environment variable ``suanli serve`` passes its allow-list through (uvicorn builds the
+#: app from its factory, so the list cannot be an argument).
+ALLOW_HOSTS_ENV = "SUANLI_ALLOW_HOSTS"
+
+
+def host_name(header: bytes) -> str:
+    """The host part of a Host header value (``[::1]:8000`` -> ``[::1]``, ``a.b:80`` -> ``a.b``)."""
+    text = header.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        return text[: text.find("]") + 1] if "]" in text else text
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+
+
+class HostAllowList:
+    """Answer only requests whose Host header names an allowed host: a page on another origin
+    that rebinds its DNS name to 127.0.0.1 still sends its own name, and gets a 400 JSON error
+    instead of the API (DNS rebinding)."""
+
+    def __init__(self, app: ASGIApp, hosts: tuple[str, ...] = LOOPBACK_HOSTS) -> None:
+        self.app = app
+        self.hosts = {h.strip().lower() for h in hosts if h.strip()}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "*" not in self.hosts:
+            header = dict(scope.get("headers") or []).get(b"host", b"")
+            name = host_name(header)
+            if name not in self.hosts:
+                shown = name[:60] or "(none)"
+                await error_response(
+                    400,
+                    f"host {shown!r} is not one this server answers to; open it as "
+                    "http://127.0.0.1, or add the name with suanli serve's allow-host option",
+                )(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -19,6 +19,10 @@ from suanli.estimate.serving.timing import ReplicaCost, sum_max
 WATERMARK = 0.01
 
 
+#: Grid points one gap of the queue-length series may fill before only its ends are kept.
+MAX_GAP_SAMPLES = 1000
+
+
 class SharedState:
     """Per-request state shared by the replicas of one simulation (plain lists: fast writes)."""
 
@@ -170,9 +174,7 @@ class EngineState:
     def add(self, rid: int) -> None:
         t = self.s.arrival[rid]
         if t > self.clock and not self.has_work():
-            while self.next_sample <= t:  # idle: nothing waits
-                self.samples.append((self.next_sample, 0))
-                self.next_sample += self.grid
+            self.sample_until(t, 0)  # idle: nothing waits
             self.clock = t
         self.waiting.append(rid)
         self.assigned += 1
@@ -200,10 +202,23 @@ class EngineState:
         if running > self.max_running:
             self.max_running = running
         if self.clock >= self.next_sample:
-            q = len(self.waiting)
-            while self.next_sample <= self.clock:
-                self.samples.append((self.next_sample, q))
-                self.next_sample += self.grid
+            self.sample_until(self.clock, len(self.waiting))
+
+    def sample_until(self, t: float, queue: int) -> None:
+        """Queue-length samples on the grid up to ``t``. A gap of more than
+        :data:`MAX_GAP_SAMPLES` grid points (a burst served for hours after a microsecond of
+        arrivals) is recorded at its two ends only, so the samples stay bounded."""
+        if self.next_sample > t:
+            return
+        points = int((t - self.next_sample) / self.grid) + 1
+        if points > MAX_GAP_SAMPLES:
+            self.samples.append((self.next_sample, queue))
+            self.samples.append((t, queue))
+            self.next_sample += points * self.grid
+            return
+        while self.next_sample <= t:
+            self.samples.append((self.next_sample, queue))
+            self.next_sample += self.grid
 
     def join_decode(self, rid: int, j: int) -> None:
         """``rid`` finished its prefill in iteration ``j`` (its first token is out)."""

@@ -1,0 +1,44 @@
+"""A bounded slice of benchmarks/fuzz_web.py in CI: 600 hostile requests, none answered 5xx,
+every 4xx a JSON ``{"error": ...}``."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web extra (fastapi) is not installed")
+pytest.importorskip("httpx", reason="httpx (for FastAPI's TestClient) is not installed")
+
+from fastapi.testclient import TestClient
+
+from suanli.web.app import create_app
+
+HARNESS = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "fuzz_web.py"
+
+
+def _harness() -> Any:
+    spec = importlib.util.spec_from_file_location("fuzz_web", HARNESS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fuzz_web"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_hostile_requests_get_json_4xx_never_5xx() -> None:
+    cases = list(_harness().cases())
+    assert len(cases) >= 2000
+    client = TestClient(create_app(allow_hub=False), raise_server_exceptions=False)
+    bad = []
+    for label, path, body, ctype in random.Random(18).sample(cases, 600):
+        res = client.post(path, content=body, headers={"content-type": ctype})
+        if res.status_code >= 500:
+            bad.append(f"{res.status_code} {label}")
+        elif res.status_code >= 400 and not isinstance(res.json().get("error"), str):
+            bad.append(f"{res.status_code} without the JSON error: {label}")
+    assert not bad, "\n".join(bad[:20])
