@@ -123,3 +123,31 @@ def test_exporter_serves_over_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_gpu_samples_uses_the_fake(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUANLI_FAKE_GPUS", "healthy-8xh100")
     assert len(gpu_samples()) == 8
+
+
+def test_exporter_keeps_answering_while_clients_hold_half_sent_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One thread per connection: 50 clients that send half a request and wait do not stop a
+    scrape (the old single-threaded server waited on the first of them forever)."""
+    from suanli.live import exporter
+
+    monkeypatch.setenv("SUANLI_FAKE_GPUS", "healthy-8xh100")
+    server = exporter.make_server("127.0.0.1", 0)
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    held = []
+    try:
+        for _ in range(50):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # no blank line: never ends
+            held.append(s)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            assert resp.status == 200
+            assert "suanli_gpu_utilization_ratio{" in resp.read().decode()
+    finally:
+        for s in held:
+            s.close()
+        server.shutdown()
+        server.server_close()

@@ -92,3 +92,22 @@ def test_serve_on_a_busy_port_is_one_sentence_exit_2() -> None:
     assert out.returncode == 2, out.stderr
     assert "in use" in out.stderr and "--port" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_searches_past_the_slots_wait_then_get_a_503() -> None:
+    import asyncio
+    import time
+
+    from suanli.web.security import ApiError
+    from suanli.web.slots import WorkerSlots
+
+    slots = WorkerSlots(slots=1, deadline_s=0.2)
+
+    async def both() -> list[object]:
+        return await asyncio.gather(
+            slots.run(time.sleep, 1.0), slots.run(time.sleep, 0.0), return_exceptions=True
+        )
+
+    first, second = asyncio.run(both())
+    assert first is None
+    assert isinstance(second, ApiError) and second.status == 503

@@ -253,8 +253,15 @@ def query_cmd(fields: str | None, interval: float, count: int, fmt: str, timesta
 def export_cmd(port: int, host: str, max_requests: int | None) -> None:
     """A Prometheus exporter on http://HOST:PORT/metrics; a failed read becomes
     suanli_scrape_error 1, and the server keeps serving."""
+    from suanli.cli.serve import is_loopback
     from suanli.live.exporter import serve
 
+    if not is_loopback(host):
+        click.echo(
+            f"warning: listening on {host}, not loopback: anyone who can reach this machine "
+            "can read this GPU's metrics (there is no authentication)",
+            err=True,
+        )
     click.echo(f"serving metrics on http://{host}:{port}/metrics (Ctrl-C to stop)", err=True)
     try:
         serve(host, port, max_requests=max_requests)

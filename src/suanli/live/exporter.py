@@ -7,8 +7,12 @@ code is tested without a server.
 
 from __future__ import annotations
 
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+#: Seconds a connection may take to send its request: a client that holds a half-sent request
+#: is dropped after this, and, one thread per connection, never delays the other scrapes.
+CONNECTION_TIMEOUT_S = 5.0
 
 
 def scrape() -> str:
@@ -23,6 +27,8 @@ def scrape() -> str:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    timeout = CONNECTION_TIMEOUT_S  # socket timeout of each connection (StreamRequestHandler)
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") not in ("", "/metrics"):
             self.send_error(404)
@@ -38,9 +44,27 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up or timed out is not an error worth a traceback on stderr."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+
+def make_server(host: str, port: int) -> ThreadingHTTPServer:
+    """The exporter's server, bound (port 0: any free port): a thread per connection, each
+    with a :data:`CONNECTION_TIMEOUT_S` socket timeout."""
+    return _Server((host, port), _Handler)
+
+
 def serve(host: str, port: int, max_requests: int | None = None) -> None:
     """Serve until interrupted (or ``max_requests`` requests, for tests)."""
-    server = HTTPServer((host, port), _Handler)
+    server = make_server(host, port)
     try:
         if max_requests is None:
             server.serve_forever()

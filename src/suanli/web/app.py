@@ -15,6 +15,7 @@ FastAPI and uvicorn (the ``[web]`` extra) are imported in this package and nowhe
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -80,6 +81,7 @@ from suanli.web.security import (
     too_large,
     validation_sentence,
 )
+from suanli.web.slots import SEARCH_SLOTS, WorkerSlots, given_model
 
 __all__ = [
     "BODY_LIMIT",
@@ -150,6 +152,7 @@ def create_app(
     hub_loader: Callable[[str], LoadedModel] | None = None,
     plan_cache_size: int = PLAN_CACHE_SIZE,
     allow_hosts: tuple[str, ...] | None = None,
+    search_slots: int = SEARCH_SLOTS,
 ) -> FastAPI:
     """The web app: the page at ``/``, the JSON API under ``/api``, OpenAPI docs at ``/docs``.
 
@@ -157,6 +160,7 @@ def create_app(
     replaces the hub reader (tests); ``plan_cache_size=0`` turns the plan cache off;
     ``allow_hosts`` answers only requests whose Host header names one of them (``suanli serve``
     sets loopback names plus ``--allow-host``, through ``SUANLI_ALLOW_HOSTS``); None: no check.
+    ``search_slots``: plan searches that run at once (the others queue, up to a deadline).
     """
     app = FastAPI(
         title="suanli",
@@ -170,6 +174,7 @@ def create_app(
         default_response_class=CleanJSONResponse,
     )
     models = Models(allow_hub=allow_hub, hub_loader=hub_loader)
+    searches = WorkerSlots(search_slots)
     cache = PlanCache(plan_cache_size)
     providers: list[Any] = []
     providers_lock = threading.Lock()
@@ -242,9 +247,17 @@ def create_app(
     def api_presets() -> list[dict[str, Any]]:
         return [jsonable(row) for row in preset_rows()]
 
-    @app.get("/api/gpus", summary="The GPU catalog, fastest bf16 first (suanli gpus --json)")
-    def api_gpus() -> list[dict[str, Any]]:
-        return gpu_list(GpuListRequest()).rows()
+    # The catalog never changes while the server runs: rendered once, answered on the event
+    # loop, so it stays fast while searches occupy the worker threads.
+    gpus_body = render_json(gpu_list(GpuListRequest()).rows())
+
+    @app.get(
+        "/api/gpus",
+        summary="The GPU catalog, fastest bf16 first (suanli gpus --json)",
+        response_model=list[dict[str, Any]],
+    )
+    async def api_gpus() -> Response:
+        return Response(gpus_body, media_type="application/json")
 
     @app.get("/api/frameworks", summary="The frameworks and their defaults (suanli frameworks)")
     def api_frameworks() -> dict[str, Any]:
@@ -307,7 +320,11 @@ def create_app(
         key = req.model_dump_json()
         body = cache.get(key)
         if body is None:
-            answer = await run_in_threadpool(plan, req.to_request(), loader=models.resolve)
+            request = req.to_request()
+            loaded = await run_in_threadpool(models.resolve, request.model)
+            answer = await searches.run(
+                plan, request, loader=functools.partial(given_model, loaded)
+            )
             body = render_json(answer.to_json())
             cache.put(key, body)
         return Response(body, media_type="application/json")

@@ -29,6 +29,7 @@ from suanli.estimate.workload import (
     TASKS,
     ZERO_BUCKETS,
 )
+from suanli.limits import MAX_TOKENS  # the CLI and the web share the bound
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.security import ApiError
 
@@ -36,7 +37,7 @@ from suanli.web.security import ApiError
 PLAN_MAX_GPUS_TRAIN = 64
 #: The serving search grows faster with the GPU count (formats x KV dtypes x TP x batch).
 PLAN_MAX_GPUS_INFER = 8
-MAX_TOKENS = 1 << 22
+
 DEFAULT_MODEL = "llama-3.1-8b"
 
 
