@@ -53,3 +53,47 @@ def test_doctor_run_bad_input(tmp_path: Path) -> None:
     empty.write_text("print('no training here')\n")
     out = run("doctor", "run", str(empty))
     assert out.returncode == 2 and "optimizer steps" in out.stderr
+
+
+ENDINGS = """
+import sys, torch
+model = torch.nn.Linear(8, 8)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+print("the script's own line")
+how, after = sys.argv[1], int(sys.argv[2])
+for step in range(1000):
+    try:
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        opt.zero_grad(); loss.backward(); opt.step()
+    except Exception:  # a script that swallows every Exception must not swallow suanli's stop
+        pass
+    if step == after:
+        if how == "exit":
+            sys.exit(3)
+        if how == "raise":
+            raise RuntimeError("boom")
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "after", "code", "error"),
+    [
+        ("exit", 12, 3, "sys.exit(3)"),
+        ("raise", 12, 1, "RuntimeError: boom"),
+        ("none", 10**6, 0, None),  # runs until suanli stops it: the except cannot swallow that
+    ],
+)
+def test_doctor_run_passes_the_scripts_exit_status_through(
+    tmp_path: Path, how: str, after: int, code: int, error: str | None
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(ENDINGS)
+    out = run(
+        "doctor", "run", "--steps", "30", "--replay", "2", "--json", str(script), how, str(after)
+    )
+    assert out.returncode == code, out.stderr
+    doc = json.loads(out.stdout)  # stdout is the answer alone: the script printed to stderr
+    assert "the script's own line" in out.stderr
+    assert doc["script_exit_code"] == code
+    assert doc.get("script_error") == error
+    assert doc["steps"] >= 5

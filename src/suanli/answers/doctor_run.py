@@ -31,6 +31,8 @@ class DoctorRunRequest:
     """Final steps fed from cached batches: measures 'what if data were free'."""
     warmup: int = 2
     """First steps left out of the verdict."""
+    stdout_to_stderr: bool = False
+    """Send the script's prints to stderr (``--json``: stdout holds only the answer)."""
 
 
 @dataclass(frozen=True)
@@ -69,11 +71,16 @@ class DoctorRunAnswer(Answer):
     """The call sites of synchronising calls (CUDA), most frequent first."""
     script_error: str | None = field(default=None, metadata=OMIT_NONE)
     """How the script stopped, when it raised before the steps were all recorded."""
+    script_exit_code: int = 0
+    """The exit status the script asked for (``sys.exit(N)``; 1 when it raised), 0 when it ran
+    to the end or suanli stopped it after its steps; ``suanli doctor run`` exits with it."""
     report: Report | None = field(default=None, metadata=NOT_IN_JSON)
     """The diagnosis itself (for :func:`suanli.live.callbacks.format_report`)."""
 
 
-def run_answer(report: Report, script_error: str | None = None) -> DoctorRunAnswer:
+def run_answer(
+    report: Report, script_error: str | None = None, script_exit_code: int = 0
+) -> DoctorRunAnswer:
     """The answer's view of a recorded :class:`Report` (and of how the script stopped)."""
     extras = report.extras
     errors = extras.get("instrumentation_errors")
@@ -91,6 +98,7 @@ def run_answer(report: Report, script_error: str | None = None) -> DoctorRunAnsw
         memory_bytes=dict(memory) if isinstance(memory, dict) else {},
         sync_sites=dict(sync_sites) if isinstance(sync_sites, dict) and sync_sites else None,
         script_error=script_error,
+        script_exit_code=script_exit_code,
         report=report,
     )
 
@@ -146,12 +154,21 @@ def doctor_run(
     saved_argv = sys.argv
     sys.argv = [req.script, *req.args]
     error = None
+    exit_code = 0
+    # The script's prints go to stderr while it runs, so that stdout holds only suanli's answer
+    # (one JSON document with --json).
+    quiet = contextlib.redirect_stdout(sys.stderr) if req.stdout_to_stderr else None
     try:
         recording = profile(max_steps=req.steps, replay_steps=req.replay)
-        with recording as rec, contextlib.suppress(SystemExit):
+        with recording as rec, quiet if quiet is not None else contextlib.nullcontext():
             runpy.run_path(req.script, run_name="__main__")
+    except SystemExit as exc:  # the script's own sys.exit(N): its status is passed through
+        exit_code = _exit_status(exc.code)
+        if exit_code:
+            error = f"sys.exit({exc.code!r})"
     except Exception as exc:  # the user's script failed: report what was recorded
         error = f"{type(exc).__name__}: {exc}"
+        exit_code = 1
         if "out of memory" in str(exc).lower() and rec.model is not None:
             outcome = oom_autopsy(rec)
             if outcome is not None and on_autopsy is not None:
@@ -164,4 +181,13 @@ def doctor_run(
             + (f" (the script failed: {error})" if error else "")
             + "; does the script call optimizer.step() in a loop?"
         )
-    return run_answer(rec.report(warmup=req.warmup), error)
+    return run_answer(rec.report(warmup=req.warmup), error, exit_code)
+
+
+def _exit_status(code: object) -> int:
+    """The process status ``sys.exit(code)`` gives: None 0, an int itself, anything else 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    return 1

@@ -83,7 +83,14 @@ def doctor_run_cmd(
     def show_autopsy(outcome: OomAutopsy) -> None:
         _print_autopsy(outcome, as_json)
 
-    req = DoctorRunRequest(script=script, args=args, steps=steps, replay=replay, warmup=warmup)
+    req = DoctorRunRequest(
+        script=script,
+        args=args,
+        steps=steps,
+        replay=replay,
+        warmup=warmup,
+        stdout_to_stderr=as_json,
+    )
     answer = doctor_run(req, on_autopsy=show_autopsy)
     if as_json:
         print_json(answer.to_json())
@@ -97,6 +104,9 @@ def doctor_run_cmd(
             )
         if answer.script_error:
             click.echo(f"  note: the script stopped with {answer.script_error}")
+    # The report is printed whatever way the script ended; its own exit status is passed on.
+    if answer.script_exit_code:
+        sys.exit(answer.script_exit_code)
 
 
 def _reading(provs: list[Any]) -> LiveAnswer:

@@ -26,8 +26,9 @@ from typing import Any
 from suanli.live.diagnosis import Report, StepRecord, diagnose_steps
 
 
-class StopProfiling(Exception):
-    """Raised from a hook to end a ``suanli doctor run`` after its steps."""
+class StopProfiling(BaseException):
+    """Raised from a hook to end a ``suanli doctor run`` after its steps. A BaseException, like
+    KeyboardInterrupt: a script's own ``except Exception`` cannot swallow it."""
 
 
 @dataclass
