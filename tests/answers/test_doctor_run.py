@@ -40,9 +40,10 @@ def test_answer_keeps_the_report_document() -> None:
         memory_bytes={"weights": 68, "process_resident": 1.5e8},
         sync_sites={"train.py:9": 4},
     )
-    answer = run_answer(report, "RuntimeError: boom")
+    answer = run_answer(report, "RuntimeError: boom", 1)
     expected = {"schema_version": SCHEMA_VERSION, **report.as_dict()}
     expected["script_error"] = "RuntimeError: boom"
+    expected["script_exit_code"] = 1
     assert json.dumps(answer.to_json()) == json.dumps(expected)
     assert answer.verdict == "input-bound" and answer.steps == 5
     assert answer.step_time_s == pytest.approx(0.090)
