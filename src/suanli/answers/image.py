@@ -386,7 +386,12 @@ def _transfer_s(offload: str, rows: list[ImageComponent], steps: int, device: De
 
 def _source(term: str, device: Device) -> str:
     if term == "attention":
-        return device.attention_source or "GEMM efficiency"
+        if device.attention is None:
+            return "the GEMM model's compute efficiency (no measured attention rows)"
+        return (
+            "FlashAttention-2 kernel benchmarks (Dao 2023, arXiv:2307.08691) of this card's "
+            "generation, non-causal forward, at each call's key length"
+        )
     if term == "element-wise":
         return "achievable memory bandwidth; per-kernel floor of the card's kernel profile"
     return device.gemm_model.source or device.efficiency_source

@@ -16,7 +16,7 @@ import click
 
 from suanli.cli.options import given_options
 from suanli.cli.render import print_json, print_table
-from suanli.cli.types import INT, FloatRange, IntRange
+from suanli.cli.types import FloatRange, IntRange
 from suanli.estimate.workload import KV_DTYPES
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     default=None,
     help="USD per GPU-hour (default: the catalog's cloud snapshot).",
 )
-@click.option("--seed", type=INT, default=0, show_default=True)
+@click.option("--seed", type=IntRange(), default=0, show_default=True)
 @click.option(
     "--quant",
     default="bf16",

@@ -89,6 +89,17 @@ def _register() -> None:
     cli.add_command(serve.serve_cmd)
     for command in (live.doctor_cmd, live.top_cmd, live.query_cmd, live.export_cmd):
         cli.add_command(command)
+    _bind_caps(cli)
+
+
+def _bind_caps(command: click.Command) -> None:
+    """Every number option takes the bound suanli.limits gives its name (help shows it)."""
+    from suanli.cli.types import bind_named_cap
+
+    for param in command.params:
+        bind_named_cap(param)
+    for sub in getattr(command, "commands", {}).values():
+        _bind_caps(sub)
 
 
 _register()

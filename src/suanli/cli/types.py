@@ -16,18 +16,17 @@ import click
 from suanli.limits import BY_NAME, MAX_FLOAT, MAX_INT
 
 
-def _named_cap(number: float, param: Any, fail: Any, ctx: Any) -> None:
-    """The ceiling :data:`suanli.limits.BY_NAME` gives an option of this name."""
-    cap = BY_NAME.get(getattr(param, "name", None) or "")
-    if cap is not None and number > cap:
-        fail(f"{_show(number)} is above the largest accepted, {_show(cap)}", param, ctx)
+def bind_named_cap(param: click.Parameter) -> None:
+    """Give ``param``'s number type the ceiling :data:`suanli.limits.BY_NAME` has for its name,
+    when the option states none of its own (its --help then shows the real range)."""
+    _bind(param.type, param.name)
 
 
-def _show(number: float) -> str:
-    """``4194304`` -> ``4,194,304``; ``1e+18`` stays short."""
-    if float(number).is_integer() and abs(number) < 1e15:
-        return f"{int(number):,}"
-    return f"{number:g}"
+def _bind(kind: Any, name: str | None) -> None:
+    if isinstance(kind, (IntRange, FloatRange)) and kind.named and name in BY_NAME:
+        cap = BY_NAME[name]
+        kind.max = int(cap) if isinstance(kind, IntRange) else cap
+        kind.named = False
 
 
 class FloatRange(click.FloatRange):
@@ -44,20 +43,19 @@ class FloatRange(click.FloatRange):
     ) -> None:
         self.named = max is None
         self.allow_inf = allow_inf
-        super().__init__(min, MAX_FLOAT if max is None and not allow_inf else max, **kw)
+        super().__init__(min, MAX_FLOAT if max is None else max, **kw)
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         """Parse, refuse NaN and infinities (``+inf`` where ``allow_inf`` documents a meaning,
         such as ``capacity --rate inf``: all requests at once), then check the range."""
+        _bind(self, getattr(param, "name", None))
         number = click.FLOAT.convert(value, param, ctx)
         if math.isnan(number) or (
             not math.isfinite(number) and not (self.allow_inf and number > 0)
         ):
             self.fail(f"{value!r} is not a finite number; give one such as 1.5", param, ctx)
-        if self.allow_inf and math.isinf(number):
-            return super().convert(number, param, ctx)
-        if self.named:
-            _named_cap(number, param, self.fail, ctx)
+        if math.isinf(number):
+            return number  # the documented +inf, above every finite bound
         return super().convert(number, param, ctx)
 
 
@@ -70,13 +68,6 @@ class IntRange(click.IntRange):
         super().__init__(min, MAX_INT if max is None else max, **kw)
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        """Parse, then check the option's own ceiling and the range."""
-        number = click.INT.convert(value, param, ctx)
-        if self.named:
-            _named_cap(number, param, self.fail, ctx)
-        return super().convert(number, param, ctx)
-
-
-#: Plain numbers for options that had ``type=int`` / ``type=float``.
-INT = IntRange()
-FLOAT = FloatRange(-MAX_FLOAT)
+        """Check against the option's own ceiling and the range."""
+        _bind(self, getattr(param, "name", None))
+        return super().convert(value, param, ctx)
