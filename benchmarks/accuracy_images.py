@@ -7,7 +7,6 @@ Run: python benchmarks/accuracy_images.py
 
 from __future__ import annotations
 
-import csv
 import statistics
 import sys
 from pathlib import Path
@@ -15,41 +14,20 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT))
 
-from suanli.answers.image import ImageRequest, generate_image  # noqa: E402
+from tests.diffusion.test_image_answer import estimate_row, published_rows  # noqa: E402
 
-RUNS = ROOT / "tests" / "fixtures" / "image-generation-runs.csv"
 UNITS = {"seconds_per_batch": "s", "denoise_step_s": "s", "allocated_gib": "GiB"}
-
-
-def estimate(row: dict[str, str]) -> float:
-    """suanli's figure for the row's metric."""
-    answer = generate_image(
-        ImageRequest(
-            row["model"],
-            row["gpu"],
-            int(row["width"]),
-            int(row["height"]),
-            int(row["steps"]),
-            int(row["batch"]),
-            row["dtype"],
-            ignore_fit=True,
-        )
-    )
-    if row["metric"] == "allocated_gib":
-        return (answer.memory_breakdown["weights"] + answer.memory_breakdown["activations"]) / 2**30
-    return float(getattr(answer, row["metric"]))
 
 
 def main() -> None:
     """Print the table and the summaries."""
-    with RUNS.open(encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = published_rows()
     print("| row | model | GPU | size | steps | batch | metric | published | suanli | error |")
     print("|---|---|---|---|---:|---:|---|---:|---:|---:|")
     errors: dict[str, list[float]] = {}
     by_source: dict[str, list[float]] = {}
     for row in rows:
-        est = estimate(row)
+        est = estimate_row(row)
         meas = float(row["measured"])
         err = est / meas - 1
         kind = "memory" if row["metric"] == "allocated_gib" else "speed"

@@ -186,12 +186,14 @@ def test_cli_bad_input_is_one_sentence_and_exit_2(args: list[str], needle: str) 
     assert len(out.stderr.strip().splitlines()) == 1
 
 
-def _published() -> list[dict[str, str]]:
+def published_rows() -> list[dict[str, str]]:
+    """The published runs of tests/fixtures/image-generation-runs.csv."""
     with RUNS.open(encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
 
 
-def _estimate(row: dict[str, str]) -> float:
+def estimate_row(row: dict[str, str]) -> float:
+    """suanli's figure for a published row's metric (memory: weights + activations, GiB)."""
     answer = generate_image(
         ImageRequest(
             row["model"],
@@ -213,10 +215,10 @@ def _estimate(row: dict[str, str]) -> float:
 def test_published_peak_memory_within_ten_percent() -> None:
     """max_memory_allocated of published diffusers runs (SDXL, SD3, Flux at batch 1-16) against
     weights + the largest call's live activations: nothing here was fitted to them."""
-    rows = [r for r in _published() if r["metric"] == "allocated_gib"]
+    rows = [r for r in published_rows() if r["metric"] == "allocated_gib"]
     assert len(rows) >= 6
     for row in rows:
-        error = _estimate(row) / float(row["measured"]) - 1
+        error = estimate_row(row) / float(row["measured"]) - 1
         assert abs(error) < 0.10, (row["id"], error)
 
 
@@ -224,8 +226,8 @@ def test_published_speed_median_error() -> None:
     """Seconds per call and per denoising step of published eager runs: the median error is
     bounded (docs/image-generation.md lists every row; the model is known to be optimistic)."""
     errors = [
-        _estimate(r) / float(r["measured"]) - 1
-        for r in _published()
+        estimate_row(r) / float(r["measured"]) - 1
+        for r in published_rows()
         if r["metric"] != "allocated_gib"
     ]
     assert len(errors) >= 20

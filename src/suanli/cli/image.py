@@ -61,6 +61,31 @@ def image_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def run_image_task(
+    model: str,
+    gpu: str | None,
+    opts: dict[str, Any],
+    *,
+    catalog_file: str | None,
+    ignore_fit: bool,
+    as_json: bool,
+    explain: bool,
+    memory_only: bool,
+) -> None:
+    """``--task generate-image`` of ``perf`` (``memory_only``: of ``mem``): answer and print."""
+    from suanli.cli.options import given_options
+
+    answer = image_answer(
+        model,
+        gpu,
+        opts,
+        catalog_file=catalog_file,
+        ignore_fit=ignore_fit,
+        dtype_given="dtype" in (given_options(opts) or ()),
+    )
+    render_image(answer, as_json=as_json, explain=explain, memory_only=memory_only)
+
+
 def image_answer(
     model: str,
     gpu: str | None,
@@ -108,12 +133,10 @@ def render_image(doc: ImagePerfAnswer, *, as_json: bool, explain: bool, memory_o
     if as_json:
         print_json(doc.to_json())
         return
-    title = (
-        f"{doc.title} {doc.width}x{doc.height}, {doc.steps} steps, batch {doc.batch}, "
-        f"{doc.dtype} on {doc.gpu}"
-    )
+    title = f"{doc.title}: {doc.width}x{doc.height}, {doc.steps} steps, batch {doc.batch}"
     if not memory_only:
         rows = [
+            ["GPU, dtype", f"{doc.gpu}, {doc.dtype}"],
             ["seconds per image", _seconds(doc.seconds_per_image)],
             ["images per second", f"{doc.images_per_s:,.3f}"],
             [
@@ -129,6 +152,8 @@ def render_image(doc: ImagePerfAnswer, *, as_json: bool, explain: bool, memory_o
         print_table(title, ["", ""], rows)
     verdict = "fits" if doc.fits else "does NOT fit"
     mem_rows = [[k, _gib(v)] for k, v in doc.memory_breakdown.items()]
+    if memory_only:
+        mem_rows.insert(0, ["GPU, dtype", f"{doc.gpu}, {doc.dtype}"])
     mem_rows.append(["total", _gib(doc.memory_bytes)])
     mem_rows.append(
         [
@@ -158,7 +183,7 @@ def render_image(doc: ImagePerfAnswer, *, as_json: bool, explain: bool, memory_o
         print_table(
             "time terms (per pipeline call)",
             ["term", "seconds", "source", "formula"],
-            [[t.term, f"{t.seconds:,.3f}", t.source[:50], t.formula[:60]] for t in doc.terms],
+            [[t.term, f"{t.seconds:,.3f}", t.source, t.formula] for t in doc.terms],
         )
         for key, text in doc.explain.items():
             click.echo(f"{key}: {text}")

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.cli.image import image_answer, image_options, render_image
-from suanli.cli.options import given_options, work_request, workload_options
+from suanli.cli.image import image_options, run_image_task
+from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_table
 from suanli.units import GiB
 
@@ -99,15 +99,16 @@ def mem_cmd(
     from suanli.answers.memory import MemoryRequest, memory
 
     if opts["task"] == "generate-image":
-        image = image_answer(
+        run_image_task(
             model,
             gpu_name,
             opts,
             catalog_file=catalog_file,
             ignore_fit=True,
-            dtype_given="dtype" in (given_options(opts) or ()),
+            as_json=as_json,
+            explain=explain,
+            memory_only=True,
         )
-        render_image(image, as_json=as_json, explain=explain, memory_only=True)
         return
 
     answer = memory(

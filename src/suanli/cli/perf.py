@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.answers.request import DEFAULT_PUE
-from suanli.cli.image import image_answer, image_options, render_image
-from suanli.cli.options import given_options, work_request, workload_options
+from suanli.cli.image import image_options, run_image_task
+from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 
@@ -127,15 +127,16 @@ def perf_cmd(
     from suanli.answers.perf import InferPerfAnswer, PerfRequest, perf
 
     if opts["task"] == "generate-image":
-        image = image_answer(
+        run_image_task(
             model,
             gpu_name,
             opts,
             catalog_file=catalog_file,
             ignore_fit=ignore_fit,
-            dtype_given="dtype" in (given_options(opts) or ()),
+            as_json=as_json,
+            explain=explain,
+            memory_only=False,
         )
-        render_image(image, as_json=as_json, explain=explain, memory_only=False)
         return
 
     answer = perf(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -90,24 +91,27 @@ def _preset_dir() -> Any:
     return resources.files("suanli.diffusion").joinpath("presets")
 
 
+@lru_cache(maxsize=1)
+def _preset_documents() -> tuple[dict[str, Any], ...]:
+    """The bundled preset files, read once per process."""
+    return tuple(
+        json.loads(entry.read_text(encoding="utf-8"))
+        for entry in sorted(_preset_dir().iterdir(), key=lambda p: p.name)
+        if entry.name.endswith(".json")
+    )
+
+
 def pipeline_presets() -> dict[str, Pipeline]:
     """The bundled pipelines by name."""
-    out = {}
-    for entry in sorted(_preset_dir().iterdir(), key=lambda p: p.name):
-        if entry.name.endswith(".json"):
-            pipe = _from_document(json.loads(entry.read_text(encoding="utf-8")), "preset")
-            out[pipe.name] = pipe
-    return out
+    pipes = (_from_document(doc, "preset") for doc in _preset_documents())
+    return {pipe.name: pipe for pipe in pipes}
 
 
 def find_pipeline(name: str, *, local_paths: bool = True) -> Pipeline | None:
     """A bundled pipeline by name, alias or hub id (case-insensitive), or (``local_paths``) a
     local diffusers folder; None when ``name`` is neither."""
     key = name.strip().lower()
-    for entry in sorted(_preset_dir().iterdir(), key=lambda p: p.name):
-        if not entry.name.endswith(".json"):
-            continue
-        doc = json.loads(entry.read_text(encoding="utf-8"))
+    for doc in _preset_documents():
         names = [doc["name"], doc.get("hub_id", ""), *doc.get("aliases", ())]
         if key in (n.lower() for n in names if n):
             return _from_document(doc, "preset")

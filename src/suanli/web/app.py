@@ -15,7 +15,6 @@ FastAPI and uvicorn (the ``[web]`` extra) are imported in this package and nowhe
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import threading
@@ -29,7 +28,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from suanli import __version__
@@ -81,7 +79,7 @@ from suanli.web.security import (
     too_large,
     validation_sentence,
 )
-from suanli.web.slots import SEARCH_SLOTS, WorkerSlots, given_model
+from suanli.web.slots import SEARCH_SLOTS, WorkerSlots
 
 __all__ = [
     "BODY_LIMIT",
@@ -320,11 +318,7 @@ def create_app(
         key = req.model_dump_json()
         body = cache.get(key)
         if body is None:
-            request = req.to_request()
-            loaded = await run_in_threadpool(models.resolve, request.model)
-            answer = await searches.run(
-                plan, request, loader=functools.partial(given_model, loaded)
-            )
+            answer = await searches.run(plan, req.to_request(), loader=models.resolve)
             body = render_json(answer.to_json())
             cache.put(key, body)
         return Response(body, media_type="application/json")

@@ -28,11 +28,6 @@ SEARCH_SLOTS = max(1, (os.cpu_count() or 2) // 2)
 QUEUE_DEADLINE_S = 60.0
 
 
-def given_model(loaded: Any, _name: str) -> Any:
-    """A loader that returns the model already resolved in the server."""
-    return loaded
-
-
 class WorkerSlots:
     """``slots`` computations in the thread pool at once; the others queue on the event loop."""
 
