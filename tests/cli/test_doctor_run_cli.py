@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,114 @@ def test_doctor_run_passes_the_scripts_exit_status_through(
     assert doc["script_exit_code"] == code
     assert doc.get("script_error") == error
     assert doc["steps"] >= 5
+
+
+HARD_ENDINGS = """
+import os, signal, subprocess, sys, time, torch
+torch.set_num_threads(1)
+model = torch.nn.Linear(8, 8)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+how = sys.argv[1]
+if how == "orphan":  # a helper the script leaves running: suanli stops it at the end
+    helper = subprocess.Popen(["sleep", "600"])
+    open(sys.argv[2], "w").write(str(helper.pid))
+if how == "fork":  # the same loop in a forked process too
+    child = os.fork()
+for step in range(10**9):
+    try:
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        opt.zero_grad(); loss.backward(); opt.step()
+    except BaseException:  # swallows even suanli's stop: the parent ends it
+        if how != "swallow":
+            raise
+    if step == 12 and how == "os_exit":
+        os._exit(7)
+    if step == 12 and how == "sigterm":
+        os.kill(os.getpid(), signal.SIGTERM)
+    if step == 12 and how == "hang":
+        if len(sys.argv) > 2:
+            open(sys.argv[2], "w").close()  # tells the test the steps are recorded
+        time.sleep(600)
+    if how == "fork" and step == 20:
+        break
+if how == "fork" and child:
+    os.waitpid(child, 0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "code", "error"),
+    [
+        ("os_exit", 7, "exit status 7 without an exception (os._exit or a crash)"),
+        ("sigterm", 143, "killed by signal 15"),
+        ("hang", 124, "stopped at the 4 s --timeout"),
+    ],
+)
+def test_doctor_run_reports_however_the_script_ends(
+    tmp_path: Path, how: str, code: int, error: str
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(HARD_ENDINGS)
+    report = tmp_path / "report.json"
+    out = run(
+        "doctor", "run", "--steps", "40", "--replay", "2", "--timeout", "4", "--json",
+        "-o", str(report), str(script), how,
+    )  # fmt: skip
+    assert out.returncode == code, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["script_exit_code"] == code and doc["script_error"] == error
+    assert doc["steps"] >= 8  # the 13 steps saved before the end, less the warm-up
+    assert json.loads(report.read_text()) == doc
+
+
+def test_doctor_run_stops_a_script_that_swallows_the_stop_and_its_helpers(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(HARD_ENDINGS)
+    for how in ("swallow", "orphan"):
+        pid_file = tmp_path / "helper.pid"
+        out = run("doctor", "run", "--steps", "20", "--replay", "2", "--json", str(script), how,
+                  str(pid_file))  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        assert doc["steps"] == 16 and "script_error" not in doc
+    helper = int(pid_file.read_text())
+    try:
+        os.kill(helper, 0)
+        alive = Path(f"/proc/{helper}/stat").read_text().split()[2] != "Z"
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the script's helper process was left running"
+
+
+def test_doctor_run_reports_each_forked_process(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(HARD_ENDINGS)
+    out = run("doctor", "run", "--steps", "30", "--replay", "2", "--json", str(script), "fork")
+    assert out.returncode == 0, out.stderr
+    procs = json.loads(out.stdout)["processes"]
+    assert [p["label"].split()[0] for p in procs] == ["script", "fork"]
+    assert procs[1]["label"] == f"fork of {procs[0]['pid']}"
+    assert all(p["steps"] == 19 for p in procs)  # 21 steps each, 2 of warm-up
+
+
+def test_doctor_run_passes_a_signal_sent_to_suanli_on(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "train.py"
+    script.write_text(HARD_ENDINGS)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "suanli", "doctor", "run", "--steps", "40", "--replay", "2",
+         "--json", str(script), "hang", str(tmp_path / "hanging")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "hanging").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)  # the step's save lands before the marker; this is margin only
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert json.loads(stdout)["script_error"] == "stopped by SIGTERM sent to suanli"

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.errors import MissingExtra
 from suanli.live.diagnosis import Fix, Report
+
+if TYPE_CHECKING:
+    from suanli.live.supervisor import ChildRun
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,24 @@ class DoctorRunRequest:
     """First steps left out of the verdict."""
     stdout_to_stderr: bool = False
     """Send the script's prints to stderr (``--json``: stdout holds only the answer)."""
+    timeout_s: float | None = 1800.0
+    """Stop the script after this many seconds (``None``: no limit); the steps recorded by then
+    are reported."""
+
+
+@dataclass(frozen=True)
+class ProcessRun:
+    """One process of a script that trains in several (forks, ranks)."""
+
+    label: str
+    """``script`` (the process suanli started), ``rank N`` (``RANK`` set), ``fork of PID``."""
+    pid: int
+    steps: int
+    step_time_s: float
+    verdict: str
+    ended: str
+    """``finished`` (all steps recorded), ``returned``, ``exit``, ``raise``, ``interrupted``,
+    or ``killed`` (``os._exit`` or a signal: the steps saved up to then)."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +93,11 @@ class DoctorRunAnswer(Answer):
     script_error: str | None = field(default=None, metadata=OMIT_NONE)
     """How the script stopped, when it raised before the steps were all recorded."""
     script_exit_code: int = 0
-    """The exit status the script asked for (``sys.exit(N)``; 1 when it raised), 0 when it ran
-    to the end or suanli stopped it after its steps; ``suanli doctor run`` exits with it."""
+    """The script's exit status (``sys.exit(N)`` or ``os._exit(N)``: N; an exception: 1; a
+    signal N: 128 + N; the --timeout: 124), 0 when it ran to the end or suanli stopped it after
+    its steps; ``suanli doctor run`` exits with it."""
+    processes: tuple[ProcessRun, ...] | None = field(default=None, metadata=OMIT_NONE)
+    """Each process that recorded steps, when there were several (forks, ranks)."""
     report: Report | None = field(default=None, metadata=NOT_IN_JSON)
     """The diagnosis itself (for :func:`suanli.live.callbacks.format_report`)."""
 
@@ -130,16 +154,17 @@ def oom_autopsy(rec: Any) -> OomAutopsy | None:
 def doctor_run(
     req: DoctorRunRequest, *, on_autopsy: Callable[[OomAutopsy], None] | None = None
 ) -> DoctorRunAnswer:
-    """Run ``req.script`` with ``req.args`` under the profiler and diagnose the recorded steps.
+    """Run ``req.script`` with ``req.args`` under the profiler, in a child process that suanli
+    supervises, and diagnose the recorded steps.
 
-    When the script runs out of GPU memory, ``on_autopsy`` is called with what filled it before
-    the answer (or the error) comes back. Raises ``ValueError`` on a missing script, bad step
-    counts, or too few recorded steps; :class:`MissingExtra` without PyTorch.
+    The report comes whatever way the script ends (returning, ``sys.exit``, an exception,
+    ``os._exit``, a signal, ``req.timeout_s``), with the script's exit status in
+    ``script_exit_code``; every process that recorded steps (forks, ranks) is listed. When the
+    script runs out of GPU memory, ``on_autopsy`` is called with what filled it. Raises
+    ``ValueError`` on a missing script, bad step counts, or too few recorded steps;
+    :class:`MissingExtra` without PyTorch.
     """
-    import contextlib
     import os
-    import runpy
-    import sys
 
     if not os.path.isfile(req.script):
         raise ValueError(
@@ -147,47 +172,86 @@ def doctor_run(
         )
     if importlib.util.find_spec("torch") is None:
         raise MissingExtra("suanli doctor run needs PyTorch: pip install 'suanli[torch]'")
-    from suanli.live.profiler import profile
-
     if req.replay >= req.steps - req.warmup:
         raise ValueError("--replay must leave steps to measure: lower it or raise --steps")
-    saved_argv = sys.argv
-    sys.argv = [req.script, *req.args]
-    error = None
-    exit_code = 0
-    # The script's prints go to stderr while it runs, so that stdout holds only suanli's answer
-    # (one JSON document with --json).
-    quiet = contextlib.redirect_stdout(sys.stderr) if req.stdout_to_stderr else None
-    try:
-        recording = profile(max_steps=req.steps, replay_steps=req.replay)
-        with recording as rec, quiet if quiet is not None else contextlib.nullcontext():
-            runpy.run_path(req.script, run_name="__main__")
-    except SystemExit as exc:  # the script's own sys.exit(N): its status is passed through
-        exit_code = _exit_status(exc.code)
-        if exit_code:
-            error = f"sys.exit({exc.code!r})"
-    except Exception as exc:  # the user's script failed: report what was recorded
-        error = f"{type(exc).__name__}: {exc}"
-        exit_code = 1
-        if "out of memory" in str(exc).lower() and rec.model is not None:
-            outcome = oom_autopsy(rec)
-            if outcome is not None and on_autopsy is not None:
-                on_autopsy(outcome)
-    finally:
-        sys.argv = saved_argv
-    if len(rec.records) <= req.warmup:
+    from suanli.live.supervisor import supervise
+
+    run = supervise(
+        req.script,
+        req.args,
+        steps=req.steps,
+        replay=req.replay,
+        timeout_s=req.timeout_s,
+        stdout_to_stderr=req.stdout_to_stderr,
+    )
+    error = _how_it_ended(run, req.timeout_s)
+    for doc in run.reports:
+        autopsy = doc.get("autopsy")
+        if isinstance(autopsy, dict) and on_autopsy is not None:
+            on_autopsy(OomAutopsy(doc=autopsy.get("doc"), error=autopsy.get("error")))
+    primary = _primary(run.reports, run.main_pid)
+    recorded = len(primary["snapshot"]["records"]) if primary else 0
+    if recorded <= req.warmup:
         raise ValueError(
-            f"only {len(rec.records)} optimizer steps were recorded"
-            + (f" (the script failed: {error})" if error else "")
+            f"only {recorded} optimizer steps were recorded"
+            + (f" (the script: {error})" if error else "")
             + "; does the script call optimizer.step() in a loop?"
         )
-    return run_answer(rec.report(warmup=req.warmup), error, exit_code)
+    assert primary is not None
+    from suanli.live.profiler import report_from_snapshot
+
+    report = report_from_snapshot(primary["snapshot"], req.warmup)
+    processes = tuple(_process_run(doc, run.main_pid, req.warmup) for doc in run.reports)
+    answer = run_answer(report, error, run.exit_code)
+    return replace(answer, processes=processes if len(processes) > 1 else None)
 
 
-def _exit_status(code: object) -> int:
-    """The process status ``sys.exit(code)`` gives: None 0, an int itself, anything else 1."""
-    if code is None:
-        return 0
-    if isinstance(code, int) and not isinstance(code, bool):
-        return code & 0xFF
-    return 1
+def _how_it_ended(run: ChildRun, timeout_s: float | None) -> str | None:
+    """One phrase for an ending other than a clean one, ``None`` for a clean one."""
+    if run.ended_by == "timeout":
+        return f"stopped at the {timeout_s:g} s --timeout"
+    if run.ended_by.startswith("SIG"):
+        return f"stopped by {run.ended_by} sent to suanli"
+    if run.ended_by == "suanli" or run.exit_code == 0:
+        return None
+    main = next((d for d in run.reports if d["pid"] == run.main_pid), None)
+    ending = main.get("ending") if main else None
+    if isinstance(ending, dict) and ending.get("error"):
+        return str(ending["error"])
+    if run.exit_code > 128:
+        return f"killed by signal {run.exit_code - 128}"
+    return f"exit status {run.exit_code} without an exception (os._exit or a crash)"
+
+
+def _primary(reports: list[dict[str, Any]], main_pid: int) -> dict[str, Any] | None:
+    """The recording the verdict is on: the script's own process, or when it trained in other
+    processes (forks, ranks), rank 0's or the one with the most steps."""
+    with_steps = [d for d in reports if d["snapshot"]["records"]]
+    if not with_steps:
+        return None
+    for doc in with_steps:
+        if doc["pid"] == main_pid:
+            return doc
+    return max(with_steps, key=lambda d: (d.get("rank") == "0", len(d["snapshot"]["records"])))
+
+
+def _process_run(doc: dict[str, Any], main_pid: int, warmup: int) -> ProcessRun:
+    """One process's line in a multi-process report."""
+    from suanli.live.profiler import report_from_snapshot
+
+    if doc["pid"] == main_pid:
+        label = "script"
+    elif doc.get("rank") is not None:
+        label = f"rank {doc['rank']}"
+    else:
+        label = f"fork of {doc.get('forked_from')}"
+    report = report_from_snapshot(doc["snapshot"], warmup)
+    ending = doc.get("ending") or {}
+    return ProcessRun(
+        label=label,
+        pid=int(doc["pid"]),
+        steps=report.steps,
+        step_time_s=report.step_time_s,
+        verdict=report.verdict,
+        ended=str(ending.get("kind", "killed")),
+    )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import print_json, print_table, write_json_file
 from suanli.cli.types import FloatRange, IntRange
 from suanli.errors import MissingExtra
 
@@ -69,20 +69,54 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     help="Final steps fed from cached batches: measures 'what if data were free'.",
 )
 @click.option("--warmup", type=IntRange(min=0), default=2, show_default=True)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=FloatRange(min=0),
+    default=1800,
+    show_default=True,
+    help="Stop the script after SECONDS (0: no limit) and report the steps recorded by then.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Also write the JSON answer to FILE (written whole, or not at all).",
+)
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def doctor_run_cmd(
-    steps: int, replay: int, warmup: int, as_json: bool, script: str, args: tuple[str, ...]
+    steps: int,
+    replay: int,
+    warmup: int,
+    timeout_s: float,
+    as_json: bool,
+    output: str | None,
+    script: str,
+    args: tuple[str, ...],
 ) -> None:
     """Run an unmodified PyTorch training SCRIPT with instrumentation and print one verdict
-    (input-, sync-, launch-, communication- or compute-bound) with ranked, quantified fixes."""
+    (input-, sync-, launch-, communication- or compute-bound) with ranked, quantified fixes.
+
+    The script runs in a child process: its exit status is passed on (a signal N as 128+N,
+    --timeout as 124), and the report comes however it ends. Processes it forks are reported
+    each; what it leaves running is stopped at the end."""
     from suanli.answers.doctor_run import DoctorRunRequest, doctor_run
     from suanli.live.callbacks import format_report
 
     def show_autopsy(outcome: OomAutopsy) -> None:
         _print_autopsy(outcome, as_json)
 
+    if output:
+        import os
+
+        folder = os.path.dirname(os.path.abspath(output))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            # Checked before the run: a report lost at the end of a long run costs the run.
+            raise ValueError(f"cannot write {output!r}: its folder does not exist or is read-only")
     req = DoctorRunRequest(
         script=script,
         args=args,
@@ -90,8 +124,11 @@ def doctor_run_cmd(
         replay=replay,
         warmup=warmup,
         stdout_to_stderr=as_json,
+        timeout_s=timeout_s or None,
     )
     answer = doctor_run(req, on_autopsy=show_autopsy)
+    if output:
+        write_json_file(output, answer.to_json())
     if as_json:
         print_json(answer.to_json())
     else:
@@ -102,8 +139,13 @@ def doctor_run_cmd(
                 f"  with data replayed from memory a step takes "
                 f"{answer.data_free_step_s * 1e3:.1f} ms"
             )
+        for proc in answer.processes or ():
+            click.echo(
+                f"  {proc.label} (pid {proc.pid}): {proc.verdict}, "
+                f"step {proc.step_time_s * 1e3:.1f} ms over {proc.steps} steps, {proc.ended}"
+            )
         if answer.script_error:
-            click.echo(f"  note: the script stopped with {answer.script_error}")
+            click.echo(f"  note: the script ended: {answer.script_error}")
     # The report is printed whatever way the script ended; its own exit status is passed on.
     if answer.script_exit_code:
         sys.exit(answer.script_exit_code)

@@ -13,6 +13,23 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+def write_json_file(path: str, obj: Any) -> None:
+    """One JSON document to ``path``, written to a temporary file beside it and renamed, so
+    that a reader never sees half of it."""
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".suanli-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(obj, indent=2, sort_keys=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def print_table(
     title: str,
     columns: Sequence[str],

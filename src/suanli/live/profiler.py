@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from suanli.live.diagnosis import Report, StepRecord, diagnose_steps
@@ -65,6 +65,9 @@ class Recorder:
     optimizer: Any = None
     sync_sites: dict[str, int] = field(default_factory=dict)
     """Call sites of synchronising calls (CUDA sync debug mode) and how often they fired."""
+    on_step: Callable[[Recorder], None] | None = None
+    """Called after each recorded step (``suanli doctor run`` saves the steps so far with it,
+    so that a process ending by ``os._exit`` or a signal still leaves them behind)."""
 
     @property
     def replaying(self) -> bool:
@@ -153,6 +156,8 @@ class Recorder:
 
     def optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Global optimizer hook: close the step."""
+        if self.finished:  # a script that swallowed the stop: record nothing more, stop again
+            raise StopProfiling
         self._sync()
         now = time.perf_counter()
         p = self._pending
@@ -172,26 +177,32 @@ class Recorder:
         (self.replay_records if self.replaying else self.records).append(record)
         self._pending = _Pending()
         self._step_start = now
-        done = len(self.records) + len(self.replay_records)
-        if self.max_steps is not None and done >= self.max_steps:
+        if self.on_step is not None:
+            self.on_step(self)
+        if self.finished:
             raise StopProfiling
+
+    @property
+    def finished(self) -> bool:
+        """Whether every step asked for is recorded (replay included)."""
+        done = len(self.records) + len(self.replay_records)
+        return self.max_steps is not None and done >= self.max_steps
+
+    def snapshot(self, memory: dict[str, float] | None = None) -> dict[str, Any]:
+        """What was recorded, as plain JSON-ready data (:func:`report_from_snapshot` reads it
+        back, in this process or in the ``suanli doctor run`` parent)."""
+        return {
+            "records": [asdict(r) for r in self.records],
+            "replay_records": [asdict(r) for r in self.replay_records],
+            "errors": list(self.errors),
+            "batch_size": self.batch_size,
+            "memory_bytes": self.memory_breakdown() if memory is None else memory,
+            "sync_sites": dict(sorted(self.sync_sites.items(), key=lambda kv: -kv[1])[:10]),
+        }
 
     def report(self, warmup: int = 1) -> Report:
         """The verdict over the recorded steps (replayed steps give the data-free time)."""
-        data_free = None
-        if len(self.replay_records) > 1:
-            import statistics
-
-            data_free = statistics.median(r.total for r in self.replay_records[1:])
-        report = diagnose_steps(
-            self.records, warmup=warmup, data_free_step_s=data_free, batch_size=self.batch_size
-        )
-        report.extras["instrumentation_errors"] = list(self.errors)
-        report.extras["memory_bytes"] = self.memory_breakdown()
-        if self.sync_sites:
-            top = sorted(self.sync_sites.items(), key=lambda kv: -kv[1])[:10]
-            report.extras["sync_sites"] = dict(top)
-        return report
+        return report_from_snapshot(self.snapshot(), warmup)
 
     def note_sync(self, site: str) -> None:
         """Count a synchronising call (from CUDA's sync debug warnings) at its call site."""
@@ -224,8 +235,31 @@ class Recorder:
         return out
 
 
+def report_from_snapshot(snapshot: dict[str, Any], warmup: int = 1) -> Report:
+    """The verdict over a :meth:`Recorder.snapshot` (replayed steps give the data-free time)."""
+    records = [StepRecord(**r) for r in snapshot.get("records", [])]
+    replayed = [StepRecord(**r) for r in snapshot.get("replay_records", [])]
+    data_free = None
+    if len(replayed) > 1:
+        import statistics
+
+        data_free = statistics.median(r.total for r in replayed[1:])
+    report = diagnose_steps(
+        records, warmup=warmup, data_free_step_s=data_free, batch_size=snapshot.get("batch_size")
+    )
+    report.extras["instrumentation_errors"] = list(snapshot.get("errors", []))
+    report.extras["memory_bytes"] = dict(snapshot.get("memory_bytes") or {})
+    if snapshot.get("sync_sites"):
+        report.extras["sync_sites"] = dict(snapshot["sync_sites"])
+    return report
+
+
 @contextmanager
-def profile(max_steps: int | None = None, replay_steps: int = 0) -> Iterator[Recorder]:
+def profile(
+    max_steps: int | None = None,
+    replay_steps: int = 0,
+    on_step: Callable[[Recorder], None] | None = None,
+) -> Iterator[Recorder]:
     """Record every step of the training loop run inside the block.
 
     >>> with profile() as prof:        # doctest: +SKIP
@@ -237,7 +271,7 @@ def profile(max_steps: int | None = None, replay_steps: int = 0) -> Iterator[Rec
     from torch.optim import optimizer as optim_module
     from torch.utils.data import DataLoader
 
-    rec = Recorder(max_steps=max_steps, replay_steps=replay_steps)
+    rec = Recorder(max_steps=max_steps, replay_steps=replay_steps, on_step=on_step)
     rec._cuda = torch.cuda.is_available()
     handles = [
         nn_module.register_module_forward_pre_hook(
