@@ -111,3 +111,48 @@ def test_searches_past_the_slots_wait_then_get_a_503() -> None:
     first, second = asyncio.run(both())
     assert first is None
     assert isinstance(second, ApiError) and second.status == 503
+
+
+MALFORMED_HTTP = [
+    b"POST /api/mem HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n",
+    b"GET /\xff HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    b"GARBAGE\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+    b"POST /api/mem HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n",
+]
+
+
+def test_malformed_http_gets_the_json_error_from_a_real_server() -> None:
+    """Requests uvicorn's parser rejects before the app sees them still get {"error": ...}."""
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "suanli", "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        for raw in MALFORMED_HTTP:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                conn.sendall(raw)
+                reply = b""
+                while chunk := conn.recv(65536):
+                    reply += chunk
+            head, _, body = reply.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 400"), (raw, reply)
+            assert b"content-type: application/json" in head.lower()
+            assert json.loads(body)["error"].startswith("the HTTP request is malformed")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

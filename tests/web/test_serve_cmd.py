@@ -83,6 +83,8 @@ def test_defaults_to_loopback_without_a_warning(calls: dict[str, Any]) -> None:
     assert calls["app"] == "suanli.web.app:create_app" and calls["factory"] is True
     module, _, factory = calls["app"].partition(":")
     assert getattr(importlib.import_module(module), factory)().title == "suanli"
+    module, _, protocol = calls["http"].partition(":")  # malformed HTTP gets the JSON error
+    assert getattr(importlib.import_module(module), protocol).__name__ == "JSONErrorH11Protocol"
 
 
 def test_other_hosts_warn_and_open_opens(calls: dict[str, Any]) -> None:

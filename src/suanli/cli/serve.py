@@ -14,6 +14,8 @@ from suanli.errors import MissingExtra
 
 #: The web app's factory, as uvicorn finds it (``suanli.web.app.create_app``).
 APP_FACTORY = "suanli.web.app:create_app"
+#: uvicorn's h11 protocol answering malformed HTTP with the API's JSON error.
+HTTP_PROTOCOL = "suanli.web.protocol:JSONErrorH11Protocol"
 
 
 #: The variable the app factory reads the allow-list from (suanli.web.security.ALLOW_HOSTS_ENV;
@@ -109,4 +111,6 @@ def serve_cmd(host: str, port: int, allow_hosts: tuple[str, ...], open_browser: 
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     # The app is named, not imported: the CLI and the web front-end never import each other.
-    uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, log_level="warning")
+    uvicorn.run(
+        APP_FACTORY, factory=True, host=host, port=port, log_level="warning", http=HTTP_PROTOCOL
+    )
