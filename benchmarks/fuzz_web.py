@@ -7,7 +7,10 @@ config upload gets hostile configs. A response is ``4xx`` (the contract: a JSON
 ``{"error": ...}``), ``2xx`` (the input was valid), or ``5xx`` (a bug). Run in-process with
 FastAPI's TestClient.
 
-Run: python benchmarks/fuzz_web.py
+``--memory-gib 4`` caps the address space of this process and its search workers first (the
+closest this machine has to a 4 GiB container); the peak resident memory is printed.
+
+Run: python benchmarks/fuzz_web.py [--memory-gib 4]
 """
 
 from __future__ import annotations
@@ -143,7 +146,84 @@ def _has_nan(value: Any) -> bool:
 
 def main() -> None:
     """Send every case and print the table and any 5xx."""
+    import argparse
+    import resource
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memory-gib", type=float, default=None)
+    parser.add_argument("--cgroup-gib", type=float, default=None)
+    args = parser.parse_args()
+    if args.cgroup_gib:
+        _against_a_server_in_a_cgroup(args.cgroup_gib)
+        return
+    if args.memory_gib:
+        cap = int(args.memory_gib * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        print(f"address space capped at {args.memory_gib:g} GiB (server and workers)")
     client = TestClient(create_app(), raise_server_exceptions=False)
+    _run(client)
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory: server {peak_mib:.0f} MiB, search workers {_workers_peak()}")
+
+
+def _against_a_server_in_a_cgroup(gib: float) -> None:
+    """A real ``suanli serve`` (and its search workers) in a cgroup-v1 memory group of ``gib``
+    GiB (Linux, root): every case over HTTP, then whether it still answers and its peak."""
+    import os
+    import socket
+    import subprocess
+
+    import httpx
+
+    group = Path(f"/sys/fs/cgroup/memory/suanli-fuzz-{os.getpid()}")
+    group.mkdir()
+    try:
+        (group / "memory.limit_in_bytes").write_text(str(int(gib * 2**30)))
+        swap = group / "memory.memsw.limit_in_bytes"
+        if swap.exists():
+            swap.write_text(str(int(gib * 2**30)))  # no escape into swap
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        procs = str(group / "cgroup.procs")
+
+        def enter() -> None:
+            with open(procs, "w") as f:
+                f.write(str(os.getpid()))
+
+        server = subprocess.Popen(
+            [sys.executable, "-m", "suanli", "serve", "--port", str(port)],
+            preexec_fn=enter,
+            stderr=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(600):
+                try:
+                    httpx.get(base + "/api/options", timeout=2)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            print(f"a real suanli serve in a {gib:g} GiB memory cgroup (server and workers)")
+            with httpx.Client(base_url=base, timeout=120) as client:
+                _run(client)
+                alive = client.get("/api/gpus").status_code == 200
+            peak = int((group / "memory.max_usage_in_bytes").read_text())
+            fails = int((group / "memory.failcnt").read_text())
+            print(
+                f"still answering after the run: {alive}; the group's peak "
+                f"{peak / 2**20:.0f} MiB of {gib * 1024:.0f} MiB, limit reached {fails} times"
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    finally:
+        time.sleep(0.5)
+        group.rmdir()
+
+
+def _run(client: Any) -> None:
+    """Send every case through ``client`` (TestClient or httpx) and print the table."""
     counts: Counter[str] = Counter()
     bugs = []
     slowest = 0.0
@@ -172,6 +252,22 @@ def main() -> None:
         print(f"| {kind} | {counts[kind]} |")
     for kind, label, text in bugs:
         print(f"{kind:8s} {label} :: {text}")
+
+
+def _workers_peak() -> str:
+    """The search workers' peak resident memory (Linux's VmHWM), still running."""
+    from suanli.web import workers
+
+    pool = workers._pool
+    peaks = []
+    for pid in getattr(pool, "_processes", {}) or {}:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        kib = next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("VmHWM")), 0)
+        peaks.append(f"{kib / 1024:.0f} MiB")
+    return ", ".join(peaks) or "none running"
 
 
 if __name__ == "__main__":

@@ -15,11 +15,12 @@ FastAPI and uvicorn (the ``[web]`` extra) are imported in this package and nowhe
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from importlib import resources
 from typing import Any
 
@@ -28,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from suanli import __version__
@@ -80,6 +82,7 @@ from suanli.web.security import (
     validation_sentence,
 )
 from suanli.web.slots import SEARCH_SLOTS, WorkerSlots
+from suanli.web.workers import plan_body
 
 __all__ = [
     "BODY_LIMIT",
@@ -151,6 +154,7 @@ def create_app(
     plan_cache_size: int = PLAN_CACHE_SIZE,
     allow_hosts: tuple[str, ...] | None = None,
     search_slots: int = SEARCH_SLOTS,
+    search_processes: bool = True,
 ) -> FastAPI:
     """The web app: the page at ``/``, the JSON API under ``/api``, OpenAPI docs at ``/docs``.
 
@@ -158,9 +162,21 @@ def create_app(
     replaces the hub reader (tests); ``plan_cache_size=0`` turns the plan cache off;
     ``allow_hosts`` answers only requests whose Host header names one of them (``suanli serve``
     sets loopback names plus ``--allow-host``, through ``SUANLI_ALLOW_HOSTS``); None: no check.
-    ``search_slots``: plan searches that run at once (the others queue, up to a deadline).
+    ``search_slots``: plan searches that run at once (the others queue, up to a deadline);
+    ``search_processes``: run them in worker processes (:mod:`suanli.web.workers`), not threads.
     """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        from suanli.web import workers
+
+        if search_processes:  # the search workers start with the server, not on a first plan
+            workers.warm(searches.slots)
+        yield
+        workers.shutdown()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="suanli",
         version=__version__,
         summary="Will it fit, how fast, which GPU, what cost: the suanli CLI's --json as an API.",
@@ -173,6 +189,7 @@ def create_app(
     )
     models = Models(allow_hub=allow_hub, hub_loader=hub_loader)
     searches = WorkerSlots(search_slots)
+
     cache = PlanCache(plan_cache_size)
     providers: list[Any] = []
     providers_lock = threading.Lock()
@@ -314,12 +331,18 @@ def create_app(
         response_model=dict[str, Any],
     )
     async def api_plan(req: PlanRequest) -> Response:
-        # A hit is answered on the event loop; a search runs in the thread pool.
+        # A hit is answered on the event loop. The model is resolved in the thread pool (an
+        # upload lives in this process); the search runs in a worker process (web/workers.py).
         key = req.model_dump_json()
         body = cache.get(key)
         if body is None:
-            answer = await searches.run(plan, req.to_request(), loader=models.resolve)
-            body = render_json(answer.to_json())
+            request = req.to_request()
+            loaded = await run_in_threadpool(models.resolve, request.model)
+            if search_processes:
+                body = await searches.run_in_process(plan_body, request, loaded)
+            else:
+                answer = await searches.run(plan, request, loader=lambda _name: loaded)
+                body = render_json(answer.to_json())
             cache.put(key, body)
         return Response(body, media_type="application/json")
 

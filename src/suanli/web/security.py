@@ -28,6 +28,10 @@ class ApiError(Exception):
         self.status = status
         self.message = message
 
+    def __reduce__(self) -> tuple[Any, tuple[int, str]]:
+        # Raised in a worker process, it is pickled back to the server whole.
+        return (ApiError, (self.status, self.message))
+
 
 def _field_name(match: re.Match[str]) -> str:
     return match.group(1).replace("-", "_")

@@ -12,8 +12,9 @@ loop, so a cheap request can wait a few of the search's switch intervals (docs/s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -45,6 +46,19 @@ class WorkerSlots:
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in the thread pool once a slot is free; ApiError 503 when
         none frees up within the deadline."""
+        async with self._slot():
+            return await run_in_threadpool(fn, *args, **kwargs)
+
+    async def run_in_process(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker process (:mod:`suanli.web.workers`) once a slot is free."""
+        from suanli.web.workers import in_worker
+
+        async with self._slot():
+            return await in_worker(self.slots, fn, *args)  # type: ignore[no-any-return]
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """Hold one slot; ApiError 503 when none frees up within the deadline."""
         sem = self._sem()
         try:
             await asyncio.wait_for(sem.acquire(), timeout=self.deadline_s)
@@ -53,6 +67,6 @@ class WorkerSlots:
                 503, "the server is busy with other searches; retry in a minute"
             ) from None
         try:
-            return await run_in_threadpool(fn, *args, **kwargs)
+            yield
         finally:
             sem.release()
