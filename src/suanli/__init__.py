@@ -31,6 +31,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "CapacityRequest": ("suanli.answers.capacity", "CapacityRequest"),
     "CapacitySimulation": ("suanli.answers.capacity", "CapacitySimulation"),
     "capacity": ("suanli.answers.capacity", "capacity"),
+    "CardAnswer": ("suanli.answers.card", "CardAnswer"),
+    "CardRequest": ("suanli.answers.card", "CardRequest"),
+    "card": ("suanli.answers.card", "card"),
     "CompareAnswer": ("suanli.answers.compare", "CompareAnswer"),
     "CompareRequest": ("suanli.answers.compare", "CompareRequest"),
     "compare": ("suanli.answers.compare", "compare"),
@@ -92,6 +95,7 @@ if TYPE_CHECKING:
     from suanli.answers.base import SCHEMA_VERSION, Answer
     from suanli.answers.bench import BenchAnswer, BenchRequest, bench
     from suanli.answers.capacity import CapacityPlan, CapacityRequest, CapacitySimulation, capacity
+    from suanli.answers.card import CardAnswer, CardRequest, card
     from suanli.answers.compare import CompareAnswer, CompareRequest, compare
     from suanli.answers.cost import CostAnswer, CostRequest, cost
     from suanli.answers.doctor import DoctorAnswer, doctor
@@ -134,6 +138,8 @@ __all__ = [
     "CapacityRequest",
     "CapacitySimulation",
     "CatalogError",
+    "CardAnswer",
+    "CardRequest",
     "CompareAnswer",
     "CompareRequest",
     "CostAnswer",
@@ -189,6 +195,7 @@ __all__ = [
     "__version__",
     "bench",
     "capacity",
+    "card",
     "compare",
     "cost",
     "count_params",

@@ -271,3 +271,37 @@ def test_page_shows_the_api_numbers(server: str, tmp_path: Path) -> None:
     shot = tmp_path / "serve.png"
     assert shot.stat().st_size > 20_000
     print(f"screenshots: {shot} {tmp_path / 'serve-infer.png'}")
+
+
+def test_card_tab_shows_the_api_answer(server: str) -> None:
+    """The "What can this card run?" tab renders POST /api/card and computes nothing itself."""
+    expected = api(server, "/api/card", {"gpu": "rtx-3090-24gb", "gpus": 2})
+    errors: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(server + "/")
+            page.wait_for_function(SETTLED, timeout=60_000)
+            page.click(".tab[data-tab='card']")
+            page.wait_for_function("() => document.body.dataset.cardReady === '1'", timeout=60_000)
+            assert page.is_hidden("#tab-plan") and page.is_visible("#tab-card")
+            page.fill("#card-gpu", "rtx-3090-24gb")
+            page.fill("#card-gpus", "2")
+            page.click("#card-form button[type='submit']")
+            page.wait_for_function("() => document.body.dataset.cardReady === '2'", timeout=60_000)
+            shown = page.evaluate("() => window.suanliCard.doc")
+            assert shown == expected
+            jobs = page.inner_text("#card-jobs")
+            for cap in expected["capabilities"]:
+                assert cap["largest_model"] in jobs
+            assert "2 x" in page.inner_text("#card-title")
+            page.fill("#card-gpu", "no-such-card")
+            page.click("#card-form button[type='submit']")
+            page.wait_for_function("() => document.body.dataset.cardReady === '3'", timeout=60_000)
+            assert page.is_visible("#card-error")
+            assert "no-such-card" in page.inner_text("#card-error")
+        finally:
+            browser.close()
+    assert not errors

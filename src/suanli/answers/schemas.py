@@ -19,6 +19,7 @@ ANSWER_MODULES = (
     "perf",
     "plan",
     "fit",
+    "card",
     "compare",
     "cost",
     "capacity",

@@ -55,6 +55,7 @@ def _register() -> None:
     from suanli.cli import (
         bench,
         capacity,
+        card,
         compare,
         cost,
         explain,
@@ -72,6 +73,7 @@ def _register() -> None:
 
     cli.add_command(gpus.gpus_cmd)
     cli.add_command(gpus.gpu_cmd)
+    cli.add_command(card.card_cmd)
     cli.add_command(model.model_cmd)
     cli.add_command(model.models_cmd)
     cli.add_command(mem.mem_cmd)

@@ -34,6 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from suanli import __version__
 from suanli.answers.base import jsonable
+from suanli.answers.card import card
 from suanli.answers.cost import cost
 from suanli.answers.frameworks import framework_list
 from suanli.answers.gpus import GpuListRequest, gpu_list
@@ -60,6 +61,7 @@ from suanli.web.models import Models
 from suanli.web.schemas import (
     PLAN_MAX_GPUS_INFER,
     PLAN_MAX_GPUS_TRAIN,
+    CardRequest,
     CostRequest,
     ImageRequest,
     MemoryRequest,
@@ -345,6 +347,11 @@ def create_app(
                 body = render_json(answer.to_json())
             cache.put(key, body)
         return Response(body, media_type="application/json")
+
+    @app.post("/api/card", summary="What a card can run (suanli card --json)")
+    def api_card(req: CardRequest) -> dict[str, Any]:
+        _no_local_cpu(req.gpu)
+        return card(req.to_request(), loader=models.resolve).to_json()
 
     @app.post("/api/cost", summary="Buy vs rent vs API over the years (suanli cost --json)")
     def api_cost(req: CostRequest) -> dict[str, Any]:

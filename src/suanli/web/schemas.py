@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from suanli.answers import card as card_answers
 from suanli.answers import cost as cost_answers
 from suanli.answers import image as image_answers
 from suanli.answers import memory as memory_answers
@@ -331,4 +332,30 @@ class CostRequest(BaseModel):
             tokens_per_year=self.tokens_per_year,
             input_tokens_per_year=self.input_tokens_per_year,
             api=self.api,
+        )
+
+
+class CardRequest(BaseModel):
+    """``suanli card GPU --json``: what one card (or several) can run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: Name = Field(description="The card (catalog name), e.g. 4090.")
+    gpus: int = Field(1, ge=1, le=1024)
+    seq: int = Field(2048, ge=128, le=MAX_TOKENS, description="Training sequence length.")
+    contexts: list[Annotated[int, Field(ge=256, le=MAX_TOKENS)]] = Field(
+        [4096, 32768], min_length=1, max_length=6, description="Inference context lengths."
+    )
+    models: list[Name] = Field(
+        [], max_length=20, description="Models to show (none: the popular ones)."
+    )
+
+    def to_request(self) -> card_answers.CardRequest:
+        """The application layer's card request."""
+        return card_answers.CardRequest(
+            gpu=self.gpu,
+            gpus=self.gpus,
+            seq=self.seq,
+            contexts=tuple(self.contexts),
+            presets=tuple(self.models) or card_answers.POPULAR,
         )

@@ -957,8 +957,9 @@
     document.querySelectorAll(".tab[data-tab]").forEach((b) => {
       b.classList.toggle("active", b.dataset.tab === name);
     });
-    $("#tab-plan").hidden = name !== "plan";
-    $("#tab-live").hidden = name !== "live";
+    document.querySelectorAll(".view").forEach((view) => {
+      view.hidden = view.id !== "tab-" + name;
+    });
     clearInterval(state.live.timer);
     if (name === "live") {
       pollLive();

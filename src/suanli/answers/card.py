@@ -1,0 +1,305 @@
+"""What can this card do? The largest model that fits for each common job, what it runs at,
+and the popular models that fit (``suanli card [GPU]``: the practitioners' first question,
+"这卡能跑多少B参数的模型?").
+
+The largest size comes from a ladder of real dense models of one family (Qwen2.5 0.5B to 72B,
+then Llama 3.1 405B): the biggest rung that fits is named, and the size between it and the next
+rung is interpolated from their memory (memory grows about linearly with parameters within one
+family). Every number is the same estimate ``suanli mem`` and ``suanli perf`` give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from suanli.answers.base import NOT_IN_JSON, Answer
+from suanli.answers.request import WorkRequest, build_work
+from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.catalog.formats import get_format
+from suanli.estimate.memory import inference_memory, training_memory
+from suanli.estimate.perf import inference_perf, training_perf
+from suanli.estimate.workload import InferWork, TrainWork
+from suanli.hardware import device_for
+from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.spec import ModelSpec
+
+#: Real dense models of growing size: the rungs of "the largest model that fits".
+LADDER = (
+    "qwen2.5-0.5b",
+    "qwen2.5-1.5b",
+    "qwen2.5-3b",
+    "qwen2.5-7b",
+    "qwen2.5-14b",
+    "qwen2.5-32b",
+    "qwen2.5-72b",
+    "llama-3.1-405b",
+)
+#: The popular models shown with their fit (dense and MoE, 4B to 671B).
+POPULAR = (
+    "qwen3-4b",
+    "qwen3-8b",
+    "llama-3.1-8b",
+    "gemma-3-12b",
+    "qwen3-14b",
+    "qwen3-30b-a3b",
+    "qwen3-32b",
+    "llama-3.3-70b",
+    "deepseek-r1",
+)
+#: Inference weight formats by the name users know them.
+INFER_FORMATS = (("bf16", "bf16"), ("int8", "int8"), ("4-bit", "gguf-q4_k_m"))
+TRAIN_TASKS = ("full", "lora", "qlora")
+#: Tokens generated in the decode-speed estimate (its prompt fills the rest of the context).
+DECODE_TOKENS = 256
+
+
+@dataclass(frozen=True)
+class CardRequest:
+    """The card (or the local GPU), how many, and the jobs' settings."""
+
+    gpu: str
+    """A catalog name or alias (``4090``, ``rtx-3060-12gb``)."""
+    gpus: int = 1
+    """Cards in the machine: training shards over them (ZeRO-3), inference splits (tensor
+    parallel)."""
+    seq: int = 2048
+    """Training sequence length (tokens)."""
+    contexts: tuple[int, ...] = (4096, 32768)
+    """Inference context lengths (tokens) to answer for."""
+    presets: tuple[str, ...] = POPULAR
+    """The models shown with their fit."""
+    catalog_file: str | None = None
+    """Extra or overriding GPU entries (TOML)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One way to use a model: training (full, LoRA, QLoRA) or inference in a weight format at
+    a context length."""
+
+    id: str
+    """``train-full``, ``train-lora``, ``train-qlora``, ``infer-bf16-4k``, ..."""
+    task: str
+    """``full``, ``lora``, ``qlora`` or ``infer``."""
+    weights: str
+    """Weight format: ``bf16``, ``int8``, ``4-bit`` (GGUF Q4_K_M), ``nf4`` (QLoRA's base)."""
+    tokens: int
+    """Training sequence or inference context, in tokens."""
+
+
+@dataclass(frozen=True)
+class Capability:
+    """The largest model a job fits on the card, and its speed."""
+
+    job: Job
+    largest_model: str | None
+    """The biggest rung of the ladder that fits (None: not even the smallest)."""
+    largest_params: float | None
+    """Its parameter count."""
+    about_params: float | None
+    """The size that would just fit, interpolated between that rung and the next (None when
+    nothing fits or the top rung fits: then the card holds more than the ladder asks)."""
+    memory_bytes: float | None
+    """Memory the largest model needs per card for this job."""
+    tokens_per_s: float | None
+    """Its speed: training tokens per second over all cards, or decode tokens per second of
+    one stream at this context."""
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """One popular model on the card: for each job, whether it fits and how fast it runs."""
+
+    model: str
+    params: float
+    fits: tuple[bool, ...]
+    """In the order of :attr:`CardAnswer.jobs`."""
+    tokens_per_s: tuple[float | None, ...]
+    """Speed where it fits (as in :class:`Capability`), None where it does not."""
+
+
+@dataclass(frozen=True)
+class CardAnswer(Answer):
+    """What a card can do, job by job."""
+
+    schema_name = "card"
+
+    gpu: str
+    name: str
+    memory_bytes: int
+    """One card's memory."""
+    gpus: int
+    jobs: tuple[Job, ...]
+    capabilities: tuple[Capability, ...]
+    models: tuple[ModelFit, ...]
+    assumptions: tuple[str, ...]
+    device: GPU | None = field(default=None, metadata=NOT_IN_JSON)
+
+
+def jobs_for(req: CardRequest) -> tuple[Job, ...]:
+    """Training at ``req.seq``, then each inference format at each context."""
+    out = [Job(f"train-{t}", t, "nf4" if t == "qlora" else "bf16", req.seq) for t in TRAIN_TASKS]
+    for context in req.contexts:
+        for label, _fmt in INFER_FORMATS:
+            out.append(Job(f"infer-{label}-{_short(context)}", "infer", label, context))
+    return tuple(out)
+
+
+def _short(tokens: int) -> str:
+    return f"{tokens // 1024}k" if tokens % 1024 == 0 else str(tokens)
+
+
+def _work(job: Job, gpus: int, spec: ModelSpec) -> TrainWork | InferWork:
+    if job.task == "infer":
+        quant = dict(INFER_FORMATS)[job.weights]
+        # Over several cards: tensor parallel where the heads divide evenly (vLLM), else the
+        # layers split across the cards (llama.cpp's default, vLLM's pipeline parallel).
+        heads = spec.attention.num_heads
+        kv_heads = spec.attention.num_kv_heads
+        even = heads % gpus == 0 and (kv_heads % gpus == 0 or gpus % kv_heads == 0)
+        tp, pp = (gpus, 1) if gpus == 1 or even else (1, gpus)
+        return build_work(WorkRequest(task="infer", context=job.tokens, quant=quant, tp=tp, pp=pp))
+    # Batch 1 with gradient checkpointing: the usual "does it fit at all" setting; over several
+    # cards the weights, gradients and optimizer states are sharded (ZeRO-3 / FSDP).
+    return build_work(
+        WorkRequest(
+            task=job.task,
+            batch=1,
+            seq=job.tokens,
+            recompute="full",
+            gpus=gpus,
+            zero=3 if gpus > 1 else 0,
+        )
+    )
+
+
+class _Estimator:
+    """Memory and speed of one job on the card, cached per model."""
+
+    def __init__(self, gpu: GPU, gpus: int) -> None:
+        self.gpu = gpu
+        self.gpus = gpus
+        self._devices: dict[str, object] = {}
+
+    def need_bytes(self, spec: ModelSpec, work: TrainWork | InferWork) -> float:
+        if isinstance(work, InferWork):
+            return float(inference_memory(spec, work).total_bytes)
+        return float(training_memory(spec, work).total_bytes)
+
+    def fits(self, spec: ModelSpec, work: TrainWork | InferWork) -> bool:
+        return self.need_bytes(spec, work) <= self.gpu.memory_bytes
+
+    def speed(self, spec: ModelSpec, work: TrainWork | InferWork) -> float:
+        infer = isinstance(work, InferWork)
+        dtype = get_format(work.weight_format).gemm_dtype if infer else work.dtype  # type: ignore[union-attr]
+        device = self._devices.get(dtype)
+        if device is None:
+            device = device_for(self.gpu, dtype, gpus_per_node=self.gpus, auto_calibration=False)
+            self._devices[dtype] = device
+        if isinstance(work, InferWork):
+            prompt = max(work.context - DECODE_TOKENS, 1)
+            result = inference_perf(spec, work, device, prompt, DECODE_TOKENS)  # type: ignore[arg-type]
+            return 1.0 / result.tpot_s
+        return training_perf(spec, work, device).tokens_per_s  # type: ignore[arg-type]
+
+
+def _capability(job: Job, est: _Estimator, ladder: list[LoadedModel], gpus: int) -> Capability:
+    works = [_work(job, gpus, m.spec) for m in ladder]
+    needs = [est.need_bytes(m.spec, w) for m, w in zip(ladder, works, strict=True)]
+    fitting = [i for i, need in enumerate(needs) if need <= est.gpu.memory_bytes]
+    if not fitting:
+        return Capability(job, None, None, None, None, None)
+    top = max(fitting)
+    model = ladder[top]
+    about = None
+    if top + 1 < len(ladder) and needs[top + 1] > needs[top]:
+        bigger = ladder[top + 1]
+        share = (est.gpu.memory_bytes - needs[top]) / (needs[top + 1] - needs[top])
+        about = model.params.total + share * (bigger.params.total - model.params.total)
+    return Capability(
+        job,
+        model.location,
+        float(model.params.total),
+        about,
+        needs[top],
+        est.speed(model.spec, works[top]),
+    )
+
+
+def card(req: CardRequest, *, loader: Callable[[str], LoadedModel] = load_model) -> CardAnswer:
+    """The largest model each job fits on ``req.gpu`` (times ``req.gpus``), its speed, and the
+    popular models' fit. Raises ``ValueError`` with one sentence on an unknown or ambiguous card
+    or bad settings."""
+    if req.gpus < 1:
+        raise ValueError("--gpus must be at least 1")
+    if not req.contexts:
+        raise ValueError("give at least one inference context length")
+    gpu = find_gpu(req.gpu, load_catalog(req.catalog_file))
+    est = _Estimator(gpu, req.gpus)
+    jobs = jobs_for(req)
+    ladder = [loader(name) for name in LADDER]
+    capabilities = tuple(_capability(job, est, ladder, req.gpus) for job in jobs)
+    models = []
+    for name in req.presets:
+        loaded = loader(name)
+        works = [_work(job, req.gpus, loaded.spec) for job in jobs]
+        fits = tuple(est.fits(loaded.spec, w) for w in works)
+        speeds = tuple(
+            est.speed(loaded.spec, w) if ok else None for ok, w in zip(fits, works, strict=True)
+        )
+        models.append(ModelFit(loaded.location, float(loaded.params.total), fits, speeds))
+    return CardAnswer(
+        gpu=gpu.id,
+        name=gpu.name,
+        memory_bytes=gpu.memory_bytes,
+        gpus=req.gpus,
+        jobs=jobs,
+        capabilities=capabilities,
+        models=tuple(models),
+        assumptions=_assumptions(req),
+        device=gpu,
+    )
+
+
+def _assumptions(req: CardRequest) -> tuple[str, ...]:
+    shard = (
+        f"over {req.gpus} cards: training shards weights, gradients and optimizer states "
+        "(ZeRO-3 / FSDP), inference splits the model (tensor parallel)"
+        if req.gpus > 1
+        else "one card"
+    )
+    return (
+        shard,
+        f"training: micro-batch 1, sequence {req.seq:,}, gradient checkpointing, AdamW, bf16 mixed "
+        "precision; LoRA rank 16 on q,k,v,o; QLoRA on an NF4 base with double quantization",
+        "inference: one stream; speed is decode tokens/s with the context filled; 4-bit is "
+        "GGUF Q4_K_M (llama.cpp / Ollama)",
+        "the largest model is the biggest of Qwen2.5 0.5B/1.5B/3B/7B/14B/32B/72B and Llama 3.1 "
+        "405B that fits; 'about' interpolates between it and the next size by their memory",
+        "memory as suanli mem counts it (CUDA context and allocator overhead included); speed "
+        "as suanli perf estimates it",
+    )
+
+
+def local_card() -> tuple[str, int]:
+    """The local GPU's catalog name and how many of them there are; ``ValueError`` with one
+    sentence when there is no GPU or it is not in the catalog."""
+    from suanli.live.bench.profile import local_gpu
+    from suanli.live.devices import gpu_samples
+
+    samples = gpu_samples()
+    if not samples:
+        raise ValueError(
+            "no local GPU was found; name a card instead, e.g. suanli card 4090 "
+            "(suanli gpus lists them)"
+        )
+    name = samples[0].name
+    gpu, _gpu_id = local_gpu(name)
+    if gpu is None:
+        raise ValueError(
+            f"the local GPU {name!r} is not in the catalog; name the closest card, e.g. "
+            "suanli card 4090 (suanli gpus lists them)"
+        )
+    same = sum(1 for s in samples if s.name == name)
+    return gpu.id, same

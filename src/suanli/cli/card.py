@@ -1,0 +1,163 @@
+"""``suanli card [GPU] [--gpus N]``: what this card can do — the largest model each common job
+fits, what it runs at, and which popular models fit (no GPU named: the local one)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from suanli.cli.render import print_json, print_line, print_table
+from suanli.cli.types import IntRange
+
+if TYPE_CHECKING:
+    from suanli.answers.card import CardAnswer, Job
+
+_TASK_LABEL = {"full": "full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
+
+
+def job_label(job: Job) -> str:
+    """``train LoRA (seq 2,048)``, ``infer 4-bit, 32k context``."""
+    if job.task == "infer":
+        return f"infer {job.weights}, {job.tokens // 1024}k context"
+    return f"train {_TASK_LABEL[job.task]}, seq {job.tokens:,}"
+
+
+def params_text(params: float | None) -> str:
+    """``7.6B``, ``0.49B``; ``-`` for none."""
+    if params is None:
+        return "-"
+    billions = params / 1e9
+    return f"{billions:.2f}B" if billions < 1 else f"{billions:.1f}B"
+
+
+def speed_text(tokens_per_s: float | None) -> str:
+    """``2.7k tok/s``, ``48 tok/s``."""
+    if tokens_per_s is None:
+        return "-"
+    if tokens_per_s >= 10_000:
+        return f"{tokens_per_s / 1e3:.0f}k tok/s"
+    if tokens_per_s >= 1_000:
+        return f"{tokens_per_s / 1e3:.1f}k tok/s"
+    return f"{tokens_per_s:.0f} tok/s"
+
+
+def _short_speed(tokens_per_s: float | None) -> str:
+    text = speed_text(tokens_per_s)
+    return text.removesuffix(" tok/s")
+
+
+@click.command("card")
+@click.argument("gpu", required=False)
+@click.option(
+    "--gpus",
+    type=IntRange(min=1, max=1024),
+    default=None,
+    help="Cards in the machine (default 1; with no GPU named, the local count).",
+)
+@click.option(
+    "--seq",
+    type=IntRange(min=128),
+    default=2048,
+    show_default=True,
+    help="Training sequence length in tokens.",
+)
+@click.option(
+    "--context",
+    "contexts",
+    type=IntRange(min=256),
+    multiple=True,
+    help="Inference context length in tokens (repeatable; default 4096 and 32768).",
+)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    help="Show this model's fit instead of the popular ones (repeatable).",
+)
+@click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def card_cmd(
+    gpu: str | None,
+    gpus: int | None,
+    seq: int,
+    contexts: tuple[int, ...],
+    models: tuple[str, ...],
+    catalog_file: str | None,
+    as_json: bool,
+) -> None:
+    """What can this card run? The largest model for full, LoRA and QLoRA training and for
+    inference in bf16, int8 and 4-bit, what it runs at, and which popular models fit.
+    With no GPU named, the local one."""
+    from suanli.answers.card import POPULAR, CardRequest, card, local_card
+
+    if gpu is None:
+        gpu, local_count = local_card()
+        gpus = gpus or local_count
+    req = CardRequest(
+        gpu=gpu,
+        gpus=gpus or 1,
+        seq=seq,
+        contexts=contexts or (4096, 32768),
+        presets=models or POPULAR,
+        catalog_file=catalog_file,
+    )
+    answer = card(req)
+    if as_json:
+        print_json(answer.to_json())
+        return
+    _print(answer)
+
+
+def _print(answer: CardAnswer) -> None:
+    count = f"{answer.gpus} x " if answer.gpus > 1 else ""
+    title = f"What {count}{answer.name} ({answer.memory_bytes / 2**30:,.0f} GiB) can run"
+    rows = []
+    for cap in answer.capabilities:
+        if cap.largest_model is None:
+            rows.append([job_label(cap.job), "nothing (not even 0.5B)", "-", "-"])
+            continue
+        about = f"~{params_text(cap.about_params)}" if cap.about_params else "more"
+        rows.append(
+            [
+                job_label(cap.job),
+                f"{cap.largest_model} ({params_text(cap.largest_params)})",
+                about,
+                speed_text(cap.tokens_per_s),
+            ]
+        )
+    print_table(
+        title,
+        ["job", "largest model that fits", "size limit", "speed"],
+        rows,
+        right_align=["size limit", "speed"],
+    )
+    _print_models(answer)
+    for line in answer.assumptions:
+        print_line(f"  assumes {line}")
+
+
+def _print_models(answer: CardAnswer) -> None:
+    """Popular models: tokens/s per job where they fit, grouped by training and context."""
+    groups: list[tuple[str, list[int]]] = [
+        ("train tok/s", [i for i, j in enumerate(answer.jobs) if j.task != "infer"])
+    ]
+    for context in dict.fromkeys(j.tokens for j in answer.jobs if j.task == "infer"):
+        idx = [i for i, j in enumerate(answer.jobs) if j.task == "infer" and j.tokens == context]
+        groups.append((f"infer {context // 1024}k tok/s", idx))
+    rows = []
+    for fit in answer.models:
+        cells = [fit.model, params_text(fit.params)]
+        for _title, idx in groups:
+            parts = [
+                f"{_job_short(answer.jobs[i])} {_short_speed(fit.tokens_per_s[i])}"
+                for i in idx
+                if fit.fits[i]
+            ]
+            cells.append(", ".join(parts) if parts else "does not fit")
+        rows.append(cells)
+    print_table("Popular models on it", ["model", "size", *(t for t, _ in groups)], rows)
+
+
+def _job_short(job: Job) -> str:
+    return job.weights if job.task == "infer" else _TASK_LABEL[job.task].split()[0]
