@@ -57,6 +57,18 @@ def test_input_bound_gain_uses_the_measured_data_free_time() -> None:
     assert estimated.fixes[0].expected_speedup == pytest.approx(0.050 / 0.020)
 
 
+def test_a_data_fix_never_claims_more_than_amdahls_law() -> None:
+    """Data is 73% of the step: removing it entirely gives at most 1 / 0.27 = 3.7x, even when
+    the replayed steps ran 275x faster (warm caches, no host decode)."""
+    steps = _steps(data=0.073, forward=0.010, backward=0.012, optimizer=0.005)
+    report = diagnose_steps(steps, data_free_step_s=0.100 / 275.5)
+    assert report.shares["data"] == pytest.approx(0.73)
+    assert report.fixes[0].expected_speedup == pytest.approx(1 / 0.27)
+    assert "Amdahl" in report.fixes[0].basis
+    modest = diagnose_steps(steps, data_free_step_s=0.050)  # under the bound: measured as is
+    assert modest.fixes[0].expected_speedup == pytest.approx(0.100 / 0.050)
+
+
 def test_warmup_steps_are_ignored_and_thresholds_hold_at_the_edge() -> None:
     slow_first = [StepRecord(data=5.0, forward=0.1), *_steps(data=0.01, forward=0.1, backward=0.2)]
     assert diagnose_steps(slow_first, warmup=1).verdict == "compute-bound"

@@ -130,6 +130,13 @@ def diagnose_steps(
             if data_free_step_s is not None
             else "estimated: step time minus data wait"
         )
+        # Amdahl's law: removing the data wait entirely speeds the step up by at most
+        # 1 / (1 - data share). A replayed step can be faster still for other reasons (warm
+        # caches, no decode on the host); that part is not the loader's to claim.
+        bound = 1.0 / max(1.0 - shares["data"], 1e-9)
+        if gain > bound:
+            gain = bound
+            basis += f"; capped by Amdahl's law: data is {shares['data']:.0%} of the step"
         fixes += [
             Fix(
                 "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, "
