@@ -617,7 +617,7 @@ BAD_REQUESTS: list[tuple[str, str, Any, int, str]] = [
     ("POST", "/api/plan", {"rps": 0}, 422, "rps"),
     ("POST", "/api/plan", {"task": "infer", "quant": "q1"}, 400, "weight format"),
     ("POST", "/api/cost", {}, 422, "missing field gpu"),
-    ("POST", "/api/cost", {"gpu": "h100"}, 400, "give one with price"),
+    ("POST", "/api/cost", {"gpu": "h100-pcie"}, 400, "give one with price"),
     ("POST", "/api/cost", {"gpu": "4090", "years": 0}, 422, "years"),
     ("POST", "/api/cost", b'{"gpu": "4090", "years": NaN}', 422, "years"),
     ("POST", "/api/cost", {"gpu": "4090", "utilisation": 2}, 422, "utilisation"),

@@ -61,8 +61,14 @@ NUMERIC_FIELDS: dict[str, tuple[float, float]] = {
     "launch_year": (2014, 2027),
     "price_usd": (100, 100_000),
     "cloud_usd_per_hour": (0.05, 50),
+    # Media and ray-tracing engines (docs/catalog.md, "Media engines"): one vendor-neutral scheme
+    # under NVIDIA's names. nvenc_engines / nvdec_engines count hardware video encode / decode
+    # engines (NVIDIA NVENC/NVDEC, AMD VCN instances, Intel Xe media engines, Apple media
+    # encode engines); rt_cores counts ray-tracing units (NVIDIA RT cores, AMD Ray
+    # Accelerators, Intel RTUs). 0 means "has none" (H100: no NVENC); absent means unknown.
     "nvenc_engines": (0, 16),
     "nvdec_engines": (0, 16),
+    "rt_cores": (0, 1000),
     # CPU figures (form_factor "cpu"); optional, and meaningful only for CPUs.
     "cores": (1, 512),
     "base_clock_ghz": (0.5, 6),
@@ -88,6 +94,14 @@ TEXT_FIELDS = {
     "notes": "free text: caveats, variants",
 }
 
+#: True/false figures and their meaning.
+BOOL_FIELDS = {
+    "av1_encode": "the hardware video encoder encodes AV1 (NVENC 8th gen+, AMD VCN 4+, Intel Arc)",
+}
+
+#: The media and ray-tracing figures, for renderers and video pipelines (``GPU.get(name)``).
+MEDIA_FIELDS = ("nvenc_engines", "nvdec_engines", "av1_encode", "rt_cores")
+
 #: Structured fields (not figures).
 STRUCT_FIELDS = ("aliases", "sources", "uncertain")
 
@@ -103,7 +117,12 @@ REQUIRED_FIELDS = (
     "software_stack",
 )
 
-ALL_FIELDS = frozenset(NUMERIC_FIELDS) | frozenset(TEXT_FIELDS) | frozenset(STRUCT_FIELDS)
+ALL_FIELDS = (
+    frozenset(NUMERIC_FIELDS)
+    | frozenset(TEXT_FIELDS)
+    | frozenset(BOOL_FIELDS)
+    | frozenset(STRUCT_FIELDS)
+)
 
 #: Precision name -> the dense peak field that holds it.
 PRECISION_FIELDS = {

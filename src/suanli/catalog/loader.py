@@ -18,6 +18,7 @@ from typing import Any
 
 from suanli.catalog.gpu import (
     ALL_FIELDS,
+    BOOL_FIELDS,
     FORM_FACTORS,
     GPU,
     INTERCONNECT_KINDS,
@@ -128,7 +129,9 @@ def _parse_sources(origin: str, gid: str, raw: Any, keys: Iterable[str]) -> tupl
         sources.append(Source(tuple(fields), ref.strip(), date))
     covered = {f for s in sources for f in s.fields}
     if "*" not in covered:
-        missing = [k for k in keys if k in NUMERIC_FIELDS and k not in covered]
+        missing = [
+            k for k in keys if (k in NUMERIC_FIELDS or k in BOOL_FIELDS) and k not in covered
+        ]
         if missing:
             raise _fail(origin, gid, f"figures without a source: {', '.join(missing)}")
     return tuple(sources)
@@ -162,6 +165,9 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
         if key in raw and not _DATE_RE.match(str(raw[key])):
             raise _fail(origin, gid, f"{key} must be YYYY-MM or YYYY-MM-DD")
     numbers = {k: _check_number(origin, gid, k, v) for k, v in raw.items() if k in NUMERIC_FIELDS}
+    for key in BOOL_FIELDS:
+        if key in raw and not isinstance(raw[key], bool):
+            raise _fail(origin, gid, f"{key} must be true or false, got {raw[key]!r}")
     for sparse, dense in _SPARSE_PAIRS.items():
         if sparse in numbers:
             if dense not in numbers:
@@ -200,6 +206,7 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
         "launch_year",
         "nvenc_engines",
         "nvdec_engines",
+        "rt_cores",
         "cores",
         "memory_channels",
     ):

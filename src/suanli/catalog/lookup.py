@@ -1,43 +1,119 @@
-"""Forgiving GPU name lookup: case, spaces and dashes do not matter."""
+"""GPU name lookup: forgiving about spelling, strict about which card is meant.
+
+Case, spaces, dashes and vendor words ("NVIDIA", "GeForce", "Radeon", ...) do not matter. A name
+resolves in three steps (docs/catalog.md, "Name resolution"):
+
+1. **Exact**: the query equals an entry's id, name or alias (aliases are unique across the
+   catalog, so an exact match names one card).
+2. **Model number**: the query names the same model as an entry's id, name or alias once the
+   family prefix (``rtx``, ``gtx``, ``rx``, ``arc``, ``tesla``, ``quadro``) and a trailing memory
+   size (``16gb``) are set aside on both sides. A model number is whole: ``4060`` is not
+   ``4060 Ti``, ``4090`` is not ``4090D``, ``7900 XT`` is not ``7900 XTX``. A memory size in the
+   query must be the entry's (``4060 ti 8gb``). Several entries of the same model (RTX 3080 10 GB
+   and 12 GB) are ambiguous.
+3. Otherwise the name is **unknown**: the error lists the entries whose names contain it (a
+   different, longer model number is never chosen silently) or the nearest ids.
+
+Ambiguous and unknown names raise :class:`CatalogError` naming the candidates.
+"""
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
-from suanli.catalog.names import normalize
+from suanli.catalog.names import normalize, strip_vendor_words
 
-__all__ = ["find_gpu", "normalize"]
+__all__ = ["find_gpu", "model_key", "normalize"]
+
+#: Family words that prefix a model number without changing the card ("RTX 4090" is "4090").
+FAMILY_PREFIXES = frozenset({"rtx", "gtx", "rx", "arc", "tesla", "quadro"})
+
+_TOKEN_RE = re.compile(r"[a-z]+|[0-9]+")
+_GIB = 2**30
 
 
-def _keys(gpu: GPU) -> set[str]:
-    return {normalize(k) for k in (gpu.id, gpu.name, *gpu.aliases)} - {""}
+def model_key(name: str) -> tuple[tuple[str, ...], int | None]:
+    """(model tokens, memory in GB or None) of a GPU name.
+
+    ``"GeForce RTX 4060 Ti 16GB"`` -> ``(("4060", "ti"), 16)``; ``"H100 SXM"`` ->
+    ``(("h", "100", "sxm"), None)``. Letters and digits split into tokens, so a model number
+    only ever matches whole.
+    """
+    # Tokenise before separators are dropped, so "RTX 3090 24GB" keeps 3090 and 24 apart.
+    tokens = [t for t in _TOKEN_RE.findall(strip_vendor_words(name)) if t]
+    memory: int | None = None
+    if len(tokens) >= 2 and tokens[-1] == "gb" and tokens[-2].isdigit():
+        memory = int(tokens[-2])
+        tokens = tokens[:-2]
+    if len(tokens) >= 2 and tokens[0] in FAMILY_PREFIXES:
+        tokens = tokens[1:]
+    return tuple(tokens), memory
+
+
+def _keys(gpu: GPU) -> tuple[str, ...]:
+    return tuple(k for k in (gpu.id, gpu.name, *gpu.aliases) if normalize(k))
+
+
+def _memory_sizes(gpu: GPU) -> set[int]:
+    """Memory sizes (GB) an entry answers to: those in its names, and its memory in GiB."""
+    sizes = {round(gpu.memory_bytes / _GIB)}
+    sizes.update(m for k in _keys(gpu) if (m := model_key(k)[1]) is not None)
+    return sizes
+
+
+def _model_match(query: str, gpu: GPU) -> bool:
+    tokens, memory = model_key(query)
+    if not tokens:
+        return False
+    if memory is not None and memory not in _memory_sizes(gpu):
+        return False
+    return any(model_key(k)[0] == tokens for k in _keys(gpu))
+
+
+def _ambiguous(name: str, gpus: Sequence[GPU]) -> CatalogError:
+    ids = ", ".join(g.id for g in gpus[:12])
+    more = f" and {len(gpus) - 12} more" if len(gpus) > 12 else ""
+    return CatalogError(f"GPU name {name!r} is ambiguous: {ids}{more}; use one of these ids")
 
 
 def find_gpu(name: str, gpus: Sequence[GPU]) -> GPU:
-    """The one GPU that ``name`` designates.
+    """The one GPU that ``name`` designates (see the module docstring for the rules).
 
-    Exact matches on id, name or alias win; otherwise a unique entry whose key contains the query
-    ("4090" finds the RTX 4090). Ambiguous or unknown names raise :class:`CatalogError` listing
-    the candidates or the nearest names.
+    Raises :class:`CatalogError` for an ambiguous name (listing the candidates) or an unknown
+    one (listing the entries that contain it, or the nearest ids). Never returns a card of a
+    different model number than the one asked for.
     """
     query = normalize(name)
     if not query:
         raise CatalogError(f"empty GPU name {name!r}; run 'suanli gpus' to list the catalog")
-    exact = [g for g in gpus if query in _keys(g)]
+    exact = [g for g in gpus if query in {normalize(k) for k in _keys(g)}]
     if len(exact) == 1:
         return exact[0]
     if len(exact) > 1:
-        ids = ", ".join(g.id for g in exact)
-        raise CatalogError(f"GPU name {name!r} is ambiguous: {ids}; use one of these ids")
-    partial = [g for g in gpus if any(query in k for k in _keys(g))]
-    if len(partial) == 1:
-        return partial[0]
-    if len(partial) > 1:
-        ids = ", ".join(g.id for g in partial[:12])
-        raise CatalogError(f"GPU name {name!r} is ambiguous: {ids}; use one of these ids")
+        raise _ambiguous(name, exact)
+    model = [g for g in gpus if _model_match(name, g)]
+    if len(model) == 1:
+        return model[0]
+    if len(model) > 1:
+        raise _ambiguous(name, model)
+    tokens = model_key(name)[0]
+    containing = [
+        g
+        for g in gpus
+        if any(query in normalize(k) for k in _keys(g))
+        or (tokens and any(model_key(k)[0][: len(tokens)] == tokens for k in _keys(g)))
+    ]
+    if len(containing) > 1:
+        raise _ambiguous(name, containing)
+    if len(containing) == 1:
+        raise CatalogError(
+            f"no GPU is named {name!r}; did you mean {containing[0].id} "
+            f"({containing[0].name})? Use its id if so"
+        )
     names = {normalize(g.id): g.id for g in gpus}
     near = difflib.get_close_matches(query, list(names), n=4, cutoff=0.5)
     hint = f" (did you mean {', '.join(names[n] for n in near)}?)" if near else ""

@@ -11,9 +11,14 @@ import re
 _VENDOR_WORDS = ("nvidia", "geforce", "amd", "radeon", "instinct", "intel", "huawei", "apple")
 
 
-def normalize(name: str) -> str:
-    """Lower-case; drop vendor words and non-alphanumerics ("RTX 4090" -> "rtx4090")."""
+def strip_vendor_words(name: str) -> str:
+    """Lower-case and drop vendor words, keeping separators ("NVIDIA RTX 4090" -> " rtx 4090")."""
     key = name.lower()
     for word in _VENDOR_WORDS:
         key = key.replace(word, "")
-    return re.sub(r"[^a-z0-9]", "", key)
+    return key
+
+
+def normalize(name: str) -> str:
+    """Lower-case; drop vendor words and non-alphanumerics ("RTX 4090" -> "rtx4090")."""
+    return re.sub(r"[^a-z0-9]", "", strip_vendor_words(name))

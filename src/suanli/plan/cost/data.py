@@ -306,7 +306,39 @@ def parse_costs_text(
             seen.add(key)
             rows.append(row)
         tables[table] = tuple(rows)
+    _check_spot_below_on_demand(tables["cloud"], origin)
     return CostData(**tables)
+
+
+def _check_spot_below_on_demand(rows: Sequence[Any], origin: str) -> None:
+    """Spot is the discounted tier: a spot price above the on-demand price of the same GPU at
+    the same provider, or above the cheapest on-demand price of that GPU anywhere (the two that
+    the cost comparison shows side by side), is a data error."""
+    on_demand: dict[tuple[str, str], float] = {}
+    cheapest: dict[str, Any] = {}
+    for row in rows:
+        if row.kind == "on-demand":
+            on_demand[(row.gpu_id, row.provider)] = row.usd_per_gpu_hour
+            best = cheapest.get(row.gpu_id)
+            if best is None or row.usd_per_gpu_hour < best.usd_per_gpu_hour:
+                cheapest[row.gpu_id] = row
+    for row in rows:
+        if row.kind != "spot":
+            continue
+        where = f"{origin}, [[cloud]] {row.gpu_id}/{row.provider}/spot"
+        same = on_demand.get((row.gpu_id, row.provider))
+        if same is not None and row.usd_per_gpu_hour > same:
+            raise CatalogError(
+                f"{where}: spot {row.usd_per_gpu_hour:g} USD/GPU-hour is above the same "
+                f"provider's on-demand {same:g}; spot must be the cheaper tier, check the source"
+            )
+        best = cheapest.get(row.gpu_id)
+        if best is not None and row.usd_per_gpu_hour > best.usd_per_gpu_hour:
+            raise CatalogError(
+                f"{where}: spot {row.usd_per_gpu_hour:g} USD/GPU-hour is above the cheapest "
+                f"on-demand price of {row.gpu_id} ({best.provider}, {best.usd_per_gpu_hour:g}); "
+                "spot must be the cheaper tier, check the source"
+            )
 
 
 @lru_cache(maxsize=1)
