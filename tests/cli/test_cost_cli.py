@@ -58,7 +58,7 @@ def test_cost_table() -> None:
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["h100"], "--price"),
+        (["h100-pcie-80gb"], "--price"),
         (["h100", "--price", "1", "--region", "mars"], "electricity region"),
         (["h100", "--utilisation", "2"], "Invalid value"),
         ([], "Missing argument"),

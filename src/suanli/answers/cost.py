@@ -59,7 +59,10 @@ class CostRequest:
     """Output tokens per year the work needs, for the API column."""
     input_tokens_per_year: float = 0.0
     api: str | None = None
-    """API model for the price (e.g. llama-3.1-8b)."""
+    """API model for the price (e.g. llama-3.1-8b); with a token volume, also the model the
+    GPUs serve, whose estimated speed turns the tokens into GPU-hours."""
+    gpu_tokens_per_s: float | None = None
+    """Output tokens per second one GPU serves (measured); default: estimated for ``api``."""
     catalog_file: str | None = None
     """Extra or overriding GPU entries (TOML)."""
 
@@ -194,6 +197,105 @@ def cost_curve(result: CostComparison) -> tuple[tuple[CurvePoint, ...], float | 
     return tuple(curve), crossing
 
 
+@dataclass(frozen=True)
+class ServedVolume:
+    """A token volume as GPU time: the speed, and the share of the hours it keeps the GPUs busy."""
+
+    tokens_per_s: float
+    """Output tokens per second per GPU."""
+    utilisation: float
+    speed_assumption: Assumption
+    utilisation_assumption: Assumption
+
+
+#: The serving setting of the speed estimate: concurrent sequences and output per request.
+SERVE_BATCH = 16
+SERVE_OUTPUT_TOKENS = 256
+SERVE_PROMPT_TOKENS = 512
+
+
+def served_volume(req: CostRequest, gpu: GPU) -> ServedVolume:
+    """The GPU-hours ``req``'s token volume takes, as a utilisation of ``req.gpus`` GPUs;
+    ``ValueError`` with one sentence when the speed is unknown or the GPUs cannot serve it."""
+    if req.gpu_tokens_per_s is not None:
+        speed = req.gpu_tokens_per_s
+        if not speed > 0:
+            raise ValueError("--gpu-tokens-per-s must be above 0")
+        speed_source = "given"
+    elif req.api is not None:
+        from suanli.plan.cost.data import api_prices
+
+        api_prices(req.api)  # an unknown API model is named as such first
+        speed, speed_source = _estimated_speed(req, gpu)
+    else:
+        raise ValueError(
+            "a token volume needs the GPUs' speed: give --api MODEL (its speed is estimated) "
+            "or --gpu-tokens-per-s"
+        )
+    hours_needed = req.tokens_per_year / speed / 3600.0 if req.tokens_per_year else 0.0
+    hours_available = req.gpus * 8760.0
+    if hours_needed > hours_available:
+        needed_gpus = math.ceil(hours_needed / 8760.0)
+        raise ValueError(
+            f"{req.gpus} x {gpu.id} at {speed:,.0f} output tokens/s each serve at most "
+            f"{speed * 3600 * hours_available:.3g} tokens a year, less than the "
+            f"{req.tokens_per_year:.3g} asked; give --gpus {needed_gpus} or more"
+        )
+    utilisation = hours_needed / hours_available
+    return ServedVolume(
+        tokens_per_s=speed,
+        utilisation=utilisation,
+        speed_assumption=Assumption(
+            "gpu_output_tokens_per_s", speed, "output tokens/s per GPU", speed_source
+        ),
+        utilisation_assumption=Assumption(
+            "utilisation",
+            utilisation,
+            "fraction of hours busy",
+            "derived: output tokens per year / (tokens/s per GPU x 3,600 x 8,760 x GPUs)",
+        ),
+    )
+
+
+def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
+    """Output tokens/s of one GPU serving ``req.api`` (a preset or config), as suanli perf
+    estimates a static batch of up to 16 requests in bf16."""
+    from suanli.answers.request import WorkRequest, build_work
+    from suanli.estimate.fitting import fit_inference
+    from suanli.estimate.perf import inference_perf
+    from suanli.hardware import device_for
+    from suanli.models.resolve import load_model
+
+    assert req.api is not None
+    try:
+        spec = load_model(req.api).spec
+    except (ValueError, OSError):
+        raise ValueError(
+            f"suanli cannot estimate a GPU's speed for {req.api!r} (not a preset or config); "
+            "give --gpu-tokens-per-s with a measured figure"
+        ) from None
+    prompt = SERVE_PROMPT_TOKENS
+    if req.tokens_per_year > 0 and req.input_tokens_per_year > 0:
+        ratio = req.input_tokens_per_year / req.tokens_per_year
+        prompt = max(1, min(round(SERVE_OUTPUT_TOKENS * ratio), 131_072))
+    context = prompt + SERVE_OUTPUT_TOKENS
+    work = build_work(WorkRequest(task="infer", batch=1, context=context))
+    batch = min(SERVE_BATCH, fit_inference(spec, work, gpu.id, gpu.memory_bytes).max_batch)
+    if batch < 1:
+        raise ValueError(
+            f"{req.api} in bf16 does not fit one {gpu.id}; give --gpu-tokens-per-s with the "
+            "speed of the setup you would run"
+        )
+    work = build_work(WorkRequest(task="infer", batch=batch, context=context))
+    device = device_for(gpu, "bf16", auto_calibration=False)
+    result = inference_perf(spec, work, device, prompt, SERVE_OUTPUT_TOKENS)
+    source = (
+        f"estimated (suanli perf): {req.api} in bf16, {batch} requests at once, "
+        f"{prompt} prompt + {SERVE_OUTPUT_TOKENS} output tokens each"
+    )
+    return result.batch_tokens_per_s, source
+
+
 def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswer:
     """Buy vs rent vs API for ``req.gpus`` GPUs like ``req.gpu`` over ``req.years``.
 
@@ -204,11 +306,17 @@ def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswe
     gpu = find_gpu(
         req.gpu, list(catalog) if catalog is not None else load_catalog(req.catalog_file)
     )
+    utilisation, served = req.utilisation, None
+    if req.tokens_per_year > 0 or req.input_tokens_per_year > 0:
+        # The GPUs are costed for the hours the same token volume takes them, not for busy
+        # hours given separately: buy, rent and the API then answer for the same work.
+        served = served_volume(req, gpu)
+        utilisation = served.utilisation
     result = compare_costs(
         gpu,
         gpus=req.gpus,
         years=req.years,
-        utilisation=req.utilisation,
+        utilisation=utilisation,
         price_usd=req.price,
         resale_fraction=req.resale,
         pue=parse_pue(req.pue),
@@ -222,6 +330,12 @@ def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswe
         api=req.api,
     )
     curve, crossing = cost_curve(result)
+    assumptions = result.assumptions
+    if served is not None:
+        derived = [
+            served.utilisation_assumption if a.name == "utilisation" else a for a in assumptions
+        ]
+        assumptions = (*derived, served.speed_assumption)
     return CostAnswer(
         inputs=CostInputs(
             gpu=result.gpu_id,
@@ -235,7 +349,7 @@ def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswe
         break_even_utilisation=result.break_even_utilisation,
         break_even_hours=result.break_even_hours,
         verdict=result.verdict,
-        assumptions=result.assumptions,
+        assumptions=assumptions,
         curve=curve,
         break_even_years=crossing,
         explain=dict(EXPLAIN),

@@ -57,7 +57,18 @@ from suanli.cli.types import FloatRange, IntRange
     help="Output tokens per year the work needs, for the API column.",
 )
 @click.option("--input-tokens-per-year", type=FloatRange(min=0), default=0.0)
-@click.option("--api", default=None, help="API model for the price (e.g. llama-3.1-8b).")
+@click.option(
+    "--api",
+    default=None,
+    help="API model for the price (e.g. llama-3.1-8b); with a token volume, also the model "
+    "the GPUs serve (its estimated speed turns tokens into GPU-hours).",
+)
+@click.option(
+    "--gpu-tokens-per-s",
+    type=FloatRange(min=0, min_open=True),
+    default=None,
+    help="Output tokens/s one GPU serves (measured); default: estimated for --api.",
+)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def cost_cmd(
@@ -76,6 +87,7 @@ def cost_cmd(
     tokens_per_year: float,
     input_tokens_per_year: float,
     api: str | None,
+    gpu_tokens_per_s: float | None,
     catalog_file: str | None,
     as_json: bool,
 ) -> None:
@@ -103,6 +115,7 @@ def cost_cmd(
             tokens_per_year=tokens_per_year,
             input_tokens_per_year=input_tokens_per_year,
             api=api,
+            gpu_tokens_per_s=gpu_tokens_per_s,
             catalog_file=catalog_file,
         )
     )

@@ -309,6 +309,9 @@ class CostRequest(BaseModel):
     tokens_per_year: float = Field(0.0, ge=0, le=1e20, allow_inf_nan=False)
     input_tokens_per_year: float = Field(0.0, ge=0, le=1e20, allow_inf_nan=False)
     api: str | None = Field(None, max_length=100, description="API model for the price.")
+    gpu_tokens_per_s: float | None = Field(
+        None, gt=0, le=1e9, allow_inf_nan=False, description="Output tokens/s per GPU."
+    )
 
     def to_request(self) -> cost_answers.CostRequest:
         """The application layer's cost request; a non-finite PUE is a 422 like other fields."""
@@ -332,6 +335,7 @@ class CostRequest(BaseModel):
             tokens_per_year=self.tokens_per_year,
             input_tokens_per_year=self.input_tokens_per_year,
             api=self.api,
+            gpu_tokens_per_s=self.gpu_tokens_per_s,
         )
 
 
