@@ -12,7 +12,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -256,13 +255,19 @@ def _describe_process(pid: int, memory: int | None) -> ProcessInfo:
 
 
 class AmdSmiProvider:
-    """AMD GPUs through ``amd-smi metric --json`` or ``rocm-smi --json`` when installed."""
+    """AMD GPUs through ``amd-smi`` (``metric --json``, names from ``static --asic --vram
+    --json``) or ``rocm-smi --showproductname --showmeminfo vram ... --json`` when installed.
+
+    The tools run without a shell, for at most 5 s, their output capped
+    (:func:`suanli.live.smi.run_tool`).
+    """
 
     name = "amd-smi"
 
     def __init__(self, runner: Callable[[list[str]], str] | None = None) -> None:
         self._run = runner or _run_json_tool
         self._tool = shutil.which("amd-smi") or shutil.which("rocm-smi")
+        self._static: Any = None
 
     def available(self) -> bool:
         """Whether an AMD SMI tool is on the PATH."""
@@ -280,12 +285,19 @@ class AmdSmiProvider:
         """Parse the tool's JSON; anything missing stays not available."""
         if not self._tool:
             return []
-        is_amd_smi = self._tool.endswith("amd-smi")
-        args = (
-            [self._tool, "metric", "--json"]
-            if is_amd_smi
-            else [
+        if os.path.basename(self._tool).split(".")[0] == "amd-smi":
+            if self._static is None:  # names and VRAM size do not change: asked once
+                try:
+                    self._static = json.loads(
+                        self._run([self._tool, "static", "--asic", "--vram", "--json"])
+                    )
+                except (ValueError, OSError, RuntimeError):
+                    self._static = []
+            args = [self._tool, "metric", "--json"]
+        else:
+            args = [
                 self._tool,
+                "--showproductname",
                 "--showmeminfo",
                 "vram",
                 "--showuse",
@@ -293,31 +305,49 @@ class AmdSmiProvider:
                 "--showtemp",
                 "--json",
             ]
-        )
         try:
             data = json.loads(self._run(args))
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):
             return []
-        return parse_amd_json(data)
+        return parse_amd_json(data, self._static)
 
 
-def parse_amd_json(data: Any) -> list[DeviceSample]:
-    """Devices from amd-smi (a list of GPU objects) or rocm-smi (a dict keyed by card)."""
-    items = (
-        data
-        if isinstance(data, list)
-        else [v for k, v in sorted(data.items()) if str(k).startswith("card")]
-    )
+def _amd_items(data: Any) -> list[Any]:
+    """The per-GPU objects: amd-smi's list (bare or under a key such as ``gpu_data``), or
+    rocm-smi's dict keyed ``card0``, ``card1``..."""
+    if isinstance(data, list):
+        return data
+    if not isinstance(data, dict):
+        return []
+    cards = [k for k in data if str(k).startswith("card") and str(k)[4:].isdigit()]
+    if cards:
+        return [data[k] for k in sorted(cards, key=lambda k: int(str(k)[4:]))]
+    lists = [v for v in data.values() if isinstance(v, list)]
+    return lists[0] if lists else []
+
+
+def parse_amd_json(data: Any, static: Any = None) -> list[DeviceSample]:
+    """Devices from amd-smi (a list of GPU objects) or rocm-smi (a dict keyed by card);
+    ``static`` (amd-smi's ``static --asic --vram --json``) adds names and VRAM size."""
+    static_items = _amd_items(static) if static is not None else []
     out = []
-    for i, item in enumerate(items):
-        flat = _flatten(item)
-        total = _num(flat, ("vram_total", "VRAM Total Memory (B)", "total_vram"))
+    for i, item in enumerate(_amd_items(data)):
+        flat = _flatten(static_items[i]) if i < len(static_items) else {}
+        flat.update(_flatten(item))
+        total = _num(flat, ("vram_total", "VRAM Total Memory (B)", "total_vram", "size"))
         used = _num(flat, ("vram_used", "VRAM Total Used Memory (B)", "used_vram"))
         scale = 2**20 if total is not None and total < 10_000_000 else 1  # amd-smi reports MiB
+        name = (
+            flat.get("market_name")
+            or flat.get("Card Series")
+            or flat.get("Card series")
+            or flat.get("Card SKU")
+            or "AMD GPU"
+        )
         out.append(
             DeviceSample(
                 index=i,
-                name=str(flat.get("market_name") or flat.get("Card series") or "AMD GPU"),
+                name=str(name),
                 vendor="amd",
                 memory_total_bytes=int(total * scale) if total is not None else NA,
                 memory_used_bytes=int(used * scale) if used is not None else NA,
@@ -330,7 +360,15 @@ def parse_amd_json(data: Any) -> list[DeviceSample]:
                         "Current Socket Graphics Package Power (W)",
                     ),
                 ),
-                temperature_c=_num(flat, ("hotspot", "edge", "Temperature (Sensor edge) (C)")),
+                temperature_c=_num(
+                    flat,
+                    (
+                        "hotspot",
+                        "edge",
+                        "Temperature (Sensor edge) (C)",
+                        "Temperature (Sensor junction) (C)",
+                    ),
+                ),
             )
         )
     return out
@@ -361,7 +399,10 @@ def _num(flat: dict[str, Any], keys: Sequence[str]) -> float | None:
 
 
 def _run_json_tool(args: list[str]) -> str:
-    return subprocess.run(args, capture_output=True, text=True, timeout=10, check=False).stdout
+    """Run a vendor tool: no shell, 5 s at most, output capped (``ToolError`` otherwise)."""
+    from suanli.live.smi import run_tool
+
+    return run_tool(args)
 
 
 # --- CPU (psutil) ----------------------------------------------------------------------------
@@ -537,15 +578,27 @@ def fake_provider(scenario: str) -> FakeProvider:
 
 
 def providers() -> list[Any]:
-    """The providers to ask on this machine: a fake when ``SUANLI_FAKE_GPUS`` names one, else
-    NVML and AMD SMI when present; the CPU provider always comes last."""
+    """The providers to ask on this machine: a fake when ``SUANLI_FAKE_GPUS`` names one.
+
+    Otherwise NVIDIA through NVML; when the NVML library cannot load, through ``nvidia-smi``;
+    failing that, the names the Linux kernel module lists in ``/proc/driver/nvidia``. AMD through
+    ``amd-smi``/``rocm-smi`` when installed. The CPU provider always comes last, so with no GPU
+    the answer is the CPU's.
+    """
     scenario = os.environ.get("SUANLI_FAKE_GPUS")
     if scenario:
         return [fake_provider(scenario), CpuProvider()]
+    from suanli.live.smi import NvidiaSmiProvider, ProcNvidiaProvider
+
     found: list[Any] = []
     nvml = NvmlProvider()
     if nvml.available():
         found.append(nvml)
+    else:
+        for fallback in (NvidiaSmiProvider(), ProcNvidiaProvider()):
+            if fallback.available():
+                found.append(fallback)
+                break
     amd = AmdSmiProvider()
     if amd.available():
         found.append(amd)

@@ -7,12 +7,15 @@
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from suanli.live.devices import DriverInfo, providers
 
 #: PyTorch wheel CUDA tags (download.pytorch.org/whl/cuXYZ), newest last.
 TORCH_CUDA_TAGS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
+
+#: Device providers that read NVIDIA GPUs (NVML, the ``nvidia-smi`` fallback, the kernel module).
+NVIDIA_PROVIDERS = ("nvml", "nvidia-smi", "proc-nvidia", "fake")
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ class Environment:
     gpu_capabilities: tuple[str, ...] = ()
     """``sm_90`` style, per driver GPU, when known."""
     torch_version: str | None = None
+    torch_build_tag: str | None = None
+    """The local part of ``torch.__version__`` (``cpu``, ``cu124``, ``rocm6.2``), if any."""
     torch_cuda: str | None = None
     """``torch.version.cuda`` (None on CPU-only and ROCm builds)."""
     torch_hip: str | None = None
@@ -38,6 +43,10 @@ class Environment:
     mps_available: bool = False
     xpu_available: bool = False
     directml_available: bool = False
+    gpu_vendors: tuple[str, ...] = ()
+    """``nvidia``/``amd`` per driver GPU, when known."""
+    nvml_error: str | None = None
+    """Why the NVML library did not load, when the GPUs were read another way."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +88,18 @@ def pip_command(driver_cuda: str | None) -> str:
     return f"pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{tag}"
 
 
+def _is_nvidia(env: Environment) -> bool:
+    return "nvidia" in env.gpu_vendors or (
+        not env.gpu_vendors and env.driver.provider in NVIDIA_PROVIDERS
+    )
+
+
 def diagnose(env: Environment) -> list[Verdict]:
     """Verdicts for a snapshot, most important first."""
     out: list[Verdict] = []
     drv = env.driver
     has_gpu = bool(env.gpu_names)
+    nvidia = has_gpu and _is_nvidia(env)
     if drv.error and "mismatch" in drv.error.lower():
         out.append(
             Verdict(
@@ -105,6 +121,20 @@ def diagnose(env: Environment) -> list[Verdict]:
                 f"{len(env.gpu_names)} GPU(s): {', '.join(sorted(set(env.gpu_names)))}",
             )
         )
+        if nvidia and drv.provider in ("nvidia-smi", "proc-nvidia"):
+            out.append(
+                Verdict(
+                    "nvml",
+                    "warn",
+                    f"the NVML library did not load ({env.nvml_error or 'unknown error'}); "
+                    f"the GPUs were read through {drv.provider}, with fewer fields",
+                    "pip install nvidia-ml-py (a suanli dependency)"
+                    if "nvidia-ml-py" in (env.nvml_error or "")
+                    else "make the driver's NVML library loadable (libnvidia-ml.so.1 on the "
+                    "library path, nvml.dll on Windows; in a container, run it with the NVIDIA "
+                    "container toolkit)",
+                )
+            )
     else:
         out.append(
             Verdict(
@@ -124,26 +154,39 @@ def diagnose(env: Environment) -> list[Verdict]:
             )
         )
         return out
+    cpu_only = (env.torch_cuda is None and env.torch_hip is None) or env.torch_build_tag == "cpu"
     build = (
-        ("CUDA " + env.torch_cuda)
-        if env.torch_cuda
-        else ("ROCm " + env.torch_hip if env.torch_hip else "CPU-only")
+        "CPU-only"
+        if cpu_only
+        else ("CUDA " + str(env.torch_cuda) if env.torch_cuda else "ROCm " + str(env.torch_hip))
     )
-    out.append(Verdict("pytorch", "info", f"torch {env.torch_version}, {build} build"))
-    if (
-        has_gpu
-        and drv.provider in ("nvml", "fake")
-        and env.torch_cuda is None
-        and env.torch_hip is None
-    ):
+    version = env.torch_version + (f"+{env.torch_build_tag}" if env.torch_build_tag else "")
+    out.append(Verdict("pytorch", "info", f"torch {version}, {build} build"))
+    if nvidia and cpu_only:
         out.append(
             Verdict(
                 "cpu-only-build",
                 "fail",
-                "a CPU-only PyTorch on a machine with an NVIDIA GPU: every tensor runs on the CPU",
+                f"a CPU-only PyTorch (torch {version}, torch.version.cuda is None) on a machine "
+                f"with an NVIDIA GPU ({env.gpu_names[0]}): torch.cuda.is_available() is False "
+                "and every tensor runs on the CPU (reinstalling in a fresh virtual environment "
+                "is cleanest)",
                 pip_command(drv.cuda_driver_version),
             )
         )
+        return out
+    if has_gpu and not nvidia and "amd" in env.gpu_vendors and cpu_only:
+        out.append(
+            Verdict(
+                "cpu-only-build",
+                "fail",
+                f"a CPU-only PyTorch (torch {version}) on a machine with an AMD GPU "
+                f"({env.gpu_names[0]}): every tensor runs on the CPU",
+                "install the ROCm build that matches the installed ROCm, e.g. pip install "
+                "--force-reinstall torch --index-url https://download.pytorch.org/whl/rocm6.4",
+            )
+        )
+        return out
     if env.torch_cuda and drv.cuda_driver_version:
         if _version_tuple(env.torch_cuda)[:2] > _version_tuple(drv.cuda_driver_version)[:2]:
             out.append(
@@ -176,7 +219,8 @@ def diagnose(env: Environment) -> list[Verdict]:
                     "device-count",
                     "warn" if env.torch_device_count else "fail",
                     f"driver sees {len(env.gpu_names)} GPU(s), PyTorch sees "
-                    f"{env.torch_device_count}",
+                    f"{env.torch_device_count}"
+                    + ("" if env.torch_device_count else " (torch.cuda.is_available() is False)"),
                     fix,
                 )
             )
@@ -243,25 +287,42 @@ def _arch_supported(cap: str, arch_list: tuple[str, ...]) -> bool:
     )
 
 
+def _no_module_hint(error: str | None) -> str | None:
+    """NVML's import error, said as the broken install it is."""
+    if error and ("No module named" in error or "ModuleNotFoundError" in error):
+        return "nvidia-ml-py is missing from this install (pip install nvidia-ml-py)"
+    return error
+
+
 def probe() -> Environment:
     """Read this machine: driver through the providers, then PyTorch (imported here)."""
+    from suanli.live.devices import NvmlProvider
+
     provs = providers()
     gpu_provider = next((p for p in provs if p.name != "cpu"), None)
-    driver = gpu_provider.driver() if gpu_provider else DriverInfo("none")
-    if gpu_provider is None:
-        from suanli.live.devices import NvmlProvider
-
-        driver = NvmlProvider().driver()
     samples = gpu_provider.sample() if gpu_provider else []
+    nvml_error: str | None = None
+    if gpu_provider is not None and gpu_provider.name != "nvml":
+        nvml_error = _no_module_hint(NvmlProvider().driver().error)
+    if gpu_provider is not None and samples:
+        driver = gpu_provider.driver()
+    else:
+        driver = _no_gpu_driver(gpu_provider)
+        samples = []
+    if nvml_error and "mismatch" in nvml_error.lower():  # the fallback must not hide it
+        driver = replace(driver, error=nvml_error)
     names = tuple(s.name for s in samples)
+    vendors = tuple(s.vendor for s in samples if s.vendor in ("nvidia", "amd"))
     caps: tuple[str, ...] = ()
-    env = Environment(driver=driver, gpu_names=names)
+    env = Environment(driver=driver, gpu_names=names, gpu_vendors=vendors, nvml_error=nvml_error)
     try:
         import torch
     except ImportError:
         return env
+    full = str(torch.__version__)
     values: dict[str, object] = {
-        "torch_version": torch.__version__.split("+")[0],
+        "torch_version": full.split("+")[0],
+        "torch_build_tag": full.split("+", 1)[1] if "+" in full else None,
         "torch_cuda": torch.version.cuda,
         "torch_hip": getattr(torch.version, "hip", None),
     }
@@ -296,4 +357,28 @@ def probe() -> Environment:
         values["directml_available"] = True
     except ImportError:
         pass
-    return Environment(driver=driver, gpu_names=names, gpu_capabilities=caps, **values)  # type: ignore[arg-type]
+    return Environment(
+        driver=driver,
+        gpu_names=names,
+        gpu_vendors=vendors,
+        nvml_error=nvml_error,
+        gpu_capabilities=caps,
+        **values,  # type: ignore[arg-type]
+    )
+
+
+def _no_gpu_driver(provider: object | None) -> DriverInfo:
+    """The driver facts when no GPU answered: why each way of finding one failed."""
+    from suanli.live.devices import NvmlProvider
+    from suanli.live.smi import NvidiaSmiProvider
+
+    nvml = NvmlProvider().driver()
+    if nvml.error and "mismatch" in nvml.error.lower():
+        return nvml
+    smi = NvidiaSmiProvider().driver()
+    reasons = [
+        f"NVML: {_no_module_hint(nvml.error) or 'no GPU'}",
+        smi.error or "nvidia-smi lists no GPU",
+        "/proc/driver/nvidia lists no GPU",
+    ]
+    return DriverInfo("none", error="; ".join(reasons))
