@@ -151,7 +151,9 @@ def check_config(cfg: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
             or not isinstance(value, (int, float))
             or not math.isfinite(value)
         ):
-            raise ConfigFieldError(f"config field {key!r} must be a finite number, got {value!r}")
+            raise ConfigFieldError(
+                f"config field {key!r} must be a finite number, got {_short(value)}"
+            )
     for key in INDEX_LIST_FIELDS:
         value = out.get(key)
         if value is None:
