@@ -28,7 +28,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from suanli.live.devices import NA, DeviceSample, DriverInfo
+from suanli.live.samples import NA, DeviceSample, DriverInfo
 
 #: Seconds a vendor tool may run.
 TOOL_TIMEOUT_S = 5.0
