@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.cli.options import given_options
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import count_column, print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.estimate.workload import KV_DTYPES
 
@@ -79,16 +79,17 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 
                 console = Console(stderr=True)
                 bar = Progress(
-                    TextColumn("[progress.description]{task.description}"),
+                    TextColumn("{task.description}", style="progress.description", markup=False),
                     BarColumn(),
-                    TextColumn("{task.completed:,}/{task.total:,}"),
+                    # not TextColumn("{task.total:,}"): a task without a total (None) made
+                    # the bar raise TypeError when drawn, which only happens on a terminal
+                    count_column(),
                     TimeElapsedColumn(),
                     console=console,
                     transient=True,
                     disable=not console.is_terminal,
                 )
                 stack.enter_context(bar)
-                # The task starts with its total: a bar drawn with none fails to format.
                 drawn.extend([bar, bar.add_task(description, total=total, completed=done)])
             drawn[0].update(drawn[1], description=description, completed=done, total=total)
 
@@ -445,7 +446,7 @@ def _render_plan(a: CapacityPlan, top: int) -> None:
     table = []
     for r in rows[:top]:
         if r.result is None:
-            table.append([r.gpu, "-", "-", "-", "-", "-", "-", r.reason[:70]])
+            table.append([r.gpu, "-", "-", "-", "-", "-", "-", r.reason])
             continue
         s = r.result.stats
         if s.usd_per_hour is None:

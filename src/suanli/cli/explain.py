@@ -18,17 +18,21 @@ NO_MATCH = (
 
 
 def _render(matches: tuple[ErrorMatch, ...]) -> None:
+    from rich.markup import escape
+
+    # cells are rich markup: a log line's "[rank0]:[E1030 ...]" or a fix's "pip install x[y]"
+    # would lose its brackets unless escaped
     plural = "" if len(matches) == 1 else "s"
     print_table(
         f"{len(matches)} known error{plural} found",
         ["id", "error", "cause", "fix"],
-        [[m.id, m.error, m.cause, m.fix] for m in matches],
+        [[escape(v) for v in (m.id, m.error, m.cause, m.fix)] for m in matches],
         no_wrap=["id"],
     )
     print_table(
         "first matching line and source",
         ["id", "line", "source"],
-        [[m.id, m.line, m.source] for m in matches],
+        [[escape(v) for v in (m.id, m.line, m.source)] for m in matches],
         no_wrap=["id"],
     )
 

@@ -189,7 +189,7 @@ def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
                 str(r.nvenc_engines or "-"),
                 str(r.nvdec_engines or "-"),
                 str(r.tdp_watts or "-"),
-                r.software_stack[:50],
+                r.software_stack,
             ]
             for r in doc.rows[:top]
         ],
