@@ -263,6 +263,7 @@ def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
     from suanli.answers.request import WorkRequest, build_work
     from suanli.estimate.fitting import fit_inference
     from suanli.estimate.perf import inference_perf
+    from suanli.estimate.workload import InferWork
     from suanli.hardware import device_for
     from suanli.models.resolve import load_model
 
@@ -280,6 +281,7 @@ def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
         prompt = max(1, min(round(SERVE_OUTPUT_TOKENS * ratio), 131_072))
     context = prompt + SERVE_OUTPUT_TOKENS
     work = build_work(WorkRequest(task="infer", batch=1, context=context))
+    assert isinstance(work, InferWork)
     batch = min(SERVE_BATCH, fit_inference(spec, work, gpu.id, gpu.memory_bytes).max_batch)
     if batch < 1:
         raise ValueError(
@@ -287,6 +289,7 @@ def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
             "speed of the setup you would run"
         )
     work = build_work(WorkRequest(task="infer", batch=batch, context=context))
+    assert isinstance(work, InferWork)
     device = device_for(gpu, "bf16", auto_calibration=False)
     result = inference_perf(spec, work, device, prompt, SERVE_OUTPUT_TOKENS)
     source = (
