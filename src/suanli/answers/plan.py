@@ -61,6 +61,9 @@ class PlanRequest:
     """time, cost or cost-per-token (default: the scenario's; cost-per-token for inference)."""
     budget: float | None = None
     """USD limit."""
+    stack_ok: bool = False
+    """Rank every software stack by speed alone (by default, with a Hugging Face-family framework,
+    GPUs whose stack is not CUDA are ranked after the CUDA ones: docs/plan.md)."""
     catalog_file: str | None = None
 
 
@@ -102,6 +105,9 @@ class TrainPlanRow:
     reason: str = ""
     """Why it lost ('' for the winner and rows without a comparison)."""
     software_stack: str = ""
+    group: str | None = field(default=None, metadata=OMIT_NONE)
+    """``buy-or-rent`` (consumer and workstation cards, ranked first for a personal fine-tune,
+    each group compared within itself) or ``datacenter``; absent when the plan is not grouped."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,11 @@ class RenderingRow:
     price_usd: float | None
     software_stack: str
     reason: str
+    """What it lacks for rendering and video ('' when nothing), or why it is not ranked."""
+    rt_cores: int | None = None
+    """Ray-tracing units (NVIDIA RT cores, AMD Ray Accelerators, Intel RTUs)."""
+    av1_encode: bool | None = None
+    """A hardware AV1 encoder."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +180,9 @@ class PlanAnswer(Answer):
     rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...]
     capped: str | None = field(default=None, metadata=OMIT_NONE)
     """Set when a front-end's cap lowered max_gpus."""
+    ranked_after_cuda: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
+    """GPU id -> why it ranks after the CUDA cards (a Hugging Face-family framework on another
+    software stack; ``stack_ok`` lifts it); absent when none is."""
     seq: int = field(default=2048, metadata=NOT_IN_JSON)
     inference: bool = field(default=False, metadata=NOT_IN_JSON)
     best_command: str | None = field(default=None, metadata=NOT_IN_JSON)
@@ -216,6 +230,44 @@ def _layout(cls: type, row: dict[str, Any]) -> Any:
     return cls(**{f.name: row[f.name] for f in fields(cls)}) if row["fits"] else None
 
 
+#: Frameworks of the Hugging Face family: their libraries (bitsandbytes, FlashAttention-2, PEFT's
+#: kernels, Unsloth) are built for CUDA first, so other stacks rank after CUDA (docs/plan.md).
+CUDA_FIRST_FRAMEWORKS = ("hf", "unsloth", "llama-factory", "torchtune")
+#: Why each other stack ranks after CUDA for those frameworks (sources in docs/plan.md).
+STACK_NOTES = {
+    "rocm": "ROCm: FlashAttention-2 and bitsandbytes need their ROCm builds",
+    "synapseai": "Gaudi: the HF Trainer runs through optimum-habana",
+    "oneapi": "Intel XPU: HF kernels are CUDA-first",
+    "cann": "Ascend: needs torch_npu and its kernels",
+    "metal": "Apple MPS: no FlashAttention, slow bf16 training",
+    "cpu": "CPU: no GPU stack",
+}
+#: Form factors a person buys or rents by the hour for a fine-tune of their own.
+BUY_OR_RENT = ("consumer", "workstation")
+
+
+def plan_groups(task: str, gpus: list[GPU], form_filter: tuple[str, ...]) -> dict[str, int]:
+    """For a personal fine-tune (LoRA, QLoRA) over the whole catalog: consumer and workstation
+    cards first (0), the others after (1); otherwise one group."""
+    if task not in ("lora", "qlora") or form_filter:
+        return {}
+    forms = {g.form_factor for g in gpus}
+    if not forms & set(BUY_OR_RENT) or forms <= set(BUY_OR_RENT):
+        return {}
+    return {g.id: 0 if g.form_factor in BUY_OR_RENT else 1 for g in gpus}
+
+
+def stack_demotions(framework: str, gpus: list[GPU], stack_ok: bool) -> dict[str, str]:
+    """GPUs ranked after CUDA ones for a CUDA-first framework, with why (``--stack-ok``: none)."""
+    if stack_ok or framework not in CUDA_FIRST_FRAMEWORKS:
+        return {}
+    return {
+        g.id: STACK_NOTES.get(g.software_stack, g.software_stack)
+        for g in gpus
+        if g.software_stack != "cuda"
+    }
+
+
 def train_rows(
     spec: ModelSpec,
     work: TrainWork,
@@ -226,9 +278,14 @@ def train_rows(
     tokens: float,
     objective: str,
     budget: float | None,
+    groups: dict[str, int] | None = None,
+    demoted: dict[str, str] | None = None,
 ) -> tuple[TrainPlanRow, ...]:
     """The best training layout per GPU, ranked (plan.search)."""
     from suanli.plan.search import SearchSpace, rank, search_train
+
+    groups = groups or {}
+    label = {0: "buy-or-rent", 1: "datacenter"}
 
     space = SearchSpace(max_gpus=max_gpus, global_batch=global_batch, exact_gpus=exact)
     # A card without units for the dtype is never ranked: say why instead of searching it.
@@ -246,8 +303,9 @@ def train_rows(
             layout=_layout(TrainLayout, row),
             reason=row["reason"],
             software_stack=software_stack(by_id[row["gpu"]]),
+            group=label[groups[row["gpu"]]] if groups else None,
         )
-        for row in rank(results, objective, tokens, budget)
+        for row in rank(results, objective, tokens, budget, groups=groups, demoted=demoted)
     ]
     rows += [
         TrainPlanRow(
@@ -257,6 +315,7 @@ def train_rows(
             fits=False,
             reason=str(refused[gpu.id]).split(" has ", 1)[-1],
             software_stack=software_stack(gpu),
+            group=label[groups[gpu.id]] if groups else None,
         )
         for gpu in gpus
         if refused[gpu.id]
@@ -349,9 +408,36 @@ def serve_rows(
 
 
 def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
-    """GPUs for rendering and video: most memory first, then most encoders."""
-    ordered = sorted(gpus, key=lambda g: (-g.memory_bytes, -(g.get("nvenc_engines") or 0)))
-    return tuple(
+    """GPUs for rendering and video. GPUs with ray-tracing units and a hardware encoder first
+    (OptiX/HIP RT/Metal RT renderers and NVENC-class exports use them), then by memory (the
+    scene must fit), ray-tracing units, encoders and AV1; CPUs are listed as not ranked."""
+
+    def count(gpu: GPU, key: str) -> int:
+        value = gpu.get(key)
+        return int(value) if isinstance(value, (int, float)) else 0
+
+    def lacks(gpu: GPU) -> str:
+        missing = []
+        if not count(gpu, "rt_cores"):
+            missing.append("no ray-tracing units: renderers fall back to shader cores")
+        if not count(gpu, "nvenc_engines"):
+            missing.append("no hardware video encoder")
+        elif gpu.get("av1_encode") is False:
+            missing.append("no AV1 encode")
+        return "; ".join(missing)
+
+    is_cpu = {g.id: g.form_factor == "cpu" or g.software_stack == "cpu" for g in gpus}
+    ranked = sorted(
+        (g for g in gpus if not is_cpu[g.id]),
+        key=lambda g: (
+            not (count(g, "rt_cores") and count(g, "nvenc_engines")),
+            -g.memory_bytes,
+            -count(g, "rt_cores"),
+            -count(g, "nvenc_engines"),
+            not g.get("av1_encode"),
+        ),
+    )
+    rows = [
         RenderingRow(
             gpu=gpu.id,
             fits=True,
@@ -361,25 +447,49 @@ def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
             tdp_watts=gpu.get("tdp_watts"),
             price_usd=gpu.get("price_usd"),
             software_stack=software_stack(gpu),
-            reason="",
+            reason=lacks(gpu),
+            rt_cores=gpu.get("rt_cores"),
+            av1_encode=gpu.get("av1_encode"),
         )
-        for gpu in ordered
-    )
+        for gpu in ranked
+    ]
+    rows += [
+        RenderingRow(
+            gpu=gpu.id,
+            fits=False,
+            memory_bytes=gpu.memory_bytes,
+            nvenc_engines=None,
+            nvdec_engines=None,
+            tdp_watts=gpu.get("tdp_watts"),
+            price_usd=gpu.get("price_usd"),
+            software_stack=software_stack(gpu),
+            reason="a CPU: not ranked for GPU rendering",
+        )
+        for gpu in gpus
+        if is_cpu[gpu.id]
+    ]
+    return tuple(rows)
 
 
 def _best(
     rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...],
 ) -> tuple[TrainPlanRow | ServePlanRow | None, TrainPlanRow | ServePlanRow | None]:
-    fitting = [r for r in rows if r.fits and not r.reason and r.layout is not None]
-    if not fitting:
+    winners = [r for r in rows if r.fits and not r.reason and r.layout is not None]
+    if not winners:
         return None, None
+    # The cheapest per token among every row that can run it (not only the winner), leaving out
+    # rows over the budget.
+    every: list[TrainPlanRow | ServePlanRow] = list(rows)
     priced = [
-        (r.layout.usd_per_million_tokens, i, r)
-        for i, r in enumerate(fitting)
-        if r.layout is not None and r.layout.usd_per_million_tokens
+        (r.layout.usd_per_million_tokens, i)
+        for i, r in enumerate(every)
+        if r.fits
+        and r.layout is not None
+        and r.layout.usd_per_million_tokens
+        and not r.reason.startswith("over the budget")
     ]
-    cheapest = min(priced)[2] if priced else None
-    return fitting[0], cheapest
+    cheapest = every[min(priced)[1]] if priced else None
+    return winners[0], cheapest
 
 
 def plan(
@@ -415,6 +525,11 @@ def plan(
         )
     spec = loader(req.model).spec
     work = build_work(req.work.shape_only(task, req.quant or "bf16"))
+    demoted = (
+        {}
+        if isinstance(work, InferWork)
+        else stack_demotions(req.work.framework, gpus, req.stack_ok)
+    )
     rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...]
     if isinstance(work, InferWork):
         rows = serve_rows(
@@ -439,6 +554,8 @@ def plan(
             req.tokens,
             objective,
             req.budget,
+            groups=plan_groups(task, gpus, forms),
+            demoted={g: "ranked after CUDA" for g in demoted},
         )
     best, cheapest = _best(rows)
     command = None
@@ -468,4 +585,10 @@ def plan(
         inference=isinstance(work, InferWork),
         best_command=command,
         cheapest=cheapest,
+        ranked_after_cuda={g: why for g, why in demoted.items() if _shown(rows, g)} or None,
     )
+
+
+def _shown(rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...], gpu: str) -> bool:
+    """Whether ``gpu`` is a row that can run the job (the ones whose rank a note explains)."""
+    return any(r.gpu == gpu and r.fits for r in rows)

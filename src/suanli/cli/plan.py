@@ -103,6 +103,12 @@ def _money(usd: float | None) -> str:
     help="Rank by time, total cost, or cost per token.",
 )
 @click.option("--budget", type=FloatRange(min=0), default=None, help="USD limit.")
+@click.option(
+    "--stack-ok",
+    is_flag=True,
+    help="Rank every software stack by speed alone (by default, for Hugging Face-family "
+    "frameworks, non-CUDA GPUs rank after CUDA ones).",
+)
 @click.option("--top", type=IntRange(min=1), default=10, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (all rows).")
@@ -124,6 +130,7 @@ def plan_cmd(
     max_tpot_ms: float | None,
     objective: str | None,
     budget: float | None,
+    stack_ok: bool,
     top: int,
     catalog_file: str | None,
     as_json: bool,
@@ -166,6 +173,7 @@ def plan_cmd(
             max_tpot_ms=max_tpot_ms,
             objective=objective,
             budget=budget,
+            stack_ok=stack_ok,
             catalog_file=catalog_file,
         )
     )
@@ -179,81 +187,130 @@ def plan_cmd(
 
 
 def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
+    def engines(value: int | None) -> str:
+        return "-" if value is None else str(value)
+
+    ranked = [r for r in doc.rows if r.fits][:top]
     print_table(
-        "rendering and video: memory and media engines",
-        ["gpu", "GiB", "NVENC", "NVDEC", "TDP W", "software stack"],
+        "rendering and video: ray tracing, memory and media engines",
+        ["gpu", "GiB", "RT units", "encoders", "decoders", "AV1", "stack", "lacks"],
         [
             [
                 r.gpu,
                 f"{r.memory_bytes / GiB:,.0f}",
-                str(r.nvenc_engines or "-"),
-                str(r.nvdec_engines or "-"),
-                str(r.tdp_watts or "-"),
-                r.software_stack,
+                engines(r.rt_cores),
+                engines(r.nvenc_engines),
+                engines(r.nvdec_engines),
+                {True: "yes", False: "no", None: "-"}[r.av1_encode],
+                r.software_stack.split(":", 1)[0],
+                r.reason or "-",
             ]
-            for r in doc.rows[:top]
+            for r in ranked
         ],
         caption=doc.reasoning,
     )
+    cpus = [r.gpu for r in doc.rows if not r.fits]
+    if cpus:
+        click.echo(f"not ranked (CPUs, no GPU rendering): {', '.join(cpus)}")
+
+
+#: Titles of the groups of a personal fine-tune's plan (answers.plan.plan_groups).
+GROUP_TITLES = {
+    "buy-or-rent": "cards to buy or rent by the hour (consumer, workstation)",
+    "datacenter": "datacenter cards",
+}
+
+
+def _row_cells(doc: PlanAnswer, r: Any) -> list[str]:
+    lay = r.layout
+    if doc.inference:
+        return [
+            r.gpu,
+            str(lay.gpus) if lay else "-",
+            str(lay.tp) if lay else "-",
+            lay.weight_format if lay else "-",
+            str(lay.batch) if lay else "-",
+            f"{lay.tpot_s * 1e3:,.1f} ms" if lay else "-",
+            f"{lay.tokens_per_s:,.0f}" if lay else "-",
+            f"${lay.usd_per_million_tokens:,.3f}" if lay and lay.usd_per_million_tokens else "-",
+            r.reason or "best",
+        ]
+    return [
+        r.gpu,
+        _layout_cell(lay) if lay else "-",
+        _short(lay.tokens_per_s) if lay else "-",
+        f"{lay.mfu:.0%}" if lay else "-",
+        _fmt_time(lay.time_s if lay else None),
+        _money(lay.cost_usd if lay else None),
+        (r.reason or "best").replace(" than ", " vs "),
+    ]
+
+
+def _layout_cell(lay: Any) -> str:
+    """``1 GPU b2``, ``8 GPUs t2p1z1 b4 recompute:full`` (the options are in --json)."""
+    gpus = "1 GPU" if lay.gpus == 1 else f"{lay.gpus} GPUs t{lay.tp}p{lay.pp}z{lay.zero}"
+    recompute = "" if lay.recompute == "none" else f" recompute:{lay.recompute}"
+    return f"{gpus} b{lay.batch}{recompute}"
 
 
 def _render_plan(doc: PlanAnswer, top: int) -> None:
-    rows = doc.rows
-    title = (
-        f"{doc.model} {doc.task}: best layout per GPU (up to {doc.max_gpus} GPUs), "
-        f"ranked by {doc.objective}"
-    )
-    table = []
-    for r in rows[:top]:
-        lay = r.layout
-        if doc.inference:
-            table.append(
-                [
-                    r.gpu,
-                    str(lay.gpus) if lay else "-",
-                    str(lay.tp) if lay else "-",
-                    lay.weight_format if lay else "-",
-                    str(lay.batch) if lay else "-",
-                    f"{lay.tpot_s * 1e3:,.1f} ms" if lay else "-",
-                    f"{lay.tokens_per_s:,.0f}" if lay else "-",
-                    f"${lay.usd_per_million_tokens:,.3f}"
-                    if lay and lay.usd_per_million_tokens
-                    else "-",
-                    r.reason or "best",
-                ]
-            )
-        else:
-            table.append(
-                [
-                    r.gpu,
-                    f"{lay.gpus} t{lay.tp}p{lay.pp}z{lay.zero}" if lay else "-",
-                    f"{lay.recompute}/b{lay.batch}" if lay else "-",
-                    _short(lay.tokens_per_s) if lay else "-",
-                    f"{lay.mfu:.0%}" if lay else "-",
-                    _fmt_time(lay.time_s if lay else None),
-                    _money(lay.cost_usd if lay else None),
-                    (r.reason or "best").replace(" than ", " vs "),
-                ]
-            )
     columns = (
         ["gpu", "GPUs", "tp", "weights", "batch", "TPOT", "tokens/s", "$/M tokens", "why"]
         if doc.inference
-        else ["gpu", "GPUs", "recompute", "tok/s", "MFU", "time", "cost", "why"]
+        else ["gpu", "layout", "tok/s", "MFU", "time", "cost", "why"]
     )
-    print_table(title, columns, table, no_wrap=["gpu"])
+    many = "GPU" if doc.max_gpus == 1 else "GPUs"
+    head = f"{doc.model} {doc.task}: best layout per GPU (up to {doc.max_gpus} {many})"
+    grouped = any(getattr(r, "group", None) for r in doc.rows)
+    shown: list[str] = []
+    if grouped:
+        # A personal fine-tune: what one can buy or rent first, datacenter cards after, each
+        # table ranked within itself.
+        for group, label in GROUP_TITLES.items():
+            rows = [r for r in doc.rows if r.group == group and r.fits][:top]
+            if rows:
+                title = f"{head}, {label}, ranked by {doc.objective}"
+                print_table(title, columns, [_row_cells(doc, r) for r in rows])
+                shown += [r.gpu for r in rows]
+    else:
+        rows = list(doc.rows[:top])
+        title = f"{head}, ranked by {doc.objective}"
+        print_table(title, columns, [_row_cells(doc, r) for r in rows], no_wrap=["gpu"])
+        shown = [r.gpu for r in rows]
     if doc.reasoning:
         click.echo(f"scenario: {doc.reasoning}")
+    after: dict[str, list[str]] = {}
+    for gpu, why in (doc.ranked_after_cuda or {}).items():
+        if gpu in shown:
+            after.setdefault(why, []).append(gpu)
+    for why, gpus in after.items():
+        click.echo(
+            f"ranked after the CUDA cards: {', '.join(gpus)} ({why}; --stack-ok ranks by speed "
+            "alone)"
+        )
     if doc.best_command is not None:
         label = "fastest" if doc.objective == "time" else "best"
-        winner = next(r for r in rows if r.fits and not r.reason)
+        winner = next(r for r in doc.rows if r.fits and not r.reason)
+        if grouped:
+            label = f"{label} to buy or rent" if winner.group == "buy-or-rent" else label
         click.echo(f"{label}: {winner.gpu} -> {doc.best_command}")
+        if grouped:
+            other = next(
+                (r for r in doc.rows if r.group == "datacenter" and r.fits and not r.reason), None
+            )
+            if other is not None and other.layout is not None:
+                click.echo(
+                    f"{'fastest' if doc.objective == 'time' else 'best'} datacenter card: "
+                    f"{other.gpu} ({_short(other.layout.tokens_per_s)} tok/s, "
+                    f"{_fmt_time(other.layout.time_s)})"
+                )
         cheap = doc.cheapest
         if cheap is not None and cheap.layout is not None:
             click.echo(
                 f"cheapest per token: {cheap.gpu} "
                 f"(${cheap.layout.usd_per_million_tokens:,.3f} per million tokens)"
             )
-    lost = [r for r in rows if not r.fits]
+    lost = [r for r in doc.rows if not r.fits]
     if lost:
         click.echo(
             f"{len(lost)} GPUs cannot run it: "

@@ -61,9 +61,9 @@ SCENARIOS: dict[str, Scenario] = {
             "time",
             (),
             1,
-            "Not an AI workload: memory capacity for scenes and the hardware encode/decode "
-            "engines (NVENC/NVDEC) decide; ranked by memory, then engines. The software stack "
-            "column matters most here (CUDA/OptiX vs Metal vs ROCm).",
+            "Not an AI workload: GPUs with ray-tracing units and a hardware encoder first, then "
+            "memory (the scene must fit), ray-tracing units, encode/decode engines and AV1; "
+            "CPUs are not ranked. The stack column matters (CUDA/OptiX vs ROCm/HIP vs Metal).",
         ),
     )
 }

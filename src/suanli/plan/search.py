@@ -157,8 +157,7 @@ def search_train(
         return GpuResult(gpu.id, None, 0, 0, "no layout divides the GPU counts")
     lay = vector.Layouts.of(**{k: [r[k] for r in rows] for k in rows[0]})
     price = price_per_gpu_hour if price_per_gpu_hour is not None else gpu.get("cloud_usd_per_hour")
-    best: Candidate | None = None
-    best_key = -math.inf
+    per_count: dict[int, tuple[float, Candidate]] = {}
     fitting = 0
     for recompute in space.recompute:
         work = replace(base, recompute=recompute)
@@ -173,29 +172,35 @@ def search_train(
         if objective == "time":
             key = tps
         elif not price:
-            key = tps  # no price: fall back to speed, reported as such
+            # No price: the cost per token of any price falls with the tokens per GPU.
+            key = tps / gpus
         else:
             key = tps / (gpus * price)  # tokens per dollar
         key = np.where(ok, key, -np.inf)
-        i = int(np.argmax(key))
-        if key[i] > best_key:
-            best_key = float(key[i])
-            best = Candidate(
-                gpu.id,
-                int(gpus[i]),
-                int(lay.tp[i]),
-                int(lay.pp[i]),
-                int(lay.dp[i]),
-                int(lay.zero[i]),
-                bool(lay.sp[i]),
-                recompute,
-                int(lay.batch[i]),
-                int(lay.grad_accum[i]),
-                float(memory[i]),
-                float(tps[i]),
-                float(speed["mfu"][i]),
-                float(price) * int(gpus[i]) if price else None,
+        for count in np.unique(gpus[ok]):
+            i = int(np.argmax(np.where(gpus == count, key, -np.inf)))
+            if count in per_count and key[i] <= per_count[int(count)][0]:
+                continue
+            per_count[int(count)] = (
+                float(key[i]),
+                Candidate(
+                    gpu.id,
+                    int(gpus[i]),
+                    int(lay.tp[i]),
+                    int(lay.pp[i]),
+                    int(lay.dp[i]),
+                    int(lay.zero[i]),
+                    bool(lay.sp[i]),
+                    recompute,
+                    int(lay.batch[i]),
+                    int(lay.grad_accum[i]),
+                    float(memory[i]),
+                    float(tps[i]),
+                    float(speed["mfu"][i]),
+                    float(price) * int(gpus[i]) if price else None,
+                ),
             )
+    best = choose(per_count, objective)
     evaluated = len(rows) * len(space.recompute)
     most_gpus = max(_counts(space))
     reason = (
@@ -213,7 +218,7 @@ def brute_force_train(
     """The same search, one scalar estimate at a time (slow; for tests on small spaces)."""
     device = device_for(gpu, base.dtype, gpus_per_node=space.gpus_per_node)
     price = gpu.get("cloud_usd_per_hour")
-    best, best_key = None, -math.inf
+    per_count: dict[int, tuple[float, Candidate]] = {}
     for recompute in space.recompute:
         for r in layouts(spec, gpu, space):
             par = Parallelism(
@@ -237,30 +242,52 @@ def brute_force_train(
                 continue
             perf = training_perf(spec, work, device)
             gpus = par.gpus
-            key = (
-                perf.tokens_per_s
-                if objective == "time" or not price
-                else perf.tokens_per_s / (gpus * price)
-            )
-            if key > best_key:
-                best_key = key
-                best = Candidate(
-                    gpu.id,
-                    gpus,
-                    par.tp,
-                    par.pp,
-                    par.dp,
-                    par.zero,
-                    par.sp,
-                    recompute,
-                    r["batch"],
-                    r["grad_accum"],
-                    memory,
-                    perf.tokens_per_s,
-                    perf.mfu(device.peak_flops),
-                    price * gpus if price else None,
+            if objective == "time":
+                key = perf.tokens_per_s
+            elif not price:
+                key = perf.tokens_per_s / gpus
+            else:
+                key = perf.tokens_per_s / (gpus * price)
+            if gpus not in per_count or key > per_count[gpus][0]:
+                per_count[gpus] = (
+                    key,
+                    Candidate(
+                        gpu.id,
+                        gpus,
+                        par.tp,
+                        par.pp,
+                        par.dp,
+                        par.zero,
+                        par.sp,
+                        recompute,
+                        r["batch"],
+                        r["grad_accum"],
+                        memory,
+                        perf.tokens_per_s,
+                        perf.mfu(device.peak_flops),
+                        price * gpus if price else None,
+                    ),
                 )
-    return best
+    return choose(per_count, objective)
+
+
+#: For cost objectives, a layout on more GPUs must be this much cheaper per token than the
+#: best on fewer to be chosen: a second card that only matches the first's cost per token
+#: doubles what is bought or rented for no saving (two GeForce cards for a job one runs).
+MORE_GPUS_MARGIN = 0.05
+
+
+def choose(per_count: dict[int, tuple[float, Candidate]], objective: str) -> Candidate | None:
+    """The best candidate of each GPU count -> the one to recommend. By time: the fastest. By
+    cost: the fewest GPUs whose tokens per dollar (without a price: tokens per GPU) is within
+    :data:`MORE_GPUS_MARGIN` of the best."""
+    if not per_count:
+        return None
+    top = max(key for key, _ in per_count.values())
+    if objective == "time":
+        return max(per_count.values(), key=lambda kc: kc[0])[1]
+    near = [count for count, (key, _) in per_count.items() if key >= top * (1 - MORE_GPUS_MARGIN)]
+    return per_count[min(near)][1]
 
 
 def rank(
@@ -268,8 +295,18 @@ def rank(
     objective: str,
     tokens: float | None = None,
     budget_usd: float | None = None,
+    *,
+    groups: dict[str, int] | None = None,
+    demoted: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows for the table and the JSON, best first, each saying why it won or lost."""
+    """Rows for the table and the JSON, best first, each saying why it won or lost.
+
+    ``groups`` (GPU id -> 0, 1, ...) ranks lower groups first, each compared within itself
+    (consumer and workstation cards before datacenter ones for a personal fine-tune);
+    ``demoted`` (GPU id -> why) ranks those GPUs after the others of their group and says why
+    (a software stack the workload's libraries do not support first)."""
+    groups = groups or {}
+    demoted = demoted or {}
     rows = []
     for res in results:
         row: dict[str, Any] = {
@@ -313,7 +350,13 @@ def rank(
             row["reason"] = f"over the budget (${cost:,.0f} > ${budget_usd:,.0f})"
         rows.append(row)
 
-    def key(row: dict[str, Any]) -> tuple[int, float]:
+    def key(row: dict[str, Any]) -> tuple[int, int, int, int, float]:
+        tier, value = objective_key(row)
+        if tier == 3:
+            return (3, 0, 0, 0, 0.0)
+        return (0, groups.get(row["gpu"], 0), tier, int(row["gpu"] in demoted), value)
+
+    def objective_key(row: dict[str, Any]) -> tuple[int, float]:
         if not row["fits"]:
             return (3, 0.0)
         if row["reason"]:
@@ -328,17 +371,27 @@ def rank(
         return (0, per_token)
 
     rows.sort(key=key)
-    fitting = [r for r in rows if r["fits"] and not r["reason"]]
-    if fitting:
+    for group in sorted({groups.get(r["gpu"], 0) for r in rows}):
+        fitting = [
+            r for r in rows if r["fits"] and not r["reason"] and groups.get(r["gpu"], 0) == group
+        ]
+        if not fitting:
+            continue
         top = fitting[0]
         for row in fitting[1:]:
             if objective == "time":
                 row["reason"] = f"{top['tokens_per_s'] / row['tokens_per_s']:.1f}x slower"
             elif row["usd_per_million_tokens"] is None:
                 row["reason"] = "no price known"
+            elif top["usd_per_million_tokens"] is None:
+                row["reason"] = "ranked by speed"
             else:
                 ratio = row["usd_per_million_tokens"] / top["usd_per_million_tokens"]
                 row["reason"] = f"{ratio:.1f}x cost/token"
+    for row in rows:
+        note = demoted.get(row["gpu"])
+        if note and row["fits"]:
+            row["reason"] = f"{row['reason']}; {note}" if row["reason"] else note
     return rows
 
 

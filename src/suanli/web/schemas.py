@@ -257,6 +257,7 @@ class PlanRequest(_Shape):
     max_tpot_ms: float | None = Field(None, gt=0, le=1e6, allow_inf_nan=False)
     objective: Objective | None = None
     budget: Money | None = None
+    stack_ok: bool = Field(False, description="Rank every software stack by speed alone.")
 
     def to_request(self) -> plan_answers.PlanRequest:
         """The application layer's plan request, with the web's GPU-count caps."""
@@ -264,7 +265,7 @@ class PlanRequest(_Shape):
             model=self.model,
             work=WorkRequest.from_options(
                 {
-                    **self.model_dump(exclude={"model", "task", "quant"}),
+                    **self.model_dump(exclude={"model", "task", "quant", "stack_ok"}),
                     "explicit": tuple(sorted(self.model_fields_set - {"model"})),
                 }
             ),
@@ -286,6 +287,7 @@ class PlanRequest(_Shape):
             max_tpot_ms=self.max_tpot_ms,
             objective=self.objective,
             budget=self.budget,
+            stack_ok=self.stack_ok,
         )
 
 
