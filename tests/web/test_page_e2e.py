@@ -131,7 +131,7 @@ def test_page_shows_the_api_numbers(server: str, tmp_path: Path) -> None:
                 "dtype": "bf16",
                 "precision": "mixed",
                 "optimizer": "adamw",
-                "recompute": "none",
+                "recompute": "full",
                 "zero": 1,
                 "framework": "hf",
             }
@@ -305,3 +305,60 @@ def test_card_tab_shows_the_api_answer(server: str) -> None:
         finally:
             browser.close()
     assert not errors
+
+
+def test_a_job_that_does_not_fit_gets_no_speed(server: str) -> None:
+    """Issue 19: the headline said the RTX 4090 "does not fit", then gave it tokens/s and hours.
+    A full fine-tune of Llama-3.1-8B on the 4090 (the first card) must show no tokens/s and no time
+    for that card, in the headline and in the speed card; the headline says it does not fit and
+    what to change (the API's warning)."""
+    errors: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(server + "/")
+            page.wait_for_function(SETTLED, timeout=60_000)
+            page.fill("#model", "llama-3.1-8b")
+            page.select_option("#task", "full")
+            page.wait_for_function(SETTLED, timeout=60_000)
+            sent = page.evaluate("window.suanli.lastRequests")
+            assert sent["perf"]["gpu"] == "rtx-4090-24gb"
+            assert sent["perf"]["model"] == "llama-3.1-8b" and sent["perf"]["task"] == "full"
+            perf = api(server, "/api/perf", sent["perf"])
+            assert perf["fits"] is False and perf["warnings"]  # the premise of this test
+            tokens = f"{perf['tokens_per_s']:,.0f}"
+            hours = f"{perf['time_to_train_s'] / 3600:,.1f} h"
+
+            verdict = page.inner_text("#verdict")
+            assert "does not fit on rtx-4090-24gb" in verdict
+            assert perf["warnings"][0] in verdict  # what to change: the suanli fit command
+            assert "tokens/s" not in verdict and tokens not in verdict and hours not in verdict
+            assert " to train" not in verdict
+
+            speed = page.inner_text("#speed-numbers")
+            assert "does not fit" in speed
+            assert tokens not in speed and hours not in speed
+            assert f"{100 * perf['mfu']:.1f}%" not in speed
+            values = page.locator("#speed-numbers button.num").all_inner_texts()
+            assert values and set(values) == {"does not fit"}, values
+            # the roofline keeps the card's roofs but no operating point of a job that cannot run
+            points = page.evaluate(
+                """() => Chart.getChart('roofline-chart').data.datasets
+                     .filter(d => d.type === 'scatter').length"""
+            )
+            assert points == 0
+            assert page.evaluate("() => Chart.getChart('batch-chart') === undefined")
+
+            # a card it fits on gets its speed back, in the headline and the speed card
+            page.select_option("#task", "qlora")
+            page.wait_for_function(SETTLED, timeout=60_000)
+            lora = api(server, "/api/perf", page.evaluate("window.suanli.lastRequests")["perf"])
+            assert lora["fits"] is True
+            assert f"{lora['tokens_per_s']:,.0f} tokens/s" in page.inner_text("#verdict")
+            assert f"{lora['tokens_per_s']:,.0f}" in page.inner_text("#speed-numbers")
+            assert "does not fit" not in page.inner_text("#speed-numbers")
+        finally:
+            browser.close()
+    assert errors == [], errors

@@ -16,6 +16,10 @@
     overlap: ["gradients replace freed activations", "#d4a6c8"],
   };
   const LIVE_POINTS = 150;
+  const PLAN_GROUPS = {
+    "buy-or-rent": "Cards to buy or rent by the hour (consumer, workstation)",
+    datacenter: "Datacenter cards",
+  };
   const DEFAULT_CARDS = ["rtx-4090-24gb", "l40s-48gb", "h100-sxm-80gb"];
 
   const state = {
@@ -533,9 +537,24 @@
       "<div><span class=\"k\">" + esc(label) + "</span>" +
       num("perf", text, label, [why].concat(extra || [])) + "</div>");
     $("#speed-gpu").textContent = "on " + (f.task === "infer" ? "" : doc.gpus + " × ") + doc.gpu;
-    if (doc.fits === false || doc.supported === false) {
-      cells.push("<div class=\"cannot-run\"><span class=\"no\">cannot run as given</span> " +
-        (doc.warnings || []).map(esc).join(" ") + "</div>");
+    const blocked = cannotRun(doc);
+    if (blocked) {
+      // A job that cannot run has no speed: every speed and time says why instead of a number
+      // (the API computes them with ignore_fit, for the curious, but the page does not show them).
+      cells.push("<div class=\"cannot-run\"><span class=\"no\">" + esc(blocked) +
+        " on " + esc(doc.gpu) + "</span> " + (doc.warnings || []).map(esc).join(" ") + "</div>");
+      const why = (doc.warnings || []).join(" ");
+      const labels = f.task === "infer"
+        ? ["time to first token", "time per output token", "tokens/s"]
+        : ["step time", "tokens/s", "MFU", "time to train", "rent"];
+      labels.forEach((label) => cell(label, blocked, why));
+      $("#speed-numbers").innerHTML = cells.join("");
+      renderRoofline(Object.assign({}, doc.roofline, { points: [] }));
+      if (state.charts["batch-chart"]) {
+        state.charts["batch-chart"].destroy();
+        delete state.charts["batch-chart"];
+      }
+      return;
     }
     if (f.task === "infer") {
       cell("time to first token", dur(doc.ttft_s), ex.ttft_s, [breakdown, terms]);
@@ -727,16 +746,24 @@
             ["formula", "time × GPUs × USD per GPU-hour"]]])) : "-");
       }
       cells.push(r.fits ? esc(r.reason || "best") : "");
-      return '<tr class="' + cls + '" data-gpu="' + esc(r.gpu) + '">' + cells.map((c, j) =>
+      // A personal fine-tune's plan is grouped: cards to buy or rent first, datacenter after.
+      const title = r.fits && r.group && (i === 0 || shown[i - 1].group !== r.group)
+        ? '<tr class="group"><td colspan="' + head.length + '">' + esc(PLAN_GROUPS[r.group] ||
+          r.group) + "</td></tr>" : "";
+      return title + '<tr class="' + cls + '" data-gpu="' + esc(r.gpu) + '">' + cells.map((c, j) =>
         "<td" + (j >= 4 && j < cells.length - 1 ? ' class="r"' : "") + ">" + c + "</td>").join("") +
         "</tr>";
     });
+    const after = Object.entries(doc.ranked_after_cuda || {})
+      .filter(([gpu]) => shown.some((r) => r.gpu === gpu));
     const right = (h, j) => j >= 4 && j < head.length - 1;
     $("#plan-table").innerHTML =
       (doc.capped ? '<p class="hint">' + esc(doc.capped) + "</p>" : "") +
       "<table id=\"plan\"><thead><tr>" + head.map((h, j) =>
         "<th" + (right(h, j) ? ' class="r"' : "") + ">" + esc(h) + "</th>").join("") +
       "</tr></thead><tbody>" + body.join("") + "</tbody></table>" +
+      after.map(([gpu, why]) => '<p class="hint">' + esc(gpu) + " is ranked after the CUDA " +
+        "cards: " + esc(why) + " (stack_ok ranks by speed alone).</p>").join("") +
       (rows.length > 12 ? '<button type="button" class="more" id="plan-more">' +
         (planShowAll ? "show the first 12" : "show all " + rows.length + " GPUs") + "</button>" : "");
     const more = $("#plan-more");
@@ -819,9 +846,13 @@
         (yes.length ? "fits on " + esc(yes.join(", ")) : "fits on none of the cards") +
         (no.length ? "; does not fit on " + esc(no.join(", ")) : "") + ".");
     }
-    if (perf && (perf.fits === false || perf.supported === false)) {
-      // No speed in the headline for a job that cannot run: the speed card says why.
-      parts.push("It cannot run on " + esc(perf.gpu) + " as given (see Speed).");
+    const blocked = perf ? cannotRun(perf, mem) : null;
+    if (blocked) {
+      // No speed and no time for a job that cannot run: say so, and what to change.
+      parts.push("<strong class=\"no\">It " + (blocked === "does not fit" ? blocked
+        : "is " + blocked) + " on " + esc(perf.gpu) +
+        "</strong>" + (perf.warnings && perf.warnings.length
+          ? ": " + perf.warnings.map(esc).join(" ") : " as given") + ".");
     } else if (perf) {
       parts.push(f.task === "infer"
         ? "On " + esc(perf.gpu) + ": " + rate(perf.tokens_per_s) + " tokens/s, " +
@@ -834,6 +865,16 @@
         esc(layoutText(plan.rows[0], plan.task === "infer")) + ").");
     }
     $("#verdict").innerHTML = parts.join(" ");
+  }
+  // Why a speed answer cannot run as given ("does not fit", "not supported"), or null when it can.
+  // The memory answer's verdict for the same card counts too, so the headline never says a card
+  // does not fit and then gives its speed.
+  function cannotRun(perf, mem) {
+    if (perf.supported === false) return "not supported";
+    if (perf.fits === false) return "does not fit";
+    const fit = mem && mem.fits ? mem.fits.find((x) => x.gpu === perf.gpu) : null;
+    if (fit && !fit.fits) return "does not fit";
+    return null;
   }
   function taskName(task) {
     return { lora: "LoRA fine-tune", qlora: "QLoRA fine-tune", full: "full fine-tune",
@@ -889,7 +930,7 @@
     const cost = perf.then(() => {
       const p = state.last.perf;
       const preset = state.presets.find((x) => x.name === f.model);
-      if (f.task === "infer" && p && preset && preset.api_priced) {
+      if (f.task === "infer" && p && !cannotRun(p) && preset && preset.api_priced) {
         req.cost.tokens_per_year = p.tokens_per_s * 3600 * 8760 * f.utilisation;
         req.cost.api = preset.name;
       }
@@ -982,7 +1023,8 @@
     fill($("#precision"), options.precisions.map((p) => [p, p === "mixed"
       ? "mixed (fp32 master weights)" : "pure (all in dtype)"]), "mixed");
     fill($("#optimizer"), options.optimizers, "adamw");
-    fill($("#recompute"), options.recompute, "none");
+    // Gradient checkpointing by default: what LoRA on a 24 GB card needs (and suanli card assumes).
+    fill($("#recompute"), options.recompute, "full");
     fill($("#framework"), (options.frameworks || [{ id: "hf", name: "Hugging Face" }]).map(
       (fw) => [fw.id, fw.name + (fw.kind === "serve" ? " (serving)" : "")]), "hf");
     for (const id of ["precision", "recompute", "zero", "context", "kv_dtype"]) {
