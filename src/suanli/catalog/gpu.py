@@ -15,11 +15,46 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Allowed values for enumerated fields.
-VENDORS = ("nvidia", "amd", "intel", "huawei", "apple")
+VENDORS = (
+    "nvidia",
+    "amd",
+    "intel",
+    "huawei",
+    "apple",
+    # China domestic vendors (docs/catalog.md, "China-market and domestic accelerators").
+    "hygon",
+    "cambricon",
+    "kunlunxin",
+    "moorethreads",
+    "metax",
+    "iluvatar",
+    "biren",
+    "enflame",
+)
 FORM_FACTORS = ("sxm", "oam", "pcie", "workstation", "consumer", "soc", "mezzanine", "cpu")
 #: ``cpu`` is PyTorch's CPU backend: oneDNN/MKL (or OpenBLAS) on x86, Accelerate/NEON on Apple,
 #: OpenBLAS/Arm Performance Libraries/oneDNN-ACL on other Arm.
-SOFTWARE_STACKS = ("cuda", "rocm", "oneapi", "synapseai", "cann", "metal", "cpu")
+#: The China domestic stacks: ``dtk`` Hygon DTK (a ROCm/HIP derivative), ``neuware`` Cambricon
+#: (CNToolkit, torch_mlu), ``xpu-kunlun`` Kunlunxin XPU (XRE/XDNN, Paddle and torch_xmlir),
+#: ``musa`` Moore Threads (torch_musa), ``maca`` MetaX MXMACA (CUDA-like), ``corex`` Iluvatar
+#: CoreX/IXUCA (CUDA-compatible), ``biren`` BIRENSUPA, ``enflame`` Enflame TopsRider (torch_gcu).
+SOFTWARE_STACKS = (
+    "cuda",
+    "rocm",
+    "oneapi",
+    "synapseai",
+    "cann",
+    "metal",
+    "cpu",
+    "dtk",
+    "neuware",
+    "xpu-kunlun",
+    "musa",
+    "maca",
+    "corex",
+    "biren",
+    "enflame",
+)
 INTERCONNECT_KINDS = (
     "none",
     "pcie",
