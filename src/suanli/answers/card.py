@@ -21,6 +21,7 @@ from suanli.estimate.memory import inference_memory, training_memory
 from suanli.estimate.perf import inference_perf, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for
+from suanli.i18n import N_
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.models.spec import ModelSpec
 
@@ -263,22 +264,34 @@ def card(req: CardRequest, *, loader: Callable[[str], LoadedModel] = load_model)
 
 
 def _assumptions(req: CardRequest) -> tuple[str, ...]:
+    # English values in the JSON, marked for the catalog: a view shows them translated.
     shard = (
-        f"over {req.gpus} cards: training shards weights, gradients and optimizer states "
-        "(ZeRO-3 / FSDP), inference splits the model (tensor parallel)"
+        N_(
+            "over several cards: training shards weights, gradients and optimizer states "
+            "(ZeRO-3 / FSDP), inference splits the model (tensor or pipeline parallel)"
+        )
         if req.gpus > 1
-        else "one card"
+        else N_("one card")
     )
     return (
         shard,
-        f"training: micro-batch 1, sequence {req.seq:,}, gradient checkpointing, AdamW, bf16 mixed "
-        "precision; LoRA rank 16 on q,k,v,o; QLoRA on an NF4 base with double quantization",
-        "inference: one stream; speed is decode tokens/s with the context filled; 4-bit is "
-        "GGUF Q4_K_M (llama.cpp / Ollama)",
-        "the largest model is the biggest of Qwen2.5 0.5B/1.5B/3B/7B/14B/32B/72B and Llama 3.1 "
-        "405B that fits; 'about' interpolates between it and the next size by their memory",
-        "memory as suanli mem counts it (CUDA context and allocator overhead included); speed "
-        "as suanli perf estimates it",
+        N_(
+            "training: micro-batch 1, gradient checkpointing, AdamW, bf16 mixed precision; LoRA "
+            "rank 16 on q,k,v,o; QLoRA on an NF4 base with double quantization"
+        ),
+        N_(
+            "inference: one stream; speed is decode tokens/s with the context filled; 4-bit is "
+            "GGUF Q4_K_M (llama.cpp / Ollama)"
+        ),
+        N_(
+            "the largest model is the biggest of Qwen2.5 0.5B/1.5B/3B/7B/14B/32B/72B and Llama "
+            "3.1 405B that fits; 'about' interpolates between it and the next size by their "
+            "memory"
+        ),
+        N_(
+            "memory as suanli mem counts it (CUDA context and allocator overhead included); "
+            "speed as suanli perf estimates it"
+        ),
     )
 
 

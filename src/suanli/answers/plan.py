@@ -14,6 +14,7 @@ from suanli.answers.validity import precision_problem
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.query import filter_gpus
 from suanli.estimate.workload import InferWork, TrainWork
+from suanli.i18n import N_
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.models.spec import ModelSpec
 from suanli.plan.scenarios import SCENARIOS
@@ -235,12 +236,20 @@ def _layout(cls: type, row: dict[str, Any]) -> Any:
 CUDA_FIRST_FRAMEWORKS = ("hf", "unsloth", "llama-factory", "torchtune")
 #: Why each other stack ranks after CUDA for those frameworks (sources in docs/plan.md).
 STACK_NOTES = {
-    "rocm": "ROCm: FlashAttention-2 and bitsandbytes need their ROCm builds",
-    "synapseai": "Gaudi: the HF Trainer runs through optimum-habana",
-    "oneapi": "Intel XPU: HF kernels are CUDA-first",
-    "cann": "Ascend: needs torch_npu and its kernels",
-    "metal": "Apple MPS: no FlashAttention, slow bf16 training",
-    "cpu": "CPU: no GPU stack",
+    "rocm": N_("ROCm: FlashAttention-2 and bitsandbytes need their ROCm builds"),
+    "synapseai": N_("Gaudi: the HF Trainer runs through optimum-habana"),
+    "oneapi": N_("Intel XPU: HF kernels are CUDA-first"),
+    "cann": N_("Ascend: needs torch_npu and its kernels"),
+    "metal": N_("Apple MPS: no FlashAttention, slow bf16 training"),
+    "cpu": N_("CPU: no GPU stack"),
+    "dtk": N_("Hygon DCU: needs DTK builds of PyTorch and FlashAttention"),
+    "neuware": N_("Cambricon MLU: needs torch_mlu and Cambricon's framework forks"),
+    "xpu-kunlun": N_("Kunlunxin XPU: Paddle first; PyTorch through vendor builds"),
+    "musa": N_("Moore Threads: needs torch_musa; CUDA code is ported with MUSIFY"),
+    "maca": N_("MetaX: needs MXMACA builds of PyTorch and its kernels"),
+    "corex": N_("Iluvatar CoreX: CUDA-compatible at an older CUDA level; vendor wheels"),
+    "biren": N_("Biren: BIRENSUPA with a vendor PyTorch; a small ecosystem"),
+    "enflame": N_("Enflame GCU: needs TopsRider and torch_gcu"),
 }
 #: Form factors a person buys or rents by the hour for a fine-tune of their own.
 BUY_OR_RENT = ("consumer", "workstation")

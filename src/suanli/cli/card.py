@@ -9,18 +9,22 @@ import click
 
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
+from suanli.i18n import N_, _
 
 if TYPE_CHECKING:
     from suanli.answers.card import CardAnswer, Job
 
-_TASK_LABEL = {"full": "full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
+
+def task_label(task: str) -> str:
+    """``full fine-tune``, ``LoRA``, ``QLoRA`` in the current language."""
+    return {"full": _("full fine-tune"), "lora": "LoRA", "qlora": "QLoRA"}[task]
 
 
 def job_label(job: Job) -> str:
-    """``train LoRA (seq 2,048)``, ``infer 4-bit, 32k context``."""
+    """``train LoRA, seq 2,048``, ``infer 4-bit, 32k context``."""
     if job.task == "infer":
-        return f"infer {job.weights}, {job.tokens // 1024}k context"
-    return f"train {_TASK_LABEL[job.task]}, seq {job.tokens:,}"
+        return _("infer {weights}, {k}k context").format(weights=job.weights, k=job.tokens // 1024)
+    return _("train {task}, seq {seq}").format(task=task_label(job.task), seq=f"{job.tokens:,}")
 
 
 def params_text(params: float | None) -> str:
@@ -47,36 +51,43 @@ def _short_speed(tokens_per_s: float | None) -> str:
     return text.removesuffix(" tok/s")
 
 
-@click.command("card")
+@click.command(
+    "card",
+    help=N_(
+        "What can this card run? The largest model for full, LoRA and QLoRA training and for "
+        "inference in bf16, int8 and 4-bit, what it runs at, and which popular models fit. "
+        "With no GPU named, the local one."
+    ),
+)
 @click.argument("gpu", required=False)
 @click.option(
     "--gpus",
     type=IntRange(min=1, max=1024),
     default=None,
-    help="Cards in the machine (default 1; with no GPU named, the local count).",
+    help=N_("Cards in the machine (default 1; with no GPU named, the local count)."),
 )
 @click.option(
     "--seq",
     type=IntRange(min=128),
     default=2048,
     show_default=True,
-    help="Training sequence length in tokens.",
+    help=N_("Training sequence length in tokens."),
 )
 @click.option(
     "--context",
     "contexts",
     type=IntRange(min=256),
     multiple=True,
-    help="Inference context length in tokens (repeatable; default 4096 and 32768).",
+    help=N_("Inference context length in tokens (repeatable; default 4096 and 32768)."),
 )
 @click.option(
     "--model",
     "models",
     multiple=True,
-    help="Show this model's fit instead of the popular ones (repeatable).",
+    help=N_("Show this model's fit instead of the popular ones (repeatable)."),
 )
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def card_cmd(
     gpu: str | None,
     gpus: int | None,
@@ -86,9 +97,7 @@ def card_cmd(
     catalog_file: str | None,
     as_json: bool,
 ) -> None:
-    """What can this card run? The largest model for full, LoRA and QLoRA training and for
-    inference in bf16, int8 and 4-bit, what it runs at, and which popular models fit.
-    With no GPU named, the local one."""
+    """``suanli card``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.card import POPULAR, CardRequest, card, local_card
 
     if gpu is None:
@@ -111,13 +120,15 @@ def card_cmd(
 
 def _print(answer: CardAnswer) -> None:
     count = f"{answer.gpus} x " if answer.gpus > 1 else ""
-    title = f"What {count}{answer.name} ({answer.memory_bytes / 2**30:,.0f} GiB) can run"
+    title = _("What {count}{name} ({gib} GiB) can run").format(
+        count=count, name=answer.name, gib=f"{answer.memory_bytes / 2**30:,.0f}"
+    )
     rows = []
     for cap in answer.capabilities:
         if cap.largest_model is None:
-            rows.append([job_label(cap.job), "nothing (not even 0.5B)", "-", "-"])
+            rows.append([job_label(cap.job), _("nothing (not even 0.5B)"), "-", "-"])
             continue
-        about = f"~{params_text(cap.about_params)}" if cap.about_params else "more"
+        about = f"~{params_text(cap.about_params)}" if cap.about_params else _("more")
         rows.append(
             [
                 job_label(cap.job),
@@ -128,23 +139,23 @@ def _print(answer: CardAnswer) -> None:
         )
     print_table(
         title,
-        ["job", "largest model that fits", "size limit", "speed"],
+        [_("job"), _("largest model that fits"), _("size limit"), _("speed")],
         rows,
-        right_align=["size limit", "speed"],
+        right_align=[_("size limit"), _("speed")],
     )
     _print_models(answer)
     for line in answer.assumptions:
-        print_line(f"  assumes {line}")
+        print_line(_("  assumes {line}").format(line=_(line)))
 
 
 def _print_models(answer: CardAnswer) -> None:
     """Popular models: tokens/s per job where they fit, grouped by training and context."""
     groups: list[tuple[str, list[int]]] = [
-        ("train tok/s", [i for i, j in enumerate(answer.jobs) if j.task != "infer"])
+        (_("train tok/s"), [i for i, j in enumerate(answer.jobs) if j.task != "infer"])
     ]
     for context in dict.fromkeys(j.tokens for j in answer.jobs if j.task == "infer"):
         idx = [i for i, j in enumerate(answer.jobs) if j.task == "infer" and j.tokens == context]
-        groups.append((f"infer {context // 1024}k tok/s", idx))
+        groups.append((_("infer {k}k tok/s").format(k=context // 1024), idx))
     rows = []
     for fit in answer.models:
         cells = [fit.model, params_text(fit.params)]
@@ -154,10 +165,11 @@ def _print_models(answer: CardAnswer) -> None:
                 for i in idx
                 if fit.fits[i]
             ]
-            cells.append(", ".join(parts) if parts else "does not fit")
+            cells.append(", ".join(parts) if parts else _("does not fit"))
         rows.append(cells)
-    print_table("Popular models on it", ["model", "size", *(t for t, _ in groups)], rows)
+    titles = [title for title, _idx in groups]
+    print_table(_("Popular models on it"), [_("model"), _("size"), *titles], rows)
 
 
 def _job_short(job: Job) -> str:
-    return job.weights if job.task == "infer" else _TASK_LABEL[job.task].split()[0]
+    return job.weights if job.task == "infer" else task_label(job.task).split()[0]

@@ -13,6 +13,7 @@ import click
 
 from suanli import __version__
 from suanli.errors import MissingExtra
+from suanli.i18n import N_, _
 
 
 class SuanliGroup(click.Group):
@@ -25,25 +26,47 @@ class SuanliGroup(click.Group):
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
-            click.echo("aborted", err=True)
+            click.echo(_("aborted"), err=True)
             sys.exit(1)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "suanli"
             message = exc.format_message().rstrip(".")
-            click.echo(f"error: {message}; run '{where} --help' for usage", err=True)
+            click.echo(
+                _("error: {message}; run '{where} --help' for usage").format(
+                    message=message, where=where
+                ),
+                err=True,
+            )
             sys.exit(2)
         except MissingExtra as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(_("error: {message}").format(message=exc), err=True)
             sys.exit(1)
         except ValueError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(_("error: {message}").format(message=exc), err=True)
             sys.exit(2)
         except BrokenPipeError:
             sys.exit(0)
 
 
-@click.group(cls=SuanliGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=SuanliGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help=N_(
+        "suanli (算力): will it fit, how fast, which GPU, what cost, and why is my run slow.\n\n"
+        "Planning commands work offline on the bundled GPU catalog and model presets."
+    ),
+)
 @click.version_option(__version__, prog_name="suanli")
+@click.option(
+    "--lang",
+    type=click.Choice(["zh", "en"]),
+    default=None,
+    expose_value=False,
+    help=N_(
+        "Language of the output: zh or en (default: SUANLI_LANG, then the locale); also "
+        "accepted after the subcommand."
+    ),
+)
 def cli() -> None:
     """suanli (算力): will it fit, how fast, which GPU, what cost, and why is my run slow.
 
@@ -107,9 +130,64 @@ def _bind_caps(command: click.Command) -> None:
 _register()
 
 
-def main() -> None:
-    """Console-script entry point."""
-    cli.main(prog_name="suanli")
+def take_lang(argv: list[str]) -> tuple[str | None, list[str]]:
+    """``--lang zh`` / ``--lang=zh`` anywhere before the arguments passed on to a script
+    (``doctor run SCRIPT ARGS``: the script's own ``--lang`` is its own), and the rest."""
+    rest: list[str] = []
+    lang = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--" or arg.endswith(".py"):
+            rest += argv[i:]
+            break
+        if arg == "--lang":
+            if i + 1 >= len(argv):
+                raise click.UsageError(_("--lang needs a value: zh or en"))
+            lang = argv[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--lang="):
+            lang = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    return lang, rest
+
+
+def translate_help(command: click.Command) -> None:
+    """Every command's and option's help in the current language (their English text is the
+    message id), before click formats any of it."""
+    from suanli.i18n import _
+
+    if command.help:
+        command.help = _(command.help)
+    if command.short_help:
+        command.short_help = _(command.short_help)
+    for param in command.params:
+        if isinstance(param, click.Option) and param.help:
+            param.help = _(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        translate_help(sub)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: the language first (``--lang``, ``SUANLI_LANG``, the
+    locale), then the command."""
+    from suanli.i18n import current, set_lang
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        lang, args = take_lang(args)
+        if lang is not None:
+            set_lang(lang)
+    except (ValueError, click.UsageError) as exc:
+        message = exc.format_message() if isinstance(exc, click.UsageError) else str(exc)
+        click.echo(_("error: {message}").format(message=message), err=True)
+        sys.exit(2)
+    if current() != "en":
+        translate_help(cli)
+    cli.main(args=args, prog_name="suanli")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from suanli.estimate.workload import (
     InferWork,
     TrainWork,
 )
+from suanli.i18n import N_
 
 if TYPE_CHECKING:
     from suanli.answers.request import WorkRequest
@@ -36,65 +37,71 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         "--framework",
         default="hf",
         show_default=True,
-        help="Training or serving framework whose defaults fill the options you do not set: "
-        "hf, megatron, deepspeed, torchtitan, torchtune, unsloth, llama-factory, vllm, sglang, "
-        "tensorrt-llm, llama.cpp, ollama (suanli frameworks).",
+        help=N_(
+            "Training or serving framework whose defaults fill the options you do not set: "
+            "hf, megatron, deepspeed, torchtitan, torchtune, unsloth, llama-factory, vllm, sglang, "
+            "tensorrt-llm, llama.cpp, ollama (suanli frameworks)."
+        ),
     ),
     click.option(
         "--task",
         type=click.Choice((*TASKS, "generate-image")),
         default="lora",
         show_default=True,
-        help="pretrain, full (fine-tune), lora, qlora, infer, or generate-image (text-to-image "
-        "pipelines with perf and mem).",
+        help=N_(
+            "pretrain, full (fine-tune), lora, qlora, infer, or generate-image (text-to-image "
+            "pipelines with perf and mem)."
+        ),
     ),
     click.option(
         "--batch",
         type=IntRange(min=1),
         default=None,
-        help="Micro-batch per GPU (training; default 1) or concurrent sequences "
-        "(inference; default 1).",
+        help=N_(
+            "Micro-batch per GPU (training; default 1) or concurrent sequences "
+            "(inference; default 1)."
+        ),
     ),
     click.option(
         "--global-batch",
         type=IntRange(min=1),
         default=None,
-        help="Sequences per optimizer step; sets gradient accumulation.",
+        help=N_("Sequences per optimizer step; sets gradient accumulation."),
     ),
     click.option(
         "--grad-accum",
         type=IntRange(min=1),
         default=1,
         show_default=True,
-        help="Micro-batches per optimizer step.",
+        help=N_("Micro-batches per optimizer step."),
     ),
     click.option(
         "--seq",
         type=IntRange(min=1),
         default=2048,
         show_default=True,
-        help="Training sequence length in tokens.",
+        help=N_("Training sequence length in tokens."),
     ),
     click.option(
         "--context",
         type=IntRange(min=1),
         default=4096,
         show_default=True,
-        help="Inference: tokens per sequence held in the KV cache.",
+        help=N_("Inference: tokens per sequence held in the KV cache."),
     ),
     click.option(
         "--dtype",
         type=click.Choice(DTYPES),
         default="bf16",
         show_default=True,
-        help="Compute and weight dtype.",
+        help=N_("Compute and weight dtype."),
     ),
     click.option(
         "--precision",
         type=click.Choice(PRECISIONS),
         default="mixed",
         show_default=True,
-        help="mixed: fp32 master weights and states; pure: all in --dtype.",
+        help=N_("mixed: fp32 master weights and states; pure: all in --dtype."),
     ),
     click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True),
     click.option(
@@ -102,7 +109,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         type=click.Choice(RECOMPUTE),
         default="none",
         show_default=True,
-        help="Activation recomputation (checkpointing).",
+        help=N_("Activation recomputation (checkpointing)."),
     ),
     click.option(
         "--recompute-every",
@@ -110,132 +117,150 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         default=1,
         show_default=True,
         metavar="K",
-        help="With --recompute op or full: checkpoint every K-th layer only.",
+        help=N_("With --recompute op or full: checkpoint every K-th layer only."),
     ),
     click.option(
         "--activation-offload",
         is_flag=True,
-        help="Saved activations wait in CPU memory between forward and backward "
-        "(torchtune, Unsloth); costs PCIe time when the copies outlast the matmuls.",
+        help=N_(
+            "Saved activations wait in CPU memory between forward and backward "
+            "(torchtune, Unsloth); costs PCIe time when the copies outlast the matmuls."
+        ),
     ),
     click.option(
         "--loss",
         type=click.Choice(LOSSES),
         default="full",
         show_default=True,
-        help="Cross-entropy: full (fp32 logits at once), chunked (torchtune, 8 chunks) or fused "
-        "with the LM head (Liger, Unsloth).",
+        help=N_(
+            "Cross-entropy: full (fp32 logits at once), chunked (torchtune, 8 chunks) or fused "
+            "with the LM head (Liger, Unsloth)."
+        ),
     ),
     click.option(
         "--saved-tensors",
         type=click.Choice(SAVED_TENSORS),
         default="hf",
         show_default=True,
-        help="What the layers save for backward: hf (transformers' modules) or megatron "
-        "(Megatron-LM's fused kernels, Korthikanti et al. 2022).",
+        help=N_(
+            "What the layers save for backward: hf (transformers' modules) or megatron "
+            "(Megatron-LM's fused kernels, Korthikanti et al. 2022)."
+        ),
     ),
     click.option(
         "--zero-buckets",
         type=click.Choice(ZERO_BUCKETS),
         default="none",
         show_default=True,
-        help="deepspeed: count ZeRO's reduce and all-gather buckets (5e8 elements each, 4.5x "
-        "with overlap_comm at stage 3).",
+        help=N_(
+            "deepspeed: count ZeRO's reduce and all-gather buckets (5e8 elements each, 4.5x "
+            "with overlap_comm at stage 3)."
+        ),
     ),
     click.option(
         "--main-grads-fp32",
         is_flag=True,
-        help="Gradients accumulate in an fp32 buffer (Megatron).",
+        help=N_("Gradients accumulate in an fp32 buffer (Megatron)."),
     ),
     click.option(
         "--optimizer-in-backward",
         is_flag=True,
-        help="Step each parameter in the backward pass and free its gradient (torchtune).",
+        help=N_("Step each parameter in the backward pass and free its gradient (torchtune)."),
     ),
     click.option(
         "--attention",
         type=click.Choice(ATTENTION),
         default="sdpa",
         show_default=True,
-        help="eager materialises the s x s scores.",
+        help=N_("eager materialises the s x s scores."),
     ),
     click.option(
         "--kernels",
         type=click.Choice(KERNELS),
         default="eager",
         show_default=True,
-        help="eager: one kernel per op (HF, torchtune); fused: Megatron, torch.compile or "
-        "Liger (fewer kernels, and fused norms and SwiGLU keep fewer tensors).",
+        help=N_(
+            "eager: one kernel per op (HF, torchtune); fused: Megatron, torch.compile or "
+            "Liger (fewer kernels, and fused norms and SwiGLU keep fewer tensors)."
+        ),
     ),
     click.option(
         "--zero",
         type=IntRange(0, 3),
         default=0,
         show_default=True,
-        help="ZeRO stage over --dp (3 = FSDP full shard).",
+        help=N_("ZeRO stage over --dp (3 = FSDP full shard)."),
     ),
     click.option(
         "--tp",
         type=IntRange(min=1),
         default=1,
         show_default=True,
-        help="Tensor parallel degree.",
+        help=N_("Tensor parallel degree."),
     ),
     click.option(
         "--pp",
         type=IntRange(min=1),
         default=1,
         show_default=True,
-        help="Pipeline stages (training: 1F1B; inference: layers split over GPUs that run "
-        "in turn, as llama.cpp's layer split).",
+        help=N_(
+            "Pipeline stages (training: 1F1B; inference: layers split over GPUs that run "
+            "in turn, as llama.cpp's layer split)."
+        ),
     ),
     click.option(
         "--vpp",
         type=IntRange(min=1),
         default=1,
         show_default=True,
-        help="Interleaved virtual stages per pipeline rank.",
+        help=N_("Interleaved virtual stages per pipeline rank."),
     ),
     click.option(
         "--dp",
         type=IntRange(min=1),
         default=None,
-        help="Data-parallel replicas (default: --gpus / (tp x pp)).",
+        help=N_("Data-parallel replicas (default: --gpus / (tp x pp))."),
     ),
     click.option(
         "--ep",
         type=IntRange(min=1),
         default=1,
         show_default=True,
-        help="Expert parallel degree (MoE).",
+        help=N_("Expert parallel degree (MoE)."),
     ),
-    click.option("--sp", is_flag=True, help="Sequence parallelism (needs --tp > 1)."),
+    click.option("--sp", is_flag=True, help=N_("Sequence parallelism (needs --tp > 1).")),
     click.option(
         "--shard-group",
         type=IntRange(min=0),
         default=0,
         show_default=True,
         metavar="N",
-        help="Shard ZeRO/FSDP states over groups of N data-parallel ranks and replicate across "
-        "groups (HSDP; usually the GPUs of a node); 0: over all of them.",
+        help=N_(
+            "Shard ZeRO/FSDP states over groups of N data-parallel ranks and replicate across "
+            "groups (HSDP; usually the GPUs of a node); 0: over all of them."
+        ),
     ),
     click.option(
         "--gpus",
         type=IntRange(min=1),
         default=None,
-        help="GPUs in the job (training: dp x tp x pp; inference: tensor parallel, or tp x pp "
-        "with --pp).",
+        help=N_(
+            "GPUs in the job (training: dp x tp x pp; inference: tensor parallel, or tp x pp "
+            "with --pp)."
+        ),
     ),
     click.option(
         "--offload-optimizer",
         is_flag=True,
-        help="Optimizer states and master weights in CPU memory.",
+        help=N_("Optimizer states and master weights in CPU memory."),
     ),
     click.option(
         "--offload-params",
         is_flag=True,
-        help="Parameters and gradients in CPU memory, one layer on the GPU at a time "
-        "(ZeRO-Infinity, FSDP CPU offload); costs PCIe time.",
+        help=N_(
+            "Parameters and gradients in CPU memory, one layer on the GPU at a time "
+            "(ZeRO-Infinity, FSDP CPU offload); costs PCIe time."
+        ),
     ),
     click.option("--lora-rank", type=IntRange(min=1), default=16, show_default=True),
     click.option(
@@ -248,70 +273,78 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         "--dropout",
         type=FloatRange(0, 1, max_open=True),
         default=None,
-        help="Dropout probability (default: the model config's, 0 for most LLMs).",
+        help=N_("Dropout probability (default: the model config's, 0 for most LLMs)."),
     ),
     click.option(
         "--quant",
         default="bf16",
         show_default=True,
-        help="Inference weight format: bf16, fp8, int8, gptq-4bit-g128, "
-        "awq-4bit-g128, nf4-dq, gguf-q4_k_m, ... (catalog/data/quant.toml).",
+        help=N_(
+            "Inference weight format: bf16, fp8, int8, gptq-4bit-g128, "
+            "awq-4bit-g128, nf4-dq, gguf-q4_k_m, ... (catalog/data/quant.toml)."
+        ),
     ),
     click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True),
     click.option(
         "--prefill-chunk",
         type=IntRange(min=1),
         default=None,
-        help="Chunked prefill: tokens per forward pass.",
+        help=N_("Chunked prefill: tokens per forward pass."),
     ),
     click.option(
         "--images",
         type=IntRange(0, 1024),
         default=0,
         show_default=True,
-        help="Images per sequence for a vision-language model (LLaVA-style): each adds its "
-        "image tokens to the context and the vision tower's work to the prefill.",
+        help=N_(
+            "Images per sequence for a vision-language model (LLaVA-style): each adds its "
+            "image tokens to the context and the vision tower's work to the prefill."
+        ),
     ),
     click.option(
         "--image-size",
         default=None,
         metavar="WxH",
-        help="Pixels of each image for towers at native resolution (Qwen2.5-VL: one token per "
-        "28x28 pixels); LLaVA-style towers resize to their own size.",
+        help=N_(
+            "Pixels of each image for towers at native resolution (Qwen2.5-VL: one token per "
+            "28x28 pixels); LLaVA-style towers resize to their own size."
+        ),
     ),
     click.option(
         "--gpu-layers",
         type=IntRange(min=0),
         default=None,
         metavar="N",
-        help="Inference: N layers on the GPU, the rest on the CPU from system memory "
-        "(llama.cpp --n-gpu-layers, Ollama num_gpu).",
+        help=N_(
+            "Inference: N layers on the GPU, the rest on the CPU from system memory "
+            "(llama.cpp --n-gpu-layers, Ollama num_gpu)."
+        ),
     ),
     click.option(
         "--gpu-memory-utilization",
         type=FloatRange(0, 1, min_open=True),
         default=None,
-        help="A serving engine's share of GPU memory (vLLM: 0.92).",
+        help=N_("A serving engine's share of GPU memory (vLLM: 0.92)."),
     ),
     click.option(
         "--cuda-context",
         type=FloatRange(min=0),
         default=None,
         metavar="GIB",
-        help="CUDA context per process in GiB (default 0.5).",
+        help=N_("CUDA context per process in GiB (default 0.5)."),
     ),
     click.option(
         "--fragmentation",
         type=FloatRange(0, 1, max_open=True),
         default=None,
-        help="Allocator reserve as a fraction of tensors (default 0.10).",
+        help=N_("Allocator reserve as a fraction of tensors (default 0.10)."),
     ),
     click.option(
         "--nccl",
         type=FloatRange(min=0),
         default=None,
         metavar="GIB",
-        help="NCCL buffers per GPU in GiB when GPUs > 1 (default 1).",
+        help=N_("NCCL buffers per GPU in GiB when GPUs > 1 (default 1)."),
     ),
 ]
 

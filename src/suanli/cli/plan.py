@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -10,6 +11,7 @@ from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.cli.options import shape_options, work_request, workload_options
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
+from suanli.i18n import N_, _
 from suanli.plan.scenarios import SCENARIOS
 from suanli.units import GiB
 
@@ -41,16 +43,25 @@ def _money(usd: float | None) -> str:
     return f"${usd:,.0f}" if usd is not None else "-"
 
 
-@click.command("plan")
+@click.command(
+    "plan",
+    help=N_(
+        "Which GPU, how many, how laid out, how long and how much: ranked, with why others "
+        "lost.\n\nWith no arguments: a LoRA fine-tune of Llama-3.1-8B on one GPU, 100M tokens, "
+        "ranked by time, with the cheapest choice too. Examples: suanli plan llama-3.1-70b "
+        "--task full --max-gpus 64 --tokens 1e10; suanli plan llama-3.1-8b --task infer --rps "
+        "50 --context 2048 --objective cost-per-token."
+    ),
+)
 @click.argument("model", required=False, default=DEMO_MODEL)
 @shape_options
 @click.option(
     "--scenario",
     type=click.Choice(sorted(SCENARIOS)),
     default=None,
-    help="A documented weighting: sets task, objective and candidate GPUs.",
+    help=N_("A documented weighting: sets task, objective and candidate GPUs."),
 )
-@click.option("--gpu", "gpu_names", multiple=True, help="Only these GPUs (repeatable).")
+@click.option("--gpu", "gpu_names", multiple=True, help=N_("Only these GPUs (repeatable)."))
 @click.option("--vendor", type=click.Choice(VENDORS), multiple=True)
 @click.option("--form-factor", type=click.Choice(FORM_FACTORS), multiple=True)
 @click.option("--min-memory", type=FloatRange(min=0), default=None, metavar="GIB")
@@ -58,29 +69,29 @@ def _money(usd: float | None) -> str:
     "--max-gpus",
     type=IntRange(min=1),
     default=None,
-    help="Largest GPU count to consider (powers of two; default 1 for the demo, else 8).",
+    help=N_("Largest GPU count to consider (powers of two; default 1 for the demo, else 8)."),
 )
 @click.option(
-    "--gpus", "exact_gpus", type=IntRange(min=1), default=None, help="Exactly this many GPUs."
+    "--gpus", "exact_gpus", type=IntRange(min=1), default=None, help=N_("Exactly this many GPUs.")
 )
 @click.option(
     "--global-batch",
     type=IntRange(min=1),
     default=None,
-    help="Sequences per optimizer step (training).",
+    help=N_("Sequences per optimizer step (training)."),
 )
 @click.option(
     "--tokens",
     type=FloatRange(min=1),
     default=1e8,
     show_default=True,
-    help="Training tokens, for time and cost.",
+    help=N_("Training tokens, for time and cost."),
 )
 @click.option(
     "--rps",
     type=FloatRange(min=0, min_open=True),
     default=None,
-    help="Inference: requests per second to serve.",
+    help=N_("Inference: requests per second to serve."),
 )
 @click.option(
     "--output",
@@ -88,30 +99,32 @@ def _money(usd: float | None) -> str:
     type=IntRange(min=1),
     default=256,
     show_default=True,
-    help="Inference: output tokens per request.",
+    help=N_("Inference: output tokens per request."),
 )
 @click.option(
     "--max-tpot-ms",
     type=FloatRange(min=0, min_open=True),
     default=None,
-    help="Inference: latency target per output token.",
+    help=N_("Inference: latency target per output token."),
 )
 @click.option(
     "--objective",
     type=click.Choice(["time", "cost", "cost-per-token"]),
     default=None,
-    help="Rank by time, total cost, or cost per token.",
+    help=N_("Rank by time, total cost, or cost per token."),
 )
-@click.option("--budget", type=FloatRange(min=0), default=None, help="USD limit.")
+@click.option("--budget", type=FloatRange(min=0), default=None, help=N_("USD limit."))
 @click.option(
     "--stack-ok",
     is_flag=True,
-    help="Rank every software stack by speed alone (by default, for Hugging Face-family "
-    "frameworks, non-CUDA GPUs rank after CUDA ones).",
+    help=N_(
+        "Rank every software stack by speed alone (by default, for Hugging Face-family "
+        "frameworks, non-CUDA GPUs rank after CUDA ones)."
+    ),
 )
 @click.option("--top", type=IntRange(min=1), default=10, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (all rows).")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document (all rows)."))
 @click.pass_context
 def plan_cmd(
     ctx: click.Context,
@@ -136,13 +149,7 @@ def plan_cmd(
     as_json: bool,
     **opts: Any,
 ) -> None:
-    """Which GPU, how many, how laid out, how long and how much: ranked, with why others lost.
-
-    With no arguments: a LoRA fine-tune of Llama-3.1-8B on one GPU, 100M tokens, ranked by
-    time, with the cheapest choice too. Examples:
-    suanli plan llama-3.1-70b --task full --max-gpus 64 --tokens 1e10;
-    suanli plan llama-3.1-8b --task infer --rps 50 --context 2048 --objective cost-per-token.
-    """
+    """``suanli plan``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.plan import PlanRequest, RenderingPlanAnswer, plan
 
     demo = (
@@ -214,10 +221,13 @@ def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
         click.echo(f"not ranked (CPUs, no GPU rendering): {', '.join(cpus)}")
 
 
+#: The objectives' words, for the catalog (the answer's ``objective`` is shown translated).
+OBJECTIVE_WORDS = (N_("time"), N_("cost"), N_("cost-per-token"))
+
 #: Titles of the groups of a personal fine-tune's plan (answers.plan.plan_groups).
 GROUP_TITLES = {
-    "buy-or-rent": "cards to buy or rent by the hour (consumer, workstation)",
-    "datacenter": "datacenter cards",
+    "buy-or-rent": N_("cards to buy or rent by the hour (consumer, workstation)"),
+    "datacenter": N_("datacenter cards"),
 }
 
 
@@ -233,7 +243,7 @@ def _row_cells(doc: PlanAnswer, r: Any) -> list[str]:
             f"{lay.tpot_s * 1e3:,.1f} ms" if lay else "-",
             f"{lay.tokens_per_s:,.0f}" if lay else "-",
             f"${lay.usd_per_million_tokens:,.3f}" if lay and lay.usd_per_million_tokens else "-",
-            r.reason or "best",
+            reason_text(r.reason) or _("best"),
         ]
     return [
         r.gpu,
@@ -242,13 +252,36 @@ def _row_cells(doc: PlanAnswer, r: Any) -> list[str]:
         f"{lay.mfu:.0%}" if lay else "-",
         _fmt_time(lay.time_s if lay else None),
         _money(lay.cost_usd if lay else None),
-        (r.reason or "best").replace(" than ", " vs "),
+        reason_text(r.reason).replace(" than ", " vs ") or _("best"),
     ]
+
+
+#: The answer's ranking reasons that a view translates (plan.search.rank writes them).
+REASON_WORDS = (N_("no price known"), N_("ranked after CUDA"), N_("ranked by speed"))
+_RATIO = re.compile(r"^(\d+(?:\.\d+)?)x (slower|cost/token)$")
+
+
+def reason_text(reason: str) -> str:
+    """A row's reason (English in the JSON) in the current language, part by part."""
+    parts = []
+    for part in reason.split("; ") if reason else []:
+        ratio = _RATIO.match(part)
+        if ratio and ratio.group(2) == "slower":
+            parts.append(_("{ratio}x slower").format(ratio=ratio.group(1)))
+        elif ratio:
+            parts.append(_("{ratio}x cost/token").format(ratio=ratio.group(1)))
+        else:
+            parts.append(_(part))
+    return _("; ").join(parts)
 
 
 def _layout_cell(lay: Any) -> str:
     """``1 GPU b2``, ``8 GPUs t2p1z1 b4 recompute:full`` (the options are in --json)."""
-    gpus = "1 GPU" if lay.gpus == 1 else f"{lay.gpus} GPUs t{lay.tp}p{lay.pp}z{lay.zero}"
+    gpus = (
+        _("1 GPU")
+        if lay.gpus == 1
+        else _("{n} GPUs").format(n=lay.gpus) + f" t{lay.tp}p{lay.pp}z{lay.zero}"
+    )
     recompute = "" if lay.recompute == "none" else f" recompute:{lay.recompute}"
     return f"{gpus} b{lay.batch}{recompute}"
 
@@ -257,10 +290,13 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
     columns = (
         ["gpu", "GPUs", "tp", "weights", "batch", "TPOT", "tokens/s", "$/M tokens", "why"]
         if doc.inference
-        else ["gpu", "layout", "tok/s", "MFU", "time", "cost", "why"]
+        else [_("gpu"), _("layout"), _("tok/s"), "MFU", _("time"), _("cost"), _("why")]
     )
-    many = "GPU" if doc.max_gpus == 1 else "GPUs"
-    head = f"{doc.model} {doc.task}: best layout per GPU (up to {doc.max_gpus} {many})"
+    head = (
+        _("{model} {task}: best layout per GPU (up to 1 GPU)")
+        if doc.max_gpus == 1
+        else _("{model} {task}: best layout per GPU (up to {n} GPUs)")
+    ).format(model=doc.model, task=doc.task, n=doc.max_gpus)
     grouped = any(getattr(r, "group", None) for r in doc.rows)
     shown: list[str] = []
     if grouped:
@@ -269,51 +305,63 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         for group, label in GROUP_TITLES.items():
             rows = [r for r in doc.rows if r.group == group and r.fits][:top]
             if rows:
-                title = f"{head}, {label}, ranked by {doc.objective}"
+                title = _("{head}, {group}, ranked by {objective}").format(
+                    head=head, group=_(label), objective=_(doc.objective)
+                )
                 print_table(title, columns, [_row_cells(doc, r) for r in rows])
                 shown += [r.gpu for r in rows]
     else:
         rows = list(doc.rows[:top])
-        title = f"{head}, ranked by {doc.objective}"
+        title = _("{head}, ranked by {objective}").format(head=head, objective=_(doc.objective))
         print_table(title, columns, [_row_cells(doc, r) for r in rows], no_wrap=["gpu"])
         shown = [r.gpu for r in rows]
     if doc.reasoning:
-        click.echo(f"scenario: {doc.reasoning}")
+        click.echo(_("scenario: {reasoning}").format(reasoning=doc.reasoning))
     after: dict[str, list[str]] = {}
     for gpu, why in (doc.ranked_after_cuda or {}).items():
         if gpu in shown:
             after.setdefault(why, []).append(gpu)
     for why, gpus in after.items():
         click.echo(
-            f"ranked after the CUDA cards: {', '.join(gpus)} ({why}; --stack-ok ranks by speed "
-            "alone)"
+            _(
+                "ranked after the CUDA cards: {gpus} ({why}; --stack-ok ranks by speed alone)"
+            ).format(gpus=", ".join(gpus), why=_(why))
         )
     if doc.best_command is not None:
-        label = "fastest" if doc.objective == "time" else "best"
+        fastest = doc.objective == "time"
+        label = _("fastest") if fastest else _("best")
         winner = next(r for r in doc.rows if r.fits and not r.reason)
-        if grouped:
-            label = f"{label} to buy or rent" if winner.group == "buy-or-rent" else label
+        if grouped and winner.group == "buy-or-rent":
+            label = _("fastest to buy or rent") if fastest else _("best to buy or rent")
         click.echo(f"{label}: {winner.gpu} -> {doc.best_command}")
         if grouped:
             other = next(
                 (r for r in doc.rows if r.group == "datacenter" and r.fits and not r.reason), None
             )
             if other is not None and other.layout is not None:
+                text = (
+                    _("fastest datacenter card: {gpu} ({speed} tok/s, {time})")
+                    if fastest
+                    else _("best datacenter card: {gpu} ({speed} tok/s, {time})")
+                )
                 click.echo(
-                    f"{'fastest' if doc.objective == 'time' else 'best'} datacenter card: "
-                    f"{other.gpu} ({_short(other.layout.tokens_per_s)} tok/s, "
-                    f"{_fmt_time(other.layout.time_s)})"
+                    text.format(
+                        gpu=other.gpu,
+                        speed=_short(other.layout.tokens_per_s),
+                        time=_fmt_time(other.layout.time_s),
+                    )
                 )
         cheap = doc.cheapest
         if cheap is not None and cheap.layout is not None:
             click.echo(
-                f"cheapest per token: {cheap.gpu} "
-                f"(${cheap.layout.usd_per_million_tokens:,.3f} per million tokens)"
+                _("cheapest per token: {gpu} (${usd} per million tokens)").format(
+                    gpu=cheap.gpu, usd=f"{cheap.layout.usd_per_million_tokens:,.3f}"
+                )
             )
     lost = [r for r in doc.rows if not r.fits]
     if lost:
         click.echo(
-            f"{len(lost)} GPUs cannot run it: "
+            _("{n} GPUs cannot run it: ").format(n=len(lost))
             + "; ".join(f"{r.gpu} ({r.reason})" for r in lost[:4])
             + ("; ..." if len(lost) > 4 else "")
         )
@@ -322,9 +370,9 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
 @click.command("fit")
 @click.argument("model")
 @workload_options
-@click.option("--gpu", "gpu_name", required=True, help="The GPU to fit on.")
+@click.option("--gpu", "gpu_name", required=True, help=N_("The GPU to fit on."))
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def fit_cmd(
     model: str, gpu_name: str, catalog_file: str | None, as_json: bool, **opts: Any
 ) -> None:
