@@ -49,6 +49,7 @@ def test_cli_json_equals_the_answer() -> None:
         "curve",
         "break_even_years",
         "explain",
+        "currency",
     ]
     assert doc["schema_version"] == SCHEMA_VERSION
     assert [r["year"] for r in doc["per_year"]] == [1, 2, 2.5]

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from suanli.answers.base import Answer
+from suanli.answers.base import OMIT_NONE, Answer
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.plan.cost import Assumption, CostComparison, CostTotals, YearRow, compare_costs
+from suanli.plan.cost.model import check_currency, usd_cny_rate
 
 #: The formula behind each number of the answer (the page shows them on hover).
 EXPLAIN: dict[str, str] = {
@@ -42,7 +43,7 @@ class CostRequest:
     utilisation: float = 1.0
     """Share of the hours the GPUs are busy, 0..1."""
     price: float | None = None
-    """Purchase price per GPU, USD (default: the catalog's)."""
+    """Purchase price per GPU, in ``currency`` (default: the catalog's, or the China price)."""
     resale: float = 0.0
     """Resale value at the end, as a share of the purchase price."""
     pue: float | str | None = None
@@ -52,9 +53,11 @@ class CostRequest:
     """Electricity region (us, eu, cn, ...)."""
     usd_per_kwh: float | None = None
     rent: float | None = None
-    """On-demand USD per GPU-hour (default: the cheapest snapshot)."""
+    """On-demand rent per GPU-hour in ``currency`` (default: the cheapest snapshot)."""
     spot: float | None = None
+    """Spot rent per GPU-hour in ``currency``."""
     reserved: float | None = None
+    """Reserved rent per GPU-hour in ``currency``."""
     tokens_per_year: float = 0.0
     """Output tokens per year the work needs, for the API column."""
     input_tokens_per_year: float = 0.0
@@ -65,6 +68,14 @@ class CostRequest:
     """Output tokens per second one GPU serves (measured); default: estimated for ``api``."""
     catalog_file: str | None = None
     """Extra or overriding GPU entries (TOML)."""
+    currency: str = "usd"
+    """usd or cny: the currency of ``price``, ``rent``, ``spot`` and ``reserved``, of the
+    verdict and assumptions, and of the ``..._cny`` amounts added with cny; cny also prefers
+    the China market (Chinese clouds, China prices, electricity region cn)."""
+    usd_cny: float | None = None
+    """CNY per USD (default: the dated rate in costs.toml)."""
+    cloud: str | None = None
+    """Only cloud prices from providers whose name contains this (e.g. autodl)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,12 @@ class CostYear:
     """None when no token volume was given."""
     spot_cumulative_usd: float | None
     reserved_cumulative_usd: float | None
+    buy_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    """The same amounts in CNY, with currency cny only."""
+    rent_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    api_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    spot_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    reserved_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,12 @@ class CurvePoint:
     spot_cumulative_usd: float | None
     reserved_cumulative_usd: float | None
     api_cumulative_usd: float | None
+    buy_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    """The same amounts in CNY, with currency cny only."""
+    rent_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    spot_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    reserved_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    api_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True)
@@ -129,6 +152,11 @@ class CostAnswer(Answer):
     """When renting has cost as much as buying (resale not counted); None: never."""
     explain: dict[str, str]
     """The formula behind each number."""
+    currency: str = "USD"
+    """USD or CNY: the currency of the verdict and the money assumptions. The ``..._usd``
+    amounts are always in USD; with CNY every one has a ``..._cny`` sibling."""
+    usd_cny: float | None = field(default=None, metadata=OMIT_NONE)
+    """CNY per USD behind the ``..._cny`` amounts (with CNY only)."""
 
 
 def parse_pue(value: float | str | None) -> float | str | None:
@@ -157,7 +185,16 @@ def _year_row(row: YearRow) -> CostYear:
         api_cumulative_usd=row.api_cumulative_usd,
         spot_cumulative_usd=row.spot_cumulative_usd,
         reserved_cumulative_usd=row.reserved_cumulative_usd,
+        buy_cumulative_cny=row.buy_cumulative_cny,
+        rent_cumulative_cny=row.rent_cumulative_cny,
+        api_cumulative_cny=row.api_cumulative_cny,
+        spot_cumulative_cny=row.spot_cumulative_cny,
+        reserved_cumulative_cny=row.reserved_cumulative_cny,
     )
+
+
+def _cny(value: float | None, rate: float | None) -> float | None:
+    return value * rate if value is not None and rate is not None else None
 
 
 def cost_curve(result: CostComparison) -> tuple[tuple[CurvePoint, ...], float | None]:
@@ -169,6 +206,7 @@ def cost_curve(result: CostComparison) -> tuple[tuple[CurvePoint, ...], float | 
     """
     totals = result.totals
     years = result.years
+    rate = result.usd_cny
     capex = totals.capex_usd
     opex = (totals.electricity_usd + totals.facility_usd) / years
     yearly = {
@@ -181,19 +219,25 @@ def cost_curve(result: CostComparison) -> tuple[tuple[CurvePoint, ...], float | 
     curve = []
     for i in range(steps + 1):
         t = years * i / steps
-        at = {key: rate * t if rate is not None else None for key, rate in yearly.items()}
+        at = {key: per * t if per is not None else None for key, per in yearly.items()}
+        buy = capex + opex * t - (totals.resale_usd if i == steps else 0)
         curve.append(
             CurvePoint(
                 year=t,
-                buy_cumulative_usd=capex + opex * t - (totals.resale_usd if i == steps else 0),
+                buy_cumulative_usd=buy,
                 rent_cumulative_usd=at["rent"],
                 spot_cumulative_usd=at["spot"],
                 reserved_cumulative_usd=at["reserved"],
                 api_cumulative_usd=at["api"],
+                buy_cumulative_cny=_cny(buy, rate),
+                rent_cumulative_cny=_cny(at["rent"], rate),
+                spot_cumulative_cny=_cny(at["spot"], rate),
+                reserved_cumulative_cny=_cny(at["reserved"], rate),
+                api_cumulative_cny=_cny(at["api"], rate),
             )
         )
-    rent = yearly["rent"]
-    crossing = capex / (rent - opex) if rent is not None and rent > opex else None
+    rent_year = yearly["rent"]
+    crossing = capex / (rent_year - opex) if rent_year is not None and rent_year > opex else None
     return tuple(curve), crossing
 
 
@@ -309,6 +353,13 @@ def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswe
     gpu = find_gpu(
         req.gpu, list(catalog) if catalog is not None else load_catalog(req.catalog_file)
     )
+    currency = check_currency(req.currency)
+    rate, _ = usd_cny_rate(req.usd_cny) if currency == "cny" else (1.0, None)
+
+    def usd(amount: float | None) -> float | None:
+        """A money input given in ``req.currency``, in USD."""
+        return amount / rate if amount is not None else None
+
     utilisation, served = req.utilisation, None
     if req.tokens_per_year > 0 or req.input_tokens_per_year > 0:
         # The GPUs are costed for the hours the same token volume takes them, not for busy
@@ -320,17 +371,20 @@ def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswe
         gpus=req.gpus,
         years=req.years,
         utilisation=utilisation,
-        price_usd=req.price,
+        price_usd=usd(req.price),
         resale_fraction=req.resale,
         pue=parse_pue(req.pue),
         region=req.region,
         usd_per_kwh=req.usd_per_kwh,
-        rent_usd_per_gpu_hour=req.rent,
-        spot_usd_per_gpu_hour=req.spot,
-        reserved_usd_per_gpu_hour=req.reserved,
+        rent_usd_per_gpu_hour=usd(req.rent),
+        spot_usd_per_gpu_hour=usd(req.spot),
+        reserved_usd_per_gpu_hour=usd(req.reserved),
         output_tokens_per_year=req.tokens_per_year,
         input_tokens_per_year=req.input_tokens_per_year,
         api=req.api,
+        currency=currency,
+        usd_cny=req.usd_cny,
+        cloud=req.cloud,
     )
     curve, crossing = cost_curve(result)
     assumptions = result.assumptions
@@ -356,4 +410,6 @@ def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswe
         curve=curve,
         break_even_years=crossing,
         explain=dict(EXPLAIN),
+        currency=result.currency,
+        usd_cny=result.usd_cny,
     )

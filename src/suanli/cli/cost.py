@@ -25,7 +25,8 @@ from suanli.cli.types import FloatRange, IntRange
     "--price",
     type=FloatRange(min=0),
     default=None,
-    help="Purchase price per GPU in USD (default: the catalog's).",
+    help="Purchase price per GPU in --currency (default: the catalog's, or the China price "
+    "with cny).",
 )
 @click.option(
     "--resale",
@@ -40,16 +41,45 @@ from suanli.cli.types import FloatRange, IntRange
     help="Power usage effectiveness: a number or an id "
     "(hyperscale, typical-colo, enterprise, home).",
 )
-@click.option("--region", default=None, help="Electricity region (us, eu, cn, ...).")
+@click.option(
+    "--region",
+    default=None,
+    help="Electricity region (us, eu, cn, cn-guangdong, ...); a cn region prefers Chinese clouds.",
+)
 @click.option("--usd-per-kwh", type=FloatRange(min=0), default=None)
 @click.option(
     "--rent",
     type=FloatRange(min=0),
     default=None,
-    help="On-demand USD per GPU-hour (default: the cheapest snapshot).",
+    help="On-demand rent per GPU-hour in --currency (default: the cheapest snapshot).",
 )
-@click.option("--spot", type=FloatRange(min=0), default=None)
-@click.option("--reserved", type=FloatRange(min=0), default=None)
+@click.option(
+    "--spot", type=FloatRange(min=0), default=None, help="Spot rent per GPU-hour in --currency."
+)
+@click.option(
+    "--reserved",
+    type=FloatRange(min=0),
+    default=None,
+    help="Reserved rent per GPU-hour in --currency.",
+)
+@click.option(
+    "--currency",
+    default="usd",
+    show_default=True,
+    help="usd or cny: the currency of --price/--rent/--spot/--reserved and of the answer; cny "
+    "prefers Chinese clouds, China prices and electricity region cn.",
+)
+@click.option(
+    "--usd-cny",
+    type=FloatRange(min=0, min_open=True),
+    default=None,
+    help="Exchange rate, CNY per USD (default: the dated rate in costs.toml).",
+)
+@click.option(
+    "--cloud",
+    default=None,
+    help="Only rent prices from providers whose name contains this (e.g. autodl, runpod).",
+)
 @click.option(
     "--tokens-per-year",
     type=FloatRange(min=0),
@@ -84,6 +114,9 @@ def cost_cmd(
     rent: float | None,
     spot: float | None,
     reserved: float | None,
+    currency: str,
+    usd_cny: float | None,
+    cloud: str | None,
     tokens_per_year: float,
     input_tokens_per_year: float,
     api: str | None,
@@ -94,7 +127,8 @@ def cost_cmd(
     """Buy vs rent vs API for GPU over --years: cumulative cost per year, break-even
     utilisation and hours, and the verdict. Every default is dated data with a source.
 
-    Example: suanli cost h100 --gpus 8 --price 25000 --utilisation 0.6 --years 3
+    Example: suanli cost h100 --gpus 8 --price 25000 --utilisation 0.6 --years 3;
+    in CNY with Chinese cloud prices: suanli cost 4090d --gpus 2 --currency cny
     """
     from suanli.answers.cost import CostRequest, cost
 
@@ -117,14 +151,21 @@ def cost_cmd(
             api=api,
             gpu_tokens_per_s=gpu_tokens_per_s,
             catalog_file=catalog_file,
+            currency=currency,
+            usd_cny=usd_cny,
+            cloud=cloud,
         )
     )
     if as_json:
         print_json(answer.to_json())
         return
 
+    rate = answer.usd_cny
+
     def money(value: float | None) -> str:
-        return "-" if value is None else f"${value:,.0f}"
+        if value is None:
+            return "-"
+        return f"¥{value * rate:,.0f}" if rate is not None else f"${value:,.0f}"
 
     rows = [
         [
@@ -136,8 +177,11 @@ def cost_cmd(
         ]
         for r in answer.per_year
     ]
+    title = f"{gpus} x {answer.inputs.gpu}, {utilisation:.0%} utilised: cumulative cost"
+    if rate is not None:
+        title += f" (CNY, {rate:g} CNY per USD)"
     print_table(
-        f"{gpus} x {answer.inputs.gpu}, {utilisation:.0%} utilised: cumulative cost",
+        title,
         ["year", "buy", "rent", "spot", "API"],
         rows,
         right_align=["buy", "rent", "spot", "API"],

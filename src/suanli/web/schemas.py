@@ -5,7 +5,7 @@ layer's request type."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -300,7 +300,7 @@ class CostRequest(BaseModel):
     gpus: int = Field(8, ge=1, le=1_000_000)
     years: float = Field(3.0, gt=0, le=50, allow_inf_nan=False)
     utilisation: float = Field(1.0, ge=0, le=1, allow_inf_nan=False)
-    price: Money | None = Field(None, description="Purchase price per GPU (USD).")
+    price: Money | None = Field(None, description="Purchase price per GPU (in currency).")
     resale: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
     pue: float | str | None = Field(None, description="A number or an id (typical-colo, ...).")
     region: str | None = Field(None, max_length=40)
@@ -314,6 +314,13 @@ class CostRequest(BaseModel):
     gpu_tokens_per_s: float | None = Field(
         None, gt=0, le=1e9, allow_inf_nan=False, description="Output tokens/s per GPU."
     )
+    currency: Literal["usd", "cny"] = Field(
+        "usd", description="Currency of price/rent/spot/reserved and of the answer."
+    )
+    usd_cny: float | None = Field(
+        None, ge=1, le=20, allow_inf_nan=False, description="CNY per USD (default: dated rate)."
+    )
+    cloud: str | None = Field(None, max_length=60, description="Cloud provider name filter.")
 
     def to_request(self) -> cost_answers.CostRequest:
         """The application layer's cost request; a non-finite PUE is a 422 like other fields."""
@@ -338,6 +345,9 @@ class CostRequest(BaseModel):
             input_tokens_per_year=self.input_tokens_per_year,
             api=self.api,
             gpu_tokens_per_s=self.gpu_tokens_per_s,
+            currency=self.currency,
+            usd_cny=self.usd_cny,
+            cloud=self.cloud,
         )
 
 

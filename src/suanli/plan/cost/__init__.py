@@ -4,7 +4,8 @@ The data (PUE, electricity prices, cloud snapshots, server overheads, colocation
 in ``suanli/catalog/data/costs.toml``, validated on load like the GPU catalog; every row carries
 a source and a date. :func:`compare_costs` is pure arithmetic on its arguments, with defaults
 drawn from that file and the GPU catalog; :func:`cost_report` returns the same result as a
-JSON-ready document for the CLI. Money is in USD, energy in kWh, power in W. The method and every
+JSON-ready document for the CLI. Money is in USD (with CNY amounts added for
+``currency="cny"``), energy in kWh, power in W. The method and every
 formula are in docs/cost.md.
 """
 
@@ -13,14 +14,17 @@ from __future__ import annotations
 from suanli.plan.cost.data import (
     CLOUD_KINDS,
     COSTS_FILE,
+    CURRENCIES,
     DEFAULT_REGION,
     FORM_FACTOR_DEFAULTS,
     ApiPrice,
     CloudPrice,
     CostData,
     Electricity,
+    ExchangeRate,
     Facility,
     Pue,
+    Purchase,
     ServerOverhead,
     api_prices,
     cheapest_cloud,
@@ -28,9 +32,11 @@ from suanli.plan.cost.data import (
     cost_data,
     default_rent,
     electricity_entry,
+    exchange_rate,
     facility_entry,
     parse_costs_text,
     pue_entry,
+    purchase_entry,
     server_entry,
 )
 from suanli.plan.cost.model import HOURS_PER_YEAR, compare_costs, tokens_per_year
@@ -40,6 +46,7 @@ from suanli.plan.cost.result import Assumption, CostComparison, CostTotals, Year
 __all__ = [
     "CLOUD_KINDS",
     "COSTS_FILE",
+    "CURRENCIES",
     "DEFAULT_REGION",
     "FORM_FACTOR_DEFAULTS",
     "HOURS_PER_YEAR",
@@ -50,8 +57,10 @@ __all__ = [
     "CostData",
     "CostTotals",
     "Electricity",
+    "ExchangeRate",
     "Facility",
     "Pue",
+    "Purchase",
     "ServerOverhead",
     "YearRow",
     "api_prices",
@@ -62,9 +71,11 @@ __all__ = [
     "cost_report",
     "default_rent",
     "electricity_entry",
+    "exchange_rate",
     "facility_entry",
     "parse_costs_text",
     "pue_entry",
+    "purchase_entry",
     "server_entry",
     "tokens_per_year",
 ]

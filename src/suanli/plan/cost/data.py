@@ -2,6 +2,13 @@
 
 Every row carries a source and a date; :func:`cost_data` loads the bundled file and validates it
 like the GPU catalog (cloud rows must name catalog GPUs).
+
+Money rows are priced in USD or in CNY (``usd_...`` or ``cny_...`` keys, one of the two). A CNY
+row keeps its CNY figure (``cny_...``) and also gets the USD one at the bundled exchange rate
+(``[[fx]] usd-cny``), so that rows of both currencies sort together; the cost model converts at
+the rate the caller chooses (``--usd-cny``). Cloud rows in CNY are the China market
+(:attr:`CostData.cloud_cn`), kept apart from the USD ones (:attr:`CostData.cloud`): defaults and
+the spot check never mix the two markets.
 """
 
 from __future__ import annotations
@@ -42,6 +49,15 @@ FORM_FACTOR_DEFAULTS: dict[str, tuple[str, str, str]] = {
 #: Default electricity region.
 DEFAULT_REGION = "us"
 
+#: Default electricity region of the China market (``--currency cny``, ``--region cn-...``).
+DEFAULT_REGION_CN = "cn"
+
+#: Currencies of the data and the answers.
+CURRENCIES = ("usd", "cny")
+
+#: Cloud markets: ``global`` (rows in USD) and ``cn`` (Chinese clouds, rows in CNY).
+MARKETS = ("global", "cn")
+
 _DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 _Row = TypeVar("_Row")
@@ -65,7 +81,7 @@ class Pue:
 
 @dataclass(frozen=True)
 class Electricity:
-    """Average electricity price of a region, USD per kWh."""
+    """Average electricity price of a region, per kWh (USD; CNY rows keep their CNY figure)."""
 
     region: str
     usd_per_kwh: float
@@ -74,11 +90,16 @@ class Electricity:
     date: str
     notes: str = ""
     uncertain: bool = False
+    cny_per_kwh: float | None = None
+    currency: str = "usd"
 
 
 @dataclass(frozen=True)
 class CloudPrice:
-    """A dated cloud rent snapshot for one catalog GPU, USD per GPU-hour."""
+    """A dated cloud rent snapshot for one catalog GPU, per GPU-hour.
+
+    ``usd_per_gpu_hour`` is the price, or for a CNY row (a Chinese cloud, ``market == "cn"``)
+    its CNY price ``cny_per_gpu_hour`` at the bundled exchange rate."""
 
     gpu_id: str
     provider: str
@@ -89,6 +110,13 @@ class CloudPrice:
     serverless: bool = False
     notes: str = ""
     uncertain: bool = False
+    cny_per_gpu_hour: float | None = None
+    currency: str = "usd"
+
+    @property
+    def market(self) -> str:
+        """``cn`` for a row priced in CNY (a Chinese cloud), else ``global``."""
+        return "cn" if self.currency == "cny" else "global"
 
 
 @dataclass(frozen=True)
@@ -121,12 +149,44 @@ class Facility:
 
 @dataclass(frozen=True)
 class ApiPrice:
-    """A hosted model's price per million tokens at one provider."""
+    """A hosted model's price per million tokens at one provider (CNY rows keep their CNY
+    figures; the USD ones are then at the bundled exchange rate)."""
 
     id: str
     provider: str
     usd_per_million_input_tokens: float
     usd_per_million_output_tokens: float
+    source: str
+    date: str
+    notes: str = ""
+    uncertain: bool = False
+    cny_per_million_input_tokens: float | None = None
+    cny_per_million_output_tokens: float | None = None
+    currency: str = "usd"
+
+
+@dataclass(frozen=True)
+class Purchase:
+    """A purchase price of one catalog GPU in a market (China street prices are in CNY), used
+    where the GPU catalog has none or the China market is asked for."""
+
+    gpu_id: str
+    kind: str
+    usd_per_gpu: float
+    source: str
+    date: str
+    notes: str = ""
+    uncertain: bool = False
+    cny_per_gpu: float | None = None
+    currency: str = "usd"
+
+
+@dataclass(frozen=True)
+class ExchangeRate:
+    """A dated exchange rate: CNY per USD."""
+
+    id: str
+    cny_per_usd: float
     source: str
     date: str
     notes: str = ""
@@ -140,13 +200,28 @@ class CostData:
     pue: tuple[Pue, ...]
     electricity: tuple[Electricity, ...]
     cloud: tuple[CloudPrice, ...]
+    """Cloud rows priced in USD (the global market)."""
     server: tuple[ServerOverhead, ...]
     facility: tuple[Facility, ...]
     api: tuple[ApiPrice, ...]
+    purchase: tuple[Purchase, ...] = ()
+    fx: tuple[ExchangeRate, ...] = ()
+    cloud_cn: tuple[CloudPrice, ...] = ()
+    """Cloud rows priced in CNY (Chinese GPU clouds)."""
 
     def rows(self) -> tuple[Any, ...]:
         """All rows of all tables."""
-        return (*self.pue, *self.electricity, *self.cloud, *self.server, *self.facility, *self.api)
+        return (
+            *self.pue,
+            *self.electricity,
+            *self.cloud,
+            *self.cloud_cn,
+            *self.server,
+            *self.facility,
+            *self.api,
+            *self.purchase,
+            *self.fx,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,14 +240,16 @@ _SCHEMA: dict[str, dict[str, tuple[str, bool, tuple[float, float] | None]]] = {
     },
     "electricity": {
         "region": (_TEXT, True, None),
-        "usd_per_kwh": (_NUM, True, (0.005, 2.0)),
+        "usd_per_kwh": (_NUM, False, (0.005, 2.0)),
+        "cny_per_kwh": (_NUM, False, (0.03, 15.0)),
         "description": (_TEXT, True, None),
     },
     "cloud": {
         "gpu_id": (_TEXT, True, None),
         "provider": (_TEXT, True, None),
         "kind": (_TEXT, True, None),
-        "usd_per_gpu_hour": (_NUM, True, (0.01, 100.0)),
+        "usd_per_gpu_hour": (_NUM, False, (0.01, 100.0)),
+        "cny_per_gpu_hour": (_NUM, False, (0.05, 700.0)),
         "serverless": (_BOOL, False, None),
     },
     "server": {
@@ -190,10 +267,40 @@ _SCHEMA: dict[str, dict[str, tuple[str, bool, tuple[float, float] | None]]] = {
     "api": {
         "id": (_TEXT, True, None),
         "provider": (_TEXT, True, None),
-        "usd_per_million_input_tokens": (_NUM, True, (0.0, 1_000.0)),
-        "usd_per_million_output_tokens": (_NUM, True, (0.0, 1_000.0)),
+        "usd_per_million_input_tokens": (_NUM, False, (0.0, 1_000.0)),
+        "usd_per_million_output_tokens": (_NUM, False, (0.0, 1_000.0)),
+        "cny_per_million_input_tokens": (_NUM, False, (0.0, 7_000.0)),
+        "cny_per_million_output_tokens": (_NUM, False, (0.0, 7_000.0)),
+    },
+    "purchase": {
+        "gpu_id": (_TEXT, True, None),
+        "kind": (_TEXT, True, None),
+        "usd_per_gpu": (_NUM, False, (10.0, 1_000_000.0)),
+        "cny_per_gpu": (_NUM, False, (70.0, 7_000_000.0)),
+    },
+    "fx": {
+        "id": (_TEXT, True, None),
+        "cny_per_usd": (_NUM, True, (1.0, 20.0)),
     },
 }
+
+#: Per table: the money keys as (USD key, CNY key) pairs; a row gives one of each pair, all in
+#: the same currency.
+_MONEY: dict[str, tuple[tuple[str, str], ...]] = {
+    "electricity": (("usd_per_kwh", "cny_per_kwh"),),
+    "cloud": (("usd_per_gpu_hour", "cny_per_gpu_hour"),),
+    "api": (
+        ("usd_per_million_input_tokens", "cny_per_million_input_tokens"),
+        ("usd_per_million_output_tokens", "cny_per_million_output_tokens"),
+    ),
+    "purchase": (("usd_per_gpu", "cny_per_gpu"),),
+}
+
+#: Allowed ``kind`` values of a purchase price.
+PURCHASE_KINDS = ("street", "launch", "msrp")
+
+#: The one exchange rate id.
+FX_ID = "usd-cny"
 _COMMON: dict[str, tuple[str, bool, tuple[float, float] | None]] = {
     "source": (_TEXT, True, None),
     "date": (_TEXT, True, None),
@@ -207,6 +314,8 @@ _ROW_TYPES: dict[str, type] = {
     "server": ServerOverhead,
     "facility": Facility,
     "api": ApiPrice,
+    "purchase": Purchase,
+    "fx": ExchangeRate,
 }
 #: Per table: the keys that make a row unique.
 _UNIQUE: dict[str, tuple[str, ...]] = {
@@ -216,6 +325,8 @@ _UNIQUE: dict[str, tuple[str, ...]] = {
     "server": ("id",),
     "facility": ("id",),
     "api": ("id", "provider"),
+    "purchase": ("gpu_id",),
+    "fx": ("id",),
 }
 
 
@@ -224,7 +335,11 @@ def _label(table: str, raw: Mapping[str, Any]) -> str:
 
 
 def _parse_row(
-    table: str, raw: Any, origin: str, gpu_ids: frozenset[str] | None
+    table: str,
+    raw: Any,
+    origin: str,
+    gpu_ids: frozenset[str] | None,
+    cny_per_usd: float | None = None,
 ) -> tuple[tuple[Any, ...], Any]:
     if not isinstance(raw, Mapping):
         raise CatalogError(f"{origin}: each [[{table}]] entry must be a table")
@@ -266,13 +381,43 @@ def _parse_row(
             values[key] = int(value) if kind == _INT else float(value)
     if not _DATE_RE.match(values["date"]):
         raise CatalogError(f"{where}: date {values['date']!r} must be YYYY, YYYY-MM or YYYY-MM-DD")
-    if table == "cloud":
-        if values["kind"] not in CLOUD_KINDS:
-            raise CatalogError(f"{where}: kind must be one of {', '.join(CLOUD_KINDS)}")
-        if gpu_ids is not None and values["gpu_id"] not in gpu_ids:
-            raise CatalogError(f"{where}: gpu_id {values['gpu_id']!r} is not in the GPU catalog")
+    if table == "cloud" and values["kind"] not in CLOUD_KINDS:
+        raise CatalogError(f"{where}: kind must be one of {', '.join(CLOUD_KINDS)}")
+    in_catalog = gpu_ids is None or values.get("gpu_id") in gpu_ids
+    if table in ("cloud", "purchase") and not in_catalog:
+        raise CatalogError(f"{where}: gpu_id {values['gpu_id']!r} is not in the GPU catalog")
+    if table == "purchase" and values["kind"] not in PURCHASE_KINDS:
+        raise CatalogError(f"{where}: kind must be one of {', '.join(PURCHASE_KINDS)}")
+    if table == "fx" and values["id"] != FX_ID:
+        raise CatalogError(f"{where}: the only exchange rate id is {FX_ID!r} (CNY per USD)")
+    _money(table, values, where, cny_per_usd)
     unique = tuple(values[k] for k in _UNIQUE[table])
     return unique, _ROW_TYPES[table](**values)
+
+
+def _money(table: str, values: dict[str, Any], where: str, cny_per_usd: float | None) -> None:
+    """Check the money keys of a row (one of each USD/CNY pair, one currency) and, for a CNY
+    row, add the USD figures at the bundled rate and ``currency = "cny"``."""
+    pairs = _MONEY.get(table, ())
+    if not pairs:
+        return
+    currencies = set()
+    for usd_key, cny_key in pairs:
+        given = [k for k in (usd_key, cny_key) if k in values]
+        if len(given) != 1:
+            raise CatalogError(f"{where}: give exactly one of {usd_key} and {cny_key}")
+        currencies.add("cny" if given[0] == cny_key else "usd")
+    if len(currencies) > 1:
+        raise CatalogError(f"{where}: give every price of a row in the same currency")
+    if currencies == {"cny"}:
+        if cny_per_usd is None:
+            raise CatalogError(
+                f"{where}: a CNY price needs the exchange rate; add an [[fx]] row with "
+                f"id = {FX_ID!r} and cny_per_usd"
+            )
+        for usd_key, cny_key in pairs:
+            values[usd_key] = values[cny_key] / cny_per_usd
+        values["currency"] = "cny"
 
 
 def parse_costs_text(
@@ -293,50 +438,63 @@ def parse_costs_text(
         )
     ids = frozenset(gpu_ids) if gpu_ids is not None else None
     tables: dict[str, tuple[Any, ...]] = {}
-    for table in _SCHEMA:
+    rate: float | None = None
+    for table in ("fx", *(t for t in _SCHEMA if t != "fx")):
         entries = doc.get(table, [])
         if not isinstance(entries, list):
             raise CatalogError(f"{origin}: {table!r} must be an array of tables ([[{table}]])")
         seen: set[tuple[Any, ...]] = set()
         rows = []
         for raw in entries:
-            key, row = _parse_row(table, raw, origin, ids)
+            key, row = _parse_row(table, raw, origin, ids, rate)
             if key in seen:
                 raise CatalogError(f"{origin}: duplicate [[{table}]] {'/'.join(map(str, key))}")
             seen.add(key)
             rows.append(row)
         tables[table] = tuple(rows)
+        if table == "fx" and rows:
+            rate = rows[0].cny_per_usd
+    cloud = tables.pop("cloud")
+    tables["cloud"] = tuple(r for r in cloud if r.currency == "usd")
+    tables["cloud_cn"] = tuple(r for r in cloud if r.currency == "cny")
     _check_spot_below_on_demand(tables["cloud"], origin)
+    _check_spot_below_on_demand(tables["cloud_cn"], origin)
     return CostData(**tables)
 
 
 def _check_spot_below_on_demand(rows: Sequence[Any], origin: str) -> None:
     """Spot is the discounted tier: a spot price above the on-demand price of the same GPU at
-    the same provider, or above the cheapest on-demand price of that GPU anywhere (the two that
-    the cost comparison shows side by side), is a data error."""
+    the same provider, or above the cheapest on-demand price of that GPU anywhere in the same
+    market (the two that the cost comparison shows side by side), is a data error. ``rows`` are
+    the rows of one market, compared in their own currency."""
+
+    def price(row: CloudPrice) -> float:
+        return row.cny_per_gpu_hour if row.cny_per_gpu_hour is not None else row.usd_per_gpu_hour
+
     on_demand: dict[tuple[str, str], float] = {}
     cheapest: dict[str, Any] = {}
     for row in rows:
         if row.kind == "on-demand":
-            on_demand[(row.gpu_id, row.provider)] = row.usd_per_gpu_hour
+            on_demand[(row.gpu_id, row.provider)] = price(row)
             best = cheapest.get(row.gpu_id)
-            if best is None or row.usd_per_gpu_hour < best.usd_per_gpu_hour:
+            if best is None or price(row) < price(best):
                 cheapest[row.gpu_id] = row
     for row in rows:
         if row.kind != "spot":
             continue
+        unit = f"{row.currency.upper()}/GPU-hour"
         where = f"{origin}, [[cloud]] {row.gpu_id}/{row.provider}/spot"
         same = on_demand.get((row.gpu_id, row.provider))
-        if same is not None and row.usd_per_gpu_hour > same:
+        if same is not None and price(row) > same:
             raise CatalogError(
-                f"{where}: spot {row.usd_per_gpu_hour:g} USD/GPU-hour is above the same "
+                f"{where}: spot {price(row):g} {unit} is above the same "
                 f"provider's on-demand {same:g}; spot must be the cheaper tier, check the source"
             )
         best = cheapest.get(row.gpu_id)
-        if best is not None and row.usd_per_gpu_hour > best.usd_per_gpu_hour:
+        if best is not None and price(row) > price(best):
             raise CatalogError(
-                f"{where}: spot {row.usd_per_gpu_hour:g} USD/GPU-hour is above the cheapest "
-                f"on-demand price of {row.gpu_id} ({best.provider}, {best.usd_per_gpu_hour:g}); "
+                f"{where}: spot {price(row):g} {unit} is above the cheapest "
+                f"on-demand price of {row.gpu_id} ({best.provider}, {price(best):g}); "
                 "spot must be the cheaper tier, check the source"
             )
 
@@ -378,18 +536,48 @@ def facility_entry(facility_id: str) -> Facility:
     return _pick(cost_data().facility, "id", facility_id, "facility id")
 
 
-def cloud_prices(gpu_id: str, kind: str | None = None) -> tuple[CloudPrice, ...]:
-    """Cloud snapshots for ``gpu_id``, cheapest first; only ``kind`` ones when given."""
+def cloud_prices(
+    gpu_id: str, kind: str | None = None, market: str = "global", provider: str | None = None
+) -> tuple[CloudPrice, ...]:
+    """Cloud snapshots for ``gpu_id`` in ``market`` (``global``: USD rows, ``cn``: Chinese
+    clouds in CNY, ``all``), cheapest first; only ``kind`` ones, and only providers whose name
+    contains ``provider`` (case-insensitive), when given."""
     if kind is not None and kind not in CLOUD_KINDS:
         raise ValueError(f"unknown cloud price kind {kind!r}; use one of {', '.join(CLOUD_KINDS)}")
-    rows = [r for r in cost_data().cloud if r.gpu_id == gpu_id and kind in (None, r.kind)]
+    if market not in (*MARKETS, "all"):
+        raise ValueError(f"unknown cloud market {market!r}; use one of {', '.join(MARKETS)}")
+    data = cost_data()
+    pool = {"global": data.cloud, "cn": data.cloud_cn, "all": data.cloud + data.cloud_cn}[market]
+    needle = provider.strip().lower() if provider is not None else None
+    rows = [
+        r
+        for r in pool
+        if r.gpu_id == gpu_id
+        and kind in (None, r.kind)
+        and (needle is None or needle in r.provider.lower())
+    ]
     return tuple(sorted(rows, key=lambda r: (r.usd_per_gpu_hour, r.provider)))
 
 
-def cheapest_cloud(gpu_id: str, kind: str = "on-demand") -> CloudPrice | None:
-    """The cheapest ``kind`` snapshot for ``gpu_id``, or None."""
-    rows = cloud_prices(gpu_id, kind)
+def cheapest_cloud(
+    gpu_id: str, kind: str = "on-demand", market: str = "global", provider: str | None = None
+) -> CloudPrice | None:
+    """The cheapest ``kind`` snapshot for ``gpu_id`` in ``market``, or None."""
+    rows = cloud_prices(gpu_id, kind, market, provider)
     return rows[0] if rows else None
+
+
+def purchase_entry(gpu_id: str) -> Purchase | None:
+    """The purchase-price row of ``gpu_id`` in costs.toml, or None."""
+    return next((r for r in cost_data().purchase if r.gpu_id == gpu_id), None)
+
+
+def exchange_rate() -> ExchangeRate:
+    """The bundled USD -> CNY exchange rate (CNY per USD), with its source and date."""
+    rows = cost_data().fx
+    if not rows:
+        raise ValueError("costs.toml has no exchange rate; give one with --usd-cny")
+    return rows[0]
 
 
 def api_prices(model_id: str) -> tuple[ApiPrice, ...]:

@@ -8,22 +8,35 @@ token. The formulas are in docs/cost.md.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from suanli.catalog.gpu import GPU
 from suanli.plan.cost.checks import check_fraction, check_nonneg, check_number, check_positive
 from suanli.plan.cost.data import (
+    CURRENCIES,
     DEFAULT_REGION,
+    DEFAULT_REGION_CN,
     FORM_FACTOR_DEFAULTS,
+    CloudPrice,
     api_prices,
     cheapest_cloud,
-    default_rent,
+    cloud_prices,
     electricity_entry,
+    exchange_rate,
     facility_entry,
     pue_entry,
+    purchase_entry,
     row_source,
     server_entry,
 )
-from suanli.plan.cost.result import Assumption, CostComparison, CostTotals, YearRow, cost_verdict
+from suanli.plan.cost.result import (
+    Assumption,
+    CostComparison,
+    CostTotals,
+    YearRow,
+    cost_verdict,
+    in_currency,
+)
 
 #: Hours in a (non-leap) year.
 HOURS_PER_YEAR = 8760.0
@@ -37,6 +50,68 @@ def tokens_per_year(
     check_fraction("utilisation", utilisation)
     check_positive("hours_per_year", hours_per_year)
     return tokens_per_s * 3600.0 * utilisation * hours_per_year
+
+
+# ---------------------------------------------------------------------------------------------
+# Currency
+
+
+def check_currency(currency: str) -> str:
+    """``currency`` in lower case; ValueError in one sentence unless it is usd or cny."""
+    code = currency.strip().lower() if isinstance(currency, str) else currency
+    if code not in CURRENCIES:
+        raise ValueError(f"unknown currency {currency!r}; use usd or cny")
+    return str(code)
+
+
+def usd_cny_rate(usd_cny: float | None = None) -> tuple[float, tuple[str, str, str]]:
+    """The exchange rate (CNY per USD) and its (source, date, notes): ``usd_cny`` when given,
+    else the bundled ``[[fx]]`` row."""
+    if usd_cny is not None:
+        rate = check_positive("usd_cny", usd_cny)
+        if not 1.0 <= rate <= 20.0:
+            raise ValueError(f"usd_cny must be CNY per USD, between 1 and 20, got {rate:g}")
+        return rate, ("given", "", "")
+    row = exchange_rate()
+    return row.cny_per_usd, row_source(row)
+
+
+def _sig(value: float) -> float:
+    """``value`` to 10 significant digits: a CNY figure taken to USD and back reads as given."""
+    return float(f"{value:.10g}")
+
+
+@dataclass(frozen=True)
+class _Money:
+    """How the comparison shows money: its currency and the rate from USD."""
+
+    currency: str
+    rate: float
+
+    @property
+    def code(self) -> str:
+        return self.currency.upper()
+
+    def show(self, usd: float, cny: float | None = None) -> float:
+        """An amount in the shown currency: a CNY figure as it is when shown in CNY, a USD one
+        converted (to 10 significant digits)."""
+        if self.currency == "cny":
+            return cny if cny is not None else _sig(usd * self.rate)
+        return usd if cny is None else cny / self.rate
+
+    def origin(self, usd: float, cny: float | None) -> str:
+        """A note saying the amount was converted, or "" when it is shown in its own currency."""
+        if usd == 0:
+            return ""
+        if self.currency == "cny" and cny is None:
+            return f"converted from {usd:,.4g} USD at {self.rate:g} CNY/USD"
+        if self.currency == "usd" and cny is not None:
+            return f"converted from {cny:,.4g} CNY at {self.rate:g} CNY/USD"
+        return ""
+
+
+def _with(notes: str, extra: str) -> str:
+    return "; ".join(part for part in (notes, extra) if part)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -71,6 +146,10 @@ def compare_costs(
     api_provider: str | None = None,
     api_usd_per_million_input_tokens: float | None = None,
     api_usd_per_million_output_tokens: float | None = None,
+    currency: str = "usd",
+    usd_cny: float | None = None,
+    cloud: str | None = None,
+    market: str | None = None,
 ) -> CostComparison:
     """Cost of buying ``gpus`` GPUs vs renting them (and vs an API) over ``years``.
 
@@ -79,6 +158,14 @@ def compare_costs(
     idle), while purchase, resale and facility costs do not depend on it. Defaults come from the
     catalog (purchase price, TDP, cloud price) and from costs.toml by the GPU's form factor
     (server, PUE, facility); every value used is listed in ``assumptions`` with its source.
+
+    Money arguments are in USD, as their names say. ``currency="cny"`` adds every amount of the
+    result in CNY (the ``..._cny`` fields) at ``usd_cny`` CNY per USD (default: the bundled,
+    dated rate), lists money assumptions in CNY and prefers the China market: Chinese cloud rows
+    (CNY), China purchase prices, and electricity region ``cn``. ``market`` ("global" or "cn")
+    sets the market alone (default: ``cn`` with CNY or a ``cn...`` region, else ``global``);
+    a market without a price for the GPU falls back to the other one. ``cloud`` keeps only the
+    cloud rows whose provider contains it (e.g. "autodl"), in either market.
     Raises ValueError, in one sentence, for a bad input or a missing figure.
     """
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
@@ -96,6 +183,15 @@ def compare_costs(
     idle_power_fraction = check_fraction("idle_power_fraction", idle_power_fraction)
     input_tokens_per_year = check_nonneg("input_tokens_per_year", input_tokens_per_year)
     output_tokens_per_year = check_nonneg("output_tokens_per_year", output_tokens_per_year)
+    currency = check_currency(currency)
+    rate, rate_src = usd_cny_rate(usd_cny)
+    money = _Money(currency, rate)
+    if market is None:
+        market = "cn" if currency == "cny" or (region or "").lower().startswith("cn") else "global"
+    elif market not in ("global", "cn"):
+        raise ValueError(f"unknown market {market!r}; use global or cn")
+    if region is None and market == "cn":
+        region = DEFAULT_REGION_CN
 
     form = FORM_FACTOR_DEFAULTS.get(gpu.form_factor, FORM_FACTOR_DEFAULTS["pcie"])
     assumptions: list[Assumption] = [
@@ -111,6 +207,29 @@ def compare_costs(
         else:
             assumptions.append(Assumption(name, value, unit, *src))
 
+    def cash(
+        name: str,
+        usd: float,
+        unit: str,
+        given: bool,
+        src: tuple[str, ...] = (),
+        cny: float | None = None,
+    ) -> None:
+        """A money assumption, shown in the answer's currency: ``name`` and ``unit`` have
+        "{cur}" where the currency goes."""
+        shown = money.show(usd, cny)
+        label = name.format(cur=money.currency)
+        where = unit.format(cur=money.code)
+        if given:
+            assumptions.append(Assumption(label, shown, where, "given"))
+            return
+        source, date, notes = (*src, "", "", "")[:3]
+        notes = _with(notes, money.origin(usd, cny))
+        assumptions.append(Assumption(label, shown, where, source, date, notes))
+
+    if currency == "cny" or usd_cny is not None:
+        note("usd_cny", rate, "CNY per USD", usd_cny is not None, rate_src)
+
     note(
         "hours_per_year",
         hours_per_year,
@@ -122,43 +241,55 @@ def compare_costs(
     # Purchase price per GPU.
     if price_usd is None:
         catalog_price = gpu.get("price_usd")
-        if catalog_price is None:
+        bought = purchase_entry(gpu.id)
+        if bought is not None and (catalog_price is None or market == "cn"):
+            price = bought.usd_per_gpu
+            cash(
+                "price_{cur}_per_gpu",
+                price,
+                "{cur}",
+                False,
+                (f"costs.toml purchase ({bought.kind}): {bought.source}", *row_source(bought)[1:]),
+                bought.cny_per_gpu,
+            )
+        elif catalog_price is None:
             raise ValueError(
                 f"the catalog has no purchase price for {gpu.id}; give one with --price "
-                "(USD per GPU)"
+                f"({money.code} per GPU)"
             )
-        price = float(catalog_price)
-        src = gpu.source_of("price_usd")
-        kind = gpu.get("price_kind") or "price"
-        note(
-            "price_usd_per_gpu",
-            price,
-            "USD",
-            False,
-            (
-                f"GPU catalog ({kind}): {src.ref if src else gpu.origin}",
-                str(gpu.get("price_date") or ""),
-                "uncertain" if "price_usd" in gpu.uncertain else "",
-            ),
-        )
+        else:
+            price = float(catalog_price)
+            src = gpu.source_of("price_usd")
+            kind = gpu.get("price_kind") or "price"
+            cash(
+                "price_{cur}_per_gpu",
+                price,
+                "{cur}",
+                False,
+                (
+                    f"GPU catalog ({kind}): {src.ref if src else gpu.origin}",
+                    str(gpu.get("price_date") or ""),
+                    "uncertain" if "price_usd" in gpu.uncertain else "",
+                ),
+            )
     else:
         price = check_positive("price_usd", price_usd)
-        note("price_usd_per_gpu", price, "USD", True, ())
+        cash("price_{cur}_per_gpu", price, "{cur}", True)
 
     # Server share (price and power).
     server_row = server_entry(server if server is not None else form[0])
     if server_usd_per_gpu is None:
         server_usd = server_row.usd_per_gpu
-        note(
-            "server_usd_per_gpu",
+        cash(
+            "server_{cur}_per_gpu",
             server_usd,
-            "USD",
+            "{cur}",
             False,
             (f"server {server_row.id!r}: {server_row.source}", *row_source(server_row)[1:]),
         )
     else:
         server_usd = check_nonneg("server_usd_per_gpu", server_usd_per_gpu)
-        note("server_usd_per_gpu", server_usd, "USD", True, ())
+        cash("server_{cur}_per_gpu", server_usd, "{cur}", True)
     note(
         "resale_fraction",
         resale_fraction,
@@ -224,73 +355,116 @@ def compare_costs(
     if usd_per_kwh is None:
         elec = electricity_entry(region if region is not None else DEFAULT_REGION)
         kwh_price = elec.usd_per_kwh
-        note("usd_per_kwh", kwh_price, f"USD/kWh ({elec.region})", False, row_source(elec))
+        cash(
+            "{cur}_per_kwh",
+            kwh_price,
+            f"{{cur}}/kWh ({elec.region})",
+            False,
+            row_source(elec),
+            elec.cny_per_kwh,
+        )
     else:
         kwh_price = check_nonneg("usd_per_kwh", usd_per_kwh)
         if region is not None:
             electricity_entry(region)  # still reject an unknown region name
-        note("usd_per_kwh", kwh_price, "USD/kWh", True, ())
+        cash("{cur}_per_kwh", kwh_price, "{cur}/kWh", True)
     if facility_usd_per_kw_year is None:
         fac = facility_entry(facility if facility is not None else form[2])
         fac_price = fac.usd_per_kw_year
-        note(
-            "facility_usd_per_kw_year",
+        cash(
+            "facility_{cur}_per_kw_year",
             fac_price,
-            f"USD/kW/year ({fac.id})",
+            f"{{cur}}/kW/year ({fac.id})",
             False,
             row_source(fac),
         )
     else:
         fac_price = check_nonneg("facility_usd_per_kw_year", facility_usd_per_kw_year)
-        note("facility_usd_per_kw_year", fac_price, "USD/kW/year", True, ())
+        cash("facility_{cur}_per_kw_year", fac_price, "{cur}/kW/year", True)
 
-    # Rent.
-    if rent_usd_per_gpu_hour is None:
-        found = default_rent(gpu)
-        if found is None:
-            raise ValueError(
-                f"no cloud price is known for {gpu.id}; give one with --rent (USD per GPU-hour)"
-            )
-        rent, rent_src, rent_date, rent_notes = found
-        note(
-            "rent_usd_per_gpu_hour", rent, "USD/GPU-hour", False, (rent_src, rent_date, rent_notes)
+    # Rent: the preferred market first, the other one when it has no price for this GPU.
+    other = "global" if market == "cn" else "cn"
+
+    def pick(kind: str, markets: tuple[str, ...]) -> CloudPrice | None:
+        for where in markets:
+            row = cheapest_cloud(gpu.id, kind, where, cloud)
+            if row is not None:
+                return row
+        return None
+
+    def row_usd(row: CloudPrice) -> float:
+        """A cloud row in USD at the comparison's rate (a CNY row keeps its CNY figure)."""
+        if row.cny_per_gpu_hour is not None:
+            return row.cny_per_gpu_hour / rate
+        return row.usd_per_gpu_hour
+
+    def rent_note(name: str, unit: str, row: CloudPrice) -> None:
+        cash(
+            name,
+            row_usd(row),
+            unit,
+            False,
+            (f"{row.provider} {row.kind}: {row.source}", *row_source(row)[1:]),
+            row.cny_per_gpu_hour,
         )
-    else:
-        rent = check_nonneg("rent_usd_per_gpu_hour", rent_usd_per_gpu_hour)
-        note("rent_usd_per_gpu_hour", rent, "USD/GPU-hour", True, ())
-    spot: float | None
-    if spot_usd_per_gpu_hour is None:
-        spot_row = cheapest_cloud(gpu.id, "spot")
-        spot = spot_row.usd_per_gpu_hour if spot_row is not None else None
-        if spot_row is not None:
-            note(
-                "spot_usd_per_gpu_hour",
-                spot_row.usd_per_gpu_hour,
-                "USD/GPU-hour",
-                False,
-                (f"{spot_row.provider} spot: {spot_row.source}", *row_source(spot_row)[1:]),
-            )
-    else:
-        spot = check_nonneg("spot_usd_per_gpu_hour", spot_usd_per_gpu_hour)
-        note("spot_usd_per_gpu_hour", spot, "USD/GPU-hour", True, ())
-    reserved: float | None = None
-    if reserved_usd_per_gpu_hour is None:
-        reserved_row = cheapest_cloud(gpu.id, "reserved")
-        if reserved_row is not None:
-            reserved = reserved_row.usd_per_gpu_hour
-            note(
-                "reserved_usd_per_gpu_hour",
-                reserved,
-                "USD/GPU-hour, every hour",
+
+    if cloud is not None and not cloud_prices(gpu.id, None, "all", cloud):
+        known = sorted({r.provider for r in cloud_prices(gpu.id, None, "all")})
+        raise ValueError(
+            f"no cloud provider matching {cloud!r} has a price for {gpu.id}; "
+            + (f"known providers: {', '.join(known)}" if known else "give one with --rent")
+        )
+    rent_market = market
+    if rent_usd_per_gpu_hour is None:
+        rent_row = pick("on-demand", (market, other))
+        if rent_row is not None:
+            rent = row_usd(rent_row)
+            rent_market = rent_row.market
+            rent_note("rent_{cur}_per_gpu_hour", "{cur}/GPU-hour", rent_row)
+        else:
+            catalog_rent = gpu.get("cloud_usd_per_hour") if cloud is None else None
+            if catalog_rent is None:
+                raise ValueError(
+                    f"no cloud price is known for {gpu.id}; give one with --rent "
+                    f"({money.code} per GPU-hour)"
+                )
+            rent = float(catalog_rent)
+            src = gpu.source_of("cloud_usd_per_hour")
+            cash(
+                "rent_{cur}_per_gpu_hour",
+                rent,
+                "{cur}/GPU-hour",
                 False,
                 (
-                    f"{reserved_row.provider} reserved: {reserved_row.source}",
-                    *row_source(reserved_row)[1:],
+                    f"GPU catalog cloud_usd_per_hour: {src.ref if src else 'GPU catalog'}",
+                    str(gpu.get("cloud_price_date")),
+                    "uncertain" if "cloud_usd_per_hour" in gpu.uncertain else "",
                 ),
             )
+            rent_market = "global"
+    else:
+        rent = check_nonneg("rent_usd_per_gpu_hour", rent_usd_per_gpu_hour)
+        cash("rent_{cur}_per_gpu_hour", rent, "{cur}/GPU-hour", True)
+    # Spot and reserved come from the rent's market: the data keeps spot below on-demand
+    # within a market, not across them.
+    spot: float | None
+    if spot_usd_per_gpu_hour is None:
+        spot_row = pick("spot", (rent_market,))
+        spot = row_usd(spot_row) if spot_row is not None else None
+        if spot_row is not None:
+            rent_note("spot_{cur}_per_gpu_hour", "{cur}/GPU-hour", spot_row)
+    else:
+        spot = check_nonneg("spot_usd_per_gpu_hour", spot_usd_per_gpu_hour)
+        cash("spot_{cur}_per_gpu_hour", spot, "{cur}/GPU-hour", True)
+    reserved: float | None = None
+    if reserved_usd_per_gpu_hour is None:
+        reserved_row = pick("reserved", (rent_market,))
+        if reserved_row is not None:
+            reserved = row_usd(reserved_row)
+            rent_note("reserved_{cur}_per_gpu_hour", "{cur}/GPU-hour, every hour", reserved_row)
     else:
         reserved = check_nonneg("reserved_usd_per_gpu_hour", reserved_usd_per_gpu_hour)
-        note("reserved_usd_per_gpu_hour", reserved, "USD/GPU-hour, every hour", True, ())
+        cash("reserved_{cur}_per_gpu_hour", reserved, "{cur}/GPU-hour, every hour", True)
 
     # API.
     api_year: float | None = None
@@ -314,6 +488,8 @@ def compare_costs(
             p_out = check_nonneg("api_usd_per_million_output_tokens", given_out)
             api_src: tuple[str, str, str] = ("given", "", "")
             api_label = "given"
+            cny_in: float | None = None
+            cny_out: float | None = None
         else:
             assert api is not None
             rows = api_prices(api)
@@ -331,14 +507,29 @@ def compare_costs(
                     + output_tokens_per_year * r.usd_per_million_output_tokens
                 ),
             )
+            cny_in = row.cny_per_million_input_tokens
+            cny_out = row.cny_per_million_output_tokens
             p_in, p_out = row.usd_per_million_input_tokens, row.usd_per_million_output_tokens
+            if cny_in is not None and cny_out is not None:
+                p_in, p_out = cny_in / rate, cny_out / rate
             api_src = (f"{row.provider} {row.id}: {row.source}", *row_source(row)[1:])
             api_label = f"{row.id} at {row.provider}"
-        assumptions.append(
-            Assumption("api_usd_per_million_input_tokens", p_in, f"USD ({api_label})", *api_src)
+        given_api = api_src[0] == "given"
+        cash(
+            "api_{cur}_per_million_input_tokens",
+            p_in,
+            f"{{cur}} ({api_label})",
+            given_api,
+            api_src,
+            cny_in,
         )
-        assumptions.append(
-            Assumption("api_usd_per_million_output_tokens", p_out, f"USD ({api_label})", *api_src)
+        cash(
+            "api_{cur}_per_million_output_tokens",
+            p_out,
+            f"{{cur}} ({api_label})",
+            given_api,
+            api_src,
+            cny_out,
         )
         api_year = (input_tokens_per_year * p_in + output_tokens_per_year * p_out) / 1e6
     elif tokens > 0:
@@ -423,8 +614,20 @@ def compare_costs(
         u_star = math.inf
     break_even_hours = break_even * hours_per_year if break_even is not None else None
 
+    cny_rate = rate if currency == "cny" else None
+    if cny_rate is not None:
+        per_year = tuple(in_currency(row, cny_rate) for row in per_year)
+        totals = in_currency(totals, cny_rate)
     verdict = cost_verdict(
-        years, utilisation, totals, break_even, break_even_hours, u_star, rent_per_u, variable
+        years,
+        utilisation,
+        totals,
+        break_even,
+        break_even_hours,
+        u_star,
+        rent_per_u,
+        variable,
+        usd_cny=cny_rate,
     )
     return CostComparison(
         gpu_id=gpu.id,
@@ -438,4 +641,6 @@ def compare_costs(
         break_even_hours=break_even_hours,
         verdict=verdict,
         assumptions=tuple(assumptions),
+        currency=currency.upper(),
+        usd_cny=cny_rate,
     )

@@ -2,8 +2,35 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
+
+#: Field metadata: left out of the JSON while None (the answers' ``omit_none``).
+_OMIT_NONE = {"omit_none": True}
+
+_T = TypeVar("_T")
+
+
+def _cny() -> Any:
+    """A ``..._cny`` sibling of a ``..._usd`` field: the amount in CNY, present with
+    ``currency="cny"`` only."""
+    return field(default=None, metadata=_OMIT_NONE)
+
+
+def _drop_none_cny(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if not (k.endswith("_cny") and v is None)}
+
+
+def in_currency(row: _T, usd_cny: float) -> _T:
+    """``row`` (a :class:`YearRow` or :class:`CostTotals`) with every ``..._cny`` field set
+    from its ``..._usd`` sibling at ``usd_cny`` CNY per USD."""
+    values = {}
+    for f in fields(row):  # type: ignore[arg-type]
+        if f.name.endswith("_cny"):
+            usd = getattr(row, f.name[: -len("_cny")] + "_usd")
+            values[f.name] = usd * usd_cny if usd is not None else None
+    return replace(row, **values)  # type: ignore[type-var]
+
 
 # ---------------------------------------------------------------------------------------------
 # Result
@@ -41,16 +68,28 @@ class YearRow:
     api_cumulative_usd: float | None = None
     spot_cumulative_usd: float | None = None
     reserved_cumulative_usd: float | None = None
+    buy_cumulative_cny: float | None = _cny()
+    rent_cumulative_cny: float | None = _cny()
+    api_cumulative_cny: float | None = _cny()
+    spot_cumulative_cny: float | None = _cny()
+    reserved_cumulative_cny: float | None = _cny()
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "year": int(self.year) if float(self.year).is_integer() else self.year,
-            "buy_cumulative_usd": self.buy_cumulative_usd,
-            "rent_cumulative_usd": self.rent_cumulative_usd,
-            "api_cumulative_usd": self.api_cumulative_usd,
-            "spot_cumulative_usd": self.spot_cumulative_usd,
-            "reserved_cumulative_usd": self.reserved_cumulative_usd,
-        }
+        return _drop_none_cny(
+            {
+                "year": int(self.year) if float(self.year).is_integer() else self.year,
+                "buy_cumulative_usd": self.buy_cumulative_usd,
+                "rent_cumulative_usd": self.rent_cumulative_usd,
+                "api_cumulative_usd": self.api_cumulative_usd,
+                "spot_cumulative_usd": self.spot_cumulative_usd,
+                "reserved_cumulative_usd": self.reserved_cumulative_usd,
+                "buy_cumulative_cny": self.buy_cumulative_cny,
+                "rent_cumulative_cny": self.rent_cumulative_cny,
+                "api_cumulative_cny": self.api_cumulative_cny,
+                "spot_cumulative_cny": self.spot_cumulative_cny,
+                "reserved_cumulative_cny": self.reserved_cumulative_cny,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -70,23 +109,18 @@ class CostTotals:
     it_power_kw: float
     busy_gpu_hours: float
     cheapest: str
+    buy_cny: float | None = _cny()
+    rent_cny: float | None = _cny()
+    api_cny: float | None = _cny()
+    spot_cny: float | None = _cny()
+    reserved_cny: float | None = _cny()
+    capex_cny: float | None = _cny()
+    resale_cny: float | None = _cny()
+    electricity_cny: float | None = _cny()
+    facility_cny: float | None = _cny()
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "buy_usd": self.buy_usd,
-            "rent_usd": self.rent_usd,
-            "api_usd": self.api_usd,
-            "spot_usd": self.spot_usd,
-            "reserved_usd": self.reserved_usd,
-            "capex_usd": self.capex_usd,
-            "resale_usd": self.resale_usd,
-            "electricity_usd": self.electricity_usd,
-            "facility_usd": self.facility_usd,
-            "energy_kwh": self.energy_kwh,
-            "it_power_kw": self.it_power_kw,
-            "busy_gpu_hours": self.busy_gpu_hours,
-            "cheapest": self.cheapest,
-        }
+        return _drop_none_cny({f.name: getattr(self, f.name) for f in fields(self)})
 
 
 @dataclass(frozen=True)
@@ -107,10 +141,15 @@ class CostComparison:
     """Busy hours per GPU per year at the break-even utilisation."""
     verdict: str
     assumptions: tuple[Assumption, ...]
+    currency: str = "USD"
+    """The currency of the assumptions and the verdict; with CNY the ``..._cny`` amounts are
+    set (the ``..._usd`` ones stay in USD)."""
+    usd_cny: float | None = None
+    """CNY per USD behind the ``..._cny`` amounts (None in USD)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready document (see :func:`cost_report`)."""
-        return {
+        doc = {
             "inputs": {
                 "gpu": self.gpu_id,
                 "gpus": self.gpus,
@@ -124,7 +163,11 @@ class CostComparison:
             "break_even_hours": self.break_even_hours,
             "verdict": self.verdict,
             "assumptions": [a.as_dict() for a in self.assumptions],
+            "currency": self.currency,
         }
+        if self.usd_cny is not None:
+            doc["usd_cny"] = self.usd_cny
+        return doc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,12 +183,20 @@ def cost_verdict(
     u_star: float,
     rent_per_u: float,
     variable: float,
+    usd_cny: float | None = None,
 ) -> str:
     """The one-line verdict of a comparison (the ``verdict`` of :class:`CostComparison`).
 
     It gives the break-even utilisation (or why renting always wins), what the cheaper of buying
-    and renting saves at ``utilisation``, and whether the API is cheapest of all.
+    and renting saves at ``utilisation``, and whether the API is cheapest of all. With
+    ``usd_cny`` the amounts are in CNY (¥) at that rate, else in USD ($).
     """
+
+    def cash(usd: float) -> str:
+        if usd_cny is not None:
+            return f"¥{usd * usd_cny:,.0f}"
+        return f"${usd:,.0f}"
+
     period = f"over {years:g} year{'s' if years != 1 else ''}"
     if break_even is not None and break_even_hours is not None:
         head = (
@@ -164,11 +215,11 @@ def cost_verdict(
         )
     buy, rent = totals.buy_usd, totals.rent_usd
     if buy < rent:
-        head += f"; at {utilisation:.0%} buying saves ${rent - buy:,.0f}"
+        head += f"; at {utilisation:.0%} buying saves {cash(rent - buy)}"
     elif rent < buy:
-        head += f"; at {utilisation:.0%} renting saves ${buy - rent:,.0f}"
+        head += f"; at {utilisation:.0%} renting saves {cash(buy - rent)}"
     else:
         head += f"; at {utilisation:.0%} they cost the same"
     if totals.api_usd is not None and totals.api_usd < min(buy, rent):
-        head += f"; the API is cheapest for this token volume (${totals.api_usd:,.0f})"
+        head += f"; the API is cheapest for this token volume ({cash(totals.api_usd)})"
     return head
