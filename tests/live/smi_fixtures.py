@@ -107,3 +107,70 @@ Bus Location: \t 0000:01:00.0
 Device Minor: \t 0
 GPU Excluded:\t No
 """
+
+#: ``npu-smi info`` on an Atlas 800T A2 with 910B3 NPUs (driver 24.1.rc1). Format: Huawei's
+#: "npu-smi command reference" (Ascend HDK docs, EDOC1100079287) and outputs published with
+#: Ascend setups (e.g. a public CANN 8.0.RC3 / 910B3 environment report): two rows per NPU,
+#: a process table after the devices.
+NPU_SMI_INFO = """\
++------------------------------------------------------------------------------------------------+
+| npu-smi 24.1.rc1                 Version: 24.1.rc1                                             |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B3               | OK            | 101.8       43                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           0    / 0          3318 / 65536         |
++===========================+===============+====================================================+
+| 1     910B3               | OK            | 99.1        37                0    / 0             |
+| 0                         | 0000:C2:00.0  | 87          0    / 0          59784/ 65536         |
++===========================+===============+====================================================+
++---------------------------+---------------+----------------------------------------------------+
+| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
++===========================+===============+====================================================+
+| 1       0                 | 6277          | python                   | 56485                   |
++===========================+===============+====================================================+
+"""
+
+#: ``npu-smi info`` on an older Atlas 300T (910, 32 GB HBM, DDR column filled), npu-smi 23.0.3:
+#: the layout of the Ascend Python/Sphinx docs' "npu-smi info" example.
+NPU_SMI_INFO_910 = """\
++------------------------------------------------------------------------------------------------+
+| npu-smi 23.0.3                   Version: 23.0.3                                               |
++---------------------------+---------------+----------------------------------------------------+
+| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|
+| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |
++===========================+===============+====================================================+
+| 0     910B                | OK            | 68.5        40                0    / 0             |
+| 0                         | 0000:C1:00.0  | 0           2382 / 15038      0    / 32768         |
++===========================+===============+====================================================+
+"""
+
+#: ``hy-smi --showproductname --showmeminfo vram --showuse --showpower --showtemp --json`` on a
+#: current hyhal (BW-series DCU): rocm-smi-style keys, HCU naming, VRAM in MiB, and the missing
+#: commas between the power fields that real hyhal releases print (as published with Hygon
+#: monitoring tools that parse it).
+HY_SMI_JSON = (
+    "WARNING: hyhal init, 2 devices\n"
+    '{"card0": {"Card Series": "BW", "Card Vendor": "C-3000 IC Design Co., Ltd.", '
+    '"Average Graphics Package Power (W)": "91.0""Average GFX Core Power (W)": "20.0"'
+    '"Average Memory Power (W)": "38.0", "Temperature (Sensor edge) (C)": "54.0", '
+    '"Temperature (Sensor junction) (C)": "57.0", "HCU use (%)": "12.5", '
+    '"HCU memory use (%)": "98", "": "", "": "", "vram Total Memory (MiB)": "65520", '
+    '"vram Total Used Memory (MiB)": "64169"}, '
+    '"card1": {"Card Series": "BW", "Average Graphics Package Power (W)": "80.0", '
+    '"Temperature (Sensor junction) (C)": "52.0", "HCU use (%)": "0.0", '
+    '"vram Total Memory (MiB)": "65520", "vram Total Used Memory (MiB)": "1166"}}\n'
+)
+
+#: The plain ``hy-smi`` table (DTK 26.04 style, from public Hygon DCU guides): no names, no
+#: memory sizes.
+HY_SMI_TABLE = """\
+================================= System Management Interface ==================================
+================================================================================================
+HCU     Temp     AvgPwr     Perf     PwrCap     VRAM%      HCU%      Dec%      Enc%      Mode
+0       50.0C    80.0W      auto     1000.0W    0%         0.0%      0.0%      0.0%      Normal
+1       78.5C    310.0W     auto     1000.0W    64%        97.5%     0.0%      0.0%      Normal
+================================================================================================
+======================================== End of SMI Log ========================================
+"""

@@ -523,13 +523,19 @@ def providers() -> list[Any]:
 
     Otherwise NVIDIA through NVML; when the NVML library cannot load, through ``nvidia-smi``;
     failing that, the names the Linux kernel module lists in ``/proc/driver/nvidia``. AMD through
-    ``amd-smi``/``rocm-smi`` when installed. The CPU provider always comes last, so with no GPU
-    the answer is the CPU's.
+    ``amd-smi``/``rocm-smi`` when installed, then Huawei Ascend NPUs through ``npu-smi`` and Hygon
+    DCUs through ``hy-smi`` (on a Hygon machine ``hy-smi`` replaces ``rocm-smi``, which would list
+    the same DCUs). The CPU provider always comes last, so with no GPU the answer is the CPU's.
     """
     scenario = os.environ.get("SUANLI_FAKE_GPUS")
     if scenario:
         return [fake_provider(scenario), CpuProvider()]
-    from suanli.live.smi import NvidiaSmiProvider, ProcNvidiaProvider
+    from suanli.live.smi import (
+        HySmiProvider,
+        NpuSmiProvider,
+        NvidiaSmiProvider,
+        ProcNvidiaProvider,
+    )
 
     found: list[Any] = []
     nvml = NvmlProvider()
@@ -540,9 +546,15 @@ def providers() -> list[Any]:
             if fallback.available():
                 found.append(fallback)
                 break
+    hygon = HySmiProvider()
     amd = AmdSmiProvider()
-    if amd.available():
+    if amd.available() and not hygon.available():
         found.append(amd)
+    npu = NpuSmiProvider()
+    if npu.available():
+        found.append(npu)
+    if hygon.available():
+        found.append(hygon)
     found.append(CpuProvider())
     return found
 

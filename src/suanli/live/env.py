@@ -6,8 +6,12 @@
 
 from __future__ import annotations
 
+import glob
+import os
 import platform
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from suanli.live.devices import DriverInfo, providers
 
@@ -16,6 +20,41 @@ TORCH_CUDA_TAGS = ("11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0")
 
 #: Device providers that read NVIDIA GPUs (NVML, the ``nvidia-smi`` fallback, the kernel module).
 NVIDIA_PROVIDERS = ("nvml", "nvidia-smi", "proc-nvidia", "fake")
+
+#: Device vendors the doctor knows (``DeviceSample.vendor``).
+GPU_VENDORS = ("nvidia", "amd", "ascend", "hygon")
+
+#: Huawei's compatibility table, "Ascend Auxiliary Software" in the Ascend Extension for PyTorch
+#: README (https://github.com/Ascend/pytorch#ascend-auxiliary-software, read 2026-12): for each
+#: CANN release, the torch_npu versions built for it. torch_npu's version starts with the
+#: PyTorch version it extends (``2.5.1.post1`` needs torch 2.5.1).
+ASCEND_TORCH_NPU = {
+    "8.2.RC1": ("2.6.0", "2.5.1.post1", "2.1.0.post13"),
+    "8.1.RC1": ("2.5.1", "2.4.0.post4", "2.3.1.post6", "2.1.0.post12"),
+    "8.0.0": ("2.4.0.post2", "2.3.1.post4", "2.1.0.post10"),
+    "8.0.RC3": ("2.4.0", "2.3.1.post2", "2.1.0.post8"),
+    "8.0.RC2": ("2.3.1", "2.2.0.post2", "2.1.0.post6", "1.11.0.post14"),
+    "8.0.RC1": ("2.2.0", "2.1.0.post4", "1.11.0.post11"),
+    "7.0.0": ("2.1.0", "2.0.1.post1", "1.11.0.post8"),
+}
+
+#: The Ascend HDK (driver and firmware) release Huawei pairs with each CANN release, from the
+#: version table of Ascend's Torchvision Adapter (https://github.com/Ascend/vision#版本说明, read
+#: 2026-12). A driver older than this is reported as a mismatch.
+ASCEND_HDK_FOR_CANN = {
+    "8.5.0": "25.3.0",
+    "8.2.RC1": "25.2.0",
+    "8.1.RC1": "25.0.RC1",
+    "8.0.0": "24.1.RC3",
+    "8.0.RC3": "24.1.RC3",
+    "8.0.RC2": "24.1.RC2",
+}
+
+#: Where the CANN toolkit and the Ascend driver install by default.
+ASCEND_ROOT = "/usr/local/Ascend"
+ASCEND_COMPAT_SOURCE = (
+    "https://github.com/Ascend/pytorch#ascend-auxiliary-software; https://github.com/Ascend/vision"
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +86,10 @@ class Environment:
     """``nvidia``/``amd`` per driver GPU, when known."""
     nvml_error: str | None = None
     """Why the NVML library did not load, when the GPUs were read another way."""
+    cann_version: str | None = None
+    """The CANN toolkit release (``8.0.RC3``), read from its install directory (Ascend only)."""
+    torch_npu_version: str | None = None
+    """The installed ``torch_npu`` distribution's version (Ascend only)."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +160,12 @@ def diagnose(env: Environment) -> list[Verdict]:
                 "driver",
                 "ok",
                 f"{drv.provider} driver {drv.driver_version or '?'}"
-                f" (supports CUDA up to {drv.cuda_driver_version or '?'}), "
-                f"{len(env.gpu_names)} GPU(s): {', '.join(sorted(set(env.gpu_names)))}",
+                + (
+                    f" (supports CUDA up to {drv.cuda_driver_version or '?'})"
+                    if nvidia or drv.cuda_driver_version
+                    else ""
+                )
+                + f", {len(env.gpu_names)} GPU(s): {', '.join(sorted(set(env.gpu_names)))}",
             )
         )
         if nvidia and drv.provider in ("nvidia-smi", "proc-nvidia"):
@@ -144,6 +191,8 @@ def diagnose(env: Environment) -> list[Verdict]:
                 "if this machine has an NVIDIA GPU, install the driver (nvidia-smi must work)",
             )
         )
+    if drv.provider == "npu-smi" and has_gpu:
+        out.extend(ascend_verdicts(env))
     if env.torch_version is None:
         out.append(
             Verdict(
@@ -274,6 +323,169 @@ def diagnose(env: Environment) -> list[Verdict]:
     return out
 
 
+def _hdk_key(version: str) -> tuple[int, ...]:
+    """Order Ascend HDK versions: ``24.1.RC3`` < ``24.1.0`` < ``24.1.0.3`` < ``25.0.RC1``."""
+    key: list[int] = []
+    for i, part in enumerate(version.strip().lower().split(".")):
+        rc = re.fullmatch(r"rc(\d+)", part)
+        if rc:
+            key += [0, int(rc.group(1))]
+        elif part.isdigit():
+            key += [1, int(part)] if i == 2 else [int(part)]
+        else:
+            break
+    return tuple(key)
+
+
+def _cann_key(version: str) -> str:
+    return version.strip().upper()
+
+
+def ascend_verdicts(env: Environment) -> list[Verdict]:
+    """CANN / torch_npu / driver agreement on an Ascend machine (Huawei's compatibility
+    tables, :data:`ASCEND_TORCH_NPU` and :data:`ASCEND_HDK_FOR_CANN`)."""
+    out: list[Verdict] = []
+    driver = env.driver.driver_version
+    cann = env.cann_version
+    if cann is None:
+        out.append(
+            Verdict(
+                "cann",
+                "warn",
+                f"no CANN toolkit found under {ASCEND_ROOT}/ascend-toolkit (driver "
+                f"{driver or '?'})",
+                "install the CANN toolkit (and kernels) release paired with this driver and run "
+                "`source /usr/local/Ascend/ascend-toolkit/set_env.sh`; see " + ASCEND_COMPAT_SOURCE,
+            )
+        )
+    else:
+        paired = ASCEND_HDK_FOR_CANN.get(_cann_key(cann))
+        if paired and driver and _hdk_key(driver) < _hdk_key(paired):
+            out.append(
+                Verdict(
+                    "cann-vs-driver",
+                    "fail",
+                    f"CANN {cann} is paired with Ascend HDK {paired} or newer, but the driver "
+                    f"is {driver}",
+                    f"upgrade the Ascend HDK driver and firmware to {paired} or newer, or install "
+                    f"the CANN release paired with driver {driver}; see {ASCEND_COMPAT_SOURCE}",
+                )
+            )
+        elif paired and driver:
+            out.append(
+                Verdict("cann-vs-driver", "ok", f"CANN {cann} with driver {driver} (>= {paired})")
+            )
+        else:
+            out.append(
+                Verdict(
+                    "cann-vs-driver",
+                    "info",
+                    f"CANN {cann} with driver {driver or '?'}: not in suanli's pairing table",
+                    "check Huawei's version table: " + ASCEND_COMPAT_SOURCE,
+                )
+            )
+    npu = env.torch_npu_version
+    if npu is None:
+        out.append(
+            Verdict(
+                "torch-npu",
+                "warn",
+                "torch_npu is not installed: PyTorch cannot use the NPUs",
+                "pip install torch_npu==<the version for your CANN and torch> (Huawei's table: "
+                + ASCEND_COMPAT_SOURCE
+                + ")",
+            )
+        )
+        return out
+    npu_torch = ".".join(npu.split("+")[0].split(".")[:3])
+    if env.torch_version and env.torch_version.split("+")[0] != npu_torch:
+        out.append(
+            Verdict(
+                "torch-vs-torch-npu",
+                "fail",
+                f"torch_npu {npu} is built for torch {npu_torch}, but torch "
+                f"{env.torch_version} is installed",
+                f"pip install torch=={npu_torch} (on x86: torch=={npu_torch}+cpu --index-url "
+                "https://download.pytorch.org/whl/cpu), or the torch_npu built for your torch",
+            )
+        )
+    if cann is None:
+        return out
+    built_for = ASCEND_TORCH_NPU.get(_cann_key(cann))
+    if built_for is None:
+        out.append(
+            Verdict(
+                "cann-vs-torch-npu",
+                "info",
+                f"torch_npu {npu} with CANN {cann}: CANN release not in suanli's table",
+                "check Huawei's table: " + ASCEND_COMPAT_SOURCE,
+            )
+        )
+    elif npu.split("+")[0] in built_for:
+        out.append(Verdict("cann-vs-torch-npu", "ok", f"torch_npu {npu} is built for CANN {cann}"))
+    else:
+        torch_base = (env.torch_version or npu_torch).split("+")[0]
+        same_torch = [v for v in built_for if v.startswith(torch_base)]
+        want = same_torch[0] if same_torch else built_for[0]
+        homes = [c for c, versions in ASCEND_TORCH_NPU.items() if npu.split("+")[0] in versions]
+        out.append(
+            Verdict(
+                "cann-vs-torch-npu",
+                "fail",
+                f"torch_npu {npu} is not built for CANN {cann} (it is listed for "
+                f"{', '.join('CANN ' + c for c in homes) or 'no CANN release in the table'}); "
+                f"CANN {cann} supports torch_npu {', '.join(built_for)}",
+                f"pip install torch_npu=={want}"
+                + ("" if same_torch else f" torch=={'.'.join(want.split('.')[:3])}")
+                + ", or install the CANN release your torch_npu was built for; see "
+                + ASCEND_COMPAT_SOURCE,
+            )
+        )
+    return out
+
+
+def cann_version(root: str | os.PathLike[str] | None = None) -> str | None:
+    """The CANN toolkit release: ``toolkit_running_version=[7.5.0.1.129:8.0.RC3]`` in
+    ``<root>/ascend-toolkit/latest/version.cfg``, else ``version=`` in a ``version.info`` /
+    ``ascend_toolkit_install.info`` under it. Without ``root``: $ASCEND_HOME_PATH (set by CANN's
+    set_env.sh), else /usr/local/Ascend/ascend-toolkit/latest."""
+    if root is not None:
+        latest = Path(root) / "ascend-toolkit" / "latest"
+    else:
+        home = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME")
+        latest = Path(home) if home else Path(ASCEND_ROOT) / "ascend-toolkit" / "latest"
+    try:
+        text = (latest / "version.cfg").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for key in ("toolkit_running_version", "runtime_running_version"):
+        match = re.search(key + r"=\[[^:\]]*:([^\]]+)\]", text)
+        if match:
+            return match.group(1).strip()
+    for pattern in ("*/ascend_toolkit_install.info", "version.info", "*/version.info"):
+        for path in sorted(glob.glob(str(latest / pattern))):
+            try:
+                info = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            match = re.search(r"^\s*version\s*=\s*(\S+)", info, re.IGNORECASE | re.MULTILINE)
+            if match:
+                return match.group(1).strip()
+    return None
+
+
+def torch_npu_version() -> str | None:
+    """The installed torch_npu distribution's version (importlib.metadata), or None."""
+    from importlib import metadata
+
+    for name in ("torch_npu", "torch-npu"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
 def _arch_supported(cap: str, arch_list: tuple[str, ...]) -> bool:
     """A GPU runs a build that has its exact SASS, or PTX (``compute_XY``) of an older arch."""
     if cap in arch_list:
@@ -312,9 +524,18 @@ def probe() -> Environment:
     if nvml_error and "mismatch" in nvml_error.lower():  # the fallback must not hide it
         driver = replace(driver, error=nvml_error)
     names = tuple(s.name for s in samples)
-    vendors = tuple(s.vendor for s in samples if s.vendor in ("nvidia", "amd"))
+    vendors = tuple(s.vendor for s in samples if s.vendor in GPU_VENDORS)
     caps: tuple[str, ...] = ()
-    env = Environment(driver=driver, gpu_names=names, gpu_vendors=vendors, nvml_error=nvml_error)
+    ascend: dict[str, str | None] = {}
+    if gpu_provider is not None and gpu_provider.name == "npu-smi":
+        ascend = {"cann_version": cann_version(), "torch_npu_version": torch_npu_version()}
+    env = Environment(
+        driver=driver,
+        gpu_names=names,
+        gpu_vendors=vendors,
+        nvml_error=nvml_error,
+        **ascend,  # type: ignore[arg-type]
+    )
     try:
         import torch
     except ImportError:
@@ -363,6 +584,7 @@ def probe() -> Environment:
         gpu_vendors=vendors,
         nvml_error=nvml_error,
         gpu_capabilities=caps,
+        **ascend,  # type: ignore[arg-type]
         **values,  # type: ignore[arg-type]
     )
 
