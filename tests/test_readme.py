@@ -274,3 +274,24 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
         sys.exit("usage: python tests/test_readme.py --update")
     sys.exit(update())
+
+
+README_ZH = ROOT / "README.zh.md"
+
+
+def test_the_chinese_readme_starts_with_the_same_two_commands() -> None:
+    top = README_ZH.read_text("utf-8").split("\n---\n", 1)[0]
+    assert re.findall(r"^```bash\n(.*?)\n```", top, re.M | re.S) == FIRST_TWO
+
+
+def test_the_chinese_readme_lists_every_command() -> None:
+    """README.zh.md stays in sync with the CLI: a row for every command, in Chinese."""
+    text = README_ZH.read_text("utf-8")
+    table = text.split("## 命令", 1)[1].split("\n\n", 2)[1]
+    rows = [r for r in table.splitlines() if r.startswith("| `suanli ")]
+    listed = {m.group(1) for r in rows if (m := re.match(r"\| `suanli ([a-z]+(?: [a-z]+)?)", r))}
+    for row in rows:
+        description = row.split("|")[2]
+        assert any("\u4e00" <= c <= "\u9fff" for c in description), f"not in Chinese: {row}"
+    missing = [n for n in _command_names() if n not in listed]
+    assert not missing, f"commands without a row in README.zh.md: {missing}"
