@@ -20,7 +20,17 @@ ROOT = Path(__file__).resolve().parent.parent
 TRANSLATED = {
     "src/suanli/cli/card.py": None,
     "src/suanli/cli/main.py": None,
-    "src/suanli/cli/plan.py": {"plan_cmd", "_render_plan", "_row_cells", "_layout_cell"},
+    "src/suanli/cli/plan.py": {
+        "plan_cmd",
+        "_render_plan",
+        "_row_cells",
+        "_layout_cell",
+        "fit_cmd",
+    },
+    "src/suanli/cli/mem.py": None,
+    "src/suanli/cli/perf.py": None,
+    "src/suanli/cli/gpus.py": None,
+    "src/suanli/cli/live.py": {"doctor_cmd"},
 }
 #: Calls whose string arguments people read.
 SHOWN = {"echo", "print_line", "print_table", "secho", "UsageError"}
@@ -74,6 +84,75 @@ def test_json_stays_english() -> None:
     zh = run("--lang", "zh", "card", "4090", "--json")
     en = run("card", "4090", "--json")
     assert zh.stdout == en.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("mem", "llama-3.1-8b", "--task", "qlora", "--gpu", "4090", "--card", "h100"),
+        ("perf", "llama-3.1-8b", "--task", "qlora", "--gpu", "4090", "--tokens", "1e8"),
+        ("fit", "llama-3.1-70b", "--task", "full", "--gpu", "h100"),
+        ("gpus", "--vendor", "amd"),
+    ],
+)
+def test_the_json_of_the_other_translated_commands_stays_english(args: tuple[str, ...]) -> None:
+    zh = run("--lang", "zh", *args, "--json")
+    assert zh.returncode == 0, zh.stderr
+    assert zh.stdout == run(*args, "--json").stdout
+
+
+def _chinese(*args: str) -> str:
+    out = run("--lang", "zh", *args)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_mem_speaks_chinese() -> None:
+    text = _chinese("mem", "llama-3.1-8b", "--task", "qlora", "--gpu", "4090", "--card", "h100")
+    assert "每卡显存" in text and "优化器状态" in text and "各卡能否放下" in text
+    assert "component" not in text and "memory per GPU" not in text and "headroom" not in text
+
+
+def test_perf_speaks_chinese() -> None:
+    train = _chinese("perf", "llama-3.1-8b", "--task", "qlora", "--gpu", "4090", "--tokens", "1e8")
+    assert "单步时间" in train and "瓶颈" in train and "训练总时长" in train
+    assert "step time" not in train and "assumption:" not in train
+    infer = _chinese("perf", "llama-3.1-8b", "--task", "infer", "--gpu", "4090", "--batch", "4")
+    assert "TTFT（预填充）" in infer and "吞吐随批次的变化" in infer
+    assert "throughput against batch" not in infer and "decode is bound by" not in infer
+
+
+def test_fit_speaks_chinese() -> None:
+    text = _chinese("fit", "llama-3.1-70b", "--task", "full", "--gpu", "h100")
+    assert "起点：需要" in text and "OOM 补救链" in text and "阶段" in text
+    assert "remedy chain" not in text and "stage" not in text
+
+
+def test_gpus_and_gpu_speak_chinese() -> None:
+    listing = _chinese("gpus", "--vendor", "amd")
+    assert "种设备，按 bf16 排序" in listing and "显存" in listing
+    assert "devices, sorted by" not in listing and "Dense tensor rates" not in listing
+    one = _chinese("gpu", "4090")
+    assert "字段" in one and "参考资料" in one
+    assert "covers" not in one and "from nvidia" not in one
+
+
+def test_doctor_speaks_chinese() -> None:
+    out = run("--lang", "zh", "doctor")
+    assert out.returncode in (0, 1), out.stderr
+    assert "检查项" in out.stdout and "检测结果" in out.stdout
+    assert ("环境正常" in out.stdout) != ("发现问题" in out.stdout)
+    assert "┃ check" not in out.stdout and "healthy" not in out.stdout
+    assert "problems found" not in out.stdout
+
+
+def test_the_sort_help_lists_every_sort_alias() -> None:
+    from suanli.catalog.query import SORT_ALIASES
+    from suanli.cli.gpus import SORT_HELP
+
+    assert f"Sort by a metric: {', '.join(SORT_ALIASES)}, or any numeric field name." == SORT_HELP
+    helped = run("--lang", "zh", "mem", "--help").stdout
+    assert "检查在这张显卡上放不放得下" in helped and "去噪步数" in helped
 
 
 def test_the_doctor_run_script_keeps_its_own_lang_option(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ import click
 
 from suanli.catalog import GPU
 from suanli.catalog.gpu import FORM_FACTORS, NUMERIC_FIELDS, VENDORS
-from suanli.catalog.query import SORT_ALIASES
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import FloatRange
+from suanli.i18n import N_, _
 from suanli.units import GiB, fmt_usd
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ catalog_option = click.option(
     "catalog_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="A TOML file of extra or overriding [[gpu]] entries (see docs/catalog.md).",
+    help=N_("A TOML file of extra or overriding [[gpu]] entries (see docs/catalog.md)."),
 )
 
 
@@ -29,25 +29,34 @@ def _tflops(value: Any) -> str:
     return f"{value / 1e12:,.1f}" if value else "-"
 
 
-@click.command("gpus")
+#: ``--sort``'s help lists catalog.query.SORT_ALIASES (a test keeps the two in step).
+SORT_HELP = N_(
+    "Sort by a metric: memory, bandwidth, fp64, fp32, tf32, fp16, bf16, fp8, fp4, int8, tdp, "
+    "price, cloud, year, interconnect, or any numeric field name."
+)
+
+
+@click.command(
+    "gpus", help=N_("List the GPU catalog: memory, bandwidth, dense peak FLOP/s, power, price.")
+)
 @click.option(
     "--vendor",
     type=click.Choice(VENDORS, case_sensitive=False),
     multiple=True,
-    help="Keep only these vendors (repeatable).",
+    help=N_("Keep only these vendors (repeatable)."),
 )
 @click.option(
     "--form-factor",
     type=click.Choice(FORM_FACTORS, case_sensitive=False),
     multiple=True,
-    help="Keep only these form factors (repeatable).",
+    help=N_("Keep only these form factors (repeatable)."),
 )
 @click.option(
     "--min-memory",
     type=FloatRange(min=0),
     default=None,
     metavar="GIB",
-    help="Keep GPUs with at least this much memory, in GiB.",
+    help=N_("Keep GPUs with at least this much memory, in GiB."),
 )
 @click.option(
     "--sort",
@@ -55,10 +64,10 @@ def _tflops(value: Any) -> str:
     default="bf16",
     show_default=True,
     metavar="FIELD",
-    help=f"Sort by a metric: {', '.join(SORT_ALIASES)}, or any numeric field name.",
+    help=SORT_HELP,
 )
-@click.option("--ascending", is_flag=True, help="Smallest first (default: largest first).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (base units).")
+@click.option("--ascending", is_flag=True, help=N_("Smallest first (default: largest first)."))
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document (base units)."))
 @catalog_option
 def gpus_cmd(
     vendor: tuple[str, ...],
@@ -69,7 +78,7 @@ def gpus_cmd(
     as_json: bool,
     catalog_file: str | None,
 ) -> None:
-    """List the GPU catalog: memory, bandwidth, dense peak FLOP/s, power, price."""
+    """``suanli gpus``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.gpus import GpuListRequest, gpu_list
 
     answer = gpu_list(
@@ -99,14 +108,18 @@ def gpus_cmd(
         ]
         for g in gpus
     ]
+    figures = [_("GiB"), "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"]
     print_table(
-        f"{len(gpus)} devices, sorted by {sort_key}",
-        ["id", "GiB", "memory", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],
+        _("{n} devices, sorted by {key}").format(n=len(gpus), key=sort_key),
+        [_("id"), figures[0], _("memory"), *figures[1:]],
         rows,
-        right_align=["GiB", "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"],
-        no_wrap=["id"],
-        caption="Dense tensor rates (sparse datasheet figures halved). "
-        "bf16 column falls back to fp16 where bf16 is unsupported. 'suanli gpu ID' shows sources.",
+        right_align=figures,
+        no_wrap=[_("id")],
+        caption=_(
+            "Dense tensor rates (sparse datasheet figures halved). "
+            "bf16 column falls back to fp16 where bf16 is unsupported. "
+            "'suanli gpu ID' shows sources."
+        ),
     )
 
 
@@ -136,19 +149,24 @@ def gpu_rows(gpu: GPU) -> list[list[str]]:
         if key in ("sources", "uncertain", "aliases"):
             continue
         src = gpu.source_of(key) if key in NUMERIC_FIELDS else None
-        flag = " (uncertain)" if key in gpu.uncertain else ""
+        flag = _(" (uncertain)") if key in gpu.uncertain else ""
         rows.append([key, _format_field(key, value) + flag, f"[{index[id(src)]}]" if src else ""])
     if gpu.aliases:
         rows.append(["aliases", ", ".join(gpu.aliases), ""])
     return rows
 
 
-@click.command("gpu")
+@click.command(
+    "gpu",
+    help=N_(
+        "Show one GPU in full, every figure with its source. NAME forgives case, spaces, dashes."
+    ),
+)
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (base units).")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document (base units)."))
 @catalog_option
 def gpu_cmd(name: str, as_json: bool, catalog_file: str | None) -> None:
-    """Show one GPU in full, every figure with its source. NAME forgives case, spaces, dashes."""
+    """``suanli gpu``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.gpus import GpuRequest, gpu_detail
 
     answer = gpu_detail(GpuRequest(name=name, catalog_file=catalog_file))
@@ -156,9 +174,19 @@ def gpu_cmd(name: str, as_json: bool, catalog_file: str | None) -> None:
         print_json(answer.to_json())
         return
     gpu = answer.gpu
-    print_table(gpu.name, ["field", "value", "source"], gpu_rows(gpu), caption=f"from {gpu.origin}")
+    print_table(
+        gpu.name,
+        [_("field"), _("value"), _("source")],
+        gpu_rows(gpu),
+        caption=_("from {origin}").format(origin=gpu.origin),
+    )
     sources = [
-        [f"[{i}]", s.ref, s.date, "all other figures" if "*" in s.fields else ", ".join(s.fields)]
+        [
+            f"[{i}]",
+            s.ref,
+            s.date,
+            _("all other figures") if "*" in s.fields else ", ".join(s.fields),
+        ]
         for i, s in enumerate(gpu.sources, start=1)
     ]
-    print_table("sources", ["#", "reference", "date", "covers"], sources)
+    print_table(_("sources"), ["#", _("reference"), _("date"), _("covers")], sources)

@@ -10,6 +10,7 @@ import click
 
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
+from suanli.i18n import N_
 
 if TYPE_CHECKING:
     from suanli.answers.image import ImagePerfAnswer
@@ -20,36 +21,44 @@ _IMAGE_OPTIONS: list[Callable[[Any], Any]] = [
         "image_size",
         default=None,
         metavar="WxH",
-        help="--task generate-image: image size in pixels, e.g. 1024x1024 or 768x1344 "
-        "(default: the pipeline's, 512 for SD 1.5, 1024 for the others).",
+        help=N_(
+            "--task generate-image: image size in pixels, e.g. 1024x1024 or 768x1344 "
+            "(default: the pipeline's, 512 for SD 1.5, 1024 for the others)."
+        ),
     ),
     click.option(
         "--steps",
         "denoise_steps",
         type=IntRange(min=1, max=10000),
         default=None,
-        help="--task generate-image: denoising steps (default: the pipeline's, e.g. 50 for "
-        "SD 1.5/SDXL, 28 for SD3 and FLUX.1-dev, 4 for FLUX.1-schnell).",
+        help=N_(
+            "--task generate-image: denoising steps (default: the pipeline's, e.g. 50 for "
+            "SD 1.5/SDXL, 28 for SD3 and FLUX.1-dev, 4 for FLUX.1-schnell)."
+        ),
     ),
     click.option(
         "--guidance/--no-guidance",
         default=None,
-        help="--task generate-image: classifier-free guidance, a second denoiser pass per step "
-        "(default: on for SD 1.5, SDXL and SD3; off for the guidance-distilled Flux models).",
+        help=N_(
+            "--task generate-image: classifier-free guidance, a second denoiser pass per step "
+            "(default: on for SD 1.5, SDXL and SD3; off for the guidance-distilled Flux models)."
+        ),
     ),
     click.option(
         "--cpu-offload",
         type=click.Choice(("none", "model", "sequential")),
         default="none",
         show_default=True,
-        help="--task generate-image: diffusers' enable_model_cpu_offload (model) or "
-        "enable_sequential_cpu_offload (sequential): less memory, weights cross PCIe.",
+        help=N_(
+            "--task generate-image: diffusers' enable_model_cpu_offload (model) or "
+            "enable_sequential_cpu_offload (sequential): less memory, weights cross PCIe."
+        ),
     ),
     click.option(
         "--max-sequence-length",
         type=IntRange(min=1, max=4096),
         default=None,
-        help="--task generate-image: T5 prompt tokens (SD3 256, FLUX.1-dev 512 by default).",
+        help=N_("--task generate-image: T5 prompt tokens (SD3 256, FLUX.1-dev 512 by default)."),
     ),
 ]
 

@@ -12,27 +12,33 @@ import click
 from suanli.cli.render import print_json, print_table, write_json_file
 from suanli.cli.types import FloatRange, IntRange
 from suanli.errors import MissingExtra
+from suanli.i18n import N_, _
 
 if TYPE_CHECKING:
     from suanli.answers.doctor_run import OomAutopsy
     from suanli.answers.live import LiveAnswer
 
-_STATUS = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "info": "info"}
+#: A verdict's status as ``suanli doctor`` shows it (translated when shown).
+_STATUS = {"ok": N_("ok"), "warn": N_("WARN"), "fail": N_("FAIL"), "info": N_("info")}
 
 
 def _na(value: Any, fmt: str = "{}") -> str:
     return "N/A" if value is None else fmt.format(value)
 
 
-@click.group("doctor", invoke_without_command=True)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.group(
+    "doctor",
+    invoke_without_command=True,
+    help=N_(
+        "Environment verdicts with the exact fix: driver, PyTorch build, CUDA versions, "
+        "devices.\n\nExit code 1 when a problem is found, 0 when healthy (for CI scripts). "
+        "'suanli doctor run train.py ARGS' diagnoses a training loop instead."
+    ),
+)
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 @click.pass_context
 def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
-    """Environment verdicts with the exact fix: driver, PyTorch build, CUDA versions, devices.
-
-    Exit code 1 when a problem is found, 0 when healthy (for CI scripts).
-    'suanli doctor run train.py ARGS' diagnoses a training loop instead.
-    """
+    """``suanli doctor``: its help is the ``help=`` above (translated with --lang zh)."""
     if ctx.invoked_subcommand is not None:
         return
     from suanli.answers.doctor import doctor
@@ -41,13 +47,13 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         print_json(answer.to_json())
     else:
-        rows = [[_STATUS[v.status], v.check, v.detail] for v in answer.verdicts]
-        print_table("suanli doctor", ["", "check", "seen"], rows)
+        rows = [[_(_STATUS[v.status]), v.check, v.detail] for v in answer.verdicts]
+        print_table(_("suanli doctor"), ["", _("check"), _("seen")], rows)
         # Fixes in full, one per line, so a command can be copied whole.
         for v in answer.verdicts:
             if v.fix and v.status in ("fail", "warn"):
-                click.echo(f"fix {v.check}: {v.fix}")
-        click.echo("healthy" if answer.healthy else "problems found: apply the fixes above")
+                click.echo(_("fix {check}: {fix}").format(check=v.check, fix=v.fix))
+        click.echo(_("healthy") if answer.healthy else _("problems found: apply the fixes above"))
     sys.exit(0 if answer.healthy else 1)
 
 

@@ -9,10 +9,25 @@ import click
 from suanli.cli.image import image_options, run_image_task
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_table
+from suanli.i18n import N_, _
 from suanli.units import GiB
 
 if TYPE_CHECKING:
     from suanli.answers.memory import MemoryAnswer
+
+
+#: The breakdown's buckets (estimate.memory.BREAKDOWN_KEYS), shown translated.
+BUCKET_WORDS = (
+    N_("weights"),
+    N_("master_weights"),
+    N_("gradients"),
+    N_("optimizer"),
+    N_("activations"),
+    N_("logits"),
+    N_("kv_cache"),
+    N_("overhead"),
+    N_("overlap"),
+)
 
 
 def _gib(n: float) -> str:
@@ -27,61 +42,74 @@ def _short(source: str, limit: int = 70) -> str:
 
 def _render(result: MemoryAnswer, title: str, explain: bool) -> None:
     total = result.total_bytes
-    rows = [[k, _gib(v), f"{100 * v / total:.1f}%"] for k, v in result.breakdown.items() if v]
-    rows.append(["total", _gib(total), "100%"])
+    rows = [[_(k), _gib(v), f"{100 * v / total:.1f}%"] for k, v in result.breakdown.items() if v]
+    rows.append([_("total"), _gib(total), "100%"])
     caption = (
-        f"GiB per GPU; {result.cpu_bytes / GiB:,.2f} GiB in CPU memory"
+        _("GiB per GPU; {cpu} GiB in CPU memory").format(cpu=f"{result.cpu_bytes / GiB:,.2f}")
         if result.cpu_bytes
-        else "GiB per GPU"
+        else _("GiB per GPU")
     )
     print_table(
-        title, ["component", "GiB", "share"], rows, right_align=["GiB", "share"], caption=caption
+        title,
+        [_("component"), _("GiB"), _("share")],
+        rows,
+        right_align=[_("GiB"), _("share")],
+        caption=caption,
     )
     if not explain:
         return
     lines = [
-        [ln.key, ln.label, _gib(ln.bytes), ln.formula, _short(ln.source)] for ln in result.lines
+        [_(ln.key), ln.label, _gib(ln.bytes), ln.formula, _short(ln.source)] for ln in result.lines
     ]
     print_table(
-        "how each line is computed",
-        ["bucket", "line", "GiB", "formula", "source"],
+        _("how each line is computed"),
+        [_("bucket"), _("line"), _("GiB"), _("formula"), _("source")],
         lines,
-        right_align=["GiB"],
+        right_align=[_("GiB")],
     )
     if result.per_layer:
         terms = [
             [t.name, f"{t.bytes_per_token:,.1f}", t.formula, t.shardable] for t in result.per_layer
         ]
         print_table(
-            "activations saved by one layer (bytes per token)",
-            ["tensor", "bytes/token", "formula", "splits with"],
+            _("activations saved by one layer (bytes per token)"),
+            [_("tensor"), _("bytes/token"), _("formula"), _("splits with")],
             terms,
-            right_align=["bytes/token"],
+            right_align=[_("bytes/token")],
         )
     for note in result.assumptions:
-        click.echo(f"assumption: {note}")
+        click.echo(_("assumption: {note}").format(note=note))
 
 
-@click.command("mem")
+@click.command(
+    "mem",
+    help=N_(
+        "Memory per GPU for MODEL: weights, gradients, optimizer, activations, KV cache, "
+        "overhead.\n\nExamples: suanli mem llama-3.1-8b --task qlora --gpu 4090; suanli mem "
+        "qwen2.5-72b --task infer --quant awq-4bit-g128 --batch 16 --context 8192."
+    ),
+)
 @click.argument("model")
 @workload_options
 @image_options
-@click.option("--gpu", "gpu_name", default=None, help="Check the fit on this GPU.")
+@click.option("--gpu", "gpu_name", default=None, help=N_("Check the fit on this GPU."))
 @click.option(
     "--card",
     "cards",
     multiple=True,
-    help="Also check the fit on this GPU (repeatable); one row each in a fit table.",
+    help=N_("Also check the fit on this GPU (repeatable); one row each in a fit table."),
 )
 @click.option(
     "--catalog",
     "catalog_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Extra or overriding GPU entries (TOML).",
+    help=N_("Extra or overriding GPU entries (TOML)."),
 )
-@click.option("--explain", is_flag=True, help="Every line's formula and source, per-layer terms.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (bytes).")
+@click.option(
+    "--explain", is_flag=True, help=N_("Every line's formula and source, per-layer terms.")
+)
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document (bytes)."))
 def mem_cmd(
     model: str,
     gpu_name: str | None,
@@ -91,11 +119,7 @@ def mem_cmd(
     as_json: bool,
     **opts: Any,
 ) -> None:
-    """Memory per GPU for MODEL: weights, gradients, optimizer, activations, KV cache, overhead.
-
-    Examples: suanli mem llama-3.1-8b --task qlora --gpu 4090;
-    suanli mem qwen2.5-72b --task infer --quant awq-4bit-g128 --batch 16 --context 8192.
-    """
+    """``suanli mem``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.memory import MemoryRequest, memory
 
     if opts["task"] == "generate-image":
@@ -123,38 +147,49 @@ def mem_cmd(
     if as_json:
         print_json(answer.to_json())
         return
-    _render(answer, f"{model}: {opts['task']} memory per GPU", explain)
+    title = _("{model}: {task} memory per GPU").format(model=model, task=opts["task"])
+    _render(answer, title, explain)
     fit = answer.fit
     if fit is not None:
-        verdict = "fits" if fit.fits else "does NOT fit"
+        verdict = (
+            _("fits on {gpu} ({gib} GiB)") if fit.fits else _("does NOT fit on {gpu} ({gib} GiB)")
+        ).format(gpu=fit.gpu, gib=_gib(fit.gpu_memory_bytes))
         rows = [
-            ["verdict", f"{verdict} on {fit.gpu} ({_gib(fit.gpu_memory_bytes)} GiB)"],
-            ["headroom", f"{_gib(fit.headroom_bytes)} GiB"],
-            ["largest batch", str(fit.max_batch) if fit.max_batch else "none fits"],
+            [_("verdict"), verdict],
+            [_("headroom"), f"{_gib(fit.headroom_bytes)} GiB"],
+            [_("largest batch"), str(fit.max_batch) if fit.max_batch else _("none fits")],
             [
-                "longest " + ("context" if answer.inference else "sequence"),
-                f"{fit.max_seq:,}" if fit.max_seq else "none fits",
+                _("longest context") if answer.inference else _("longest sequence"),
+                f"{fit.max_seq:,}" if fit.max_seq else _("none fits"),
             ],
         ]
         if fit.best_format is not None or answer.inference:
-            rows.append(["best weight format that fits", fit.best_format or "none"])
-        print_table("fit", ["", ""], rows)
+            rows.append([_("best weight format that fits"), fit.best_format or _("none")])
+        print_table(_("fit"), ["", ""], rows)
         for note in fit.notes:
-            click.echo(f"note: {note}")
+            click.echo(_("note: {note}").format(note=note))
     if len(answer.fits) > (1 if fit is not None else 0):
+        right = [_("GiB"), _("headroom GiB"), _("largest batch")]
         print_table(
-            "fit on each card",
-            ["gpu", "GiB", "fits", "headroom GiB", "largest batch", "best format"],
+            _("fit on each card"),
+            [
+                _("gpu"),
+                _("GiB"),
+                _("fits"),
+                _("headroom GiB"),
+                _("largest batch"),
+                _("best format"),
+            ],
             [
                 [
                     f.gpu,
                     _gib(f.gpu_memory_bytes),
-                    "yes" if f.fits else "no",
+                    _("yes") if f.fits else _("no"),
                     _gib(f.headroom_bytes),
                     str(f.max_batch or "-"),
                     f.best_format or "-",
                 ]
                 for f in answer.fits
             ],
-            right_align=["GiB", "headroom GiB", "largest batch"],
+            right_align=right,
         )

@@ -11,6 +11,7 @@ from suanli.cli.image import image_options, run_image_task
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
+from suanli.i18n import N_, _
 
 if TYPE_CHECKING:
     from suanli.answers.perf import InferPerfAnswer, TrainPerfAnswer
@@ -26,40 +27,53 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds * 1e3:,.2f} ms"
 
 
-@click.command("perf")
+#: The bounds and the step-time parts of an answer (English in the JSON), shown translated.
+BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"))
+
+
+@click.command(
+    "perf",
+    help=N_(
+        "How fast, and bound by what: step time, tokens/s, MFU; TTFT and TPOT for inference."
+        "\n\nExamples: suanli perf llama-3.1-8b --task full --gpu h100 --gpus 8 --zero 1 "
+        "--tokens 1e9; suanli perf llama-3.1-8b --task infer --gpu 4090 --quant awq-4bit-g128 "
+        "--batch 8; suanli perf sdxl --task generate-image --steps 30 --size 1024x1024 "
+        "--gpu 4090."
+    ),
+)
 @click.argument("model")
 @workload_options
 @image_options
-@click.option("--gpu", "gpu_name", required=True, help="The GPU (catalog name).")
+@click.option("--gpu", "gpu_name", required=True, help=N_("The GPU (catalog name)."))
 @click.option(
     "--gpus-per-node",
     type=IntRange(min=1),
     default=None,
-    help="GPUs per node (default by form factor: 8 for SXM/PCIe servers).",
+    help=N_("GPUs per node (default by form factor: 8 for SXM/PCIe servers)."),
 )
 @click.option(
     "--inter-node",
     default=None,
-    help="Link between nodes: ib-ndr, ib-hdr, roce-200g, eth-100g, ...",
+    help=N_("Link between nodes: ib-ndr, ib-hdr, roce-200g, eth-100g, ..."),
 )
 @click.option(
     "--calibration",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Measured ceilings (TOML from suanli bench) replacing the defaults.",
+    help=N_("Measured ceilings (TOML from suanli bench) replacing the defaults."),
 )
 @click.option(
     "--tokens",
     type=FloatRange(min=1),
     default=None,
-    help="Training tokens: prints time to train, GPU-hours, energy and cost.",
+    help=N_("Training tokens: prints time to train, GPU-hours, energy and cost."),
 )
 @click.option(
     "--prompt",
     type=IntRange(min=1),
     default=1024,
     show_default=True,
-    help="Inference: prompt tokens.",
+    help=N_("Inference: prompt tokens."),
 )
 @click.option(
     "--output",
@@ -67,39 +81,43 @@ def _fmt_s(seconds: float) -> str:
     type=IntRange(min=1),
     default=256,
     show_default=True,
-    help="Inference: generated tokens.",
+    help=N_("Inference: generated tokens."),
 )
 @click.option(
     "--pue",
     type=FloatRange(min=1),
     default=DEFAULT_PUE,
     show_default=True,
-    help="Data-centre power usage effectiveness for energy.",
+    help=N_("Data-centre power usage effectiveness for energy."),
 )
 @click.option(
     "--price",
     type=FloatRange(min=0),
     default=None,
-    help="USD per GPU-hour (default: the catalog's cloud snapshot).",
+    help=N_("USD per GPU-hour (default: the catalog's cloud snapshot)."),
 )
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option(
-    "--explain", is_flag=True, help="Every time term: its efficiency, source and formula."
+    "--explain", is_flag=True, help=N_("Every time term: its efficiency, source and formula.")
 )
 @click.option(
     "--ignore-fit",
     is_flag=True,
-    help="Give the speed of a job that does not fit or that the card cannot compute, "
-    "marked as such, instead of refusing it.",
+    help=N_(
+        "Give the speed of a job that does not fit or that the card cannot compute, "
+        "marked as such, instead of refusing it."
+    ),
 )
 @click.option(
     "--host-cpu",
     default=None,
     metavar="CPU",
-    help="With --gpu-layers: the CPU that runs the other layers (a catalog CPU, e.g. "
-    "i9-14900k-cpu; default ryzen-9-7950x-cpu, dual-channel DDR5).",
+    help=N_(
+        "With --gpu-layers: the CPU that runs the other layers (a catalog CPU, e.g. "
+        "i9-14900k-cpu; default ryzen-9-7950x-cpu, dual-channel DDR5)."
+    ),
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def perf_cmd(
     model: str,
     gpu_name: str,
@@ -118,12 +136,7 @@ def perf_cmd(
     as_json: bool,
     **opts: Any,
 ) -> None:
-    """How fast, and bound by what: step time, tokens/s, MFU; TTFT and TPOT for inference.
-
-    Examples: suanli perf llama-3.1-8b --task full --gpu h100 --gpus 8 --zero 1 --tokens 1e9;
-    suanli perf llama-3.1-8b --task infer --gpu 4090 --quant awq-4bit-g128 --batch 8;
-    suanli perf sdxl --task generate-image --steps 30 --size 1024x1024 --gpu 4090.
-    """
+    """``suanli perf``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.perf import InferPerfAnswer, PerfRequest, perf
 
     if opts["task"] == "generate-image":
@@ -167,7 +180,7 @@ def perf_cmd(
     if explain:
         _render_terms(answer)
     for warning in answer.warnings:
-        print_line(f"cannot run as given: {warning}", fg="red", err=True)
+        print_line(_("cannot run as given: {warning}").format(warning=warning), fg="red", err=True)
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -178,8 +191,8 @@ def _short(text: str, limit: int = 60) -> str:
 
 def _render_terms(doc: InferPerfAnswer | TrainPerfAnswer) -> None:
     print_table(
-        "how each term is computed",
-        ["term", "time", "efficiency", "from"],
+        _("how each term is computed"),
+        [_("term"), _("time"), _("efficiency"), _("from")],
         [
             [
                 t.term,
@@ -189,25 +202,24 @@ def _render_terms(doc: InferPerfAnswer | TrainPerfAnswer) -> None:
             ]
             for t in doc.terms
         ],
-        right_align=["time", "efficiency"],
+        right_align=[_("time"), _("efficiency")],
     )
     for t in doc.terms:
-        print_line(f"{t.term}: {t.formula}")
+        print_line(_("{term}: {formula}").format(term=t.term, formula=t.formula))
 
 
 def _runnable_rows(doc: InferPerfAnswer | TrainPerfAnswer) -> list[list[str]]:
     """The red verdict rows of a hypothetical speed (--ignore-fit); none for a runnable job."""
     rows = []
     if not doc.fits:
-        rows.append(
-            [
-                "[bold red]memory[/]",
-                f"[bold red]does NOT fit: {_gib(doc.memory_bytes)} of "
-                f"{_gib(doc.gpu_memory_bytes)} GiB[/]",
-            ]
+        verdict = _("does NOT fit: {used} of {total} GiB").format(
+            used=_gib(doc.memory_bytes), total=_gib(doc.gpu_memory_bytes)
         )
+        rows.append([f"[bold red]{_('memory')}[/]", f"[bold red]{verdict}[/]"])
     if not doc.supported:
-        rows.append(["[bold red]precision[/]", "[bold red]NOT supported by this card[/]"])
+        rows.append(
+            [f"[bold red]{_('precision')}[/]", f"[bold red]{_('NOT supported by this card')}[/]"]
+        )
     return rows
 
 
@@ -218,61 +230,76 @@ def _gib(n: float) -> str:
 def _render_infer(doc: InferPerfAnswer) -> None:
     rows = [
         *_runnable_rows(doc),
-        ["TTFT (prefill)", _fmt_s(doc.ttft_s)],
-        ["TPOT (per output token)", _fmt_s(doc.tpot_s)],
-        ["throughput (decode)", f"{doc.tokens_per_s:,.0f} tokens/s"],
-        ["request (prefill + decode)", _fmt_s(doc.request_s)],
-        ["static batch, prefill included", f"{doc.batch_tokens_per_s:,.0f} tokens/s"],
-        ["decode is bound by", doc.bound],
+        [_("TTFT (prefill)"), _fmt_s(doc.ttft_s)],
+        [_("TPOT (per output token)"), _fmt_s(doc.tpot_s)],
+        [_("throughput (decode)"), f"{doc.tokens_per_s:,.0f} tokens/s"],
+        [_("request (prefill + decode)"), _fmt_s(doc.request_s)],
+        [_("static batch, prefill included"), f"{doc.batch_tokens_per_s:,.0f} tokens/s"],
+        [_("decode is bound by"), _(doc.bound)],
         [
-            "decode turns compute-bound at batch",
-            str(doc.compute_bound_batch) if doc.compute_bound_batch else "never",
+            _("decode turns compute-bound at batch"),
+            str(doc.compute_bound_batch) if doc.compute_bound_batch else _("never"),
         ],
     ]
-    print_table(
-        f"{doc.model} on {doc.gpu} x{doc.tp}: batch {doc.batch}, {doc.prompt}+{doc.output} tokens",
-        ["", ""],
-        rows,
+    title = _("{model} on {gpu} x{tp}: batch {batch}, {prompt}+{output} tokens").format(
+        model=doc.model,
+        gpu=doc.gpu,
+        tp=doc.tp,
+        batch=doc.batch,
+        prompt=doc.prompt,
+        output=doc.output,
     )
+    print_table(title, ["", ""], rows)
     sweep = [
-        [str(r.batch), _fmt_s(r.tpot_s), f"{r.tokens_per_s:,.0f}", r.bound] for r in doc.batch_sweep
+        [str(r.batch), _fmt_s(r.tpot_s), f"{r.tokens_per_s:,.0f}", _(r.bound)]
+        for r in doc.batch_sweep
     ]
     print_table(
-        "throughput against batch",
-        ["batch", "TPOT", "tokens/s", "bound"],
+        _("throughput against batch"),
+        [_("batch"), _("TPOT"), _("tokens/s"), _("bound")],
         sweep,
-        right_align=["batch", "TPOT", "tokens/s"],
+        right_align=[_("batch"), _("TPOT"), _("tokens/s")],
     )
 
 
 def _render_train(doc: TrainPerfAnswer) -> None:
     rows = [
         *_runnable_rows(doc),
-        ["step time", _fmt_s(doc.step_time_s)],
-        ["throughput", f"{doc.tokens_per_s:,.0f} tokens/s"],
+        [_("step time"), _fmt_s(doc.step_time_s)],
+        [_("throughput"), f"{doc.tokens_per_s:,.0f} tokens/s"],
         ["MFU", f"{doc.mfu:.1%}"],
-        ["bound", doc.bound],
+        [_("bound"), _(doc.bound)],
         [
-            "speed-up over 1 GPU",
-            f"{doc.scaling['speedup']:.2f}x on {doc.gpus} GPUs "
-            f"({doc.scaling['efficiency']:.0%} efficiency)",
+            _("speed-up over 1 GPU"),
+            _("{speedup}x on {gpus} GPUs ({efficiency} efficiency)").format(
+                speedup=f"{doc.scaling['speedup']:.2f}",
+                gpus=doc.gpus,
+                efficiency=f"{doc.scaling['efficiency']:.0%}",
+            ),
         ],
     ]
     for key, seconds in doc.breakdown_s.items():
-        rows.append([f"  {key}", _fmt_s(seconds)])
+        rows.append([f"  {_(key)}", _fmt_s(seconds)])
     cost = doc.time_to_train
     if cost is not None:
         rows += [
-            ["time to train", _fmt_s(cost.time_to_train_s)],
-            ["GPU-hours", f"{cost.gpu_hours:,.0f}"],
-            ["energy", f"{cost.energy_kwh:,.0f} kWh (PUE {doc.pue})"],
-            ["cost", f"${cost.cost_usd:,.0f}" if cost.cost_usd else "no price known"],
+            [_("time to train"), _fmt_s(cost.time_to_train_s)],
+            [_("GPU-hours"), f"{cost.gpu_hours:,.0f}"],
+            [_("energy"), f"{cost.energy_kwh:,.0f} kWh (PUE {doc.pue})"],
+            [_("cost"), f"${cost.cost_usd:,.0f}" if cost.cost_usd else _("no price known")],
         ]
-    print_table(f"{doc.model} {doc.task} on {doc.gpus} x {doc.gpu}", ["", ""], rows)
+    title = _("{model} {task} on {gpus} x {gpu}").format(
+        model=doc.model, task=doc.task, gpus=doc.gpus, gpu=doc.gpu
+    )
+    print_table(title, ["", ""], rows)
     for tip in doc.advice:
         print_line(
-            f"fix: {tip.issue}: {tip.fix} -> {tip.tokens_per_s_after:,.0f} "
-            f"tokens/s ({tip.speedup:.2f}x)"
+            _("fix: {issue}: {fix} -> {after} tokens/s ({speedup}x)").format(
+                issue=tip.issue,
+                fix=tip.fix,
+                after=f"{tip.tokens_per_s_after:,.0f}",
+                speedup=f"{tip.speedup:.2f}",
+            )
         )
     for note in doc.assumptions:
-        print_line(f"assumption: {note}")
+        print_line(_("assumption: {note}").format(note=note))

@@ -288,7 +288,17 @@ def _layout_cell(lay: Any) -> str:
 
 def _render_plan(doc: PlanAnswer, top: int) -> None:
     columns = (
-        ["gpu", "GPUs", "tp", "weights", "batch", "TPOT", "tokens/s", "$/M tokens", "why"]
+        [
+            _("gpu"),
+            _("GPUs"),
+            "tp",
+            _("weights"),
+            _("batch"),
+            "TPOT",
+            _("tokens/s"),
+            _("$/M tokens"),
+            _("why"),
+        ]
         if doc.inference
         else [_("gpu"), _("layout"), _("tok/s"), "MFU", _("time"), _("cost"), _("why")]
     )
@@ -313,7 +323,7 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
     else:
         rows = list(doc.rows[:top])
         title = _("{head}, ranked by {objective}").format(head=head, objective=_(doc.objective))
-        print_table(title, columns, [_row_cells(doc, r) for r in rows], no_wrap=["gpu"])
+        print_table(title, columns, [_row_cells(doc, r) for r in rows], no_wrap=[_("gpu")])
         shown = [r.gpu for r in rows]
     if doc.reasoning:
         click.echo(_("scenario: {reasoning}").format(reasoning=doc.reasoning))
@@ -367,7 +377,19 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         )
 
 
-@click.command("fit")
+#: The stages of the remedy chain (plan.fit writes them; English in the JSON).
+STAGE_WORDS = (N_("batch"), N_("recompute"), N_("precision"), N_("sharding"), N_("offload"))
+
+
+@click.command(
+    "fit",
+    help=N_(
+        "Walk the OOM remedy chain until MODEL fits on --gpu (and --gpus N of them).\n\n"
+        "Order: micro-batch with accumulation, recomputation, precision (bf16, 8-bit optimizer, "
+        "QLoRA), sharding (ZeRO/FSDP, tensor, pipeline), CPU offload. Each step shows memory "
+        "saved and speed cost; the final configuration is printed as options to paste."
+    ),
+)
 @click.argument("model")
 @workload_options
 @click.option("--gpu", "gpu_name", required=True, help=N_("The GPU to fit on."))
@@ -376,12 +398,7 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
 def fit_cmd(
     model: str, gpu_name: str, catalog_file: str | None, as_json: bool, **opts: Any
 ) -> None:
-    """Walk the OOM remedy chain until MODEL fits on --gpu (and --gpus N of them).
-
-    Order: micro-batch with accumulation, recomputation, precision (bf16, 8-bit optimizer,
-    QLoRA), sharding (ZeRO/FSDP, tensor, pipeline), CPU offload. Each step shows memory saved and
-    speed cost; the final configuration is printed as options to paste.
-    """
+    """``suanli fit``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.fit import FitRequest, fit
 
     answer = fit(
@@ -392,38 +409,46 @@ def fit_cmd(
         print_json(answer.to_json())
         return
     click.echo(
-        f"start: {chain.start_bytes / GiB:,.1f} GiB needed, {chain.gpu} has "
-        f"{chain.gpu_memory_bytes / GiB:,.0f} GiB"
+        _("start: {need} GiB needed, {gpu} has {have} GiB").format(
+            need=f"{chain.start_bytes / GiB:,.1f}",
+            gpu=chain.gpu,
+            have=f"{chain.gpu_memory_bytes / GiB:,.0f}",
+        )
     )
     if not chain.steps:
-        click.echo("it already fits; nothing to change")
+        click.echo(_("it already fits; nothing to change"))
         return
     rows = [
         [
             str(i),
-            s.stage,
+            _(s.stage),
             s.change,
             f"{s.memory_bytes / GiB:,.1f}",
             f"-{s.saved_bytes / GiB:,.1f}",
             f"{s.speed_ratio:.2f}x",
-            "yes" if s.fits else "no",
+            _("yes") if s.fits else _("no"),
         ]
         for i, s in enumerate(chain.steps, start=1)
     ]
     print_table(
-        f"remedy chain for {model} on {gpus} x {chain.gpu}",
-        ["#", "stage", "change", "GiB", "saved", "speed", "fits"],
+        _("remedy chain for {model} on {gpus} x {gpu}").format(
+            model=model, gpus=gpus, gpu=chain.gpu
+        ),
+        ["#", _("stage"), _("change"), _("GiB"), _("saved"), _("speed"), _("fits")],
         rows,
-        right_align=["GiB", "saved", "speed"],
+        right_align=[_("GiB"), _("saved"), _("speed")],
     )
     if chain.fits:
-        click.echo(f"fits with: suanli mem {model} --gpu {chain.gpu} {chain.final_options}")
+        command = f"suanli mem {model} --gpu {chain.gpu} {chain.final_options}"
+        click.echo(_("fits with: {command}").format(command=command))
         if chain.framework_settings:
-            click.echo(f"in {chain.framework}:")
+            click.echo(_("in {framework}:").format(framework=chain.framework))
             for setting in chain.framework_settings:
                 click.echo(f"  {setting}")
     else:
         click.echo(
-            "does not fit even at the end of the chain: more GPUs (--gpus), a smaller "
-            "model or a GPU with more memory"
+            _(
+                "does not fit even at the end of the chain: more GPUs (--gpus), a smaller "
+                "model or a GPU with more memory"
+            )
         )
