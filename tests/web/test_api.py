@@ -781,3 +781,25 @@ def test_frameworks_endpoint_and_framework_field(client: TestClient) -> None:
     assert bad.status_code == 400 and "frameworks" in bad.json()["error"]
     wrong = client.post("/api/memory", json={**body, "framework": "vllm"})
     assert wrong.status_code == 400
+
+
+def test_page_messages_come_from_the_catalog() -> None:
+    import html
+    import re
+    from pathlib import Path
+
+    from suanli.web.page_messages import PAGE_MESSAGES
+
+    page = (Path(__file__).parents[2] / "src/suanli/web/static/index.html").read_text("utf-8")
+    labels = {html.unescape(m) for m in re.findall(r'data-i18n="([^"]+)"', page)}
+    assert labels == set(PAGE_MESSAGES)  # every label of the page is in the catalog
+    with TestClient(create_app(allow_hub=False, allow_hosts=("testserver",))) as c:
+        zh = c.get("/api/messages?lang=zh").json()
+        assert zh["lang"] == "zh" and zh["messages"]["Plan"] == "规划"
+        assert all(v != k for k, v in zh["messages"].items())  # every label has Chinese
+        by_header = c.get("/api/messages", headers={"Accept-Language": "zh-CN,zh;q=0.9"}).json()
+        assert by_header["lang"] == "zh"
+        en = c.get("/api/messages", headers={"Accept-Language": "en-US,en;q=0.9"}).json()
+        assert en["lang"] == "en" and en["messages"]["Plan"] == "Plan"
+        bad = c.get("/api/messages?lang=fr")
+        assert bad.status_code == 400 and "zh or en" in bad.json()["error"]

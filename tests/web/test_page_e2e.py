@@ -362,3 +362,35 @@ def test_a_job_that_does_not_fit_gets_no_speed(server: str) -> None:
         finally:
             browser.close()
     assert errors == [], errors
+
+
+def test_page_speaks_chinese_and_remembers_the_choice(server: str) -> None:
+    """Accept-Language picks the first view; the switch changes it and the choice is kept."""
+    errors: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 900})
+            page = context.new_page()
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(server + "/")
+            page.wait_for_function("() => document.body.dataset.lang === 'zh'", timeout=60_000)
+            assert page.inner_text(".tab[data-tab='plan']") == "规划"
+            assert page.inner_text(".tab[data-tab='card']") == "这卡能跑什么？"
+            assert "每卡显存" in page.inner_text("#mem-card h2")
+            assert page.evaluate("document.documentElement.lang") == "zh-CN"
+            page.click("#lang-switch")
+            page.wait_for_function("() => document.body.dataset.lang === 'en'", timeout=60_000)
+            assert page.inner_text(".tab[data-tab='plan']") == "Plan"
+            page.reload()
+            page.wait_for_function("() => document.body.dataset.lang === 'en'", timeout=60_000)
+            assert "Memory per GPU" in page.inner_text("#mem-card h2")
+            page.click("#lang-switch")
+            page.wait_for_function("() => document.body.dataset.lang === 'zh'", timeout=60_000)
+            english = browser.new_context(locale="en-US").new_page()
+            english.goto(server + "/")
+            english.wait_for_function("() => document.body.dataset.lang === 'en'", timeout=60_000)
+            assert english.inner_text("#lang-switch") == "中文"
+        finally:
+            browser.close()
+    assert not errors

@@ -55,9 +55,11 @@ from suanli.estimate.workload import (
     RECOMPUTE,
     TASKS,
 )
+from suanli.i18n import normalize, translate_to
 from suanli.models.resolve import LoadedModel
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.models import Models
+from suanli.web.page_messages import PAGE_MESSAGES
 from suanli.web.schemas import (
     PLAN_MAX_GPUS_INFER,
     PLAN_MAX_GPUS_TRAIN,
@@ -147,6 +149,12 @@ def _multipart_available() -> bool:
     from importlib.util import find_spec
 
     return any(find_spec(name) is not None for name in ("python_multipart", "multipart"))
+
+
+def accept_language(headers: Any) -> str:
+    """``zh`` when the browser's first Accept-Language is Chinese, else ``en``."""
+    first = str(headers.get("accept-language", "")).split(",", 1)[0].strip().lower()
+    return "zh" if first.startswith("zh") else "en"
 
 
 def create_app(
@@ -347,6 +355,19 @@ def create_app(
                 body = render_json(answer.to_json())
             cache.put(key, body)
         return Response(body, media_type="application/json")
+
+    @app.get("/api/messages", summary="The page's labels in a language (zh or en)")
+    def api_messages(request: Request, lang: str | None = None) -> dict[str, Any]:
+        # An explicit ?lang= wins; otherwise the browser's first Accept-Language.
+        chosen = lang if lang is not None else accept_language(request.headers)
+        try:
+            code = normalize(chosen)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+        return {
+            "lang": code,
+            "messages": {m: translate_to(code, m) for m in PAGE_MESSAGES},
+        }
 
     @app.post("/api/card", summary="What a card can run (suanli card --json)")
     def api_card(req: CardRequest) -> dict[str, Any]:
