@@ -220,6 +220,7 @@ def serve_forward(
     kv_efficiency: Any = None,
     touched_share: Any = 1.0,
     expert_share: float = 1.0,
+    num_experts: int = 1,
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> ServeKernels:
@@ -232,7 +233,9 @@ def serve_forward(
     launch per layer). Linear weights are read in
     ``weight_bytes`` per element (the format's), activations in 16 bits; MoE layers run only the
     experts the tokens touch (a ``touched_share`` of them, ``rows x expert_share`` tokens each on
-    average). The LM head runs on the last token of each sequence, as serving engines do."""
+    average), as one grouped kernel per projection and layer (vLLM's fused_moe, llama.cpp's
+    mul_mat_id): one launch per group, not per expert. The LM head runs on the last token of each
+    sequence, as serving engines do."""
     b = 2.0
 
     def t(m: Any, n: Any, k: Any, w: float) -> Any:
@@ -253,12 +256,15 @@ def serve_forward(
     for s in shapes:
         n_in, n_out = shard_dims(s, hidden, tp)
         if s.kind == "experts":
-            # Only the touched experts run (and are read), each on its share of the tokens.
+            # Only the touched experts run (and are read), each on its share of the tokens, in
+            # one grouped kernel per layer: its launch is paid once, not once per expert.
             count = s.count * touched_share
             m = rows * expert_share / maximum(touched_share, 1e-9)
-        else:
-            count, m = s.count, rows
-        gemm = gemm + count * t(m, n_out, n_in, weight_bytes)
+            groups = s.count / num_experts
+            gemm = gemm + count * (t(m, n_out, n_in, weight_bytes) - model.launch_s)
+            gemm = gemm + groups * model.launch_s
+            continue
+        gemm = gemm + s.count * t(rows, n_out, n_in, weight_bytes)
     gemm = gemm + t(sequences, vocab / tp, hidden, b)
     memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
     attention_rate = attention_flops_per_s or peak_flops * model.compute_efficiency

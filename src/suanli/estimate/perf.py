@@ -609,6 +609,7 @@ def serve_kernels(
         "bandwidth_bytes_per_s": device.memory_bytes_per_s,
         "model": device.gemm_model,
         "expert_share": share,
+        "num_experts": moe.num_experts if moe is not None else 1,
         "maximum": maximum,
         "ceil": ceil,
     }
