@@ -31,6 +31,9 @@ TRANSLATED = {
     "src/suanli/cli/perf.py": None,
     "src/suanli/cli/gpus.py": None,
     "src/suanli/cli/live.py": {"doctor_cmd"},
+    "src/suanli/cli/cost.py": None,
+    "src/suanli/cli/explain.py": None,
+    "src/suanli/cli/compare.py": None,
 }
 #: Calls whose string arguments people read.
 SHOWN = {"echo", "print_line", "print_table", "secho", "UsageError"}
@@ -93,6 +96,9 @@ def test_json_stays_english() -> None:
         ("perf", "llama-3.1-8b", "--task", "qlora", "--gpu", "4090", "--tokens", "1e8"),
         ("fit", "llama-3.1-70b", "--task", "full", "--gpu", "h100"),
         ("gpus", "--vendor", "amd"),
+        ("cost", "rtx4090", "--gpus", "2", "--utilisation", "0.3", "--currency", "cny"),
+        ("explain", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+        ("compare", "qwen2.5-0.5b", "--task", "qlora", "--devices", "rtx4090,h100"),
     ],
 )
 def test_the_json_of_the_other_translated_commands_stays_english(args: tuple[str, ...]) -> None:
@@ -144,6 +150,36 @@ def test_doctor_speaks_chinese() -> None:
     assert ("环境正常" in out.stdout) != ("发现问题" in out.stdout)
     assert "┃ check" not in out.stdout and "healthy" not in out.stdout
     assert "problems found" not in out.stdout
+
+
+def _english_headings(text: str, *headings: str) -> list[str]:
+    """The headings found as a table column (``┃ cause``) or a record's label (``cause:``)."""
+    return [h for h in headings if f"┃ {h} " in text or f"\n{h}:" in text]
+
+
+def test_cost_speaks_chinese() -> None:
+    text = _chinese("cost", "rtx4090", "--gpus", "2", "--utilisation", "0.3", "--currency", "cny")
+    assert "累计花费" in text and "租用" in text and "假设" in text and "每美元兑" in text
+    assert "cumulative cost" not in text and "assumptions" not in text
+    assert not _english_headings(text, "year", "buy", "rent", "input", "unit")
+    helped = _chinese("cost", "--help")
+    assert "回本" in helped and "利用率" in helped and "Share of the hours" not in helped
+
+
+def test_explain_speaks_chinese() -> None:
+    text = _chinese("explain", "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert "找到 1 个已知错误" in text and "原因" in text and "解决办法" in text
+    assert "日志行" in text and "来源" in text
+    assert "known error found" not in text and "first matching line" not in text
+    assert not _english_headings(text, "error", "cause", "fix", "line", "source")
+    assert "没有匹配到已知错误" in _chinese("explain", "epoch 3 loss 0.42")
+
+
+def test_compare_speaks_chinese() -> None:
+    text = _chinese("compare", "qwen2.5-0.5b", "--task", "qlora", "--devices", "rtx4090,h100")
+    assert "设备" in text and "单步" in text and "速度" in text and "倍：" in text
+    assert "faster than" not in text and " step\n" not in text
+    assert not _english_headings(text, "device", "step", "speed")
 
 
 def test_the_sort_help_lists_every_sort_alias() -> None:

@@ -10,6 +10,7 @@ import click
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
+from suanli.i18n import N_, _
 
 if TYPE_CHECKING:
     pass
@@ -21,22 +22,32 @@ def _split(text: str) -> tuple[str, ...]:
 
 def _device_cell(row: Any) -> str:
     """The device, marked in red when the work cannot run on it as given."""
-    return row.device if row.fits and row.supported else f"{row.device} [bold red](cannot run)[/]"
+    if row.fits and row.supported:
+        return str(row.device)
+    return f"{row.device} [bold red]{_('(cannot run)')}[/]"
 
 
-@click.command("compare")
+@click.command(
+    "compare",
+    help=N_(
+        "Why did my request go from 10 s to 300 ms? The same roofline — FLOP/s and memory "
+        "bandwidth — for a CPU and GPUs, side by side, in plain words."
+    ),
+)
 @click.argument("model")
 @workload_options
 @click.option(
     "--devices",
     required=True,
-    help="Comma-separated devices: local-cpu (this machine, measured) and catalog "
-    'names, e.g. local-cpu,"RTX 4090","H100 SXM".',
+    help=N_(
+        "Comma-separated devices: local-cpu (this machine, measured) and catalog "
+        'names, e.g. local-cpu,"RTX 4090","H100 SXM".'
+    ),
 )
 @click.option("--prompt", type=IntRange(min=1), default=512, show_default=True)
 @click.option("--output", "output_tokens", type=IntRange(min=1), default=128, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def compare_cmd(
     model: str,
     devices: str,
@@ -46,8 +57,6 @@ def compare_cmd(
     as_json: bool,
     **opts: Any,
 ) -> None:
-    """Why did my request go from 10 s to 300 ms? The same roofline — FLOP/s and memory
-    bandwidth — for a CPU and GPUs, side by side, in plain words."""
     from suanli.answers.compare import CompareRequest, compare
 
     answer = compare(
@@ -77,8 +86,10 @@ def compare_cmd(
             for r in rows
         ]
         print_table(
-            f"{model}: {prompt} prompt + {output_tokens} output tokens, batch {answer.batch}",
-            ["device", "TTFT", "per token", "request", "tokens/s", "speed"],
+            _("{model}: {prompt} prompt + {output} output tokens, batch {batch}").format(
+                model=model, prompt=prompt, output=output_tokens, batch=answer.batch
+            ),
+            [_("device"), _("TTFT"), _("per token"), _("request"), _("tokens/s"), _("speed")],
             table,
         )
     else:
@@ -91,13 +102,27 @@ def compare_cmd(
             ]
             for r in rows
         ]
-        print_table(f"{model} {answer.task} step", ["device", "step", "tokens/s", "speed"], table)
+        print_table(
+            _("{model} {task} step").format(model=model, task=answer.task),
+            [_("device"), _("step"), _("tokens/s"), _("speed")],
+            table,
+        )
     for r in rows:
         if r.reason:
             click.echo(
-                f"{r.device} is {r.speedup_vs_slowest:,.0f}x faster than "
-                f"{rows[answer.slowest].device}: {r.reason}"
+                _("{device} is {ratio}x faster than {slowest}: {reason}").format(
+                    device=r.device,
+                    ratio=f"{r.speedup_vs_slowest:,.0f}",
+                    slowest=rows[answer.slowest].device,
+                    reason=r.reason,
+                )
             )
     for r in rows:
         for warning in r.warnings:
-            print_line(f"{r.device} cannot run it as given: {warning}", fg="red", err=True)
+            print_line(
+                _("{device} cannot run it as given: {warning}").format(
+                    device=r.device, warning=warning
+                ),
+                fg="red",
+                err=True,
+            )

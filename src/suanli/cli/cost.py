@@ -6,9 +6,18 @@ import click
 
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
+from suanli.i18n import N_, _
 
 
-@click.command("cost")
+@click.command(
+    "cost",
+    help=N_(
+        "Buy vs rent vs API for GPU over --years: cumulative cost per year, break-even "
+        "utilisation and hours, and the verdict. Every default is dated data with a source.\n\n"
+        "Example: suanli cost h100 --gpus 8 --price 25000 --utilisation 0.6 --years 3; "
+        "in CNY with Chinese cloud prices: suanli cost 4090d --gpus 2 --currency cny"
+    ),
+)
 @click.argument("gpu_name", metavar="GPU")
 @click.option("--gpus", type=IntRange(min=1), default=8, show_default=True)
 @click.option("--years", type=FloatRange(min=0, min_open=True), default=3.0, show_default=True)
@@ -19,88 +28,97 @@ from suanli.cli.types import FloatRange, IntRange
     type=FloatRange(0, 1),
     default=1.0,
     show_default=True,
-    help="Share of the hours the GPUs are busy.",
+    help=N_("Share of the hours the GPUs are busy."),
 )
 @click.option(
     "--price",
     type=FloatRange(min=0),
     default=None,
-    help="Purchase price per GPU in --currency (default: the catalog's, or the China price "
-    "with cny).",
+    help=N_(
+        "Purchase price per GPU in --currency (default: the catalog's, or the China price "
+        "with cny)."
+    ),
 )
 @click.option(
     "--resale",
     type=FloatRange(0, 1),
     default=0.0,
     show_default=True,
-    help="Resale value at the end, as a share of the purchase price.",
+    help=N_("Resale value at the end, as a share of the purchase price."),
 )
 @click.option(
     "--pue",
     default=None,
-    help="Power usage effectiveness: a number or an id "
-    "(hyperscale, typical-colo, enterprise, home).",
+    help=N_(
+        "Power usage effectiveness: a number or an id (hyperscale, typical-colo, enterprise, home)."
+    ),
 )
 @click.option(
     "--region",
     default=None,
-    help="Electricity region (us, eu, cn, cn-guangdong, ...); a cn region prefers Chinese clouds.",
+    help=N_(
+        "Electricity region (us, eu, cn, cn-guangdong, ...); a cn region prefers Chinese clouds."
+    ),
 )
 @click.option("--usd-per-kwh", type=FloatRange(min=0), default=None)
 @click.option(
     "--rent",
     type=FloatRange(min=0),
     default=None,
-    help="On-demand rent per GPU-hour in --currency (default: the cheapest snapshot).",
+    help=N_("On-demand rent per GPU-hour in --currency (default: the cheapest snapshot)."),
 )
 @click.option(
-    "--spot", type=FloatRange(min=0), default=None, help="Spot rent per GPU-hour in --currency."
+    "--spot", type=FloatRange(min=0), default=None, help=N_("Spot rent per GPU-hour in --currency.")
 )
 @click.option(
     "--reserved",
     type=FloatRange(min=0),
     default=None,
-    help="Reserved rent per GPU-hour in --currency.",
+    help=N_("Reserved rent per GPU-hour in --currency."),
 )
 @click.option(
     "--currency",
     default="usd",
     show_default=True,
-    help="usd or cny: the currency of --price/--rent/--spot/--reserved and of the answer; cny "
-    "prefers Chinese clouds, China prices and electricity region cn.",
+    help=N_(
+        "usd or cny: the currency of --price/--rent/--spot/--reserved and of the answer; cny "
+        "prefers Chinese clouds, China prices and electricity region cn."
+    ),
 )
 @click.option(
     "--usd-cny",
     type=FloatRange(min=0, min_open=True),
     default=None,
-    help="Exchange rate, CNY per USD (default: the dated rate in costs.toml).",
+    help=N_("Exchange rate, CNY per USD (default: the dated rate in costs.toml)."),
 )
 @click.option(
     "--cloud",
     default=None,
-    help="Only rent prices from providers whose name contains this (e.g. autodl, runpod).",
+    help=N_("Only rent prices from providers whose name contains this (e.g. autodl, runpod)."),
 )
 @click.option(
     "--tokens-per-year",
     type=FloatRange(min=0),
     default=0.0,
-    help="Output tokens per year the work needs, for the API column.",
+    help=N_("Output tokens per year the work needs, for the API column."),
 )
 @click.option("--input-tokens-per-year", type=FloatRange(min=0), default=0.0)
 @click.option(
     "--api",
     default=None,
-    help="API model for the price (e.g. llama-3.1-8b); with a token volume, also the model "
-    "the GPUs serve (its estimated speed turns tokens into GPU-hours).",
+    help=N_(
+        "API model for the price (e.g. llama-3.1-8b); with a token volume, also the model "
+        "the GPUs serve (its estimated speed turns tokens into GPU-hours)."
+    ),
 )
 @click.option(
     "--gpu-tokens-per-s",
     type=FloatRange(min=0, min_open=True),
     default=None,
-    help="Output tokens/s one GPU serves (measured); default: estimated for --api.",
+    help=N_("Output tokens/s one GPU serves (measured); default: estimated for --api."),
 )
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def cost_cmd(
     gpu_name: str,
     gpus: int,
@@ -124,12 +142,6 @@ def cost_cmd(
     catalog_file: str | None,
     as_json: bool,
 ) -> None:
-    """Buy vs rent vs API for GPU over --years: cumulative cost per year, break-even
-    utilisation and hours, and the verdict. Every default is dated data with a source.
-
-    Example: suanli cost h100 --gpus 8 --price 25000 --utilisation 0.6 --years 3;
-    in CNY with Chinese cloud prices: suanli cost 4090d --gpus 2 --currency cny
-    """
     from suanli.answers.cost import CostRequest, cost
 
     answer = cost(
@@ -177,15 +189,17 @@ def cost_cmd(
         ]
         for r in answer.per_year
     ]
-    title = f"{gpus} x {answer.inputs.gpu}, {utilisation:.0%} utilised: cumulative cost"
-    if rate is not None:
-        title += f" (CNY, {rate:g} CNY per USD)"
-    print_table(
-        title,
-        ["year", "buy", "rent", "spot", "API"],
-        rows,
-        right_align=["buy", "rent", "spot", "API"],
-    )
+    busy = f"{utilisation:.0%}"
+    if rate is None:
+        title = _("{gpus} x {gpu}, {busy} utilised: cumulative cost").format(
+            gpus=gpus, gpu=answer.inputs.gpu, busy=busy
+        )
+    else:
+        title = _(
+            "{gpus} x {gpu}, {busy} utilised: cumulative cost (CNY, {rate} CNY per USD)"
+        ).format(gpus=gpus, gpu=answer.inputs.gpu, busy=busy, rate=f"{rate:g}")
+    amounts = [_("buy"), _("rent"), _("spot"), _("API")]
+    print_table(title, [_("year"), *amounts], rows, right_align=amounts)
     click.echo(answer.verdict)
     notes = [
         [
@@ -197,4 +211,6 @@ def cost_cmd(
         ]
         for a in answer.assumptions
     ]
-    print_table("assumptions", ["input", "value", "unit", "source", "date"], notes)
+    print_table(
+        _("assumptions"), [_("input"), _("value"), _("unit"), _("source"), _("date")], notes
+    )

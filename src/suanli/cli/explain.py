@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 import click
 
 from suanli.cli.render import print_json, print_table
+from suanli.i18n import N_, _
 
 if TYPE_CHECKING:
     from suanli.answers.explain import ErrorMatch
 
-NO_MATCH = (
+NO_MATCH = N_(
     "no known error matched; pass the whole traceback or log (--log FILE, '-' for stdin), "
     "or add the message to the catalog (see docs/explain.md)"
 )
@@ -22,38 +23,45 @@ def _render(matches: tuple[ErrorMatch, ...]) -> None:
 
     # cells are rich markup: a log line's "[rank0]:[E1030 ...]" or a fix's "pip install x[y]"
     # would lose its brackets unless escaped
-    plural = "" if len(matches) == 1 else "s"
+    title = (
+        _("1 known error found")
+        if len(matches) == 1
+        else _("{count} known errors found").format(count=len(matches))
+    )
     print_table(
-        f"{len(matches)} known error{plural} found",
-        ["id", "error", "cause", "fix"],
+        title,
+        [_("id"), _("error"), _("cause"), _("fix")],
         [[escape(v) for v in (m.id, m.error, m.cause, m.fix)] for m in matches],
-        no_wrap=["id"],
+        no_wrap=[_("id")],
     )
     print_table(
-        "first matching line and source",
-        ["id", "line", "source"],
+        _("first matching line and source"),
+        [_("id"), _("log line"), _("source")],
         [[escape(v) for v in (m.id, m.line, m.source)] for m in matches],
-        no_wrap=["id"],
+        no_wrap=[_("id")],
     )
 
 
-@click.command("explain")
+@click.command(
+    "explain",
+    help=N_(
+        "Explain a GPU error: what it means, why it happens, how to fix it, and the source.\n\n"
+        "Give the error message as TEXT (quote it) or a whole log with --log FILE. Every line is "
+        "matched against a catalog of known CUDA, NCCL, driver, PyTorch, cuDNN, ROCm, "
+        "bitsandbytes and vLLM errors; each known error is reported once, in order of first "
+        "appearance."
+    ),
+)
 @click.argument("text", nargs=-1)
 @click.option(
     "--log",
     "log_file",
     metavar="FILE",
     default=None,
-    help="Scan a whole log file line by line ('-' reads stdin).",
+    help=N_("Scan a whole log file line by line ('-' reads stdin)."),
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def explain_cmd(text: tuple[str, ...], log_file: str | None, as_json: bool) -> None:
-    """Explain a GPU error: what it means, why it happens, how to fix it, and the source.
-
-    Give the error message as TEXT (quote it) or a whole log with --log FILE. Every line is
-    matched against a catalog of known CUDA, NCCL, driver, PyTorch, cuDNN, ROCm, bitsandbytes
-    and vLLM errors; each known error is reported once, in order of first appearance.
-    """
     from suanli.answers.explain import ExplainRequest, explain
 
     answer = explain(ExplainRequest(text=" ".join(text), log_file=log_file))
@@ -62,4 +70,4 @@ def explain_cmd(text: tuple[str, ...], log_file: str | None, as_json: bool) -> N
     elif answer.matches:
         _render(answer.matches)
     else:
-        click.echo(NO_MATCH)
+        click.echo(_(NO_MATCH))
