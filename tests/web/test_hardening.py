@@ -124,25 +124,10 @@ MALFORMED_HTTP = [
 
 def test_malformed_http_gets_the_json_error_from_a_real_server() -> None:
     """Requests uvicorn's parser rejects before the app sees them still get {"error": ...}."""
-    import subprocess
-    import sys
-    import time
+    from .real_server import start_serve
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "suanli", "serve", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    server, port = start_serve()
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         for raw in MALFORMED_HTTP:
             with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
                 conn.sendall(raw)

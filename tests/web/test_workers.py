@@ -69,19 +69,12 @@ def test_process_and_thread_searches_give_the_same_bytes() -> None:
 def test_search_workers_end_when_the_server_is_killed() -> None:
     """SIGKILL gives the server no shutdown: its workers notice and end by themselves."""
     import signal
-    import socket
-    import subprocess
-    import sys
     import time
 
+    from .real_server import start_serve
+
     psutil = pytest.importorskip("psutil")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "suanli", "serve", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    server, _port = start_serve()
     try:
         deadline = time.monotonic() + 60
         workers: list[Any] = []

@@ -218,42 +218,72 @@ def cuda_for_driver(driver_version: str | None) -> str | None:
     return NA
 
 
-class NvidiaSmiProvider:
-    """NVIDIA GPUs through the ``nvidia-smi`` command, for when the NVML library cannot load.
+class _SmiTableProvider:
+    """A vendor tool asked once at ``available()``; that reading is used by the first
+    ``sample()``. Subclasses set ``name``/``tool`` and implement ``_parse``."""
 
-    Reads name, memory, utilisation, temperature and power; the other fields stay ``None``.
-    """
-
-    name = "nvidia-smi"
+    name = ""
+    tool = ""
+    vendor_label = ""
 
     def __init__(self, tool: str | None = None) -> None:
-        self._tool = tool or shutil.which("nvidia-smi")
-        self._error: str | None = None if self._tool else "nvidia-smi not found on PATH"
+        self._tool = tool or shutil.which(self.tool)
+        self._error: str | None = None if self._tool else f"{self.tool} not found on PATH"
         self._seen: bool | None = None
         self._pending: list[DeviceSample] = []
         self._count = 0
         self._driver_version: str | None = NA
 
+    def _parse(self, tool: str) -> tuple[list[DeviceSample], str | None]:
+        raise NotImplementedError
+
     def _read(self) -> list[DeviceSample]:
         if not self._tool:
             return []
         try:
-            samples, driver = parse_nvidia_smi_csv(run_tool([self._tool, *NVIDIA_SMI_QUERY]))
+            samples, driver = self._parse(self._tool)
         except ToolError as exc:
             self._error = str(exc)
             return []
         self._driver_version = driver or self._driver_version
         self._count = len(samples)
         if not samples:
-            self._error = "nvidia-smi listed no GPU"
+            self._error = f"{self.tool} listed no {self.vendor_label}"
         return samples
 
     def available(self) -> bool:
-        """Whether ``nvidia-smi`` runs and lists at least one GPU (asked once)."""
+        """Whether the tool runs and lists at least one device (asked once)."""
         if self._seen is None:
             self._pending = self._read()
             self._seen = bool(self._pending)
         return self._seen
+
+    def driver(self) -> DriverInfo:
+        """The driver version the tool reports and the device count."""
+        if not self.available():
+            return DriverInfo(self.name, error=self._error)
+        return DriverInfo(self.name, driver_version=self._driver_version, device_count=self._count)
+
+    def sample(self) -> list[DeviceSample]:
+        """One reading of every device (the reading taken by ``available()`` is used once)."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            return pending
+        return self._read()
+
+
+class NvidiaSmiProvider(_SmiTableProvider):
+    """NVIDIA GPUs through the ``nvidia-smi`` command, for when the NVML library cannot load.
+
+    Reads name, memory, utilisation, temperature and power; the other fields stay ``None``.
+    """
+
+    name = "nvidia-smi"
+    tool = "nvidia-smi"
+    vendor_label = "GPU"
+
+    def _parse(self, tool: str) -> tuple[list[DeviceSample], str | None]:
+        return parse_nvidia_smi_csv(run_tool([tool, *NVIDIA_SMI_QUERY]))
 
     def driver(self) -> DriverInfo:
         """The driver version (from the query) and the CUDA version (from the table header)."""
@@ -268,13 +298,6 @@ class NvidiaSmiProvider:
             cuda_driver_version=cuda or cuda_for_driver(self._driver_version),
             device_count=self._count,
         )
-
-    def sample(self) -> list[DeviceSample]:
-        """One reading of every GPU (the reading taken by ``available()`` is used once)."""
-        if self._pending:
-            pending, self._pending = self._pending, []
-            return pending
-        return self._read()
 
 
 class ProcNvidiaProvider:
@@ -407,60 +430,6 @@ def parse_npu_smi_info(text: str) -> tuple[list[DeviceSample], str | None]:
         )
         first_chip = False
     return samples, driver
-
-
-class _SmiTableProvider:
-    """A vendor tool asked once at ``available()``; that reading is used by the first
-    ``sample()``. Subclasses set ``name``/``tool`` and implement ``_parse``."""
-
-    name = ""
-    tool = ""
-    vendor_label = ""
-
-    def __init__(self, tool: str | None = None) -> None:
-        self._tool = tool or shutil.which(self.tool)
-        self._error: str | None = None if self._tool else f"{self.tool} not found on PATH"
-        self._seen: bool | None = None
-        self._pending: list[DeviceSample] = []
-        self._count = 0
-        self._driver_version: str | None = NA
-
-    def _parse(self, tool: str) -> tuple[list[DeviceSample], str | None]:
-        raise NotImplementedError
-
-    def _read(self) -> list[DeviceSample]:
-        if not self._tool:
-            return []
-        try:
-            samples, driver = self._parse(self._tool)
-        except ToolError as exc:
-            self._error = str(exc)
-            return []
-        self._driver_version = driver or self._driver_version
-        self._count = len(samples)
-        if not samples:
-            self._error = f"{self.tool} listed no {self.vendor_label}"
-        return samples
-
-    def available(self) -> bool:
-        """Whether the tool runs and lists at least one device (asked once)."""
-        if self._seen is None:
-            self._pending = self._read()
-            self._seen = bool(self._pending)
-        return self._seen
-
-    def driver(self) -> DriverInfo:
-        """The driver version the tool reports and the device count."""
-        if not self.available():
-            return DriverInfo(self.name, error=self._error)
-        return DriverInfo(self.name, driver_version=self._driver_version, device_count=self._count)
-
-    def sample(self) -> list[DeviceSample]:
-        """One reading of every device (the reading taken by ``available()`` is used once)."""
-        if self._pending:
-            pending, self._pending = self._pending, []
-            return pending
-        return self._read()
 
 
 class NpuSmiProvider(_SmiTableProvider):
