@@ -428,11 +428,11 @@ def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
     def lacks(gpu: GPU) -> str:
         missing = []
         if not count(gpu, "rt_cores"):
-            missing.append("no ray-tracing units: renderers fall back to shader cores")
+            missing.append(N_("no ray-tracing units: renderers fall back to shader cores"))
         if not count(gpu, "nvenc_engines"):
-            missing.append("no hardware video encoder")
+            missing.append(N_("no hardware video encoder"))
         elif gpu.get("av1_encode") is False:
-            missing.append("no AV1 encode")
+            missing.append(N_("no AV1 encode"))
         return "; ".join(missing)
 
     is_cpu = {g.id: g.form_factor == "cpu" or g.software_stack == "cpu" for g in gpus}

@@ -58,21 +58,29 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
 
 
 @doctor_cmd.command(
-    "run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+    "run",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    help=N_(
+        "Run an unmodified PyTorch training SCRIPT with instrumentation and print one verdict "
+        "(input-, sync-, launch-, communication- or compute-bound) with ranked, quantified "
+        "fixes.\n\nThe script runs in a child process: its exit status is passed on (a signal N "
+        "as 128+N, --timeout as 124), and the report comes however it ends. Processes it forks "
+        "are reported each; what it leaves running is stopped at the end."
+    ),
 )
 @click.option(
     "--steps",
     type=IntRange(min=3),
     default=30,
     show_default=True,
-    help="Training steps to record (replayed steps included).",
+    help=N_("Training steps to record (replayed steps included)."),
 )
 @click.option(
     "--replay",
     type=IntRange(min=0),
     default=8,
     show_default=True,
-    help="Final steps fed from cached batches: measures 'what if data were free'.",
+    help=N_("Final steps fed from cached batches: measures 'what if data were free'."),
 )
 @click.option("--warmup", type=IntRange(min=0), default=2, show_default=True)
 @click.option(
@@ -81,16 +89,16 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     type=FloatRange(min=0),
     default=1800,
     show_default=True,
-    help="Stop the script after SECONDS (0: no limit) and report the steps recorded by then.",
+    help=N_("Stop the script after SECONDS (0: no limit) and report the steps recorded by then."),
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 @click.option(
     "-o",
     "--output",
     "output",
     type=click.Path(dir_okay=False, writable=True),
     default=None,
-    help="Also write the JSON answer to FILE (written whole, or not at all).",
+    help=N_("Also write the JSON answer to FILE (written whole, or not at all)."),
 )
 @click.argument("script", type=click.Path(dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -104,12 +112,7 @@ def doctor_run_cmd(
     script: str,
     args: tuple[str, ...],
 ) -> None:
-    """Run an unmodified PyTorch training SCRIPT with instrumentation and print one verdict
-    (input-, sync-, launch-, communication- or compute-bound) with ranked, quantified fixes.
-
-    The script runs in a child process: its exit status is passed on (a signal N as 128+N,
-    --timeout as 124), and the report comes however it ends. Processes it forks are reported
-    each; what it leaves running is stopped at the end."""
+    """``suanli doctor run``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.doctor_run import DoctorRunRequest, doctor_run
     from suanli.live.callbacks import format_report
 
@@ -122,7 +125,11 @@ def doctor_run_cmd(
         folder = os.path.dirname(os.path.abspath(output))
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             # Checked before the run: a report lost at the end of a long run costs the run.
-            raise ValueError(f"cannot write {output!r}: its folder does not exist or is read-only")
+            raise ValueError(
+                _("cannot write {path}: its folder does not exist or is read-only").format(
+                    path=repr(output)
+                )
+            )
     req = DoctorRunRequest(
         script=script,
         args=args,
@@ -142,16 +149,25 @@ def doctor_run_cmd(
             click.echo(format_report(answer.report))
         if answer.data_free_step_s:
             click.echo(
-                f"  with data replayed from memory a step takes "
-                f"{answer.data_free_step_s * 1e3:.1f} ms"
+                _("  with data replayed from memory a step takes {ms} ms").format(
+                    ms=f"{answer.data_free_step_s * 1e3:.1f}"
+                )
             )
         for proc in answer.processes or ():
             click.echo(
-                f"  {proc.label} (pid {proc.pid}): {proc.verdict}, "
-                f"step {proc.step_time_s * 1e3:.1f} ms over {proc.steps} steps, {proc.ended}"
+                _(
+                    "  {label} (pid {pid}): {verdict}, step {ms} ms over {steps} steps, {ended}"
+                ).format(
+                    label=proc.label,
+                    pid=proc.pid,
+                    verdict=proc.verdict,
+                    ms=f"{proc.step_time_s * 1e3:.1f}",
+                    steps=proc.steps,
+                    ended=proc.ended,
+                )
             )
         if answer.script_error:
-            click.echo(f"  note: the script ended: {answer.script_error}")
+            click.echo(_("  note: the script ended: {error}").format(error=answer.script_error))
     # The report is printed whatever way the script ended; its own exit status is passed on.
     if answer.script_exit_code:
         sys.exit(answer.script_exit_code)

@@ -199,8 +199,17 @@ def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
 
     ranked = [r for r in doc.rows if r.fits][:top]
     print_table(
-        "rendering and video: ray tracing, memory and media engines",
-        ["gpu", "GiB", "RT units", "encoders", "decoders", "AV1", "stack", "lacks"],
+        _("rendering and video: ray tracing, memory and media engines"),
+        [
+            _("gpu"),
+            _("GiB"),
+            _("RT units"),
+            _("encoders"),
+            _("decoders"),
+            _("AV1"),
+            _("stack"),
+            _("lacks"),
+        ],
         [
             [
                 r.gpu,
@@ -208,9 +217,9 @@ def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
                 engines(r.rt_cores),
                 engines(r.nvenc_engines),
                 engines(r.nvdec_engines),
-                {True: "yes", False: "no", None: "-"}[r.av1_encode],
+                {True: _("yes"), False: _("no"), None: "-"}[r.av1_encode],
                 r.software_stack.split(":", 1)[0],
-                r.reason or "-",
+                reason_text(r.reason) or "-",
             ]
             for r in ranked
         ],
@@ -218,7 +227,7 @@ def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
     )
     cpus = [r.gpu for r in doc.rows if not r.fits]
     if cpus:
-        click.echo(f"not ranked (CPUs, no GPU rendering): {', '.join(cpus)}")
+        click.echo(_("not ranked (CPUs, no GPU rendering): {cpus}").format(cpus=", ".join(cpus)))
 
 
 #: The objectives' words, for the catalog (the answer's ``objective`` is shown translated).
