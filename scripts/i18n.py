@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "suanli"
 PO = SOURCE / "i18n" / "locale" / "zh" / "LC_MESSAGES" / "suanli.po"
 MO = PO.with_suffix(".mo")
-KEYWORDS = {"_": None, "N_": None}
+KEYWORDS = {"_": None, "N_": None, "C_": ((1, "c"), 2)}
 FIXED_DATE = datetime.datetime(2026, 12, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -32,8 +32,13 @@ def template() -> Catalog:
     found = extract_from_dir(
         str(SOURCE), method_map=[("**.py", "python")], keywords=KEYWORDS, comment_tags=("i18n:",)
     )
-    for filename, lineno, message, comments, _context in found:
-        catalog.add(message, locations=[(f"suanli/{filename}", lineno)], auto_comments=comments)
+    for filename, lineno, message, comments, context in found:
+        catalog.add(
+            message,
+            locations=[(f"suanli/{filename}", lineno)],
+            auto_comments=comments,
+            context=context,
+        )
     return catalog
 
 

@@ -26,6 +26,7 @@ from suanli.catalog.network import (
     network_for,
 )
 from suanli.estimate.perf import Device
+from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,9 +41,15 @@ def read_calibration(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise CatalogError(f"cannot read calibration file {str(p)!r} ({exc.strerror})") from None
+        raise CatalogError(
+            N_("cannot read calibration file {path!r} ({reason})").format(
+                path=str(p), reason=exc.strerror
+            )
+        ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{p}: not valid TOML ({exc})") from None
+        raise CatalogError(
+            N_("{path}: not valid TOML ({error})").format(path=p, error=exc)
+        ) from None
     rows = {}
     for raw in doc.get("ceiling", []):
         try:
@@ -50,11 +57,15 @@ def read_calibration(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
             float(raw["matmul_flops"])
         except (KeyError, TypeError, ValueError):
             raise CatalogError(
-                f"{p}: each [[ceiling]] needs gpu_id, precision and a numeric matmul_flops"
+                N_(
+                    "{path}: each [[ceiling]] needs gpu_id, precision and a numeric matmul_flops"
+                ).format(path=p)
             ) from None
         rows[key] = raw
     if not rows:
-        raise CatalogError(f"{p}: no [[ceiling]] rows; see docs/speed.md for the format")
+        raise CatalogError(
+            N_("{path}: no [[ceiling]] rows; see docs/speed.md for the format").format(path=p)
+        )
     return rows
 
 
@@ -134,14 +145,18 @@ def device_for(
     Without an explicit ``calibration``, a profile saved by ``suanli bench`` for this GPU
     (``~/.config/suanli/calibration/<gpu id>.toml``) is used when it exists.
     """
-    source_note = "calibration file"
+    source_note = N_("calibration file")
     if calibration is None and auto_calibration:
         calibration = _local_profile(gpu.id)
-        source_note = "local calibration profile (suanli bench)"
+        source_note = N_("local calibration profile (suanli bench)")
     precision = compute_precision(gpu, dtype)
     peak = gpu.peak_flops(precision)
     if not peak:
-        raise ValueError(f"{gpu.id} has no {precision} peak in the catalog; pick another GPU")
+        raise ValueError(
+            N_("{gpu} has no {precision} peak in the catalog; pick another GPU").format(
+                gpu=gpu.id, precision=precision
+            )
+        )
     ceiling = ceiling_for(gpu, precision)
     matmul_fraction, memory_fraction, source = (
         ceiling.matmul_fraction,

@@ -7,6 +7,8 @@ GB is 10**9 bytes and GiB is 2**30 bytes; the two are never mixed.
 
 from __future__ import annotations
 
+from suanli.i18n import N_
+
 KB = 1000
 MB = 1000**2
 GB = 1000**3
@@ -40,7 +42,9 @@ def dtype_bytes(dtype: str) -> float:
     key = aliases.get(key, key)
     if key not in DTYPE_BYTES:
         known = ", ".join(DTYPE_BYTES)
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {known}")
+        raise ValueError(
+            N_("unknown dtype {dtype!r}; use one of {known}").format(dtype=dtype, known=known)
+        )
     return DTYPE_BYTES[key]
 
 

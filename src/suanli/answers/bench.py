@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import FLATTEN, Answer
 from suanli.errors import MissingExtra
+from suanli.i18n import N_
 from suanli.live import bench as live_bench
 from suanli.live.bench import (
     BenchResult,
@@ -64,7 +65,7 @@ def bench(req: BenchRequest, *, progress: ProgressFn | None = None) -> BenchAnsw
     on bad sizes, device or process count; :class:`MissingExtra` without PyTorch.
     """
     if not torch_available():
-        raise MissingExtra("suanli bench needs PyTorch: pip install 'suanli[torch]'")
+        raise MissingExtra(N_("suanli bench needs PyTorch: pip install 'suanli[torch]'"))
     size_list = parse_sizes(req.sizes) if req.sizes else None
     # Looked up on the package at call time, so a replaced run_bench (tests) is the one run.
     result = live_bench.run_bench(

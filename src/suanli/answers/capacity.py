@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from suanli.answers.base import FLATTEN, FLATTEN_OPTIONAL, Answer
 from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.i18n import N_
 from suanli.limits import MAX_SIMULATED_REQUESTS
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.models.spec import ModelSpec
@@ -363,8 +364,10 @@ def with_engine_defaults(req: CapacityRequest) -> CapacityRequest:
     fw = get_framework(req.framework)
     if fw.kind != "serve":
         raise ValueError(
-            f"--framework {fw.id} trains models; capacity plans serving: use vllm, sglang, "
-            "tensorrt-llm, llama.cpp or ollama"
+            N_(
+                "--framework {framework} trains models; capacity plans serving: use vllm, "
+                "sglang, tensorrt-llm, llama.cpp or ollama"
+            ).format(framework=fw.id)
         )
     if req.explicit is not None:
         given = set(req.explicit)
@@ -392,30 +395,33 @@ def engine_config(req: CapacityRequest) -> EngineConfig:
 def check_request(req: CapacityRequest) -> None:
     """Raise ``ValueError`` (one sentence) on options that do not go together."""
     if req.requests is not None and req.duration is not None:
-        raise ValueError("give --requests or --duration, not both")
+        raise ValueError(N_("give --requests or --duration, not both"))
     if req.arrivals != "trace" and req.rate is None:
-        raise ValueError("give --rate (requests per second), or --arrivals trace --trace FILE")
+        raise ValueError(N_("give --rate (requests per second), or --arrivals trace --trace FILE"))
     has_trace = req.trace_file is not None or req.trace_text is not None
     if has_trace and req.arrivals != "trace":
-        raise ValueError("--trace needs --arrivals trace")
+        raise ValueError(N_("--trace needs --arrivals trace"))
     if req.trace_file is not None and req.trace_text is not None:
-        raise ValueError("give a trace file or its text, not both")
+        raise ValueError(N_("give a trace file or its text, not both"))
     expected = float(req.requests or 0)
     if req.duration is not None and req.rate is not None:
         expected = req.rate * req.duration  # inf with --rate inf: give --requests instead
     if expected > MAX_SIMULATED_REQUESTS:
         raise ValueError(
-            f"that is {expected:,.0f} requests to simulate; the most one run takes is "
-            f"{MAX_SIMULATED_REQUESTS:,}: lower --rate, --duration or --requests"
+            N_(
+                "that is {expected:,.0f} requests to simulate; the most one run takes is "
+                "{most:,}: lower --rate, --duration or --requests"
+            ).format(expected=expected, most=MAX_SIMULATED_REQUESTS)
         )
     if req.burst_period is not None and req.burst_period < MIN_BURST_PERIOD_S:
         raise ValueError(
-            f"--burst-period {req.burst_period:g} s is shorter than a millisecond; "
-            f"give at least {MIN_BURST_PERIOD_S:g}"
+            N_(
+                "--burst-period {period:g} s is shorter than a millisecond; give at least {least:g}"
+            ).format(period=req.burst_period, least=MIN_BURST_PERIOD_S)
         )
     if req.mode == "plan" and req.slo_ttft is None and req.slo_tpot is None:
         raise ValueError(
-            "give --gpu to simulate one GPU, or --slo-ttft/--slo-tpot to plan over the catalog"
+            N_("give --gpu to simulate one GPU, or --slo-ttft/--slo-tpot to plan over the catalog")
         )
 
 
@@ -430,20 +436,35 @@ def load_trace(req: CapacityRequest) -> Requests | None:
     try:
         text = Path(req.trace_file).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValueError(f"cannot read trace {req.trace_file!r} ({exc.strerror})") from None
+        raise ValueError(
+            N_("cannot read trace {path!r} ({error})").format(
+                path=req.trace_file, error=exc.strerror
+            )
+        ) from None
     return parse_trace(text, req.trace_file)
 
 
 def assumptions(device: Device, config: EngineConfig) -> tuple[str, ...]:
     """What a simulation assumes about the GPU and the engine (one sentence each)."""
     return (
-        f"matmul at {device.matmul_efficiency:.0%} of peak ({device.efficiency_source}), "
-        f"memory at {device.memory_efficiency:.0%} of peak bandwidth",
-        "iteration time per op class (GEMMs, attention, fused non-matmul ops) from the "
-        "roofline, classes added, plus tensor-parallel all-reduces",
-        f"KV cache in {config.block_size}-token blocks: {config.gpu_memory_utilization:g} of GPU "
-        f"memory minus weights, prefill peak and runtime overhead; kv policy {config.kv_policy}",
-        f"step overhead {config.step_overhead_s * 1e3:g} ms per iteration",
+        N_(
+            "matmul at {matmul:.0%} of peak ({source}), memory at {memory:.0%} of peak bandwidth"
+        ).format(
+            matmul=device.matmul_efficiency,
+            source=device.efficiency_source,
+            memory=device.memory_efficiency,
+        ),
+        N_(
+            "iteration time per op class (GEMMs, attention, fused non-matmul ops) from the "
+            "roofline, classes added, plus tensor-parallel all-reduces"
+        ),
+        N_(
+            "KV cache in {block}-token blocks: {share:g} of GPU memory minus weights, prefill "
+            "peak and runtime overhead; kv policy {policy}"
+        ).format(
+            block=config.block_size, share=config.gpu_memory_utilization, policy=config.kv_policy
+        ),
+        N_("step overhead {ms:g} ms per iteration").format(ms=config.step_overhead_s * 1e3),
     )
 
 

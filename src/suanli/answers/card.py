@@ -233,9 +233,9 @@ def card(req: CardRequest, *, loader: Callable[[str], LoadedModel] = load_model)
     popular models' fit. Raises ``ValueError`` with one sentence on an unknown or ambiguous card
     or bad settings."""
     if req.gpus < 1:
-        raise ValueError("--gpus must be at least 1")
+        raise ValueError(N_("--gpus must be at least 1"))
     if not req.contexts:
-        raise ValueError("give at least one inference context length")
+        raise ValueError(N_("give at least one inference context length"))
     gpu = find_gpu(req.gpu, load_catalog(req.catalog_file))
     est = _Estimator(gpu, req.gpus)
     jobs = jobs_for(req)
@@ -304,15 +304,19 @@ def local_card() -> tuple[str, int]:
     samples = gpu_samples()
     if not samples:
         raise ValueError(
-            "no local GPU was found; name a card instead, e.g. suanli card 4090 "
-            "(suanli gpus lists them)"
+            N_(
+                "no local GPU was found; name a card instead, e.g. suanli card 4090 "
+                "(suanli gpus lists them)"
+            )
         )
     name = samples[0].name
     gpu, _gpu_id = local_gpu(name)
     if gpu is None:
         raise ValueError(
-            f"the local GPU {name!r} is not in the catalog; name the closest card, e.g. "
-            "suanli card 4090 (suanli gpus lists them)"
+            N_(
+                "the local GPU {name!r} is not in the catalog; name the closest card, e.g. "
+                "suanli card 4090 (suanli gpus lists them)"
+            ).format(name=name)
         )
     same = sum(1 for s in samples if s.name == name)
     return gpu.id, same

@@ -18,6 +18,7 @@ from suanli.catalog.formats import get_format
 from suanli.estimate.perf import Device, inference_perf, training_perf
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
+from suanli.i18n import N_
 from suanli.models.resolve import LoadedModel, load_model
 
 
@@ -95,13 +96,11 @@ class CompareAnswer(Answer):
 def reason(bound: str, device: Device, other: Device) -> str:
     """Why ``device`` beats ``other`` for work with this ``bound``, in one line."""
     if bound == "memory":
-        return (
-            f"bandwidth-bound: {device.bandwidth / 1e9:,.0f} GB/s vs "
-            f"{other.bandwidth / 1e9:,.0f} GB/s achievable"
+        return N_("bandwidth-bound: {this:,.0f} GB/s vs {other:,.0f} GB/s achievable").format(
+            this=device.bandwidth / 1e9, other=other.bandwidth / 1e9
         )
-    return (
-        f"compute-bound: {device.matmul_flops / 1e12:,.1f} vs "
-        f"{other.matmul_flops / 1e12:,.1f} TFLOP/s achievable"
+    return N_("compute-bound: {this:,.1f} vs {other:,.1f} TFLOP/s achievable").format(
+        this=device.matmul_flops / 1e12, other=other.matmul_flops / 1e12
     )
 
 
@@ -121,7 +120,7 @@ def compare(
     spec = loader(req.model).spec
     if len(req.devices) < 2:
         raise ValueError(
-            "--devices needs at least two names separated by commas, e.g. local-cpu,rtx4090"
+            N_("--devices needs at least two names separated by commas, e.g. local-cpu,rtx4090")
         )
     rows: list[CompareRow] = []
     built: list[Device] = []

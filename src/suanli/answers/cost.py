@@ -14,17 +14,24 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import OMIT_NONE, Answer
 from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.i18n import N_
 from suanli.plan.cost import Assumption, CostComparison, CostTotals, YearRow, compare_costs
 from suanli.plan.cost.model import check_currency, usd_cny_rate
 
 #: The formula behind each number of the answer (the page shows them on hover).
 EXPLAIN: dict[str, str] = {
-    "buy_cumulative_usd": "GPUs x (price + server share) + years x (electricity + facility)"
-    ", less the resale value at the end",
-    "rent_cumulative_usd": "GPUs x busy hours per year x years x USD per GPU-hour",
-    "break_even_years": "purchase / (rent per year - running cost per year): when renting "
-    "has cost as much as buying (resale not counted)",
-    "break_even_utilisation": "the utilisation above which buying is cheaper over the whole period",
+    "buy_cumulative_usd": N_(
+        "GPUs x (price + server share) + years x (electricity + facility), less the resale "
+        "value at the end"
+    ),
+    "rent_cumulative_usd": N_("GPUs x busy hours per year x years x USD per GPU-hour"),
+    "break_even_years": N_(
+        "purchase / (rent per year - running cost per year): when renting has cost as much as "
+        "buying (resale not counted)"
+    ),
+    "break_even_utilisation": N_(
+        "the utilisation above which buying is cheaper over the whole period"
+    ),
 }
 
 #: The longest PUE id kept from free text (the ids are short words such as typical-colo).
@@ -172,7 +179,7 @@ def parse_pue(value: float | str | None) -> float | str | None:
         except ValueError:
             pue = value.strip()[:PUE_ID_MAX]
     if isinstance(pue, float) and not math.isfinite(pue):
-        raise ValueError("invalid pue: give a finite number or an id such as typical-colo")
+        raise ValueError(N_("invalid pue: give a finite number or an id such as typical-colo"))
     return pue
 
 
@@ -264,7 +271,7 @@ def served_volume(req: CostRequest, gpu: GPU) -> ServedVolume:
     if req.gpu_tokens_per_s is not None:
         speed = req.gpu_tokens_per_s
         if not speed > 0:
-            raise ValueError("--gpu-tokens-per-s must be above 0")
+            raise ValueError(N_("--gpu-tokens-per-s must be above 0"))
         speed_source = "given"
     elif req.api is not None:
         from suanli.plan.cost.data import api_prices
@@ -273,30 +280,40 @@ def served_volume(req: CostRequest, gpu: GPU) -> ServedVolume:
         speed, speed_source = _estimated_speed(req, gpu)
     else:
         raise ValueError(
-            "a token volume needs the GPUs' speed: give --api MODEL (its speed is estimated) "
-            "or --gpu-tokens-per-s"
+            N_(
+                "a token volume needs the GPUs' speed: give --api MODEL (its speed is "
+                "estimated) or --gpu-tokens-per-s"
+            )
         )
     hours_needed = req.tokens_per_year / speed / 3600.0 if req.tokens_per_year else 0.0
     hours_available = req.gpus * 8760.0
     if hours_needed > hours_available:
         needed_gpus = math.ceil(hours_needed / 8760.0)
         raise ValueError(
-            f"{req.gpus} x {gpu.id} at {speed:,.0f} output tokens/s each serve at most "
-            f"{speed * 3600 * hours_available:.3g} tokens a year, less than the "
-            f"{req.tokens_per_year:.3g} asked; give --gpus {needed_gpus} or more"
+            N_(
+                "{gpus} x {gpu} at {speed:,.0f} output tokens/s each serve at most {most:.3g} "
+                "tokens a year, less than the {asked:.3g} asked; give --gpus {needed} or more"
+            ).format(
+                gpus=req.gpus,
+                gpu=gpu.id,
+                speed=speed,
+                most=speed * 3600 * hours_available,
+                asked=req.tokens_per_year,
+                needed=needed_gpus,
+            )
         )
     utilisation = hours_needed / hours_available
     return ServedVolume(
         tokens_per_s=speed,
         utilisation=utilisation,
         speed_assumption=Assumption(
-            "gpu_output_tokens_per_s", speed, "output tokens/s per GPU", speed_source
+            "gpu_output_tokens_per_s", speed, N_("output tokens/s per GPU"), speed_source
         ),
         utilisation_assumption=Assumption(
             "utilisation",
             utilisation,
-            "fraction of hours busy",
-            "derived: output tokens per year / (tokens/s per GPU x 3,600 x 8,760 x GPUs)",
+            N_("fraction of hours busy"),
+            N_("derived: output tokens per year / (tokens/s per GPU x 3,600 x 8,760 x GPUs)"),
         ),
     )
 
@@ -316,8 +333,10 @@ def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
         spec = load_model(req.api).spec
     except (ValueError, OSError):
         raise ValueError(
-            f"suanli cannot estimate a GPU's speed for {req.api!r} (not a preset or config); "
-            "give --gpu-tokens-per-s with a measured figure"
+            N_(
+                "suanli cannot estimate a GPU's speed for {model!r} (not a preset or config); "
+                "give --gpu-tokens-per-s with a measured figure"
+            ).format(model=req.api)
         ) from None
     prompt = SERVE_PROMPT_TOKENS
     if req.tokens_per_year > 0 and req.input_tokens_per_year > 0:
@@ -329,17 +348,19 @@ def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
     batch = min(SERVE_BATCH, fit_inference(spec, work, gpu.id, gpu.memory_bytes).max_batch)
     if batch < 1:
         raise ValueError(
-            f"{req.api} in bf16 does not fit one {gpu.id}; give --gpu-tokens-per-s with the "
-            "speed of the setup you would run"
+            N_(
+                "{model} in bf16 does not fit one {gpu}; give --gpu-tokens-per-s with the speed "
+                "of the setup you would run"
+            ).format(model=req.api, gpu=gpu.id)
         )
     work = build_work(WorkRequest(task="infer", batch=batch, context=context))
     assert isinstance(work, InferWork)
     device = device_for(gpu, "bf16", auto_calibration=False)
     result = inference_perf(spec, work, device, prompt, SERVE_OUTPUT_TOKENS)
-    source = (
-        f"estimated (suanli perf): {req.api} in bf16, {batch} requests at once, "
-        f"{prompt} prompt + {SERVE_OUTPUT_TOKENS} output tokens each"
-    )
+    source = N_(
+        "estimated (suanli perf): {model} in bf16, {batch} requests at once, {prompt} "
+        "prompt + {output} output tokens each"
+    ).format(model=req.api, batch=batch, prompt=prompt, output=SERVE_OUTPUT_TOKENS)
     return result.batch_tokens_per_s, source
 
 

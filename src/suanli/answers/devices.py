@@ -6,6 +6,7 @@ from typing import Any
 
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.errors import MissingExtra
+from suanli.i18n import N_
 
 
 def resolve_gpu(name: str, catalog_file: str | None = None) -> tuple[GPU, dict[Any, Any] | None]:
@@ -20,6 +21,9 @@ def resolve_gpu(name: str, catalog_file: str | None = None) -> tuple[GPU, dict[A
             return local_cpu(), local_calibration()
         except ImportError:
             raise MissingExtra(
-                "measuring the local CPU needs PyTorch and psutil: pip install 'suanli[torch,live]'"
+                N_(
+                    "measuring the local CPU needs PyTorch and psutil: pip install "
+                    "'suanli[torch,live]'"
+                )
             ) from None
     return find_gpu(name, load_catalog(catalog_file)), None

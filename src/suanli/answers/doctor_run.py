@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.errors import MissingExtra
+from suanli.i18n import N_
 from suanli.live.diagnosis import Fix, Report
 
 if TYPE_CHECKING:
@@ -168,12 +169,14 @@ def doctor_run(
 
     if not os.path.isfile(req.script):
         raise ValueError(
-            f"no such script {req.script!r}; give the path of a Python training script"
+            N_("no such script {script!r}; give the path of a Python training script").format(
+                script=req.script
+            )
         )
     if importlib.util.find_spec("torch") is None:
-        raise MissingExtra("suanli doctor run needs PyTorch: pip install 'suanli[torch]'")
+        raise MissingExtra(N_("suanli doctor run needs PyTorch: pip install 'suanli[torch]'"))
     if req.replay >= req.steps - req.warmup:
-        raise ValueError("--replay must leave steps to measure: lower it or raise --steps")
+        raise ValueError(N_("--replay must leave steps to measure: lower it or raise --steps"))
     from suanli.live.supervisor import supervise
 
     run = supervise(
@@ -193,9 +196,15 @@ def doctor_run(
     recorded = len(primary["snapshot"]["records"]) if primary else 0
     if recorded <= req.warmup:
         raise ValueError(
-            f"only {recorded} optimizer steps were recorded"
-            + (f" (the script: {error})" if error else "")
-            + "; does the script call optimizer.step() in a loop?"
+            N_(
+                "only {recorded} optimizer steps were recorded (the script: {error}); does the "
+                "script call optimizer.step() in a loop?"
+            ).format(recorded=recorded, error=error)
+            if error
+            else N_(
+                "only {recorded} optimizer steps were recorded; does the script call "
+                "optimizer.step() in a loop?"
+            ).format(recorded=recorded)
         )
     assert primary is not None
     from suanli.live.profiler import report_from_snapshot
@@ -209,9 +218,9 @@ def doctor_run(
 def _how_it_ended(run: ChildRun, timeout_s: float | None) -> str | None:
     """One phrase for an ending other than a clean one, ``None`` for a clean one."""
     if run.ended_by == "timeout":
-        return f"stopped at the {timeout_s:g} s --timeout"
+        return N_("stopped at the {timeout:g} s --timeout").format(timeout=timeout_s)
     if run.ended_by.startswith("SIG"):
-        return f"stopped by {run.ended_by} sent to suanli"
+        return N_("stopped by {signal} sent to suanli").format(signal=run.ended_by)
     if run.ended_by == "suanli" or run.exit_code == 0:
         return None
     main = next((d for d in run.reports if d["pid"] == run.main_pid), None)
@@ -219,8 +228,10 @@ def _how_it_ended(run: ChildRun, timeout_s: float | None) -> str | None:
     if isinstance(ending, dict) and ending.get("error"):
         return str(ending["error"])
     if run.exit_code > 128:
-        return f"killed by signal {run.exit_code - 128}"
-    return f"exit status {run.exit_code} without an exception (os._exit or a crash)"
+        return N_("killed by signal {signal}").format(signal=run.exit_code - 128)
+    return N_("exit status {code} without an exception (os._exit or a crash)").format(
+        code=run.exit_code
+    )
 
 
 def _primary(reports: list[dict[str, Any]], main_pid: int) -> dict[str, Any] | None:
@@ -242,9 +253,9 @@ def _process_run(doc: dict[str, Any], main_pid: int, warmup: int) -> ProcessRun:
     if doc["pid"] == main_pid:
         label = "script"
     elif doc.get("rank") is not None:
-        label = f"rank {doc['rank']}"
+        label = N_("rank {rank}").format(rank=doc["rank"])
     else:
-        label = f"fork of {doc.get('forked_from')}"
+        label = N_("fork of {parent}").format(parent=doc.get("forked_from"))
     report = report_from_snapshot(doc["snapshot"], warmup)
     ending = doc.get("ending") or {}
     return ProcessRun(

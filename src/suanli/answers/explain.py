@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from suanli.answers.base import Answer
+from suanli.i18n import N_
 from suanli.live.errors import Match, explain_lines
 
 
@@ -69,7 +70,11 @@ def log_lines(path: str) -> Iterator[str]:
         with open(path, encoding="utf-8", errors="replace") as handle:
             yield from handle
     except OSError as exc:
-        raise ValueError(f"cannot read log file {path!r}: {exc.strerror or exc}") from None
+        raise ValueError(
+            N_("cannot read log file {path!r}: {error}").format(
+                path=path, error=exc.strerror or exc
+            )
+        ) from None
 
 
 def explain(req: ExplainRequest) -> ExplainAnswer:
@@ -77,8 +82,10 @@ def explain(req: ExplainRequest) -> ExplainAnswer:
     empty or the log cannot be read."""
     if not req.text.strip() and req.log_file is None:
         raise ValueError(
-            "nothing to explain; give the error text as an argument or a log with --log FILE "
-            "('-' reads stdin)"
+            N_(
+                "nothing to explain; give the error text as an argument or a log with --log FILE "
+                "('-' reads stdin)"
+            )
         )
     lines: Iterable[str] = req.text.splitlines()
     if req.log_file is not None:

@@ -11,6 +11,7 @@ from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import find_gpu, load_catalog
 from suanli.catalog.frameworks import Framework
 from suanli.estimate.workload import InferWork, TrainWork
+from suanli.i18n import N_
 from suanli.models.resolve import LoadedModel, load_model
 
 
@@ -73,8 +74,10 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
     work = build_work(replace(req.work, gpus=None))  # the chain decides how to use them
     if isinstance(work, InferWork):
         raise ValueError(
-            "suanli fit walks the training chain; for inference use "
-            "'suanli mem MODEL --task infer --gpu G' (it reports the best format)"
+            N_(
+                "suanli fit walks the training chain; for inference use "
+                "'suanli mem MODEL --task infer --gpu G' (it reports the best format)"
+            )
         )
     spec = loader(req.model).spec
     gpu = find_gpu(req.gpu, load_catalog(req.catalog_file))

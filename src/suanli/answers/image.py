@@ -17,6 +17,7 @@ from suanli.diffusion.pipeline import Call, Pipeline, PipelineError, find_pipeli
 from suanli.estimate.diffusion import graph_seconds
 from suanli.estimate.perf import Device
 from suanli.hardware import device_for, sdpa_device
+from suanli.i18n import N_
 
 TASK = "generate-image"
 #: A Hugging Face repo id (``org/name``).
@@ -29,15 +30,22 @@ MAX_BATCH = 1024
 MAX_STEPS = 10000
 
 EXPLAIN = {
-    "seconds_per_batch": "text encoders once + steps x one denoiser pass + one VAE decode "
-    "(+ weight transfers with offload); each pass = its GEMMs, convolutions (as implicit GEMMs), "
-    "attention calls and element-wise traffic timed with the card's kernel model",
-    "denoise_step_s": "one UNet / transformer forward on the latents (2 x batch with "
-    "classifier-free guidance)",
-    "flops_per_image": "forward FLOPs of every call per image, counted as FlopCounterMode counts "
-    "them (2·M·N·K per GEMM or convolution, 4·B·H·Lq·Lkv·d per attention call)",
-    "memory_bytes": "resident weights + the largest call's live activations + CUDA context, "
-    "cuBLAS workspace and the allocator's reserve",
+    "seconds_per_batch": N_(
+        "text encoders once + steps x one denoiser pass + one VAE decode "
+        "(+ weight transfers with offload); each pass = its GEMMs, convolutions (as implicit "
+        "GEMMs), attention calls and element-wise traffic timed with the card's kernel model"
+    ),
+    "denoise_step_s": N_(
+        "one UNet / transformer forward on the latents (2 x batch with classifier-free guidance)"
+    ),
+    "flops_per_image": N_(
+        "forward FLOPs of every call per image, counted as FlopCounterMode counts "
+        "them (2·M·N·K per GEMM or convolution, 4·B·H·Lq·Lkv·d per attention call)"
+    ),
+    "memory_bytes": N_(
+        "resident weights + the largest call's live activations + CUDA context, "
+        "cuBLAS workspace and the allocator's reserve"
+    ),
 }
 
 
@@ -122,11 +130,17 @@ class ImagePerfAnswer(Answer):
 
 def _check(req: ImageRequest) -> None:
     if req.offload not in OFFLOADS:
-        raise ValueError(f"--offload {req.offload!r}: use one of {', '.join(OFFLOADS)}")
+        raise ValueError(
+            N_("--offload {offload!r}: use one of {choices}").format(
+                offload=req.offload, choices=", ".join(OFFLOADS)
+            )
+        )
     if req.dtype is not None and req.dtype not in DTYPE_BYTES:
         raise ValueError(
-            f"--dtype {req.dtype} for image generation: use fp16, bf16 or fp32 (quantised "
-            "diffusion weights are not modelled yet)"
+            N_(
+                "--dtype {dtype} for image generation: use fp16, bf16 or fp32 (quantised "
+                "diffusion weights are not modelled yet)"
+            ).format(dtype=req.dtype)
         )
     for name, value, top in (
         ("width", req.width, MAX_SIDE),
@@ -135,7 +149,11 @@ def _check(req: ImageRequest) -> None:
         ("batch", req.batch, MAX_BATCH),
     ):
         if value is not None and not 1 <= value <= top:
-            raise ValueError(f"--{name} {value} is out of range; give 1 to {top}")
+            raise ValueError(
+                N_("--{name} {value} is out of range; give 1 to {top}").format(
+                    name=name, value=value, top=top
+                )
+            )
 
 
 def _weight_bytes(call: Call, dtype: str) -> int:
@@ -172,13 +190,23 @@ def generate_image(req: ImageRequest) -> ImagePerfAnswer:
             raise ValueError(str(exc)) from None
     if pipe is None:
         raise ValueError(
-            f"{req.model!r} is not a text-to-image pipeline suanli knows: give sd-1.5, sdxl, "
-            "sd3-medium, flux.1-dev, flux.1-schnell"
-            + (" or a local diffusers folder" if req.local_paths else "")
+            (
+                N_(
+                    "{model!r} is not a text-to-image pipeline suanli knows: give sd-1.5, sdxl, "
+                    "sd3-medium, flux.1-dev, flux.1-schnell or a local diffusers folder"
+                )
+                if req.local_paths
+                else N_(
+                    "{model!r} is not a text-to-image pipeline suanli knows: give sd-1.5, sdxl, "
+                    "sd3-medium, flux.1-dev, flux.1-schnell"
+                )
+            ).format(model=req.model)
         )
     gpu, _ = resolve_gpu(req.gpu, req.catalog_file)
     if gpu.form_factor == "cpu":
-        raise ValueError(f"{gpu.id} is a CPU; image generation is modelled on GPUs only")
+        raise ValueError(
+            N_("{gpu} is a CPU; image generation is modelled on GPUs only").format(gpu=gpu.id)
+        )
     flux = pipe.denoiser.cls == "FluxTransformer2DModel"
     dtype = req.dtype or ("bf16" if flux else "fp16")
     size = int(pipe.default("size") or 1024)
@@ -239,13 +267,13 @@ def _answer(
 ) -> ImagePerfAnswer:
     rows = []
     seconds = {"encode": 0.0, "denoise": 0.0, "decode": 0.0}
-    by_class = {"GEMMs and convolutions": 0.0, "attention": 0.0, "element-wise": 0.0}
+    by_class = {N_("GEMMs and convolutions"): 0.0, "attention": 0.0, "element-wise": 0.0}
     for call in calls:
         dev = vae_device if call.role == "decode" else device
         t = graph_seconds(call.graph, dev)
         times = steps if call.role == "denoise" else 1
         seconds[call.role] += t.total_s
-        by_class["GEMMs and convolutions"] += t.gemm_s * times
+        by_class[N_("GEMMs and convolutions")] += t.gemm_s * times
         by_class["attention"] += t.attention_s * times
         by_class["element-wise"] += t.elementwise_s * times
         rows.append(
@@ -284,21 +312,36 @@ def _answer(
     fits = total <= gpu.memory_bytes
     warnings: tuple[str, ...] = ()
     if not fits:
-        need = f"{total / 2**30:.1f} GiB"
-        msg = (
-            f"{pipe.name} at {width}x{height}, batch {req.batch}, needs {need} on a "
-            f"{gpu.memory_bytes / 2**30:.0f} GiB {gpu.id}"
-        )
         hint = (
-            "try --cpu-offload model"
+            N_("try --cpu-offload model")
             if req.offload == "none"
-            else "try --cpu-offload sequential"
+            else N_("try --cpu-offload sequential")
             if req.offload == "model"
-            else "try a smaller --size or --batch, or a larger card"
+            else N_("try a smaller --size or --batch, or a larger card")
         )
+        values = {
+            "model": pipe.name,
+            "width": width,
+            "height": height,
+            "batch": req.batch,
+            "need": total / 2**30,
+            "have": gpu.memory_bytes / 2**30,
+            "gpu": gpu.id,
+            "hint": hint,
+        }
         if not req.ignore_fit:
-            raise ValueError(f"{msg}; {hint} (--ignore-fit gives the speed anyway)")
-        warnings = (f"{msg}: it does not fit ({hint})",)
+            raise ValueError(
+                N_(
+                    "{model} at {width}x{height}, batch {batch}, needs {need:.1f} GiB on a "
+                    "{have:.0f} GiB {gpu}; {hint} (--ignore-fit gives the speed anyway)"
+                ).format(**values)
+            )
+        warnings = (
+            N_(
+                "{model} at {width}x{height}, batch {batch}, needs {need:.1f} GiB on a "
+                "{have:.0f} GiB {gpu}: it does not fit ({hint})"
+            ).format(**values),
+        )
     batch_s = seconds["encode"] + steps * seconds["denoise"] + seconds["decode"] + transfer
     per_image_flops = sum(r.flops_per_call * r.calls for r in rows) / req.batch
     terms = tuple(
@@ -307,34 +350,45 @@ def _answer(
     ) + (
         (
             TimeTerm(
-                "weight transfers (offload)",
+                N_("weight transfers (offload)"),
                 transfer,
                 None,
-                f"PCIe host-to-device copy, {device.host_bytes_per_s / 1e9:.0f} GB/s",
-                "bytes moved / host-to-device bandwidth",
+                N_("PCIe host-to-device copy, {rate:.0f} GB/s").format(
+                    rate=device.host_bytes_per_s / 1e9
+                ),
+                N_("bytes moved / host-to-device bandwidth"),
             ),
         )
         if transfer
         else ()
     )
     assumptions = [
-        f"diffusers pipeline {pipe.pipeline_class} in eager PyTorch, {dtype} weights and "
-        "activations, SDPA attention (FlashAttention-2 kernels), NCHW convolutions",
-        "classifier-free guidance: the denoiser runs on 2 x batch latents"
+        N_(
+            "diffusers pipeline {pipeline} in eager PyTorch, {dtype} weights and "
+            "activations, SDPA attention (FlashAttention-2 kernels), NCHW convolutions"
+        ).format(pipeline=pipe.pipeline_class, dtype=dtype),
+        N_("classifier-free guidance: the denoiser runs on 2 x batch latents")
         if guidance
-        else "no classifier-free guidance (one denoiser pass per step)",
-        "the scheduler's own work (a few element-wise ops per step) and the tokenizers are "
-        "not counted",
+        else N_("no classifier-free guidance (one denoiser pass per step)"),
+        N_(
+            "the scheduler's own work (a few element-wise ops per step) and the tokenizers are "
+            "not counted"
+        ),
     ]
     if upcast:
-        assumptions.append("the VAE decodes in fp32 (config force_upcast), on TF32 tensor cores")
+        assumptions.append(
+            N_("the VAE decodes in fp32 (config force_upcast), on TF32 tensor cores")
+        )
     if any(r.cls == "T5EncoderModel" for r in rows) and dtype == "fp16":
-        assumptions.append("T5's wo projections stay in fp32 in an fp16 load (transformers)")
+        assumptions.append(N_("T5's wo projections stay in fp32 in an fp16 load (transformers)"))
     if req.offload != "none":
         assumptions.append(
-            "offload model: each component is moved to the GPU for its call, once per pipeline call"
+            N_(
+                "offload model: each component is moved to the GPU for its call, once per "
+                "pipeline call"
+            )
             if req.offload == "model"
-            else "offload sequential: every layer's weights cross PCIe at every call"
+            else N_("offload sequential: every layer's weights cross PCIe at every call")
         )
     return ImagePerfAnswer(
         model=pipe.name,
@@ -387,19 +441,21 @@ def _transfer_s(offload: str, rows: list[ImageComponent], steps: int, device: De
 def _source(term: str, device: Device) -> str:
     if term == "attention":
         if device.attention is None:
-            return "the GEMM model's compute efficiency (no measured attention rows)"
-        return (
+            return N_("the GEMM model's compute efficiency (no measured attention rows)")
+        return N_(
             "FlashAttention-2 kernel benchmarks (Dao 2023, arXiv:2307.08691) of this card's "
             "generation, non-causal forward, at each call's key length"
         )
     if term == "element-wise":
-        return "achievable memory bandwidth; per-kernel floor of the card's kernel profile"
+        return N_("achievable memory bandwidth; per-kernel floor of the card's kernel profile")
     return device.gemm_model.source or device.efficiency_source
 
 
 def _formula(term: str) -> str:
     if term == "attention":
-        return "max(4·B·H·Lq·Lkv·d / (peak x FlashAttention-2 efficiency), Q,K,V,O bytes / BW)"
+        return N_("max(4·B·H·Lq·Lkv·d / (peak x FlashAttention-2 efficiency), Q,K,V,O bytes / BW)")
     if term == "element-wise":
-        return "Σ max(bytes / achievable BW, kernel floor) over norms, activations, adds, copies"
-    return "Σ max(2·M'·N'·K / (peak x e_c), bytes / (BW x e_m)) + launch, per GEMM / conv"
+        return N_(
+            "Σ max(bytes / achievable BW, kernel floor) over norms, activations, adds, copies"
+        )
+    return N_("Σ max(2·M'·N'·K / (peak x e_c), bytes / (BW x e_m)) + launch, per GEMM / conv")

@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from suanli.answers.base import FLATTEN, NOT_IN_JSON, Answer, jsonable
+from suanli.i18n import N_
 from suanli.live.devices import DeviceSample, gpu_samples
 from suanli.live.devices import providers as find_providers
 from suanli.live.monitor import Flag, flags
 
 #: The note when no GPU answered and the CPU was read instead.
-CPU_NOTE = "no GPU found on this machine; showing the CPU"
+CPU_NOTE = N_("no GPU found on this machine; showing the CPU")
 #: The note (and the missing extra) when no GPU answered and psutil is not installed.
-PSUTIL_NOTE = "no GPU found, and the CPU sample needs psutil: pip install 'suanli[live]'"
+PSUTIL_NOTE = N_("no GPU found, and the CPU sample needs psutil: pip install 'suanli[live]'")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from suanli.estimate.perf import (
 )
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
+from suanli.i18n import N_
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.models.spec import ModelSpec
 
@@ -41,25 +42,35 @@ from suanli.models.spec import ModelSpec
 SWEEP_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 TRAIN_EXPLAIN = {
-    "step_time_s": "compute + memory + exposed communication + pipeline bubble, per "
-    "optimizer step (roofline per op class; docs/speed.md)",
-    "tokens_per_s": "tokens per step (batch x seq x grad_accum x dp) / step time",
-    "mfu": "model FLOPs per step / (step time x GPUs x dense peak FLOP/s) (PaLM, appendix B)",
-    "hfu": "as MFU, with recomputed FLOPs counted",
-    "bound": "the largest share of the step: compute, memory or communication",
-    "time_to_train_s": "tokens / tokens per second",
-    "cost_usd": "GPU-hours x USD per GPU-hour (the catalog's cloud snapshot unless price is given)",
-    "energy_kwh": "GPU-hours x TDP x PUE",
+    "step_time_s": N_(
+        "compute + memory + exposed communication + pipeline bubble, per "
+        "optimizer step (roofline per op class; docs/speed.md)"
+    ),
+    "tokens_per_s": N_("tokens per step (batch x seq x grad_accum x dp) / step time"),
+    "mfu": N_("model FLOPs per step / (step time x GPUs x dense peak FLOP/s) (PaLM, appendix B)"),
+    "hfu": N_("as MFU, with recomputed FLOPs counted"),
+    "bound": N_("the largest share of the step: compute, memory or communication"),
+    "time_to_train_s": N_("tokens / tokens per second"),
+    "cost_usd": N_(
+        "GPU-hours x USD per GPU-hour (the catalog's cloud snapshot unless price is given)"
+    ),
+    "energy_kwh": N_("GPU-hours x TDP x PUE"),
 }
 INFER_EXPLAIN = {
-    "ttft_s": "prefill: max(prompt FLOPs / (tp x achievable FLOP/s), weight bytes / "
-    "achievable bandwidth) + tensor-parallel all-reduces",
-    "tpot_s": "one decode step: max(FLOPs / achievable FLOP/s, (weights + KV cache) bytes / "
-    "achievable bandwidth) + tensor-parallel all-reduces",
-    "tokens_per_s": "batch / TPOT",
-    "bound": "decode is memory-bound while the bytes a step reads take longer than its FLOPs",
-    "compute_bound_batch": "the batch from which a decode step's FLOPs take longer than "
-    "reading the weights and KV cache",
+    "ttft_s": N_(
+        "prefill: max(prompt FLOPs / (tp x achievable FLOP/s), weight bytes / "
+        "achievable bandwidth) + tensor-parallel all-reduces"
+    ),
+    "tpot_s": N_(
+        "one decode step: max(FLOPs / achievable FLOP/s, (weights + KV cache) bytes / "
+        "achievable bandwidth) + tensor-parallel all-reduces"
+    ),
+    "tokens_per_s": N_("batch / TPOT"),
+    "bound": N_("decode is memory-bound while the bytes a step reads take longer than its FLOPs"),
+    "compute_bound_batch": N_(
+        "the batch from which a decode step's FLOPs take longer than "
+        "reading the weights and KV cache"
+    ),
 }
 
 
@@ -308,7 +319,7 @@ def train_perf_answer(
             cost_usd=gpu_hours * price if price else None,
         )
     point = roofline_point(
-        "training step",
+        N_("training step"),
         result.hardware_flops_per_step / result.gpus,
         result.breakdown_s["memory"] * device.bandwidth,
         result.step_time_s,
@@ -342,9 +353,11 @@ def train_perf_answer(
         roofline=roofline(
             device,
             (point,),
-            "per GPU and optimizer step: hardware FLOPs (recomputation counted) over the bytes "
-            "the memory-bound ops move; the point sits below the roof by the time spent in "
-            "communication and the pipeline bubble",
+            N_(
+                "per GPU and optimizer step: hardware FLOPs (recomputation counted) over the bytes "
+                "the memory-bound ops move; the point sits below the roof by the time spent in "
+                "communication and the pipeline bubble"
+            ),
         ),
         explain=dict(TRAIN_EXPLAIN),
         **_validity_fields(validity),
@@ -426,7 +439,7 @@ def infer_perf_answer(
             result.ttft_s,
         ),
         roofline_point(
-            f"decode, batch {work.batch}",
+            N_("decode, batch {batch}").format(batch=work.batch),
             result.decode_flops_per_token * work.batch / work.tp,
             result.decode_bytes_per_step,
             result.tpot_s,
@@ -450,8 +463,10 @@ def infer_perf_answer(
         roofline=roofline(
             device,
             points,
-            "per GPU: prefill reads the weights once for the whole prompt; a decode step reads "
-            "the weights and the KV cache for one token per sequence",
+            N_(
+                "per GPU: prefill reads the weights once for the whole prompt; a decode step "
+                "reads the weights and the KV cache for one token per sequence"
+            ),
         ),
         explain=dict(INFER_EXPLAIN),
         **_validity_fields(validity),
@@ -491,9 +506,16 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
     )
     validity = check_job(req.model, spec, work, gpu)
     if validity.problems and not req.ignore_fit:
+        first, *others = validity.problems
         raise ValueError(
-            "; also, ".join(validity.problems)
-            + " (--ignore-fit gives the speed anyway, marked as not runnable)"
+            N_(
+                "{problem}; also, {other} (--ignore-fit gives the speed anyway, marked as not "
+                "runnable)"
+            ).format(problem=first, other="; also, ".join(others))
+            if others
+            else N_(
+                "{problem} (--ignore-fit gives the speed anyway, marked as not runnable)"
+            ).format(problem=first)
         )
     if isinstance(work, InferWork):
         host = None

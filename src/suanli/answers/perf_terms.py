@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from suanli.estimate.perf import Device, InferPerf, TrainPerf
 from suanli.estimate.workload import InferWork, TrainWork
+from suanli.i18n import N_
 
-GEMM_FORMULA = (
+GEMM_FORMULA = N_(
     "sum over the linear layers of max(2 M' N' K / (peak x e_c), operand bytes / (bandwidth x "
     "e_m)) + launch, M' N' padded to the 128 tile (16 below one tile); forward, input gradient, "
     "weight gradient (suanli/estimate/kernels.py); fused attention at the FlashAttention-2/3 "
@@ -16,12 +17,16 @@ GEMM_FORMULA = (
     "attention at e_c"
 )
 COLLECTIVE_FORMULA = {
-    "tensor_parallel": "4 all-reduces per layer (6 with full recompute), ring or tree, "
-    "alpha-beta (estimate/comm.py)",
-    "data_parallel": "gradient all-reduce (ZeRO 2: reduce-scatter + all-gather; FSDP: all-gathers "
-    "per pass) less what overlaps the backward pass",
-    "pipeline_p2p": "2 sends of the activations per micro-batch over one NIC or NVLink",
-    "expert_all_to_all": "dispatch and combine, forward and backward, per MoE layer",
+    "tensor_parallel": N_(
+        "4 all-reduces per layer (6 with full recompute), ring or tree, alpha-beta "
+        "(estimate/comm.py)"
+    ),
+    "data_parallel": N_(
+        "gradient all-reduce (ZeRO 2: reduce-scatter + all-gather; FSDP: all-gathers "
+        "per pass) less what overlaps the backward pass"
+    ),
+    "pipeline_p2p": N_("2 sends of the activations per micro-batch over one NIC or NVLink"),
+    "expert_all_to_all": N_("dispatch and combine, forward and backward, per MoE layer"),
 }
 
 
@@ -41,8 +46,13 @@ def _link_source(device: Device, group: int, stride: int) -> tuple[float, str]:
     link = device.network.link_for(group, stride)
     return (
         link.efficiency,
-        f"{link.name}: {link.bandwidth_bytes_per_s / 1e9:,.0f} GB/s, "
-        f"{link.latency_s * 1e6:.1f} us per step (catalog/data/interconnect.toml)",
+        N_(
+            "{link}: {rate:,.0f} GB/s, {latency:.1f} us per step (catalog/data/interconnect.toml)"
+        ).format(
+            link=link.name,
+            rate=link.bandwidth_bytes_per_s / 1e9,
+            latency=link.latency_s * 1e6,
+        ),
     )
 
 
@@ -50,24 +60,30 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
     """The terms of a training step time."""
     gemm = device.gemm_model
     par = work.parallel
+    formula = GEMM_FORMULA
+    if work.dtype == "fp8":
+        formula = N_("{formula} ; fp8: linear layers only, with operand casts").format(
+            formula=formula
+        )
+    if work.task == "qlora":
+        formula = N_("{formula} ; NF4 weights dequantized before each GEMM").format(formula=formula)
     terms = [
         TimeTerm(
-            "compute (GEMMs and attention)",
+            N_("compute (GEMMs and attention)"),
             result.breakdown_s["compute"],
             gemm.compute_efficiency,
             gemm.source or device.efficiency_source,
-            GEMM_FORMULA
-            + (" ; fp8: linear layers only, with operand casts" if work.dtype == "fp8" else "")
-            + (" ; NF4 weights dequantized before each GEMM" if work.task == "qlora" else ""),
+            formula,
         ),
         TimeTerm(
-            "memory (element-wise ops, loss, optimizer)",
+            N_("memory (element-wise ops, loss, optimizer)"),
             result.breakdown_s["memory"],
             device.memory_efficiency,
             device.efficiency_source,
-            f"max(traffic / achievable bandwidth, kernels x {gemm.small_op_s * 1e6:.1f} us) per "
-            f"pass ({work.kernels} kernels, estimate/elementwise.py); optimizer step bytes / "
-            "bandwidth",
+            N_(
+                "max(traffic / achievable bandwidth, kernels x {floor:.1f} us) per pass "
+                "({kernels} kernels, estimate/elementwise.py); optimizer step bytes / bandwidth"
+            ).format(floor=gemm.small_op_s * 1e6, kernels=work.kernels),
         ),
     ]
     groups = {
@@ -81,21 +97,21 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
         efficiency, source = _link_source(device, group, stride)
         terms.append(
             TimeTerm(
-                f"communication: {kind}",
+                N_("communication: {kind}").format(kind=kind),
                 seconds,
                 efficiency,
                 source,
-                COLLECTIVE_FORMULA.get(kind, "alpha-beta (estimate/comm.py)"),
+                COLLECTIVE_FORMULA.get(kind, N_("alpha-beta (estimate/comm.py)")),
             )
         )
     if result.breakdown_s.get("bubble"):
         terms.append(
             TimeTerm(
-                "pipeline bubble",
+                N_("pipeline bubble"),
                 result.breakdown_s["bubble"],
                 None,
-                "1F1B schedule (Narayanan et al. 2021)",
-                "(pp - 1) / vpp x one micro-batch's time",
+                N_("1F1B schedule (Narayanan et al. 2021)"),
+                N_("(pp - 1) / vpp x one micro-batch's time"),
             )
         )
     return tuple(terms)
@@ -109,7 +125,7 @@ def infer_terms(
     b = result.breakdown_s
     if device.decode_attention is not None:
         kv_efficiency: float | None = device.decode_attention(work.batch, average_context)
-        kv_source = (
+        kv_source = N_(
             "paged decode attention measured by FlashInfer (blog 2024-02-02) and Flash-Decoding, "
             "catalog/data/decode_attention.toml"
         )
@@ -117,54 +133,70 @@ def infer_terms(
         kv_efficiency, kv_source = gemm.memory_efficiency, gemm.source or device.efficiency_source
     terms = [
         TimeTerm(
-            "prefill (TTFT), kernel by kernel",
+            N_("prefill (TTFT), kernel by kernel"),
             b.get("prefill_kernels", 0.0),
             gemm.compute_efficiency,
             gemm.source or device.efficiency_source,
-            GEMM_FORMULA + "; never below the roofline of the whole pass",
+            N_("{formula}; never below the roofline of the whole pass").format(
+                formula=GEMM_FORMULA
+            ),
         ),
         TimeTerm(
-            "decode: GEMMs (weights streamed)",
+            N_("decode: GEMMs (weights streamed)"),
             b.get("decode_gemms", 0.0),
             gemm.memory_efficiency,
             gemm.source or device.efficiency_source,
-            f"per linear weight: max(compute, weight bytes in {work.weight_format} / (bandwidth x "
-            "e_m)) + launch; MoE: the experts the batch touches",
+            N_(
+                "per linear weight: max(compute, weight bytes in {weights} / (bandwidth x "
+                "e_m)) + launch; MoE: the experts the batch touches"
+            ).format(weights=work.weight_format),
         ),
         TimeTerm(
-            "decode: attention (KV cache read)",
+            N_("decode: attention (KV cache read)"),
             b.get("decode_attention", 0.0),
             kv_efficiency,
             kv_source,
-            "KV bytes of the batch at the average context / (peak bandwidth x the measured "
-            "utilization of paged decode attention at this batch and context)",
+            N_(
+                "KV bytes of the batch at the average context / (peak bandwidth x the measured "
+                "utilization of paged decode attention at this batch and context)"
+            ),
         ),
         TimeTerm(
-            "decode: element-wise kernels",
+            N_("decode: element-wise kernels"),
             b.get("decode_small_ops", 0.0),
             None,
-            f"{gemm.small_op_s * 1e6:.1f} us per kernel, measured small ops ({gemm.source})",
-            "6 kernels per layer (norms, rotary, activation, adds), each max(floor, bytes / bw)",
+            N_("{floor:.1f} us per kernel, measured small ops ({source})").format(
+                floor=gemm.small_op_s * 1e6, source=gemm.source
+            ),
+            N_(
+                "6 kernels per layer (norms, rotary, activation, adds), each max(floor, bytes / bw)"
+            ),
         ),
     ]
     if b.get("communication"):
         parts = []
         if work.tp > 1:
-            parts.append("2 all-reduces per layer per forward (prefill and each decode step)")
+            parts.append(N_("2 all-reduces per layer per forward (prefill and each decode step)"))
         if work.pp > 1:
             parts.append(
-                f"{work.pp - 1} activation sends per forward between pipeline stages, which run "
-                "in turn (no micro-batch overlap)"
+                N_(
+                    "{sends} activation sends per forward between pipeline stages, which run "
+                    "in turn (no micro-batch overlap)"
+                ).format(sends=work.pp - 1)
             )
         group, stride = (work.tp, 1) if work.tp > 1 else (work.pp, work.tp)
         efficiency, source = _link_source(device, group, stride)
         terms.append(
             TimeTerm(
-                "communication: "
-                + " + ".join(
-                    name
-                    for name, on in (("tensor_parallel", work.tp > 1), ("pipeline", work.pp > 1))
-                    if on
+                N_("communication: {kind}").format(
+                    kind=" + ".join(
+                        name
+                        for name, on in (
+                            ("tensor_parallel", work.tp > 1),
+                            ("pipeline", work.pp > 1),
+                        )
+                        if on
+                    )
                 ),
                 b["communication"],
                 efficiency,

@@ -10,7 +10,7 @@ from typing import Any
 
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.request import WorkRequest, build_work
-from suanli.answers.validity import precision_problem
+from suanli.answers.validity import precision_lack
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.query import filter_gpus
 from suanli.estimate.workload import InferWork, TrainWork
@@ -298,7 +298,7 @@ def train_rows(
 
     space = SearchSpace(max_gpus=max_gpus, global_batch=global_batch, exact_gpus=exact)
     # A card without units for the dtype is never ranked: say why instead of searching it.
-    refused = {g.id: precision_problem(g, work.dtype) for g in gpus}
+    refused = {g.id: precision_lack(g, work.dtype) for g in gpus}
     results = [
         search_train(spec, work, gpu, space, objective) for gpu in gpus if not refused[gpu.id]
     ]
@@ -322,7 +322,7 @@ def train_rows(
             evaluated=0,
             fitting=0,
             fits=False,
-            reason=str(refused[gpu.id]).split(" has ", 1)[-1],
+            reason=str(refused[gpu.id]),
             software_stack=software_stack(gpu),
             group=label[groups[gpu.id]] if groups else None,
         )
@@ -399,10 +399,10 @@ def serve_rows(
     fitting = [r for r in rows if r["fits"] and r.get("usd_per_million_tokens")]
     for row in fitting[1:]:
         ratio = row["usd_per_million_tokens"] / fitting[0]["usd_per_million_tokens"]
-        row["reason"] = f"{ratio:.1f}x cost/token"
+        row["reason"] = N_("{ratio}x cost/token").format(ratio=f"{ratio:.1f}")
     for row in rows:
         if row["fits"] and row.get("usd_per_million_tokens") is None:
-            row["reason"] = "no price known"
+            row["reason"] = N_("no price known")
     return tuple(
         ServePlanRow(
             gpu=row["gpu"],
@@ -472,7 +472,7 @@ def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
             tdp_watts=gpu.get("tdp_watts"),
             price_usd=gpu.get("price_usd"),
             software_stack=software_stack(gpu),
-            reason="a CPU: not ranked for GPU rendering",
+            reason=N_("a CPU: not ranked for GPU rendering"),
         )
         for gpu in gpus
         if is_cpu[gpu.id]
@@ -510,13 +510,21 @@ def plan(
     """
     chosen = SCENARIOS.get(req.scenario) if req.scenario else None
     if req.scenario and chosen is None:
-        raise ValueError(f"unknown scenario {req.scenario!r}; use one of {', '.join(SCENARIOS)}")
+        raise ValueError(
+            N_("unknown scenario {scenario!r}; use one of {choices}").format(
+                scenario=req.scenario, choices=", ".join(SCENARIOS)
+            )
+        )
     task = req.task or (chosen.task if chosen else "lora")
     objective = req.objective or (
         chosen.objective if chosen else ("cost-per-token" if task == "infer" else "time")
     )
     if objective not in OBJECTIVES:
-        raise ValueError(f"--objective {objective!r} is not one of {', '.join(OBJECTIVES)}")
+        raise ValueError(
+            N_("--objective {objective!r} is not one of {choices}").format(
+                objective=objective, choices=", ".join(OBJECTIVES)
+            )
+        )
     wanted = req.max_gpus or (chosen.max_gpus if chosen else DEFAULT_MAX_GPUS)
     cap = (req.max_gpus_cap_infer or req.max_gpus_cap) if task == "infer" else req.max_gpus_cap
     max_gpus = min(wanted, cap) if cap else wanted
@@ -525,7 +533,9 @@ def plan(
         load_catalog(req.catalog_file), req.gpus, req.vendors, forms, req.min_memory_gib
     )
     if not gpus:
-        raise ValueError("no GPU matches the filters; loosen --vendor/--form-factor/--min-memory")
+        raise ValueError(
+            N_("no GPU matches the filters; loosen --vendor/--form-factor/--min-memory")
+        )
     if req.scenario == "rendering-video":
         return RenderingPlanAnswer(
             scenario=req.scenario,
@@ -564,7 +574,7 @@ def plan(
             objective,
             req.budget,
             groups=plan_groups(task, gpus, forms),
-            demoted={g: "ranked after CUDA" for g in demoted},
+            demoted={g: N_("ranked after CUDA") for g in demoted},
         )
     best, cheapest = _best(rows)
     command = None
@@ -576,10 +586,10 @@ def plan(
         )
     capped = None
     if wanted > max_gpus:
-        capped = (
-            f"the web page searches up to {max_gpus} GPUs for {task}; run 'suanli plan' with "
-            f"--max-gpus {wanted} for the full search"
-        )
+        capped = N_(
+            "the web page searches up to {gpus} GPUs for {task}; run 'suanli plan' with "
+            "--max-gpus {wanted} for the full search"
+        ).format(gpus=max_gpus, task=task, wanted=wanted)
     return PlanAnswer(
         model=req.model,
         task=task,

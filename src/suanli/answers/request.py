@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from suanli.estimate.workload import InferWork, Overheads, Parallelism, TrainWork
+from suanli.i18n import N_
 from suanli.units import GiB
 
 #: Data-centre power usage effectiveness used for energy when none is given
@@ -144,7 +145,7 @@ def lora_target_tuple(text: str) -> tuple[str, ...]:
     """``"q,k,v"`` -> ``("q", "k", "v")``; an empty list is an error."""
     targets = tuple(t.strip() for t in text.split(",") if t.strip())
     if not targets:
-        raise ValueError("--lora-targets is empty; give e.g. q,v or q,k,v,o,gate,up,down")
+        raise ValueError(N_("--lora-targets is empty; give e.g. q,v or q,k,v,o,gate,up,down"))
     return targets
 
 
@@ -156,13 +157,17 @@ def apply_framework(req: WorkRequest) -> WorkRequest:
     fw = get_framework(req.framework)
     if req.task == "infer" and not fw.serves():
         raise ValueError(
-            f"--framework {fw.id} trains models; for --task infer use a serving framework "
-            "(vllm, sglang, tensorrt-llm, llama.cpp) or hf"
+            N_(
+                "--framework {framework} trains models; for --task infer use a serving framework "
+                "(vllm, sglang, tensorrt-llm, llama.cpp) or hf"
+            ).format(framework=fw.id)
         )
     if req.task != "infer" and fw.kind == "serve":
         raise ValueError(
-            f"--framework {fw.id} serves models; use it with --task infer, or pick a training "
-            "framework (suanli frameworks lists them)"
+            N_(
+                "--framework {framework} serves models; use it with --task infer, or pick a "
+                "training framework (suanli frameworks lists them)"
+            ).format(framework=fw.id)
         )
     if req.explicit is not None:
         explicit = set(req.explicit)
@@ -211,12 +216,14 @@ def image_tokens(req: WorkRequest, spec: Any) -> int:
     if not req.images:
         return 0
     if req.images < 0 or req.images > 1024:
-        raise ValueError(f"--images must be 0 to 1024, got {req.images}")
+        raise ValueError(N_("--images must be 0 to 1024, got {images}").format(images=req.images))
     vision = getattr(spec, "vision", None)
     if vision is None:
         raise ValueError(
-            "--images applies to vision-language models (LLaVA-style configs with a "
-            "vision_config); this model reads text only"
+            N_(
+                "--images applies to vision-language models (LLaVA-style configs with a "
+                "vision_config); this model reads text only"
+            )
         )
     width, height = image_pixels(req.image_size)
     per_image = vision.tokens_for(width, height) if width else vision.tokens_per_image
@@ -235,10 +242,16 @@ def image_pixels(text: str | None, option: str = "--image-size") -> tuple[int, i
         width, height = (int(p) for p in parts)
     except ValueError:
         raise ValueError(
-            f"{option} {text!r} must be WIDTHxHEIGHT in pixels, e.g. 1024x768"
+            N_("{option} {text!r} must be WIDTHxHEIGHT in pixels, e.g. 1024x768").format(
+                option=option, text=text
+            )
         ) from None
     if not (1 <= width <= 16384 and 1 <= height <= 16384):
-        raise ValueError(f"{option} {text!r}: each side must be 1 to 16384 pixels")
+        raise ValueError(
+            N_("{option} {text!r}: each side must be 1 to 16384 pixels").format(
+                option=option, text=text
+            )
+        )
     return width, height
 
 
@@ -259,8 +272,10 @@ def with_file_format(req: WorkRequest, file_format: str | None) -> WorkRequest:
         return req
     if req.task != "infer":
         raise ValueError(
-            "a GGUF file holds quantised weights for inference; use --task infer (train from "
-            "the model's config.json)"
+            N_(
+                "a GGUF file holds quantised weights for inference; use --task infer (train "
+                "from the model's config.json)"
+            )
         )
     chosen = "quant" in req.explicit if req.explicit is not None else req.quant != "bf16"
     if chosen:
@@ -274,8 +289,11 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
     ValueError on inconsistent values."""
     if req.task == "generate-image":
         raise ValueError(
-            "--task generate-image works with suanli perf and suanli mem on a text-to-image "
-            "pipeline (sd-1.5, sdxl, sd3-medium, flux.1-dev, flux.1-schnell or a diffusers folder)"
+            N_(
+                "--task generate-image works with suanli perf and suanli mem on a text-to-image "
+                "pipeline (sd-1.5, sdxl, sd3-medium, flux.1-dev, flux.1-schnell or a diffusers "
+                "folder)"
+            )
         )
     req = apply_framework(req)
     overheads = Overheads(
@@ -287,7 +305,11 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
     if req.task == "infer":
         if req.pp > 1:
             if gpus is not None and gpus != req.tp * req.pp:
-                raise ValueError(f"--gpus {gpus} != tp x pp = {req.tp * req.pp}; drop one of them")
+                raise ValueError(
+                    N_("--gpus {gpus} != tp x pp = {product}; drop one of them").format(
+                        gpus=gpus, product=req.tp * req.pp
+                    )
+                )
             tp = req.tp
         else:
             tp = req.tp if req.tp > 1 or gpus is None else gpus
@@ -307,17 +329,27 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
     dp = req.dp
     if dp is None:
         if gpus is not None and gpus % (tp * pp):
-            raise ValueError(f"--gpus {gpus} is not a multiple of tp x pp = {tp * pp}")
+            raise ValueError(
+                N_("--gpus {gpus} is not a multiple of tp x pp = {product}").format(
+                    gpus=gpus, product=tp * pp
+                )
+            )
         dp = gpus // (tp * pp) if gpus is not None else 1
     elif gpus is not None and gpus != dp * tp * pp:
-        raise ValueError(f"--gpus {gpus} != dp x tp x pp = {dp * tp * pp}; drop one of them")
+        raise ValueError(
+            N_("--gpus {gpus} != dp x tp x pp = {product}; drop one of them").format(
+                gpus=gpus, product=dp * tp * pp
+            )
+        )
     batch = req.batch or 1
     grad_accum = req.grad_accum
     if req.global_batch is not None:
         per_step = batch * dp
         if req.global_batch % per_step:
             raise ValueError(
-                f"--global-batch {req.global_batch} is not a multiple of batch x dp = {per_step}"
+                N_("--global-batch {batch} is not a multiple of batch x dp = {per_step}").format(
+                    batch=req.global_batch, per_step=per_step
+                )
             )
         grad_accum = req.global_batch // per_step
     return TrainWork(

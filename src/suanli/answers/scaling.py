@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from suanli.answers.base import Answer
 from suanli.errors import MissingExtra
+from suanli.i18n import N_
 from suanli.live.scaling import ScalingResult, measure_scaling
 
 
@@ -66,5 +67,5 @@ def scaling(req: ScalingRequest) -> ScalingAnswer:
     """Measure the step on 1 and ``req.procs`` ranks; ValueError on bad counts,
     :class:`MissingExtra` without PyTorch."""
     if importlib.util.find_spec("torch") is None:
-        raise MissingExtra("suanli doctor scaling needs PyTorch: pip install 'suanli[torch]'")
+        raise MissingExtra(N_("suanli doctor scaling needs PyTorch: pip install 'suanli[torch]'"))
     return scaling_answer(measure_scaling(req.procs, req.hidden, req.layers, req.batch, req.steps))

@@ -20,6 +20,7 @@ from suanli.estimate.stencil import (
     stencil_estimate,
 )
 from suanli.hardware import device_for
+from suanli.i18n import N_
 from suanli.limits import MAX_GRID_CELLS
 
 
@@ -184,8 +185,10 @@ def stencil(req: StencilRequest) -> StencilAnswer:
     cells = req.grid[0] * req.grid[1] * req.grid[2]
     if cells > MAX_GRID_CELLS:
         raise ValueError(
-            f"the grid has {cells:.3g} cells; suanli sizes grids up to {MAX_GRID_CELLS:.0e} "
-            "(a petacell); give a smaller --grid"
+            N_(
+                "the grid has {cells:.3g} cells; suanli sizes grids up to {most:.0e} "
+                "(a petacell); give a smaller --grid"
+            ).format(cells=cells, most=MAX_GRID_CELLS)
         )
     work = StencilWork(
         nx=req.grid[0],

@@ -13,6 +13,7 @@ from suanli.catalog import GPU
 from suanli.estimate.fitting import fit_inference, fit_training
 from suanli.estimate.memory import inference_memory, training_memory
 from suanli.estimate.workload import InferWork, TrainWork
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 from suanli.units import GiB
 
@@ -57,9 +58,20 @@ def precision_problem(gpu: GPU, dtype: str) -> str | None:
     has = card_precisions(gpu)
     instead = next((p for p in has if p in TRAINING_PRECISIONS and p != "tf32"), "fp32")
     arch = gpu.get("architecture") or gpu.vendor
-    return (
-        f"{gpu.id} ({arch}) has no {dtype} tensor units (it has {', '.join(has) or 'none'}); "
-        f"use --dtype {instead}"
+    return N_(
+        "{gpu} ({arch}) has no {dtype} tensor units (it has {has}); use --dtype {instead}"
+    ).format(gpu=gpu.id, arch=arch, dtype=dtype, has=", ".join(has) or "none", instead=instead)
+
+
+def precision_lack(gpu: GPU, dtype: str) -> str | None:
+    """What ``gpu`` lacks to train in ``dtype`` and what to use instead, without the card's name
+    (a plan row's reason); None when it can."""
+    if precision_problem(gpu, dtype) is None:
+        return None
+    has = card_precisions(gpu)
+    instead = next((p for p in has if p in TRAINING_PRECISIONS and p != "tf32"), "fp32")
+    return N_("no {dtype} tensor units (it has {has}); use --dtype {instead}").format(
+        dtype=dtype, has=", ".join(has) or "none", instead=instead
     )
 
 
@@ -89,8 +101,23 @@ def check_job(model: str, spec: ModelSpec, work: TrainWork | InferWork, gpu: GPU
             problems.append(precision)
     if not fits:
         problems.append(
-            f"{model} {'inference' if isinstance(work, InferWork) else work.task} needs "
-            f"{need / GiB:,.1f} GiB per GPU and {gpu.id} has {gpu.memory_bytes / GiB:,.0f} GiB; "
-            f"run '{fit_command(model, work, gpu)}' for what to change"
+            (
+                N_(
+                    "{model} inference needs {need:,.1f} GiB per GPU and {gpu} has "
+                    "{have:,.0f} GiB; run '{command}' for what to change"
+                )
+                if isinstance(work, InferWork)
+                else N_(
+                    "{model} {task} needs {need:,.1f} GiB per GPU and {gpu} has "
+                    "{have:,.0f} GiB; run '{command}' for what to change"
+                )
+            ).format(
+                model=model,
+                task="" if isinstance(work, InferWork) else work.task,
+                need=need / GiB,
+                gpu=gpu.id,
+                have=gpu.memory_bytes / GiB,
+                command=fit_command(model, work, gpu),
+            )
         )
     return Validity(fits, supported, round(need), gpu.memory_bytes, tuple(problems), largest)

@@ -16,6 +16,7 @@ from suanli.answers.base import OMIT_NONE, Answer
 from suanli.answers.request import WorkRequest, build_work
 from suanli.errors import MissingExtra
 from suanli.estimate.workload import TrainWork
+from suanli.i18n import N_
 from suanli.models.params import count_params
 from suanli.models.resolve import LoadedModel, load_model
 
@@ -80,15 +81,20 @@ def verify(req: VerifyRequest) -> VerifyAnswer:
         import transformers  # noqa: F401
     except ImportError:
         raise MissingExtra(
-            "suanli verify needs PyTorch and transformers: pip install 'suanli[torch]' transformers"
+            N_(
+                "suanli verify needs PyTorch and transformers: pip install 'suanli[torch]' "
+                "transformers"
+            )
         ) from None
     from suanli.live.verify import pick_device, verify_inference, verify_training
 
     task = req.work.task
     if task in ("lora", "qlora"):
         raise ValueError(
-            "verify runs full training steps and inference; LoRA/QLoRA steps need "
-            "peft and bitsandbytes, not supported yet: use --task full or infer"
+            N_(
+                "verify runs full training steps and inference; LoRA/QLoRA steps need "
+                "peft and bitsandbytes, not supported yet: use --task full or infer"
+            )
         )
     work_req = req.work
     if task == "infer":
@@ -99,8 +105,10 @@ def verify(req: VerifyRequest) -> VerifyAnswer:
     params = count_params(loaded.spec).total
     if pick_device() == "cpu" and params > CPU_PARAM_LIMIT:
         raise ValueError(
-            f"{req.model} has {params / 1e9:.1f}B parameters: "
-            "too slow on the CPU; use a smaller preset or a GPU"
+            N_(
+                "{model} has {billions:.1f}B parameters: too slow on the CPU; use a smaller "
+                "preset or a GPU"
+            ).format(model=req.model, billions=params / 1e9)
         )
     if isinstance(work, TrainWork):
         result = verify_training(loaded.spec, cfg, work, req.steps)

@@ -47,6 +47,7 @@ from typing import Any
 
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
+from suanli.i18n import N_
 
 #: Data file of the table.
 DATA_FILE = "attention.toml"
@@ -148,60 +149,112 @@ def parse_attention(data: Mapping[str, Any], origin: str = DATA_FILE) -> tuple[A
     naming the file, the row and the fix."""
     unknown_top = sorted(set(data) - {"attention"})
     if unknown_top:
-        raise CatalogError(f"{origin}: unknown top-level key(s) {', '.join(unknown_top)}")
+        raise CatalogError(
+            N_("{origin}: unknown top-level key(s) {keys}").format(
+                origin=origin, keys=", ".join(unknown_top)
+            )
+        )
     raw_rows = data.get("attention")
     if not isinstance(raw_rows, list) or not raw_rows:
-        raise CatalogError(f"{origin}: needs a non-empty list of [[attention]] rows")
+        raise CatalogError(
+            N_("{origin}: needs a non-empty list of [[attention]] rows").format(origin=origin)
+        )
     cards = _peaks()
     points: list[AttentionPoint] = []
     seen: set[tuple[Any, ...]] = set()
     for index, raw in enumerate(raw_rows):
         if not isinstance(raw, Mapping):
-            raise CatalogError(f"{origin}, row {index + 1}: must be a table")
+            raise CatalogError(
+                N_("{origin}, row {row}: must be a table").format(origin=origin, row=index + 1)
+            )
         where = f"{origin}, {_row_name(index, raw)}"
         unknown = sorted(set(raw) - set(FIELDS))
         if unknown:
-            raise CatalogError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {FIELDS}")
+            raise CatalogError(
+                N_("{where}: unknown key(s) {keys}; allowed: {allowed}").format(
+                    where=where, keys=", ".join(unknown), allowed=FIELDS
+                )
+            )
         missing = [k for k in FIELDS if k not in raw]
         if missing:
-            raise CatalogError(f"{where}: missing field(s) {', '.join(missing)}")
+            raise CatalogError(
+                N_("{where}: missing field(s) {fields}").format(
+                    where=where, fields=", ".join(missing)
+                )
+            )
         kernel, gpu_id, dtype, phase = raw["kernel"], raw["gpu_id"], raw["dtype"], raw["pass"]
         if not isinstance(kernel, str) or not KERNEL_RE.match(kernel):
-            raise CatalogError(f"{where}: kernel must be a lower-case id such as 'flash2'")
+            raise CatalogError(
+                N_("{where}: kernel must be a lower-case id such as {example}").format(
+                    where=where, example="'flash2'"
+                )
+            )
         if dtype not in DTYPES:
-            raise CatalogError(f"{where}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+            raise CatalogError(
+                N_("{where}: dtype {dtype!r} is not one of {allowed}").format(
+                    where=where, dtype=dtype, allowed=", ".join(DTYPES)
+                )
+            )
         if phase not in PASSES:
-            raise CatalogError(f"{where}: pass {phase!r} is not one of {', '.join(PASSES)}")
+            raise CatalogError(
+                N_("{where}: pass {phase!r} is not one of {allowed}").format(
+                    where=where, phase=phase, allowed=", ".join(PASSES)
+                )
+            )
         if not isinstance(raw["causal"], bool):
-            raise CatalogError(f"{where}: causal must be true or false")
+            raise CatalogError(N_("{where}: causal must be true or false").format(where=where))
         for key, low, high in (("head_dim", 16, 1024), ("seq_len", 16, 16_777_216)):
             value = raw[key]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise CatalogError(f"{where}: {key} must be an integer in [{low}, {high}]")
+                raise CatalogError(
+                    N_("{where}: {key} must be an integer in [{low}, {high}]").format(
+                        where=where, key=key, low=low, high=high
+                    )
+                )
         tflops = raw["tflops"]
         if isinstance(tflops, bool) or not isinstance(tflops, (int, float)) or tflops <= 0:
-            raise CatalogError(f"{where}: tflops must be a positive number (10^12 FLOP/s)")
+            raise CatalogError(
+                N_("{where}: tflops must be a positive number (10^12 FLOP/s)").format(where=where)
+            )
         for key in ("source", "note"):
             if not isinstance(raw[key], str):
-                raise CatalogError(f"{where}: {key} must be text")
+                raise CatalogError(N_("{where}: {key} must be text").format(where=where, key=key))
         if not raw["source"].strip():
-            raise CatalogError(f"{where}: source must name the paper and figure or repo file")
+            raise CatalogError(
+                N_("{where}: source must name the paper and figure or repo file").format(
+                    where=where
+                )
+            )
         if not isinstance(raw["date"], str) or not DATE_RE.match(raw["date"]):
-            raise CatalogError(f"{where}: date {raw['date']!r} must be YYYY-MM or YYYY-MM-DD")
+            raise CatalogError(
+                N_("{where}: date {date!r} must be YYYY-MM or YYYY-MM-DD").format(
+                    where=where, date=raw["date"]
+                )
+            )
         card = cards.get(gpu_id) if isinstance(gpu_id, str) else None
         if card is None:
-            raise CatalogError(f"{where}: gpu_id {gpu_id!r} is not a catalog id (suanli gpus)")
+            raise CatalogError(
+                N_("{where}: gpu_id {gpu_id!r} is not a catalog id (suanli gpus)").format(
+                    where=where, gpu_id=gpu_id
+                )
+            )
         peak = _reference_peak(card, dtype)
         if peak is None:
-            raise CatalogError(f"{where}: {gpu_id} has no dense {dtype} peak in the catalog")
+            raise CatalogError(
+                N_("{where}: {gpu_id} has no dense {dtype} peak in the catalog").format(
+                    where=where, gpu_id=gpu_id, dtype=dtype
+                )
+            )
         if tflops * 1e12 > peak:
             raise CatalogError(
-                f"{where}: {tflops:g} TFLOP/s exceeds {gpu_id}'s dense {dtype} peak "
-                f"{peak / 1e12:g}; a sparse peak or a unit slip?"
+                N_(
+                    "{where}: {tflops:g} TFLOP/s exceeds {gpu_id}'s dense {dtype} peak "
+                    "{peak:g}; a sparse peak or a unit slip?"
+                ).format(where=where, tflops=tflops, gpu_id=gpu_id, dtype=dtype, peak=peak / 1e12)
             )
         key_ = (kernel, gpu_id, dtype, phase, raw["causal"], raw["head_dim"], raw["seq_len"])
         if key_ in seen:
-            raise CatalogError(f"{where}: duplicate of an earlier row")
+            raise CatalogError(N_("{where}: duplicate of an earlier row").format(where=where))
         seen.add(key_)
         points.append(
             AttentionPoint(
@@ -297,11 +350,11 @@ def _estimate(
     dims = [d for d, _ in curve]
     if not dims[0] <= head_dim <= dims[-1]:
         nearest_dim = dims[0] if head_dim < dims[0] else dims[-1]
-        notes.append(f"head dim {nearest_dim} is the nearest measured")
+        notes.append(N_("head dim {dim} is the nearest measured").format(dim=nearest_dim))
     seqs = sorted({p.seq_len for p in rows})
     if not seqs[0] <= seq_len <= seqs[-1]:
         nearest = seqs[0] if seq_len < seqs[0] else seqs[-1]
-        notes.append(f"held at the value measured at seq {nearest:,}")
+        notes.append(N_("held at the value measured at seq {seq:,}").format(seq=nearest))
     return _Estimate(efficiency, rows[0].dtype, sources, tuple(notes))
 
 
@@ -335,11 +388,19 @@ def attention_efficiency(
     kernel that the measured card has no rows for is a :class:`ValueError`.
     """
     if seq_len <= 0 or head_dim <= 0:
-        raise ValueError(f"seq_len and head_dim must be positive, got {seq_len}, {head_dim}")
+        raise ValueError(
+            N_("seq_len and head_dim must be positive, got {seq_len}, {head_dim}").format(
+                seq_len=seq_len, head_dim=head_dim
+            )
+        )
     if peak_flops <= 0:
-        raise ValueError(f"peak_flops must be positive, got {peak_flops}")
+        raise ValueError(N_("peak_flops must be positive, got {value}").format(value=peak_flops))
     if dtype not in DTYPES:
-        raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+        raise ValueError(
+            N_("dtype {dtype!r} is not one of {allowed}").format(
+                dtype=dtype, allowed=", ".join(DTYPES)
+            )
+        )
     return _efficiency(
         attention_points(),
         gpu,
@@ -372,7 +433,9 @@ def _efficiency(
     if not on_card:
         kernels = sorted({p.kernel for p in points if p.gpu_id == ref_id})
         raise ValueError(
-            f"no {chosen!r} attention measurement on {ref_id}; measured: {', '.join(kernels)}"
+            N_("no {kernel!r} attention measurement on {gpu}; measured: {measured}").format(
+                kernel=chosen, gpu=ref_id, measured=", ".join(kernels)
+            )
         )
     ref_card = _peaks()[ref_id]
     phase = "backward" if backward else "forward"
@@ -382,7 +445,9 @@ def _efficiency(
         p.phase == phase and p.precision_class == "fp8" for p in on_card
     ):
         wanted = "16bit"
-        notes.append(f"no fp8 {phase} measurement: runs at the 16-bit kernel's rate")
+        notes.append(
+            N_("no fp8 {phase} measurement: runs at the 16-bit kernel's rate").format(phase=phase)
+        )
 
     def estimate(ph: str, mask: bool) -> _Estimate | None:
         rows = [
@@ -399,7 +464,11 @@ def _efficiency(
         other = estimate(phase, not causal)
         fwd_same, fwd_other = estimate("forward", causal), estimate("forward", not causal)
         if other is None:
-            raise ValueError(f"no {chosen} {phase} measurement on {ref_id}")
+            raise ValueError(
+                N_("no {kernel} {phase} measurement on {gpu}").format(
+                    kernel=chosen, phase=phase, gpu=ref_id
+                )
+            )
         mask_word, other_word = ("causal", "non-causal") if causal else ("non-causal", "causal")
         if fwd_same is not None and fwd_other is not None:
             ratio = fwd_same.efficiency / fwd_other.efficiency
@@ -410,12 +479,18 @@ def _efficiency(
                 other.notes,
             )
             notes.append(
-                f"{mask_word} {phase} not measured: {other_word} {phase} x the forward "
-                f"{mask_word}/{other_word} ratio {ratio:.2f}"
+                N_(
+                    "{mask} {phase} not measured: {other} {phase} x the forward "
+                    "{mask}/{other} ratio {ratio:.2f}"
+                ).format(mask=mask_word, phase=phase, other=other_word, ratio=ratio)
             )
         else:
             est = other
-            notes.append(f"{mask_word} {phase} not measured: {other_word} taken")
+            notes.append(
+                N_("{mask} {phase} not measured: {other} taken").format(
+                    mask=mask_word, phase=phase, other=other_word
+                )
+            )
     notes.extend(est.notes)
 
     # The same fraction of this card's own peak for the measured precision; a card without that
@@ -424,13 +499,29 @@ def _efficiency(
     rate = est.efficiency * (own_peak if own_peak else peak_flops)
     fraction = min(rate / peak_flops, MAX_EFFICIENCY)
 
-    where = ref_id if ref_id == gpu.id else f"{ref_id}, applied to {gpu.id}'s own peak"
+    where = (
+        ref_id
+        if ref_id == gpu.id
+        else N_("{ref}, applied to {gpu}'s own peak").format(ref=ref_id, gpu=gpu.id)
+    )
     if not matched:
-        where += " (no attention measurement of this generation)"
+        where = N_("{where} (no attention measurement of this generation)").format(where=where)
     mask_txt = "causal" if causal else "non-causal"
-    detail = "; ".join([f"{est.efficiency:.0%} of {ref_id}'s dense {est.dtype} peak", *notes])
-    source = (
-        f"{KERNEL_NAMES.get(chosen, chosen)} {phase}, {mask_txt}, head dim {head_dim}, "
-        f"seq {seq_len:,} on {where}: {detail} ({'; '.join(est.sources)})"
+    share = N_("{share:.0%} of {ref}'s dense {dtype} peak").format(
+        share=est.efficiency, ref=ref_id, dtype=est.dtype
+    )
+    detail = "; ".join([share, *notes])
+    source = N_(
+        "{kernel} {phase}, {mask}, head dim {head_dim}, seq {seq:,} on {where}: {detail} "
+        "({sources})"
+    ).format(
+        kernel=KERNEL_NAMES.get(chosen, chosen),
+        phase=phase,
+        mask=mask_txt,
+        head_dim=head_dim,
+        seq=seq_len,
+        where=where,
+        detail=detail,
+        sources="; ".join(est.sources),
     )
     return fraction, source

@@ -30,6 +30,7 @@ from typing import Any
 from suanli.catalog.attention import DATE_RE, KERNEL_RE, interpolate
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
+from suanli.i18n import N_
 
 #: Data file of the table.
 DATA_FILE = "decode_attention.toml"
@@ -117,7 +118,11 @@ def _card_ids() -> set[str]:
 def _int_field(where: str, raw: Mapping[str, Any], key: str, low: int, high: int) -> int:
     value = raw[key]
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise CatalogError(f"{where}: {key} must be an integer in [{low}, {high}]")
+        raise CatalogError(
+            N_("{where}: {key} must be an integer in [{low}, {high}]").format(
+                where=where, key=key, low=low, high=high
+            )
+        )
     return value
 
 
@@ -128,58 +133,100 @@ def parse_decode_attention(
     naming the file, the row and the fix."""
     unknown_top = sorted(set(data) - {"decode"})
     if unknown_top:
-        raise CatalogError(f"{origin}: unknown top-level key(s) {', '.join(unknown_top)}")
+        raise CatalogError(
+            N_("{origin}: unknown top-level key(s) {keys}").format(
+                origin=origin, keys=", ".join(unknown_top)
+            )
+        )
     raw_rows = data.get("decode")
     if not isinstance(raw_rows, list) or not raw_rows:
-        raise CatalogError(f"{origin}: needs a non-empty list of [[decode]] rows")
+        raise CatalogError(
+            N_("{origin}: needs a non-empty list of [[decode]] rows").format(origin=origin)
+        )
     cards = _card_ids()
     points: list[DecodePoint] = []
     seen: set[tuple[Any, ...]] = set()
     layouts: dict[tuple[str, str], tuple[Any, ...]] = {}
     for index, raw in enumerate(raw_rows):
         if not isinstance(raw, Mapping):
-            raise CatalogError(f"{origin}, row {index + 1}: must be a table")
+            raise CatalogError(
+                N_("{origin}, row {row}: must be a table").format(origin=origin, row=index + 1)
+            )
         where = f"{origin}, {_row_name(index, raw)}"
         unknown = sorted(set(raw) - set(FIELDS))
         if unknown:
-            raise CatalogError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {FIELDS}")
+            raise CatalogError(
+                N_("{where}: unknown key(s) {keys}; allowed: {allowed}").format(
+                    where=where, keys=", ".join(unknown), allowed=FIELDS
+                )
+            )
         missing = [k for k in FIELDS if k not in raw and k not in OPTIONAL_FIELDS]
         if missing:
-            raise CatalogError(f"{where}: missing field(s) {', '.join(missing)}")
+            raise CatalogError(
+                N_("{where}: missing field(s) {fields}").format(
+                    where=where, fields=", ".join(missing)
+                )
+            )
         kernel, gpu_id, dtype = raw["kernel"], raw["gpu_id"], raw["dtype"]
         if not isinstance(kernel, str) or not KERNEL_RE.match(kernel):
-            raise CatalogError(f"{where}: kernel must be a lower-case id such as 'flashinfer'")
+            raise CatalogError(
+                N_("{where}: kernel must be a lower-case id such as {example}").format(
+                    where=where, example="'flashinfer'"
+                )
+            )
         if dtype not in DTYPES:
-            raise CatalogError(f"{where}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+            raise CatalogError(
+                N_("{where}: dtype {dtype!r} is not one of {allowed}").format(
+                    where=where, dtype=dtype, allowed=", ".join(DTYPES)
+                )
+            )
         if not isinstance(gpu_id, str) or gpu_id not in cards:
-            raise CatalogError(f"{where}: gpu_id {gpu_id!r} is not a catalog id (suanli gpus)")
+            raise CatalogError(
+                N_("{where}: gpu_id {gpu_id!r} is not a catalog id (suanli gpus)").format(
+                    where=where, gpu_id=gpu_id
+                )
+            )
         batch = _int_field(where, raw, "batch", 1, 1 << 20)
         context = _int_field(where, raw, "context", 1, 1 << 24)
         q_heads = _int_field(where, raw, "num_q_heads", 1, 1024)
         kv_heads = _int_field(where, raw, "num_kv_heads", 1, 1024)
         head_dim = _int_field(where, raw, "head_dim", 16, 1024)
         if q_heads % kv_heads:
-            raise CatalogError(f"{where}: num_q_heads must be a multiple of num_kv_heads")
+            raise CatalogError(
+                N_("{where}: num_q_heads must be a multiple of num_kv_heads").format(where=where)
+            )
         page_size = _int_field(where, raw, "page_size", 1, 1 << 16) if "page_size" in raw else None
         util = raw["bandwidth_utilization"]
         if isinstance(util, bool) or not isinstance(util, (int, float)) or not 0 < util <= 1:
             raise CatalogError(
-                f"{where}: bandwidth_utilization must be a fraction in (0, 1], got {util!r}"
+                N_(
+                    "{where}: bandwidth_utilization must be a fraction in (0, 1], got {util!r}"
+                ).format(where=where, util=util)
             )
         for key in ("source", "note"):
             if not isinstance(raw[key], str) or not raw[key].strip():
-                raise CatalogError(f"{where}: {key} must be non-empty text")
+                raise CatalogError(
+                    N_("{where}: {key} must be non-empty text").format(where=where, key=key)
+                )
         if not isinstance(raw["date"], str) or not DATE_RE.match(raw["date"]):
-            raise CatalogError(f"{where}: date {raw['date']!r} must be YYYY-MM or YYYY-MM-DD")
+            raise CatalogError(
+                N_("{where}: date {date!r} must be YYYY-MM or YYYY-MM-DD").format(
+                    where=where, date=raw["date"]
+                )
+            )
         layout = (dtype, q_heads, kv_heads, head_dim, page_size)
         if layouts.setdefault((kernel, gpu_id), layout) != layout:
             raise CatalogError(
-                f"{where}: {kernel} on {gpu_id} already has rows with dtype/heads/head_dim/page "
-                f"{layouts[(kernel, gpu_id)]}; give another layout its own kernel id"
+                N_(
+                    "{where}: {kernel} on {gpu_id} already has rows with dtype/heads/head_dim/page "
+                    "{layout}; give another layout its own kernel id"
+                ).format(
+                    where=where, kernel=kernel, gpu_id=gpu_id, layout=layouts[(kernel, gpu_id)]
+                )
             )
         key_ = (kernel, gpu_id, batch, context)
         if key_ in seen:
-            raise CatalogError(f"{where}: duplicate of an earlier row")
+            raise CatalogError(N_("{where}: duplicate of an earlier row").format(where=where))
         seen.add(key_)
         points.append(
             DecodePoint(
@@ -228,9 +275,18 @@ def reference_for(
     for ref in candidates:
         if ref in measured:
             return ref, matched
+    if measured:
+        raise ValueError(
+            N_(
+                "no {kernel!r} decode-attention measurement on {cards}; measured on: {measured}"
+            ).format(
+                kernel=kernel, cards=", ".join(candidates), measured=", ".join(sorted(measured))
+            )
+        )
     raise ValueError(
-        f"no {kernel!r} decode-attention measurement on {', '.join(candidates)}; "
-        f"measured on: {', '.join(sorted(measured)) or 'nothing'}"
+        N_("no {kernel!r} decode-attention measurement on {cards}; measured on: nothing").format(
+            kernel=kernel, cards=", ".join(candidates)
+        )
     )
 
 
@@ -256,7 +312,11 @@ def decode_attention_efficiency(
     without rows on the measured card is a :class:`ValueError`.
     """
     if batch <= 0 or context <= 0:
-        raise ValueError(f"batch and context must be positive, got {batch}, {context}")
+        raise ValueError(
+            N_("batch and context must be positive, got {batch}, {context}").format(
+                batch=batch, context=context
+            )
+        )
     return _efficiency(decode_attention_points(), gpu, batch=batch, context=context, kernel=kernel)
 
 
@@ -272,7 +332,11 @@ def _efficiency(
     chosen = kernel or DEFAULT_KERNEL
     if not any(p.kernel == chosen for p in points):
         known = sorted({p.kernel for p in points})
-        raise ValueError(f"unknown decode-attention kernel {chosen!r}; measured: {known}")
+        raise ValueError(
+            N_("unknown decode-attention kernel {kernel!r}; measured: {known}").format(
+                kernel=chosen, known=known
+            )
+        )
     ref_id, matched = reference_for(gpu, chosen, points)
     rows = [p for p in points if p.kernel == chosen and p.gpu_id == ref_id]
     by_batch: dict[int, list[tuple[int, float]]] = {}
@@ -286,26 +350,44 @@ def _efficiency(
     notes: list[str] = []
     batches = [b for b, _ in curve]
     if not batches[0] <= batch <= batches[-1]:
-        notes.append(f"held at batch {batches[0] if batch < batches[0] else batches[-1]}")
+        notes.append(
+            N_("held at batch {batch}").format(
+                batch=batches[0] if batch < batches[0] else batches[-1]
+            )
+        )
     lo = max((b for b in batches if b <= batch), default=batches[0])
     hi = min((b for b in batches if b >= batch), default=batches[-1])
     for b in dict.fromkeys((lo, hi)):
         ctxs = sorted(c for c, _ in by_batch[b])
         if not ctxs[0] <= context <= ctxs[-1]:
             nearest = ctxs[0] if context < ctxs[0] else ctxs[-1]
-            notes.append(f"batch {b} held at context {nearest:,}")
+            notes.append(
+                N_("batch {batch} held at context {context:,}").format(batch=b, context=nearest)
+            )
     first = rows[0]
-    layout = (
-        f"{first.num_q_heads} q / {first.num_kv_heads} kv heads, head dim {first.head_dim}, "
-        f"{first.dtype}"
+    layout = N_("{q} q / {kv} kv heads, head dim {head_dim}, {dtype}").format(
+        q=first.num_q_heads, kv=first.num_kv_heads, head_dim=first.head_dim, dtype=first.dtype
     )
-    where = ref_id if ref_id == gpu.id else f"{ref_id}, applied to {gpu.id}"
+    where = (
+        ref_id if ref_id == gpu.id else N_("{ref}, applied to {gpu}").format(ref=ref_id, gpu=gpu.id)
+    )
     if not matched:
-        where += " (no decode-attention measurement of this generation)"
+        where = N_("{where} (no decode-attention measurement of this generation)").format(
+            where=where
+        )
     sources = "; ".join(dict.fromkeys(p.source.split(" (")[0] for p in rows if p.batch in (lo, hi)))
-    detail = "; ".join([f"{fraction:.0%} of peak HBM bandwidth", *notes])
-    source = (
-        f"{KERNEL_NAMES.get(chosen, chosen)}, batch {batch}, context {context:,} on {where} "
-        f"(measured at {layout}): {detail} ({sources})"
+    share = N_("{share:.0%} of peak HBM bandwidth").format(share=fraction)
+    detail = "; ".join([share, *notes])
+    source = N_(
+        "{kernel}, batch {batch}, context {context:,} on {where} "
+        "(measured at {layout}): {detail} ({sources})"
+    ).format(
+        kernel=KERNEL_NAMES.get(chosen, chosen),
+        batch=batch,
+        context=context,
+        where=where,
+        layout=layout,
+        detail=detail,
+        sources=sources,
     )
     return fraction, source

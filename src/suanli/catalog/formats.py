@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 from suanli.catalog.loader import CatalogError
+from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -62,7 +63,9 @@ def _read(name: str) -> dict[str, Any]:
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{name}: not valid TOML ({exc})") from None
+        raise CatalogError(
+            N_("{file}: not valid TOML ({error})").format(file=name, error=exc)
+        ) from None
     return data
 
 
@@ -74,14 +77,22 @@ def weight_formats() -> dict[str, WeightFormat]:
         fid = str(raw.get("id", ""))
         bits = raw.get("bits_per_weight")
         if not isinstance(bits, (int, float)) or not 1 <= bits <= 32:
-            raise CatalogError(f"quant.toml, format {fid!r}: bits_per_weight must be in [1, 32]")
+            raise CatalogError(
+                N_("quant.toml, format {id!r}: bits_per_weight must be in [1, 32]").format(id=fid)
+            )
         if raw.get("kind") not in _FORMAT_KINDS:
-            raise CatalogError(f"quant.toml, format {fid!r}: kind must be one of {_FORMAT_KINDS}")
+            raise CatalogError(
+                N_("quant.toml, format {id!r}: kind must be one of {kinds}").format(
+                    id=fid, kinds=_FORMAT_KINDS
+                )
+            )
         for key in ("name", "derivation", "source", "date"):
             if not raw.get(key):
-                raise CatalogError(f"quant.toml, format {fid!r}: missing {key!r}")
+                raise CatalogError(
+                    N_("quant.toml, format {id!r}: missing {key!r}").format(id=fid, key=key)
+                )
         if fid in out:
-            raise CatalogError(f"quant.toml: duplicate format id {fid!r}")
+            raise CatalogError(N_("quant.toml: duplicate format id {id!r}").format(id=fid))
         out[fid] = WeightFormat(
             id=fid,
             name=str(raw["name"]),
@@ -115,15 +126,19 @@ def get_format(format_id: str) -> WeightFormat:
         except ValueError:
             bits = float("nan")
         if not 1 <= bits <= 64:
-            raise ValueError(f"weight format {format_id!r}: the bits per weight must be 1 to 64")
+            raise ValueError(
+                N_("weight format {id!r}: the bits per weight must be 1 to 64").format(id=format_id)
+            )
         return WeightFormat(
             id=format_id.lower(),
-            name=f"the GGUF file's tensors ({bits:.3f} bits per weight on average)",
+            name=N_("the GGUF file's tensors ({bits:.3f} bits per weight on average)").format(
+                bits=bits
+            ),
             kind="gguf",
             bits_per_weight=bits,
-            derivation="exact bytes of every tensor in the file's header / parameters",
+            derivation=N_("exact bytes of every tensor in the file's header / parameters"),
             compute_dtype="bf16",
-            source="the file's GGUF header (tensor types and shapes)",
+            source=N_("the file's GGUF header (tensor types and shapes)"),
             date="",
         )
     formats = weight_formats()
@@ -135,7 +150,11 @@ def get_format(format_id: str) -> WeightFormat:
     for candidate in (format_id.lower(), key):
         if candidate in formats:
             return formats[candidate]
-    raise ValueError(f"unknown weight format {format_id!r}; use one of {', '.join(formats)}")
+    raise ValueError(
+        N_("unknown weight format {id!r}; use one of {known}").format(
+            id=format_id, known=", ".join(formats)
+        )
+    )
 
 
 @lru_cache(maxsize=1)
@@ -148,11 +167,15 @@ def overheads() -> dict[str, Overhead]:
         has_fraction = "value_fraction" in raw
         if has_bytes == has_fraction:
             raise CatalogError(
-                f"overhead.toml, entry {oid!r}: give exactly one of value_bytes, value_fraction"
+                N_(
+                    "overhead.toml, entry {id!r}: give exactly one of value_bytes, value_fraction"
+                ).format(id=oid)
             )
         for key in ("description", "source", "date"):
             if not raw.get(key):
-                raise CatalogError(f"overhead.toml, entry {oid!r}: missing {key!r}")
+                raise CatalogError(
+                    N_("overhead.toml, entry {id!r}: missing {key!r}").format(id=oid, key=key)
+                )
         out[oid] = Overhead(
             id=oid,
             description=str(raw["description"]),
@@ -169,7 +192,9 @@ def overhead_bytes(overhead_id: str) -> tuple[float, str]:
     """Bytes of a byte-valued overhead default and its source."""
     entry = overheads().get(overhead_id)
     if entry is None or entry.value_bytes is None:
-        raise CatalogError(f"overhead.toml has no byte-valued entry {overhead_id!r}")
+        raise CatalogError(
+            N_("overhead.toml has no byte-valued entry {id!r}").format(id=overhead_id)
+        )
     return float(entry.value_bytes), f"{entry.source} ({entry.date})"
 
 
@@ -177,5 +202,7 @@ def overhead_fraction(overhead_id: str) -> tuple[float, str]:
     """A fraction-valued overhead default and its source."""
     entry = overheads().get(overhead_id)
     if entry is None or entry.value_fraction is None:
-        raise CatalogError(f"overhead.toml has no fraction-valued entry {overhead_id!r}")
+        raise CatalogError(
+            N_("overhead.toml has no fraction-valued entry {id!r}").format(id=overhead_id)
+        )
     return entry.value_fraction, f"{entry.source} ({entry.date})"

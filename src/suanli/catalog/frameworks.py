@@ -14,6 +14,7 @@ from typing import Any
 
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.toml_data import read_data
+from suanli.i18n import N_
 
 KINDS = ("train", "serve")
 
@@ -89,9 +90,13 @@ def _framework(raw: dict[str, Any]) -> Framework:
             notes=str(raw.get("notes", "")),
         )
     except (KeyError, TypeError) as exc:
-        raise CatalogError(f"frameworks.toml: a framework lacks {exc}") from None
+        raise CatalogError(N_("frameworks.toml: a framework lacks {key}").format(key=exc)) from None
     if fw.kind not in KINDS:
-        raise CatalogError(f"frameworks.toml: {fw.id} has kind {fw.kind!r}, not one of {KINDS}")
+        raise CatalogError(
+            N_("frameworks.toml: {id} has kind {kind!r}, not one of {kinds}").format(
+                id=fw.id, kind=fw.kind, kinds=KINDS
+            )
+        )
     return fw
 
 
@@ -109,7 +114,9 @@ def frameworks() -> tuple[Framework, ...]:
                 )
             )
         except KeyError as exc:
-            raise CatalogError(f"frameworks.toml: an [[engine]] entry lacks {exc}") from None
+            raise CatalogError(
+                N_("frameworks.toml: an [[engine]] entry lacks {key}").format(key=exc)
+            ) from None
     configs: dict[str, list[ConfigKey]] = {}
     for raw in data.get("config", []):
         try:
@@ -117,11 +124,15 @@ def frameworks() -> tuple[Framework, ...]:
                 ConfigKey(str(raw["option"]), raw["value"], str(raw["key"]))
             )
         except KeyError as exc:
-            raise CatalogError(f"frameworks.toml: a [[config]] entry lacks {exc}") from None
+            raise CatalogError(
+                N_("frameworks.toml: a [[config]] entry lacks {key}").format(key=exc)
+            ) from None
     known = {fw.id for fw in found}
     for name in (*engines, *configs):
         if name not in known:
-            raise CatalogError(f"frameworks.toml: an entry names unknown framework {name!r}")
+            raise CatalogError(
+                N_("frameworks.toml: an entry names unknown framework {name!r}").format(name=name)
+            )
     return tuple(
         replace(fw, engine=tuple(engines.get(fw.id, ())), config=tuple(configs.get(fw.id, ())))
         for fw in found
@@ -135,4 +146,8 @@ def get_framework(name: str) -> Framework:
         if key == fw.id or key in fw.aliases:
             return fw
     known = ", ".join(fw.id for fw in frameworks())
-    raise ValueError(f"framework {name!r} is not one of {known} (suanli frameworks lists them)")
+    raise ValueError(
+        N_("framework {name!r} is not one of {known} (suanli frameworks lists them)").format(
+            name=name, known=known
+        )
+    )

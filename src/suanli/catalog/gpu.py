@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from suanli.i18n import N_
+
 #: Allowed values for enumerated fields.
 VENDORS = (
     "nvidia",
@@ -218,7 +220,9 @@ class GPU:
         key = PRECISION_FIELDS.get(precision)
         if key is None:
             raise ValueError(
-                f"unknown precision {precision!r}; use one of {', '.join(PRECISION_FIELDS)}"
+                N_("unknown precision {precision!r}; use one of {known}").format(
+                    precision=precision, known=", ".join(PRECISION_FIELDS)
+                )
             )
         value = self.get(key)
         return float(value) if value is not None else None

@@ -10,6 +10,7 @@ from suanli.catalog.gpu import GPU
 from suanli.catalog.network import Ceiling, ceiling_for
 from suanli.catalog.toml_data import read_data
 from suanli.estimate.kernels import GemmModel
+from suanli.i18n import N_
 
 #: Efficiencies are capped here: no kernel streams or computes at the full datasheet rate.
 MAX_EFFICIENCY = 0.98
@@ -63,19 +64,20 @@ def kernel_model(gpu: GPU, ceiling: Ceiling, reference_ceiling: Ceiling | None =
         memory_loss = fit["memory_efficiency"] / ceiling.memory_fraction
     compute = ceiling.matmul_fraction * compute_loss
     memory = ceiling.memory_fraction * memory_loss
-    how = (
-        "fitted on this card"
-        if ref_id == gpu.id
-        else (f"shape losses of {ref_id}" + ("" if matched else " (no profile of this generation)"))
-    )
+    if ref_id == gpu.id:
+        how = N_("fitted on this card")
+    elif matched:
+        how = N_("shape losses of {ref}").format(ref=ref_id)
+    else:
+        how = N_("shape losses of {ref} (no profile of this generation)").format(ref=ref_id)
     return GemmModel(
         compute_efficiency=min(compute, MAX_EFFICIENCY),
         memory_efficiency=min(memory, MAX_EFFICIENCY),
         launch_s=float(fit["launch_s"]),
         tile=int(fit["tile"]),
         small_op_s=float(fit["small_op_s"]),
-        source=(
-            f"GEMM kernel model, {how}: {fit['gemms']:,} measured GEMMs, median error "
-            f"{fit['median_error']:.0%} ({fit['source']})"
-        ),
+        source=N_(
+            "GEMM kernel model, {how}: {gemms:,} measured GEMMs, median error "
+            "{error:.0%} ({source})"
+        ).format(how=how, gemms=fit["gemms"], error=fit["median_error"], source=fit["source"]),
     )

@@ -29,6 +29,7 @@ from suanli.catalog.gpu import (
     Source,
 )
 from suanli.catalog.names import normalize
+from suanli.i18n import N_
 
 #: Data files beside the GPU files that hold other tables (weight formats, runtime overheads).
 NON_GPU_DATA_FILES = frozenset(
@@ -86,46 +87,63 @@ def user_catalog_path() -> Path:
 
 
 def _fail(origin: str, entry: str, message: str) -> CatalogError:
-    where = f"{origin}, entry {entry!r}" if entry else origin
-    return CatalogError(f"{where}: {message}")
+    if entry:
+        return CatalogError(
+            N_("{origin}, entry {entry!r}: {message}").format(
+                origin=origin, entry=entry, message=message
+            )
+        )
+    return CatalogError(f"{origin}: {message}")
 
 
 def _check_number(origin: str, gid: str, key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _fail(origin, gid, f"{key} must be a number, got {value!r}")
+        raise _fail(
+            origin, gid, N_("{key} must be a number, got {value!r}").format(key=key, value=value)
+        )
     low, high = NUMERIC_FIELDS[key]
     if not low <= value <= high:
         raise _fail(
             origin,
             gid,
-            f"{key} = {value:g} is outside the plausible range [{low:g}, {high:g}]; "
-            "check the unit (bytes, bytes/s, FLOP/s)",
+            N_(
+                "{key} = {value:g} is outside the plausible range [{low:g}, {high:g}]; "
+                "check the unit (bytes, bytes/s, FLOP/s)"
+            ).format(key=key, value=value, low=low, high=high),
         )
     return float(value)
 
 
 def _parse_sources(origin: str, gid: str, raw: Any, keys: Iterable[str]) -> tuple[Source, ...]:
     if not isinstance(raw, list) or not raw:
-        raise _fail(origin, gid, "needs a non-empty [[gpu.sources]] list")
+        raise _fail(origin, gid, N_("needs a non-empty [[gpu.sources]] list"))
     sources = []
     for item in raw:
         if not isinstance(item, Mapping):
-            raise _fail(origin, gid, "each source must be a table with fields, ref and date")
+            raise _fail(origin, gid, N_("each source must be a table with fields, ref and date"))
         unknown = set(item) - {"fields", "ref", "date"}
         if unknown:
-            raise _fail(origin, gid, f"unknown source key(s) {sorted(unknown)}")
+            raise _fail(
+                origin, gid, N_("unknown source key(s) {keys}").format(keys=sorted(unknown))
+            )
         fields = item.get("fields")
         ref = item.get("ref")
         date = item.get("date")
         if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-            raise _fail(origin, gid, "source 'fields' must be a list of field names")
+            raise _fail(origin, gid, N_("source 'fields' must be a list of field names"))
         if not isinstance(ref, str) or not ref.strip():
-            raise _fail(origin, gid, "source 'ref' must name the document")
+            raise _fail(origin, gid, N_("source 'ref' must name the document"))
         if not isinstance(date, str) or not _DATE_RE.match(date):
-            raise _fail(origin, gid, f"source date {date!r} must be YYYY-MM or YYYY-MM-DD")
+            raise _fail(
+                origin,
+                gid,
+                N_("source date {date!r} must be YYYY-MM or YYYY-MM-DD").format(date=date),
+            )
         for name in fields:
             if name != "*" and name not in ALL_FIELDS:
-                raise _fail(origin, gid, f"source names unknown field {name!r}")
+                raise _fail(
+                    origin, gid, N_("source names unknown field {name!r}").format(name=name)
+                )
         sources.append(Source(tuple(fields), ref.strip(), date))
     covered = {f for s in sources for f in s.fields}
     if "*" not in covered:
@@ -133,7 +151,11 @@ def _parse_sources(origin: str, gid: str, raw: Any, keys: Iterable[str]) -> tupl
             k for k in keys if (k in NUMERIC_FIELDS or k in BOOL_FIELDS) and k not in covered
         ]
         if missing:
-            raise _fail(origin, gid, f"figures without a source: {', '.join(missing)}")
+            raise _fail(
+                origin,
+                gid,
+                N_("figures without a source: {fields}").format(fields=", ".join(missing)),
+            )
     return tuple(sources)
 
 
@@ -142,12 +164,16 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
     gid = str(raw.get("id", ""))
     unknown = sorted(set(raw) - ALL_FIELDS)
     if unknown:
-        raise _fail(origin, gid, f"unknown key(s) {', '.join(unknown)}; see docs/catalog.md")
+        raise _fail(
+            origin,
+            gid,
+            N_("unknown key(s) {keys}; see docs/catalog.md").format(keys=", ".join(unknown)),
+        )
     for key in REQUIRED_FIELDS:
         if key not in raw:
-            raise _fail(origin, gid, f"missing required field {key!r}")
+            raise _fail(origin, gid, N_("missing required field {key!r}").format(key=key))
     if not _ID_RE.match(gid):
-        raise _fail(origin, gid, "id must be lower-case letters, digits, '.' and '-'")
+        raise _fail(origin, gid, N_("id must be lower-case letters, digits, '.' and '-'"))
     enums = {
         "vendor": VENDORS,
         "form_factor": FORM_FACTORS,
@@ -156,43 +182,70 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
     }
     for key, allowed in enums.items():
         if key in raw and raw[key] not in allowed:
-            raise _fail(origin, gid, f"{key} = {raw[key]!r}; use one of {', '.join(allowed)}")
+            raise _fail(
+                origin,
+                gid,
+                N_("{key} = {value!r}; use one of {allowed}").format(
+                    key=key, value=raw[key], allowed=", ".join(allowed)
+                ),
+            )
     if "price_kind" in raw and raw["price_kind"] not in PRICE_KINDS:
         raise _fail(
-            origin, gid, f"price_kind = {raw['price_kind']!r}; use one of {', '.join(PRICE_KINDS)}"
+            origin,
+            gid,
+            N_("{key} = {value!r}; use one of {allowed}").format(
+                key="price_kind", value=raw["price_kind"], allowed=", ".join(PRICE_KINDS)
+            ),
         )
     for key in ("price_date", "cloud_price_date"):
         if key in raw and not _DATE_RE.match(str(raw[key])):
-            raise _fail(origin, gid, f"{key} must be YYYY-MM or YYYY-MM-DD")
+            raise _fail(origin, gid, N_("{key} must be YYYY-MM or YYYY-MM-DD").format(key=key))
     numbers = {k: _check_number(origin, gid, k, v) for k, v in raw.items() if k in NUMERIC_FIELDS}
     for key in BOOL_FIELDS:
         if key in raw and not isinstance(raw[key], bool):
-            raise _fail(origin, gid, f"{key} must be true or false, got {raw[key]!r}")
+            raise _fail(
+                origin,
+                gid,
+                N_("{key} must be true or false, got {value!r}").format(key=key, value=raw[key]),
+            )
     for sparse, dense in _SPARSE_PAIRS.items():
         if sparse in numbers:
             if dense not in numbers:
-                raise _fail(origin, gid, f"{sparse} given without {dense}")
+                raise _fail(
+                    origin,
+                    gid,
+                    N_("{sparse} given without {dense}").format(sparse=sparse, dense=dense),
+                )
             if abs(numbers[sparse] - 2 * numbers[dense]) > 0.01 * numbers[sparse]:
-                raise _fail(origin, gid, f"{sparse} must be twice {dense} (2:4 sparsity)")
+                raise _fail(
+                    origin,
+                    gid,
+                    N_("{sparse} must be twice {dense} (2:4 sparsity)").format(
+                        sparse=sparse, dense=dense
+                    ),
+                )
     tdp = numbers.get("tdp_watts")
     for key in ("peak_fp16_dense_flops", "peak_bf16_dense_flops"):
         if tdp and key in numbers and numbers[key] / tdp > _MAX_DENSE_16BIT_FLOPS_PER_WATT:
             raise _fail(
                 origin,
                 gid,
-                f"{key} = {numbers[key]:g} is implausibly high for {tdp:g} W; "
-                "is it a sparse figure stored as dense? Halve it or move it to a *_sparse_* field",
+                N_(
+                    "{key} = {value:g} is implausibly high for {tdp:g} W; "
+                    "is it a sparse figure stored as dense? Halve it or move it to a "
+                    "*_sparse_* field"
+                ).format(key=key, value=numbers[key], tdp=tdp),
             )
     if ("price_usd" in raw) != ("price_date" in raw):
-        raise _fail(origin, gid, "price_usd and price_date go together")
+        raise _fail(origin, gid, N_("price_usd and price_date go together"))
     if ("cloud_usd_per_hour" in raw) != ("cloud_price_date" in raw):
-        raise _fail(origin, gid, "cloud_usd_per_hour and cloud_price_date go together")
+        raise _fail(origin, gid, N_("cloud_usd_per_hour and cloud_price_date go together"))
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise _fail(origin, gid, "aliases must be a list of strings")
+        raise _fail(origin, gid, N_("aliases must be a list of strings"))
     uncertain = raw.get("uncertain", [])
     if not isinstance(uncertain, list) or not all(u in raw for u in uncertain):
-        raise _fail(origin, gid, "uncertain must list fields that this entry has")
+        raise _fail(origin, gid, N_("uncertain must list fields that this entry has"))
     sources = _parse_sources(origin, gid, raw.get("sources"), raw.keys())
     core = set(REQUIRED_FIELDS)
     figures = {
@@ -239,22 +292,38 @@ def parse_catalog_text(text: str, origin: str) -> list[GPU]:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{origin}: not valid TOML ({exc}); fix the syntax") from None
+        raise CatalogError(
+            N_("{origin}: not valid TOML ({error}); fix the syntax").format(
+                origin=origin, error=exc
+            )
+        ) from None
     unknown_top = set(doc) - {"gpu"}
     if unknown_top:
-        raise CatalogError(f"{origin}: unknown top-level key(s) {sorted(unknown_top)}; use [[gpu]]")
+        raise CatalogError(
+            N_("{origin}: unknown top-level key(s) {keys}; use [[gpu]]").format(
+                origin=origin, keys=sorted(unknown_top)
+            )
+        )
     entries = doc.get("gpu", [])
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise CatalogError(f"{origin}: 'gpu' must be an array of tables ([[gpu]])")
+        raise CatalogError(
+            N_("{origin}: 'gpu' must be an array of tables ([[gpu]])").format(origin=origin)
+        )
     if len(entries) > MAX_CATALOG_ENTRIES:
         raise CatalogError(
-            f"{origin}: {len(entries):,} entries; a catalog holds at most {MAX_CATALOG_ENTRIES:,}"
+            N_("{origin}: {count:,} entries; a catalog holds at most {most:,}").format(
+                origin=origin, count=len(entries), most=MAX_CATALOG_ENTRIES
+            )
         )
     gpus = [parse_entry(e, origin) for e in entries]
     seen: set[str] = set()
     for gpu in gpus:
         if gpu.id in seen:
-            raise CatalogError(f"{origin}: duplicate id {gpu.id!r}; ids must be unique")
+            raise CatalogError(
+                N_("{origin}: duplicate id {id!r}; ids must be unique").format(
+                    origin=origin, id=gpu.id
+                )
+            )
         seen.add(gpu.id)
     return gpus
 
@@ -266,7 +335,9 @@ def read_catalog_file(path: str | Path) -> list[GPU]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise CatalogError(
-            f"cannot read catalog file {str(p)!r} ({exc.strerror}); check the path"
+            N_("cannot read catalog file {path!r} ({error}); check the path").format(
+                path=str(p), error=exc.strerror
+            )
         ) from None
     return parse_catalog_text(text, str(p))
 
@@ -290,15 +361,19 @@ def _check_unique(gpus: Iterable[GPU]) -> None:
     for gpu in gpus:
         if gpu.id in seen:
             raise CatalogError(
-                f"id {gpu.id!r} appears in both {seen[gpu.id]} and {gpu.origin}; ids must be unique"
+                N_("id {id!r} appears in both {first} and {second}; ids must be unique").format(
+                    id=gpu.id, first=seen[gpu.id], second=gpu.origin
+                )
             )
         seen[gpu.id] = gpu.origin
         for alias in {normalize(a) for a in (gpu.id, gpu.name, *gpu.aliases)}:
             other = alias_owner.setdefault(alias, gpu.id)
             if other != gpu.id:
                 raise CatalogError(
-                    f"{gpu.origin}: alias {alias!r} of {gpu.id!r} also names {other!r}; "
-                    "aliases must be unique"
+                    N_(
+                        "{origin}: alias {alias!r} of {id!r} also names {other!r}; "
+                        "aliases must be unique"
+                    ).format(origin=gpu.origin, alias=alias, id=gpu.id, other=other)
                 )
 
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.names import normalize, strip_vendor_words
+from suanli.i18n import N_
 
 __all__ = ["find_gpu", "model_key", "normalize"]
 
@@ -76,8 +77,15 @@ def _model_match(query: str, gpu: GPU) -> bool:
 
 def _ambiguous(name: str, gpus: Sequence[GPU]) -> CatalogError:
     ids = ", ".join(g.id for g in gpus[:12])
-    more = f" and {len(gpus) - 12} more" if len(gpus) > 12 else ""
-    return CatalogError(f"GPU name {name!r} is ambiguous: {ids}{more}; use one of these ids")
+    if len(gpus) > 12:
+        return CatalogError(
+            N_(
+                "GPU name {name!r} is ambiguous: {ids} and {more} more; use one of these ids"
+            ).format(name=name, ids=ids, more=len(gpus) - 12)
+        )
+    return CatalogError(
+        N_("GPU name {name!r} is ambiguous: {ids}; use one of these ids").format(name=name, ids=ids)
+    )
 
 
 def find_gpu(name: str, gpus: Sequence[GPU]) -> GPU:
@@ -89,7 +97,9 @@ def find_gpu(name: str, gpus: Sequence[GPU]) -> GPU:
     """
     query = normalize(name)
     if not query:
-        raise CatalogError(f"empty GPU name {name!r}; run 'suanli gpus' to list the catalog")
+        raise CatalogError(
+            N_("empty GPU name {name!r}; run 'suanli gpus' to list the catalog").format(name=name)
+        )
     exact = [g for g in gpus if query in {normalize(k) for k in _keys(g)}]
     if len(exact) == 1:
         return exact[0]
@@ -111,10 +121,18 @@ def find_gpu(name: str, gpus: Sequence[GPU]) -> GPU:
         raise _ambiguous(name, containing)
     if len(containing) == 1:
         raise CatalogError(
-            f"no GPU is named {name!r}; did you mean {containing[0].id} "
-            f"({containing[0].name})? Use its id if so"
+            N_(
+                "no GPU is named {name!r}; did you mean {id} ({full_name})? Use its id if so"
+            ).format(name=name, id=containing[0].id, full_name=containing[0].name)
         )
     names = {normalize(g.id): g.id for g in gpus}
     near = difflib.get_close_matches(query, list(names), n=4, cutoff=0.5)
-    hint = f" (did you mean {', '.join(names[n] for n in near)}?)" if near else ""
-    raise CatalogError(f"unknown GPU {name!r}{hint}; run 'suanli gpus' to list the catalog")
+    if near:
+        raise CatalogError(
+            N_(
+                "unknown GPU {name!r} (did you mean {near}?); run 'suanli gpus' to list the catalog"
+            ).format(name=name, near=", ".join(names[n] for n in near))
+        )
+    raise CatalogError(
+        N_("unknown GPU {name!r}; run 'suanli gpus' to list the catalog").format(name=name)
+    )

@@ -17,6 +17,7 @@ from suanli.catalog.gpu import GPU, PRECISION_FIELDS
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.toml_data import read_data
 from suanli.estimate.comm import Link, Network
+from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
     pass
@@ -69,15 +70,25 @@ def links() -> dict[str, LinkSpec]:
                 base_latency_date=str(raw.get("base_latency_date", "")),
             )
         except KeyError as exc:
-            raise CatalogError(f"interconnect.toml, link {lid!r}: missing {exc}") from None
+            raise CatalogError(
+                N_("interconnect.toml, link {id!r}: missing {key}").format(id=lid, key=exc)
+            ) from None
         if not 0 <= spec.base_latency_s <= 1e-3:
-            raise CatalogError(f"interconnect.toml, link {lid!r}: implausible base latency")
+            raise CatalogError(
+                N_("interconnect.toml, link {id!r}: implausible base latency").format(id=lid)
+            )
         if spec.base_latency_s > 0 and not (spec.base_latency_source and spec.base_latency_date):
-            raise CatalogError(f"interconnect.toml, link {lid!r}: base latency without a source")
+            raise CatalogError(
+                N_("interconnect.toml, link {id!r}: base latency without a source").format(id=lid)
+            )
         if not 1e8 <= spec.unidirectional_bytes_per_s <= 2e13:
-            raise CatalogError(f"interconnect.toml, link {lid!r}: implausible bandwidth")
+            raise CatalogError(
+                N_("interconnect.toml, link {id!r}: implausible bandwidth").format(id=lid)
+            )
         if not 1e-8 <= spec.latency_s <= 1e-3 or not 0 < spec.bus_efficiency <= 1:
-            raise CatalogError(f"interconnect.toml, link {lid!r}: implausible latency/efficiency")
+            raise CatalogError(
+                N_("interconnect.toml, link {id!r}: implausible latency/efficiency").format(id=lid)
+            )
         out[lid] = spec
     return out
 
@@ -120,11 +131,15 @@ def node_layouts() -> dict[str, NodeLayout]:
                 date=str(raw["date"]),
             )
         except KeyError as exc:
-            raise CatalogError(f"interconnect.toml, node {nid!r}: missing {exc}") from None
+            raise CatalogError(
+                N_("interconnect.toml, node {id!r}: missing {key}").format(id=nid, key=exc)
+            ) from None
         if node.intra not in table or node.inter not in table:
-            raise CatalogError(f"interconnect.toml, node {nid!r}: unknown link id")
+            raise CatalogError(N_("interconnect.toml, node {id!r}: unknown link id").format(id=nid))
         if not 1 <= node.gpus_per_node <= 1024 or not 0 < node.nics_per_node <= 64:
-            raise CatalogError(f"interconnect.toml, node {nid!r}: implausible GPU or NIC count")
+            raise CatalogError(
+                N_("interconnect.toml, node {id!r}: implausible GPU or NIC count").format(id=nid)
+            )
         out[nid] = node
     return out
 
@@ -199,12 +214,18 @@ def collective_fits() -> tuple[CollectiveFit, ...]:
             )
         except KeyError as exc:
             raise CatalogError(
-                f"interconnect.toml, collective_fit {label}: missing {exc}"
+                N_("interconnect.toml, collective_fit {label}: missing {key}").format(
+                    label=label, key=exc
+                )
             ) from None
         if fit.link and fit.link not in links():
-            raise CatalogError(f"interconnect.toml, collective_fit {label}: unknown link")
+            raise CatalogError(
+                N_("interconnect.toml, collective_fit {label}: unknown link").format(label=label)
+            )
         if not 1e8 <= fit.bus_bytes_per_s <= 2e13 or not 0 <= fit.latency_s <= 1e-2:
-            raise CatalogError(f"interconnect.toml, collective_fit {label}: implausible fit")
+            raise CatalogError(
+                N_("interconnect.toml, collective_fit {label}: implausible fit").format(label=label)
+            )
         out.append(fit)
     return tuple(out)
 
@@ -213,7 +234,11 @@ def get_link(link_id: str) -> LinkSpec:
     """An interconnect kind by id; ValueError lists the known ones."""
     table = links()
     if link_id not in table:
-        raise ValueError(f"unknown interconnect {link_id!r}; use one of {', '.join(table)}")
+        raise ValueError(
+            N_("unknown interconnect {id!r}; use one of {known}").format(
+                id=link_id, known=", ".join(table)
+            )
+        )
     return table[link_id]
 
 
@@ -273,8 +298,14 @@ def intra_node_link(gpu: GPU) -> Link:
     rate = pcie.unidirectional_bytes_per_s * lanes / 16
     if not has_peer_to_peer(gpu) and HOST_STAGED in links():
         staged = links()[HOST_STAGED]
-        width = "" if lanes == 16 else f" at x{lanes}"
-        name = f"{pcie.name}{width} without peer-to-peer (staged through host memory)"
+        if lanes == 16:
+            name = N_("{link} without peer-to-peer (staged through host memory)").format(
+                link=pcie.name
+            )
+        else:
+            name = N_(
+                "{link} at x{lanes} without peer-to-peer (staged through host memory)"
+            ).format(link=pcie.name, lanes=lanes)
         return Link(name, rate, staged.latency_s, staged.bus_efficiency, staged.base_latency_s)
     return pcie.link(rate)
 
@@ -373,10 +404,18 @@ def ceiling_for(gpu: GPU, precision: str) -> Ceiling:
             if measured_bw:
                 mem_fraction = float(measured_bw) / gpu.memory_bandwidth_bytes_per_s
             fraction = min(float(row["matmul_flops"]) / peak, 1.0)
-            return Ceiling(fraction, mem_fraction, f"measured: {row['source']} ({row['date']})")
+            return Ceiling(
+                fraction,
+                mem_fraction,
+                N_("measured: {source} ({date})").format(source=row["source"], date=row["date"]),
+            )
     fraction = float(default.get("matmul_fraction", 0.7))
     source = str(default.get("source", "class default"))
-    return Ceiling(fraction, mem_fraction, f"class default {_default_class(gpu)}: {source}")
+    return Ceiling(
+        fraction,
+        mem_fraction,
+        N_("class default {cls}: {source}").format(cls=_default_class(gpu), source=source),
+    )
 
 
 def compute_precision(gpu: GPU, dtype: str) -> str:
@@ -396,4 +435,8 @@ def compute_precision(gpu: GPU, dtype: str) -> str:
         return "fp32"
     if dtype in PRECISION_FIELDS and gpu.peak_flops(dtype):
         return dtype
-    raise ValueError(f"{gpu.id} has no tensor rate for {dtype} in the catalog; pick another GPU")
+    raise ValueError(
+        N_("{gpu} has no tensor rate for {dtype} in the catalog; pick another GPU").format(
+            gpu=gpu.id, dtype=dtype
+        )
+    )

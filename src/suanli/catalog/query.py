@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from suanli.catalog.gpu import GPU, NUMERIC_FIELDS
+from suanli.i18n import N_
 
 #: Friendly sort names -> catalog fields.
 SORT_ALIASES = {
@@ -53,7 +54,9 @@ def sort_gpus(gpus: Iterable[GPU], key: str, descending: bool = True) -> list[GP
     field = SORT_ALIASES.get(key.lower(), key.lower())
     if field not in NUMERIC_FIELDS:
         raise ValueError(
-            f"cannot sort by {key!r}; use one of {', '.join(SORT_ALIASES)} or a numeric field"
+            N_("cannot sort by {key!r}; use one of {known} or a numeric field").format(
+                key=key, known=", ".join(SORT_ALIASES)
+            )
         )
 
     def value(g: GPU) -> float | None:

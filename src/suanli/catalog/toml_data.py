@@ -7,6 +7,7 @@ from importlib import resources
 from typing import Any
 
 from suanli.catalog.loader import CatalogError
+from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,5 +21,7 @@ def read_data(name: str) -> dict[str, Any]:
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{name}: not valid TOML ({exc})") from None
+        raise CatalogError(
+            N_("{file}: not valid TOML ({error})").format(file=name, error=exc)
+        ) from None
     return data

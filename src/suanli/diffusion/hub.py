@@ -15,6 +15,7 @@ from suanli.diffusion.pipeline import (
     PipelineError,
     read_diffusers_folder,
 )
+from suanli.i18n import N_
 
 
 def _cache_root() -> Path:
@@ -29,17 +30,19 @@ def hub_pipeline(repo_id: str) -> Pipeline:
     folder = _cache_root() / repo_id.replace("/", "--")
     if (folder / "model_index.json").is_file():
         return _named(read_diffusers_folder(folder), repo_id)
-    hint = (
-        f"cannot fetch model_index.json of {repo_id!r} from the Hugging Face hub (offline, "
+    hint = N_(
+        "cannot fetch model_index.json of {repo!r} from the Hugging Face hub (offline, "
         "private or not a diffusers repo); download the configs and pass the folder"
-    )
+    ).format(repo=repo_id)
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         raise PipelineError(hint)
     try:
         import huggingface_hub
     except ImportError:
         raise PipelineError(
-            f"reading {repo_id!r} from the hub needs huggingface_hub: pip install 'suanli[hub]'"
+            N_(
+                "reading {name!r} from the hub needs huggingface_hub: pip install 'suanli[hub]'"
+            ).format(name=repo_id)
         ) from None
     try:
         index_path = huggingface_hub.hf_hub_download(repo_id, "model_index.json")
@@ -47,7 +50,9 @@ def hub_pipeline(repo_id: str) -> Pipeline:
     except Exception:  # every hub failure means the same thing to the user
         raise PipelineError(hint) from None
     if not isinstance(index, dict):
-        raise PipelineError(f"{repo_id}: model_index.json is not a JSON object")
+        raise PipelineError(
+            N_("{repo}: model_index.json is not a JSON object").format(repo=repo_id)
+        )
     staging = folder.with_name(folder.name + ".partial")
     staging.mkdir(parents=True, exist_ok=True)
     for name, value in index.items():
@@ -58,7 +63,11 @@ def hub_pipeline(repo_id: str) -> Pipeline:
         try:
             path = huggingface_hub.hf_hub_download(repo_id, f"{name}/config.json")
         except Exception:
-            raise PipelineError(f"{repo_id}: cannot fetch {name}/config.json; {hint}") from None
+            raise PipelineError(
+                N_("{repo}: cannot fetch {name}/config.json; {hint}").format(
+                    repo=repo_id, name=name, hint=hint
+                )
+            ) from None
         (staging / name).mkdir(exist_ok=True)
         (staging / name / "config.json").write_text(
             Path(path).read_text(encoding="utf-8"), encoding="utf-8"

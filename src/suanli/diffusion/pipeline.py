@@ -22,6 +22,7 @@ from suanli.diffusion.graph import Graph
 from suanli.diffusion.text import walk_clip_text, walk_t5_encoder
 from suanli.diffusion.unet import walk_unet
 from suanli.diffusion.vae import vae_params, walk_vae_decoder
+from suanli.i18n import N_
 from suanli.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 
 #: Pixels per latent cell of the autoencoders (three stride-2 stages).
@@ -154,14 +155,20 @@ MAX_CONFIG_BYTES = 1 << 20
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise PipelineError(f"{path} is larger than a config file can be; check the folder")
+            raise PipelineError(
+                N_("{path} is larger than a config file can be; check the folder").format(path=path)
+            )
         data = json.loads(path.read_text(encoding="utf-8"))
     except RecursionError:
-        raise PipelineError(f"{path} nests JSON too deeply; check the file") from None
+        raise PipelineError(
+            N_("{path} nests JSON too deeply; check the file").format(path=path)
+        ) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise PipelineError(f"cannot read {path} as JSON ({exc}); check the file") from None
+        raise PipelineError(
+            N_("cannot read {path} as JSON ({error}); check the file").format(path=path, error=exc)
+        ) from None
     if not isinstance(data, dict):
-        raise PipelineError(f"{path} is not a JSON object; check the file")
+        raise PipelineError(N_("{path} is not a JSON object; check the file").format(path=path))
     return data
 
 
@@ -172,8 +179,16 @@ def read_diffusers_folder(folder: Path) -> Pipeline:
     pipeline_class = str(index.get("_class_name", ""))
     if pipeline_class not in PIPELINE_DEFAULTS:
         known = ", ".join(PIPELINE_DEFAULTS)
+        if pipeline_class:
+            raise PipelineError(
+                N_("{folder} is a {cls} pipeline; suanli reads {known}").format(
+                    folder=folder, cls=pipeline_class, known=known
+                )
+            )
         raise PipelineError(
-            f"{folder} is a {pipeline_class or 'unnamed'} pipeline; suanli reads {known}"
+            N_("{folder} is a unnamed pipeline; suanli reads {known}").format(
+                folder=folder, known=known
+            )
         )
     comps = []
     for name, value in index.items():
@@ -184,12 +199,18 @@ def read_diffusers_folder(folder: Path) -> Pipeline:
             continue  # tokenizers, schedulers, image processors: no weights on the GPU
         cfg_path = folder / name / "config.json"
         if not cfg_path.is_file():
-            raise PipelineError(f"{cfg_path} is missing; download the component's config.json")
+            raise PipelineError(
+                N_("{path} is missing; download the component's config.json").format(path=cfg_path)
+            )
         comps.append(Component(name, cls, _read_json(cfg_path)))
     if not any(c.cls in DENOISERS for c in comps) or not any(
         c.cls == "AutoencoderKL" for c in comps
     ):
-        raise PipelineError(f"{folder} has no denoiser or no AutoencoderKL; check model_index.json")
+        raise PipelineError(
+            N_("{folder} has no denoiser or no AutoencoderKL; check model_index.json").format(
+                folder=folder
+            )
+        )
     return Pipeline(folder.name, folder.name, pipeline_class, tuple(comps), source="path")
 
 
@@ -238,7 +259,9 @@ def pipeline_graphs(
     """Every component's call for ``batch`` images of ``width x height`` pixels."""
     if width % (2 * VAE_SCALE) or height % (2 * VAE_SCALE):
         raise PipelineError(
-            f"--size {width}x{height}: width and height must be multiples of 16; round them"
+            N_(
+                "--size {width}x{height}: width and height must be multiples of 16; round them"
+            ).format(width=width, height=height)
         )
     lh, lw = height // VAE_SCALE, width // VAE_SCALE
     passes = 2 * batch if guidance else batch

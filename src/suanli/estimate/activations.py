@@ -20,6 +20,7 @@ the terms here follow transformers' modules so the CPU measurement can check the
 from __future__ import annotations
 
 from suanli.estimate.saved_terms import FP32, INDEX, ActivationSettings, Term
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 __all__ = ["FP32", "INDEX", "ActivationSettings", "Term", "layer_terms", "model_terms"]
@@ -40,12 +41,26 @@ def _rms_norm(h: int, st: ActivationSettings, name: str, gemma: bool = False) ->
     if st.fused:
         # A fused RMSNorm kernel (Liger's LigerRMSNorm, Inductor's fusion under torch.compile)
         # keeps its input in the dtype and the fp32 rstd; the backward recomputes the rest.
-        return [Term(f"{name}: input and rstd (fused kernel)", b * h + FP32, "b·h + 4", "sp")]
-    terms = [Term(f"{name}: fp32 input and rsqrt", FP32 * h + FP32, "4h + 4", "sp")]
+        return [
+            Term(
+                N_("{name}: input and rstd (fused kernel)").format(name=name),
+                b * h + FP32,
+                "b·h + 4",
+                "sp",
+            )
+        ]
+    terms = [
+        Term(N_("{name}: fp32 input and rsqrt").format(name=name), FP32 * h + FP32, "4h + 4", "sp")
+    ]
     if st.train_weights:
         width = FP32 if gemma else b
         terms.append(
-            Term(f"{name}: normalised (for the weight's gradient)", width * h, f"{width}h", "sp")
+            Term(
+                N_("{name}: normalised (for the weight's gradient)").format(name=name),
+                width * h,
+                f"{width}h",
+                "sp",
+            )
         )
     return terms
 
@@ -53,13 +68,19 @@ def _rms_norm(h: int, st: ActivationSettings, name: str, gemma: bool = False) ->
 def _layer_norm(h: int, st: ActivationSettings, name: str) -> list[Term]:
     """LayerNorm (native kernel): saves its input plus mean and rstd per token."""
     b = st.dtype_bytes
-    return [Term(f"{name}: input, mean, rstd", b * h + 2 * b, "b·h + 2b", "sp")]
+    return [
+        Term(N_("{name}: input, mean, rstd").format(name=name), b * h + 2 * b, "b·h + 2b", "sp")
+    ]
 
 
 def _dropout(width: float, st: ActivationSettings, name: str) -> list[Term]:
     if st.dropout <= 0:
         return []
-    return [Term(f"{name}: dropout mask", st.mask_bytes * width, "mask·width", "sp")]
+    return [
+        Term(
+            N_("{name}: dropout mask").format(name=name), st.mask_bytes * width, "mask·width", "sp"
+        )
+    ]
 
 
 def _attention_core(
@@ -81,7 +102,7 @@ def _attention_core(
         v_width = nh * dv
         terms.append(
             Term(
-                "attention: q, k, v (k and v repeated to all heads)",
+                N_("attention: q, k, v (k and v repeated to all heads)"),
                 q_storage + b * (k_width + v_width),
                 "b·(n_q·d) + b·n_q·(d + d_v)",
             )
@@ -89,37 +110,44 @@ def _attention_core(
         scores = FP32 * nh * s + (b * nh * s if b != FP32 else 0)
         terms.append(
             Term(
-                "attention: softmax (fp32) and its copy in dtype", scores, "4·n_q·s + b·n_q·s", "tp"
+                N_("attention: softmax (fp32) and its copy in dtype"),
+                scores,
+                "4·n_q·s + b·n_q·s",
+                "tp",
             )
         )
         if spec.attn_logit_softcap:
-            terms.append(Term("attention: tanh soft-cap output", b * nh * s, "b·n_q·s"))
+            terms.append(Term(N_("attention: tanh soft-cap output"), b * nh * s, "b·n_q·s"))
         if spec.architecture == "xglm":
             # XGLM clamps the masked scores with torch.max against the dtype's minimum, in fp32.
-            terms.append(Term("attention: clamped scores (fp32)", FP32 * nh * s, "4·n_q·s"))
+            terms.append(Term(N_("attention: clamped scores (fp32)"), FP32 * nh * s, "4·n_q·s"))
         if st.dropout > 0:
             terms.append(
                 Term(
-                    "attention: dropout mask and dropped probabilities",
+                    N_("attention: dropout mask and dropped probabilities"),
                     st.mask_bytes * nh * s + b * nh * s,
                     "(mask + b)·n_q·s",
                 )
             )
         if _trainable(st, "o"):
-            terms.append(Term("attention: output copy for o_proj", b * nh * dv, "b·n_q·d_v"))
+            terms.append(Term(N_("attention: output copy for o_proj"), b * nh * dv, "b·n_q·d_v"))
         return terms
     terms.append(
         Term(
-            "attention: q, k, v (saved by the kernel)",
+            N_("attention: q, k, v (saved by the kernel)"),
             q_storage + kv_storage,
             "b·(n_q·d + 2·n_kv·d)",
         )
     )
-    terms.append(Term("attention: output", b * nh * dv, "b·n_q·d_v"))
-    terms.append(Term("attention: log-sum-exp (fp32)", FP32 * nh, "4·n_q"))
+    terms.append(Term(N_("attention: output"), b * nh * dv, "b·n_q·d_v"))
+    terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
     if out_copy:
         terms.append(
-            Term("attention: merged-heads copy for the output projection", b * nh * dv, "b·n_q·d_v")
+            Term(
+                N_("attention: merged-heads copy for the output projection"),
+                b * nh * dv,
+                "b·n_q·d_v",
+            )
         )
     return terms
 
@@ -130,9 +158,9 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     b = st.dtype_bytes
     att = spec.attention
     gemma = spec.architecture.startswith("gemma")
-    terms = _norm(spec, st, "attention norm", gemma)
+    terms = _norm(spec, st, N_("attention norm"), gemma)
     if any(_trainable(st, m) for m in ("q", "k", "v")):
-        terms.append(Term("q/k/v projection input", b * h, "b·h", "sp"))
+        terms.append(Term(N_("q/k/v projection input"), b * h, "b·h", "sp"))
     nh, nkv, d = att.num_heads, att.num_kv_heads, att.head_dim
     if att.kind == "mla":
         # DeepSeek MLA: low-rank query and KV latents, their norms, then per-head q, k, v.
@@ -140,12 +168,12 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
         latent = (FP32 * (qr + kr) + 2 * FP32) + b * (qr + kr)
         terms.append(
             Term(
-                "MLA: q/kv latents (fp32 norm inputs, normalised)",
+                N_("MLA: q/kv latents (fp32 norm inputs, normalised)"),
                 latent,
                 "4(r_q + r_kv) + b(r_q + r_kv)",
             )
         )
-        terms.append(Term("MLA: rope key", b * rope, "b·d_rope"))
+        terms.append(Term(N_("MLA: rope key"), b * rope, "b·d_rope"))
         kv_storage = b * nh * (d + att.v_head_dim)
         terms += _attention_core(spec, st, b * nh * d, kv_storage, out_copy=False)
     else:
@@ -164,34 +192,40 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                         FP32 * heads * d + FP32 * heads + (b * heads * d if st.train_weights else 0)
                     )
                     formula = "4·n·d + 4·n + b·n·d"
-                terms.append(Term(f"{part}_norm: fp32 input, rsqrt, normalised", width, formula))
+                terms.append(
+                    Term(
+                        N_("{part}_norm: fp32 input, rsqrt, normalised").format(part=part),
+                        width,
+                        formula,
+                    )
+                )
         terms += _attention_core(spec, st, b * nh * d, b * 2 * nkv * d, out_copy=False)
     if spec.architecture == "bitnet":
         # BitNet normalises the attention output before o_proj (attn_sub_norm).
-        terms += _rms_norm(h, st, "attention sub-norm")
-    terms += _dropout(h, st, "attention residual")
+        terms += _rms_norm(h, st, N_("attention sub-norm"))
+    terms += _dropout(h, st, N_("attention residual"))
     # Sandwich norms outside Gemma (GLM-4): a norm on each block's output before the residual.
     sandwich = spec.norm.per_layer >= 4 and not gemma
     if sandwich:
-        terms += _norm(spec, st, "post-attention norm", gemma)
+        terms += _norm(spec, st, N_("post-attention norm"), gemma)
     if spec.architecture.startswith(("gemma2", "gemma3")):
         terms.append(
             Term(
-                "post-attention norm: fp32 input and rsqrt",
+                N_("post-attention norm: fp32 input and rsqrt"),
                 FP32 * h + FP32 + (FP32 * h if st.train_weights else 0),
                 "4h + 4 (+4h)",
                 "sp",
             )
         )
     if not spec.parallel_block:
-        terms += _norm(spec, st, "MLP norm", gemma)
+        terms += _norm(spec, st, N_("MLP norm"), gemma)
     elif spec.norm.per_layer > 1:
         # Two norms on the same input (Falcon's new decoder): the input is saved once.
         terms += [
             t
-            for t in _norm(spec, st, "MLP norm", gemma)
+            for t in _norm(spec, st, N_("MLP norm"), gemma)
             if spec.norm.kind not in ("layernorm", "layernorm-nobias", "none")
-        ] or [Term("MLP norm: mean and rstd (input shared)", 2 * FP32, "8", "sp")]
+        ] or [Term(N_("MLP norm: mean and rstd (input shared)"), 2 * FP32, "8", "sp")]
     # A parallel block with one norm (GPT-J, Phi-2, Cohere) feeds attention and MLP from it.
     if moe_layer and spec.moe is not None:
         mlp = _moe_terms(spec, st)
@@ -203,7 +237,7 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
             mlp = _plain_mlp(spec.mlp.intermediate_size, h, spec.mlp.activation, st)
     if spec.architecture == "bitnet" and spec.mlp is not None:
         # ...and the MLP's act(gate) * up before down_proj (ffn_sub_norm, I wide).
-        mlp += _rms_norm(spec.mlp.intermediate_size, st, "MLP sub-norm")
+        mlp += _rms_norm(spec.mlp.intermediate_size, st, N_("MLP sub-norm"))
     if (
         spec.parallel_block
         and spec.norm.per_layer <= 1
@@ -213,14 +247,14 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
         mlp = [t for t in mlp if t.name not in ("MLP: up-projection input", "MLP: gate/up input")]
     terms += mlp
     if sandwich:
-        terms += _norm(spec, st, "post-MLP norm", gemma)
-    terms += _dropout(h, st, "MLP residual")
+        terms += _norm(spec, st, N_("post-MLP norm"), gemma)
+    terms += _dropout(h, st, N_("MLP residual"))
     if st.lora_targets and st.lora_rank:
         # lora_B saves lora_A's output: r values per token for each adapted matrix.
         adapted = sum(1 for t in st.lora_targets if t in ("q", "k", "v", "o", "gate", "up", "down"))
         terms.append(
             Term(
-                "LoRA: adapter hidden (A output) per adapted matrix",
+                N_("LoRA: adapter hidden (A output) per adapted matrix"),
                 b * st.lora_rank * adapted,
                 "b·r per adapted matrix",
             )
@@ -228,7 +262,7 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     if spec.architecture.startswith(("gemma2", "gemma3")):
         terms.append(
             Term(
-                "post-MLP norm: fp32 input and rsqrt",
+                N_("post-MLP norm: fp32 input and rsqrt"),
                 FP32 * h + FP32 + (FP32 * h if st.train_weights else 0),
                 "4h + 4 (+4h)",
                 "sp",
@@ -246,7 +280,7 @@ def _norm(spec: ModelSpec, st: ActivationSettings, name: str, gemma: bool) -> li
         kept = 3 if st.train_weights else 2
         return [
             Term(
-                f"{name}: fp32 centred input (twice), normalised, rsqrt",
+                N_("{name}: fp32 centred input (twice), normalised, rsqrt").format(name=name),
                 kept * FP32 * h + FP32,
                 "3·4h + 4 (frozen weight: 2·4h + 4)",
                 "sp",
@@ -280,13 +314,19 @@ def _plain_mlp(width: int, h: int, activation: str, st: ActivationSettings) -> l
     b = st.dtype_bytes
     terms = []
     if _trainable(st, "up"):
-        terms.append(Term("MLP: up-projection input", b * h, "b·h", "sp"))
+        terms.append(Term(N_("MLP: up-projection input"), b * h, "b·h", "sp"))
     keeps = _PLAIN_ACTIVATION_SAVES.get(activation, 1)
     if keeps:
-        terms.append(Term(f"MLP: {activation} saved tensors", keeps * b * width, f"{keeps}·b·I"))
+        terms.append(
+            Term(
+                N_("MLP: {activation} saved tensors").format(activation=activation),
+                keeps * b * width,
+                f"{keeps}·b·I",
+            )
+        )
     if activation == "xielu":  # torch.where's condition x > 0
-        terms.append(Term("MLP: xIELU branch mask (bool)", width, "I"))
-    terms.append(Term("MLP: down-projection input (activation output)", b * width, "b·I"))
+        terms.append(Term(N_("MLP: xIELU branch mask (bool)"), width, "I"))
+    terms.append(Term(N_("MLP: down-projection input (activation output)"), b * width, "b·I"))
     return terms
 
 
@@ -295,17 +335,27 @@ def _gated_mlp(width: int, h: int, st: ActivationSettings, name: str) -> list[Te
     b = st.dtype_bytes
     terms = []
     if _trainable(st, "gate") or _trainable(st, "up"):
-        terms.append(Term(f"{name}: gate/up input", b * h, "b·h", "sp"))
+        terms.append(Term(N_("{name}: gate/up input").format(name=name), b * h, "b·h", "sp"))
     if st.fused:
         # A fused SwiGLU (Liger's, Megatron's, Inductor's) keeps gate and up and recomputes
         # act(gate) in the backward pass.
-        terms.append(Term(f"{name}: gate and up outputs (fused SwiGLU)", 2 * b * width, "2·b·I"))
+        terms.append(
+            Term(
+                N_("{name}: gate and up outputs (fused SwiGLU)").format(name=name),
+                2 * b * width,
+                "2·b·I",
+            )
+        )
     else:
         terms.append(
-            Term(f"{name}: gate output, activation output, up output", 3 * b * width, "3·b·I")
+            Term(
+                N_("{name}: gate output, activation output, up output").format(name=name),
+                3 * b * width,
+                "3·b·I",
+            )
         )
     if _trainable(st, "down"):
-        terms.append(Term(f"{name}: down-projection input", b * width, "b·I"))
+        terms.append(Term(N_("{name}: down-projection input").format(name=name), b * width, "b·I"))
     return terms
 
 
@@ -328,21 +378,21 @@ def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     # plain SwiGLU keeps two (act(gate) and the down input).
     act_tensors = 7 if spec.architecture == "gpt_oss" else 4
     terms = [
-        Term("router: input", b * h if st.train_weights else 0, "b·h", "sp"),
+        Term(N_("router: input"), b * h if st.train_weights else 0, "b·h", "sp"),
         Term(
-            "router: fp32 softmax, top-k indices and weights",
+            N_("router: fp32 softmax, top-k indices and weights"),
             FP32 * e + 40 * k + FP32,
             "4E + 40k + 4",
             "none",
         ),
         Term(
-            "experts: per routed copy (input, gate/up, act, down in/out)",
+            N_("experts: per routed copy (input, gate/up, act, down in/out)"),
             b * copies * (act_tensors * width + 2 * h),
-            f"k·b·({act_tensors}I + 2h)" if copies == k else "E·b·(4I + 2h) (every expert)",
+            f"k·b·({act_tensors}I + 2h)" if copies == k else N_("E·b·(4I + 2h) (every expert)"),
         ),
     ]
     if moe.shared_expert is not None:
-        terms += _gated_mlp(moe.shared_expert.intermediate_size, h, st, "shared expert")
+        terms += _gated_mlp(moe.shared_expert.intermediate_size, h, st, N_("shared expert"))
     return terms
 
 
@@ -353,33 +403,35 @@ def _gpt2_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     width = spec.mlp.intermediate_size
     nh = spec.attention.num_heads
     terms = _layer_norm(h, st, "ln_1")
-    terms.append(Term("c_attn input", b * h, "b·h", "sp"))
+    terms.append(Term(N_("c_attn input"), b * h, "b·h", "sp"))
     if st.attention == "eager" or st.dropout > 0:
         # The eager path: matmul(q, kᵀ), softmax in dtype, matmul(probs, v). With one sequence
         # q stays a view of the fused qkv output (whose storage is then saved) and k, v are
         # copied; with more, q, k and v are all copied to batched 3-D layouts.
         if st.batch == 1:
-            terms.append(Term("attention: fused qkv output, k and v copies", 5 * b * h, "5·b·h"))
+            terms.append(
+                Term(N_("attention: fused qkv output, k and v copies"), 5 * b * h, "5·b·h")
+            )
         else:
-            terms.append(Term("attention: q, k, v copies", 3 * b * h, "3·b·h"))
-        terms.append(Term("attention: softmax output", b * nh * st.seq, "b·n_q·s"))
+            terms.append(Term(N_("attention: q, k, v copies"), 3 * b * h, "3·b·h"))
+        terms.append(Term(N_("attention: softmax output"), b * nh * st.seq, "b·n_q·s"))
         if st.dropout > 0:
             terms.append(
                 Term(
-                    "attention: dropout mask and dropped probabilities",
+                    N_("attention: dropout mask and dropped probabilities"),
                     (st.mask_bytes + b) * nh * st.seq,
                     "(mask + b)·n_q·s",
                 )
             )
     else:
-        terms.append(Term("attention: fused qkv output, k and v copies", b * 5 * h, "5·b·h"))
-        terms.append(Term("attention: log-sum-exp (fp32)", FP32 * nh, "4·n_q"))
-    terms.append(Term("c_proj input (merged heads)", b * h, "b·h"))
-    terms += _dropout(h, st, "attention residual")
+        terms.append(Term(N_("attention: fused qkv output, k and v copies"), b * 5 * h, "5·b·h"))
+        terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
+    terms.append(Term(N_("c_proj input (merged heads)"), b * h, "b·h"))
+    terms += _dropout(h, st, N_("attention residual"))
     terms += _layer_norm(h, st, "ln_2")
-    terms.append(Term("c_fc input", b * h, "b·h", "sp"))
-    terms.append(Term("gelu_new: x, 0.5x, tanh, 1 + tanh, output", 5 * b * width, "5·b·I"))
-    terms += _dropout(h, st, "MLP residual")
+    terms.append(Term(N_("c_fc input"), b * h, "b·h", "sp"))
+    terms.append(Term(N_("gelu_new: x, 0.5x, tanh, 1 + tanh, output"), 5 * b * width, "5·b·I"))
+    terms += _dropout(h, st, N_("MLP residual"))
     return terms
 
 
@@ -391,28 +443,28 @@ def _neox_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     nh = spec.attention.num_heads
     terms = [
         Term(
-            "layer input (read by both LayerNorms), means and rstds",
+            N_("layer input (read by both LayerNorms), means and rstds"),
             b * h + 4 * b,
             "b·h + 4b",
             "sp",
         ),
-        Term("qkv input", b * h, "b·h", "sp"),
+        Term(N_("qkv input"), b * h, "b·h", "sp"),
     ]
     if st.attention == "eager":
-        terms.append(Term("attention: q, k, v after rotary", 3 * b * h, "3·b·h"))
+        terms.append(Term(N_("attention: q, k, v after rotary"), 3 * b * h, "3·b·h"))
         terms.append(
             Term(
-                "attention: softmax (fp32) and its copy in dtype",
+                N_("attention: softmax (fp32) and its copy in dtype"),
                 FP32 * nh * st.seq + (b * nh * st.seq if b != FP32 else 0),
                 "4·n_q·s + b·n_q·s",
             )
         )
     else:
-        terms.append(Term("attention: q, k, v after rotary, output", 4 * b * h, "4·b·h"))
-        terms.append(Term("attention: log-sum-exp (fp32)", FP32 * nh, "4·n_q"))
-    terms.append(Term("dense input (merged heads)", b * h, "b·h"))
-    terms.append(Term("MLP input", b * h, "b·h", "sp"))
-    terms.append(Term("MLP: GELU input and output", 2 * b * width, "2·b·I"))
+        terms.append(Term(N_("attention: q, k, v after rotary, output"), 4 * b * h, "4·b·h"))
+        terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
+    terms.append(Term(N_("dense input (merged heads)"), b * h, "b·h"))
+    terms.append(Term(N_("MLP input"), b * h, "b·h", "sp"))
+    terms.append(Term(N_("MLP: GELU input and output"), 2 * b * width, "2·b·I"))
     return terms
 
 
@@ -421,31 +473,31 @@ def _bert_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     h, b = spec.hidden_size, st.dtype_bytes
     assert spec.mlp is not None
     width = spec.mlp.intermediate_size
-    terms = [Term("layer input (q/k/v projections)", b * h, "b·h", "sp")]
+    terms = [Term(N_("layer input (q/k/v projections)"), b * h, "b·h", "sp")]
     if st.attention == "eager" or st.dropout > 0:
         nh = spec.attention.num_heads
-        terms.append(Term("attention: q, k, v", 3 * b * h, "3·b·h"))
-        terms.append(Term("attention: softmax output", b * nh * st.seq, "b·n_q·s"))
+        terms.append(Term(N_("attention: q, k, v"), 3 * b * h, "3·b·h"))
+        terms.append(Term(N_("attention: softmax output"), b * nh * st.seq, "b·n_q·s"))
         if st.dropout > 0:
             terms.append(
                 Term(
-                    "attention: dropout mask and dropped probabilities",
+                    N_("attention: dropout mask and dropped probabilities"),
                     (st.mask_bytes + b) * nh * st.seq,
                     "(mask + b)·n_q·s",
                 )
             )
     else:
-        terms.append(Term("attention: q, k, v", 3 * b * h, "3·b·h"))
+        terms.append(Term(N_("attention: q, k, v"), 3 * b * h, "3·b·h"))
         terms.append(
-            Term("attention: log-sum-exp (fp32)", FP32 * spec.attention.num_heads, "4·n_q")
+            Term(N_("attention: log-sum-exp (fp32)"), FP32 * spec.attention.num_heads, "4·n_q")
         )
-    terms.append(Term("attention output (dense input)", b * h, "b·h"))
-    terms += _dropout(h, st, "attention output")
-    terms += _layer_norm(h, st, "attention LayerNorm")
-    terms.append(Term("intermediate input", b * h, "b·h", "sp"))
-    terms.append(Term("GELU input and output", 2 * b * width, "2·b·I"))
+    terms.append(Term(N_("attention output (dense input)"), b * h, "b·h"))
+    terms += _dropout(h, st, N_("attention output"))
+    terms += _layer_norm(h, st, N_("attention LayerNorm"))
+    terms.append(Term(N_("intermediate input"), b * h, "b·h", "sp"))
+    terms.append(Term(N_("GELU input and output"), 2 * b * width, "2·b·I"))
     terms += _dropout(h, st, "output")
-    terms += _layer_norm(h, st, "output LayerNorm")
+    terms += _layer_norm(h, st, N_("output LayerNorm"))
     return terms
 
 
@@ -468,7 +520,9 @@ def _traced_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term] | None:
         return None
     a, per_seq = spec.traced_layer_bytes
     if st.attention == "eager":
-        return [Term("layer (traced on meta, eager attention)", a + per_seq * st.seq, "a + b·s")]
+        return [
+            Term(N_("layer (traced on meta, eager attention)"), a + per_seq * st.seq, "a + b·s")
+        ]
     att, b = spec.attention, st.dtype_bytes
     fused = (
         a
@@ -479,7 +533,7 @@ def _traced_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term] | None:
     )
     return [
         Term(
-            "layer (traced on meta, fused attention)",
+            N_("layer (traced on meta, fused attention)"),
             fused,
             "a - b·n_q·d + 2·b·n_kv·d + b·n_q·d_v + 4·n_q",
         )
@@ -516,24 +570,24 @@ def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Ter
 
         return megatron_model_terms(spec, st)
     h, b = spec.hidden_size, st.dtype_bytes
-    terms = [Term("token ids (embedding lookup)", INDEX, "8", "none")]
+    terms = [Term(N_("token ids (embedding lookup)"), INDEX, "8", "none")]
     if spec.architecture == "gpt2":
-        terms.append(Term("position ids", INDEX / batch, "8/batch", "none"))
+        terms.append(Term(N_("position ids"), INDEX / batch, "8/batch", "none"))
     if spec.architecture not in ("gpt2", "bert"):
         d = spec.attention.qk_rope_head_dim or spec.attention.head_dim
-        terms.append(Term("rotary cos and sin", 2 * d * b / batch, "2·d·b/batch", "none"))
+        terms.append(Term(N_("rotary cos and sin"), 2 * d * b / batch, "2·d·b/batch", "none"))
     terms += _dropout(h, st, "embedding")
     if spec.architecture == "bert":
-        terms += _layer_norm(h, st, "embedding LayerNorm")
+        terms += _layer_norm(h, st, N_("embedding LayerNorm"))
         # The pooler's dense layer saves hidden[:, 0], a view that keeps the whole last hidden
         # state alive; its tanh saves one h-vector per sequence.
-        terms.append(Term("pooler: last hidden state (viewed)", b * h, "b·h", "none"))
-        terms.append(Term("pooler: tanh output", b * h / st.seq, "b·h/s", "none"))
+        terms.append(Term(N_("pooler: last hidden state (viewed)"), b * h, "b·h", "none"))
+        terms.append(Term(N_("pooler: tanh output"), b * h / st.seq, "b·h/s", "none"))
         return terms
     if spec.architecture in ("gpt2", "gpt_neox"):
-        terms += _layer_norm(h, st, "final LayerNorm")
+        terms += _layer_norm(h, st, N_("final LayerNorm"))
     elif spec.norm.final:
-        terms += _norm(spec, st, "final norm", spec.architecture.startswith("gemma"))
+        terms += _norm(spec, st, N_("final norm"), spec.architecture.startswith("gemma"))
     head_width = h
     if spec.embedding_extra and spec.architecture == "opt" and st.train_weights:
         # OPT-350m's project_in / project_out (no bias): word embeddings of width p. The spec
@@ -541,22 +595,22 @@ def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Ter
         k = 1 if spec.tie_word_embeddings else 2
         v = spec.vocab_size
         head_width = round((spec.embedding_extra + v * h * k) / (2 * h + v * k))
-        terms.append(Term("project_in input (embeddings)", b * head_width, "b·p", "none"))
-        terms.append(Term("project_out input", b * h, "b·h", "sp"))
+        terms.append(Term(N_("project_in input (embeddings)"), b * head_width, "b·p", "none"))
+        terms.append(Term(N_("project_out input"), b * h, "b·h", "sp"))
     if st.train_weights or "lm_head" in st.lora_targets:
-        terms.append(Term("LM head input", b * head_width, "b·h", "sp"))
+        terms.append(Term(N_("LM head input"), b * head_width, "b·h", "sp"))
     if spec.final_logit_softcap:
-        terms.append(Term("logits: tanh soft-cap output", b * spec.vocab_size, "b·V", "tp"))
+        terms.append(Term(N_("logits: tanh soft-cap output"), b * spec.vocab_size, "b·V", "tp"))
     logit_bytes = FP32 if st.logits_fp32 else b
     # Split over tensor parallelism like the logits (vocabulary-parallel cross-entropy:
     # Megatron, torchtitan's loss_parallel).
     terms.append(
         Term(
-            "loss: log-softmax over the vocabulary",
+            N_("loss: log-softmax over the vocabulary"),
             logit_bytes * spec.vocab_size,
             f"{logit_bytes}·V",
             "tp",
         )
     )
-    terms.append(Term("loss: targets", INDEX, "8", "none"))
+    terms.append(Term(N_("loss: targets"), INDEX, "8", "none"))
     return terms

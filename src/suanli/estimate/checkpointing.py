@@ -20,11 +20,12 @@ uniform`` with ``--recompute-num-layers`` do: the other layers keep all their ac
 from __future__ import annotations
 
 from suanli.estimate.shapes import LinearShape, linear_shapes
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 FP32 = 4
 #: torchtitan's policy for per-op SAC, as the docs and --explain quote it.
-OP_POLICY = (
+OP_POLICY = N_(
     "per-op selective checkpointing (torchtitan): keep the outputs of every other matmul, of "
     "attention and of reductions; recompute the rest in backward"
 )

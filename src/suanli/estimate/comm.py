@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from suanli.i18n import N_
+
 
 @dataclass(frozen=True)
 class Link:
@@ -154,7 +156,9 @@ class Network:
         if bandwidth == self.inter.effective_bytes_per_s:
             return self.inter
         m = self.ranks_per_node(group, stride)
-        name = f"{self.inter.name} x{self.nics_per_node:g} per node, {m} GPU(s) of the group each"
+        name = N_("{link} x{nics:g} per node, {gpus} GPU(s) of the group each").format(
+            link=self.inter.name, nics=self.nics_per_node, gpus=m
+        )
         return Link(name, bandwidth, self.inter.latency_s, 1.0, self.inter.base_latency_s)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from suanli.estimate.memory import inference_memory, training_memory
 from suanli.estimate.workload import InferWork, TrainWork
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 
@@ -105,7 +106,11 @@ def fit_inference(spec: ModelSpec, work: InferWork, gpu_id: str, memory_bytes: i
             break
     notes: tuple[str, ...] = ()
     if max_ctx == limit and limit == spec.max_position_embeddings:
-        notes = (f"context is capped by the model's max_position_embeddings ({limit:,})",)
+        notes = (
+            N_("context is capped by the model's max_position_embeddings ({limit:,})").format(
+                limit=limit
+            ),
+        )
     return Fit(
         gpu_id,
         memory_bytes,

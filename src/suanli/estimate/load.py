@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from suanli.i18n import N_
+
 
 @dataclass(frozen=True)
 class ClosedLoop:
@@ -46,7 +48,7 @@ def closed_loop(
     """The cycle balance of ``clients`` clients whose requests generate ``output`` tokens, from
     the prefill time of one prompt alone and the decode step time at batch ``clients``."""
     if clients < 1 or output < 1:
-        raise ValueError("closed_loop needs at least one client and one output token")
+        raise ValueError(N_("closed_loop needs at least one client and one output token"))
     decode_steps = output - 1
     cycle_s = clients * prefill_one_s + decode_steps * decode_step_s
     others = (clients - 1) * prefill_one_s / cycle_s

@@ -20,6 +20,7 @@ log-sum-exp instead of the a·s softmax), and without dropout masks when the mod
 from __future__ import annotations
 
 from suanli.estimate.saved_terms import FP32, INDEX, ActivationSettings, Term
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 SOURCE = "Korthikanti et al. 2022 (arXiv:2205.05198) §4.1, Table 2 (Megatron fused kernels)"
@@ -35,38 +36,40 @@ def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     out_dim = att.num_heads * att.v_head_dim
     mask = st.mask_bytes if st.dropout > 0 else 0
     terms = [
-        Term("layer norms: inputs (2 norms)", 2 * b * h, "2·2h", "sp"),
-        Term("QKV projection input", b * h, "2h", "sp"),
-        Term("attention: Q and K", b * (q_dim + kv_dim), "b·(d_q + d_k) (4h with MHA)"),
-        Term("attention: V", b * v_dim, "b·d_v (2h with MHA)"),
+        Term(N_("layer norms: inputs (2 norms)"), 2 * b * h, "2·2h", "sp"),
+        Term(N_("QKV projection input"), b * h, "2h", "sp"),
+        Term(N_("attention: Q and K"), b * (q_dim + kv_dim), "b·(d_q + d_k) (4h with MHA)"),
+        Term(N_("attention: V"), b * v_dim, "b·d_v (2h with MHA)"),
     ]
     if st.attention == "eager":
         a, s = att.num_heads, st.seq
-        terms.append(Term("attention: softmax output", b * a * s, "2as"))
+        terms.append(Term(N_("attention: softmax output"), b * a * s, "2as"))
         if st.dropout > 0:
             terms.append(
                 Term(
-                    "attention: softmax dropout mask and dropped probabilities",
+                    N_("attention: softmax dropout mask and dropped probabilities"),
                     (st.mask_bytes + b) * a * s,
                     "as + 2as",
                 )
             )
     else:
-        terms.append(Term("attention: log-sum-exp (fp32)", FP32 * att.num_heads, "4a"))
-    terms.append(Term("attention: output projection input", b * out_dim, "2h"))
+        terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * att.num_heads, "4a"))
+    terms.append(Term(N_("attention: output projection input"), b * out_dim, "2h"))
     if mask:
-        terms.append(Term("attention output: dropout mask", mask * h, "h", "sp"))
-    terms.append(Term("MLP: fc1 input", b * h, "2h", "sp"))
+        terms.append(Term(N_("attention output: dropout mask"), mask * h, "h", "sp"))
+    terms.append(Term(N_("MLP: fc1 input"), b * h, "2h", "sp"))
     if spec.mlp is not None and spec.mlp.gated:
         width = spec.mlp.intermediate_size
-        terms.append(Term("MLP: fc1 output (gate and up, fused SwiGLU input)", 2 * b * width, "4I"))
-        terms.append(Term("MLP: fc2 input (SwiGLU output)", b * width, "2I"))
+        terms.append(
+            Term(N_("MLP: fc1 output (gate and up, fused SwiGLU input)"), 2 * b * width, "4I")
+        )
+        terms.append(Term(N_("MLP: fc2 input (SwiGLU output)"), b * width, "2I"))
     else:
         width = spec.mlp.intermediate_size if spec.mlp is not None else 4 * h
-        terms.append(Term("MLP: GeLU input (fc1 output)", b * width, "8h (2I)"))
-        terms.append(Term("MLP: fc2 input (GeLU output)", b * width, "8h (2I)"))
+        terms.append(Term(N_("MLP: GeLU input (fc1 output)"), b * width, "8h (2I)"))
+        terms.append(Term(N_("MLP: fc2 input (GeLU output)"), b * width, "8h (2I)"))
     if mask:
-        terms.append(Term("MLP output: dropout mask", mask * h, "h", "sp"))
+        terms.append(Term(N_("MLP output: dropout mask"), mask * h, "h", "sp"))
     return terms
 
 
@@ -75,12 +78,12 @@ def megatron_model_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     the output layer's inputs (2h each, split with sequence parallelism) and the fp32 logits of
     the vocabulary-parallel cross-entropy (4v, split over the tensor-parallel group)."""
     h, b = spec.hidden_size, st.dtype_bytes
-    terms = [Term("token ids (embedding lookup)", INDEX, "8", "none")]
+    terms = [Term(N_("token ids (embedding lookup)"), INDEX, "8", "none")]
     if st.dropout > 0:
-        terms.append(Term("embedding: dropout mask", st.mask_bytes * h, "h", "sp"))
-    terms.append(Term("final norm input", b * h, "2h", "sp"))
-    terms.append(Term("output layer input", b * h, "2h", "sp"))
+        terms.append(Term(N_("embedding: dropout mask"), st.mask_bytes * h, "h", "sp"))
+    terms.append(Term(N_("final norm input"), b * h, "2h", "sp"))
+    terms.append(Term(N_("output layer input"), b * h, "2h", "sp"))
     terms.append(
-        Term("loss: log-softmax over the vocabulary", FP32 * spec.vocab_size, "4v (fp32)", "tp")
+        Term(N_("loss: log-softmax over the vocabulary"), FP32 * spec.vocab_size, "4v (fp32)", "tp")
     )
     return terms

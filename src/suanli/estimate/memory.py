@@ -14,6 +14,15 @@ from suanli.catalog.formats import WeightFormat, get_format, overhead_bytes, ove
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.checkpointing import OP_POLICY
 from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.sizes import (
+    ParamSplit,
+    grads_replace_activations,
+    largest_tensor_params,
+    layer_params,
+    lora_adapter_params,
+    param_split,
+    zero_bucket_bytes,
+)
 from suanli.estimate.train_activations import (
     DROP_SELECTIVE,
     SRC_CHUNKED,
@@ -29,7 +38,8 @@ from suanli.estimate.train_activations import (
     logits_bytes_per_token,
     offload_split,
 )
-from suanli.estimate.workload import InferWork, Overheads, TrainWork, check_tensor_parallel
+from suanli.estimate.workload import InferWork, Overheads, TrainWork
+from suanli.i18n import N_
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
@@ -47,22 +57,22 @@ BREAKDOWN_KEYS = (
 
 SRC_ZERO = "Rajbhandari et al. 2019, ZeRO (arXiv:1910.02054) §3-5"
 SRC_KORTHIKANTI = "Korthikanti et al. 2022 (arXiv:2205.05198) §4"
-SRC_AUTOGRAD = "PyTorch autograd saved tensors, checked against transformers (tests/estimate)"
+SRC_AUTOGRAD = N_("PyTorch autograd saved tensors, checked against transformers (tests/estimate)")
 SRC_ADAM8 = "Dettmers et al. 2021, 8-bit optimizers (arXiv:2110.02861): block-wise, 2048/block"
 SRC_ADAFACTOR = "Shazeer & Stern 2018, Adafactor (arXiv:1804.04235): factored second moment"
 SRC_LORA = "Hu et al. 2021, LoRA (arXiv:2106.09685): r·(d_in + d_out) per adapted matrix"
 SRC_QLORA = "Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §3: NF4 + double quantization"
-SRC_KV = "K and V per layer: 2·n_kv·d·bytes per token (vLLM, HF DynamicCache)"
+SRC_KV = N_("K and V per layer: 2·n_kv·d·bytes per token (vLLM, HF DynamicCache)")
 SRC_DS_BUCKETS = (
     "deepspeedai/DeepSpeed deepspeed/runtime/zero/config.py (reduce_bucket_size, "
     "allgather_bucket_size = 5e8; overlap_comm on for stage 3); huggingface/transformers "
     "docs/source/en/deepspeed.md ('4.5x ... 5e8 ... requires 9GB')"
 )
-SRC_SET_TO_NONE = (
+SRC_SET_TO_NONE = N_(
     "torch.optim.Optimizer.zero_grad(set_to_none=True), the default since PyTorch 2.0: no "
     "gradient tensor exists until backward writes it"
 )
-SRC_MLA = "DeepSeek-V2 (arXiv:2405.04434) §2.1: MLA caches the latent c_kv and the rope key"
+SRC_MLA = N_("DeepSeek-V2 (arXiv:2405.04434) §2.1: MLA caches the latent c_kv and the rope key")
 
 
 @dataclass(frozen=True)
@@ -125,67 +135,31 @@ def _assemble(lines: list[Line], assumptions: list[str], **extra: object) -> Mem
     )
 
 
-# --- parameters on one GPU -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParamSplit:
-    """Parameters that live on the busiest GPU before ZeRO sharding."""
-
-    total: float
-    layer_linear: float
-    """Linear weights inside the layers (what LoRA freezes and QLoRA quantizes)."""
-    other: float
-    """Embeddings, LM head, norms, biases, routers."""
-    layers_on_stage: int
-
-
-def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> ParamSplit:
-    """Parameters per GPU: layers over ``pp`` stages, matrices over ``tp`` (Megatron splits
-    attention heads, MLP width and the vocabulary), routed experts over ``ep``."""
-    check_tensor_parallel(spec.attention.num_heads, tp, spec.name)
-    counts = count_params(spec).by_component
-    layers_on_stage = math.ceil(spec.num_layers / pp)
-    stage_fraction = layers_on_stage / spec.num_layers
-    linear = sum(n for kind, n in _linear_totals(spec).items() if kind != "experts")
-    experts = counts["experts"] / ep
-    layer_other = counts["attention"] + counts["mlp"] + counts["shared_experts"] - linear
-    layer_linear = (linear + experts) * stage_fraction / tp
-    layer_rest = (layer_other + counts["router"]) * stage_fraction
-    norms = counts["norms"] * stage_fraction
-    # The first stage holds the embeddings, the last the LM head; the busier one counts.
-    edge = max(counts["embeddings"], counts["lm_head"] or counts["embeddings"]) / tp
-    if pp == 1:
-        edge = (counts["embeddings"] + counts["lm_head"]) / tp
-    # A vision tower and its projector stay whole (and 16-bit) on the first stage.
-    other = layer_rest + norms + edge + counts["pooler"] + counts["vision"]
-    return ParamSplit(layer_linear + other, layer_linear, other, layers_on_stage)
-
-
-def _linear_totals(spec: ModelSpec) -> dict[str, int]:
-    totals: dict[str, int] = {}
-    for shape in linear_shapes(spec):
-        totals[shape.kind] = totals.get(shape.kind, 0) + shape.weights * shape.count
-    return totals
-
-
 # --- optimizer -------------------------------------------------------------------------------
 
 
 def optimizer_bytes_per_param(optimizer: str, state_bytes: int) -> tuple[float, str, str]:
     """Bytes of optimizer state per trainable parameter, with formula and source."""
     if optimizer == "adamw":
-        return 2 * state_bytes, f"2 moments x {state_bytes} B", "Loshchilov & Hutter, AdamW"
+        return (
+            2 * state_bytes,
+            N_("2 moments x {bytes} B").format(bytes=state_bytes),
+            "Loshchilov & Hutter, AdamW",
+        )
     if optimizer in ("adamw8bit", "paged_adamw8bit"):
-        return 2 * (1 + 4 / 2048), "2 moments x (1 B + 4 B absmax / 2048)", SRC_ADAM8
+        return 2 * (1 + 4 / 2048), N_("2 moments x (1 B + 4 B absmax / 2048)"), SRC_ADAM8
     if optimizer == "sgd":
-        return 0.0, "no state", "torch.optim.SGD (momentum=0)"
+        return 0.0, N_("no state"), "torch.optim.SGD (momentum=0)"
     if optimizer in ("sgd_momentum", "lion"):
-        name = "momentum" if optimizer == "sgd_momentum" else "Lion momentum (Chen et al. 2023)"
-        return float(state_bytes), f"1 state x {state_bytes} B", name
+        name = (
+            N_("momentum")
+            if optimizer == "sgd_momentum"
+            else N_("Lion momentum (Chen et al. 2023)")
+        )
+        return float(state_bytes), N_("1 state x {bytes} B").format(bytes=state_bytes), name
     if optimizer == "adafactor":
-        return 0.0, "factored: see the Adafactor line", SRC_ADAFACTOR
-    raise ValueError(f"unknown optimizer {optimizer!r}")
+        return 0.0, N_("factored: see the Adafactor line"), SRC_ADAFACTOR
+    raise ValueError(N_("unknown optimizer {optimizer!r}").format(optimizer=optimizer))
 
 
 def adafactor_state_elements(spec: ModelSpec, trainable_fraction: float = 1.0) -> float:
@@ -248,12 +222,34 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
     saved = layers_saved(work, layers, full_total / layers, kept_total / layers, ckpt)
     if work.checkpointed:
         recompute_peak += backward_transient_bytes_per_token(spec, work, par.tp) * tokens
-        what = "input" if work.recompute == "full" else "input and saved op outputs"
-        every = f"every {work.recompute_every}th layer: " if work.recompute_every > 1 else ""
-        formula_layers = f"{layers} layers, {every}checkpointed {what} (b·h per token and more)"
+        full_input = work.recompute == "full"
+        if work.recompute_every > 1:
+            template = (
+                N_(
+                    "{layers} layers, every {every}th layer: checkpointed input "
+                    "(b·h per token and more)"
+                )
+                if full_input
+                else N_(
+                    "{layers} layers, every {every}th layer: checkpointed input and saved op "
+                    "outputs (b·h per token and more)"
+                )
+            )
+        else:
+            template = (
+                N_("{layers} layers, checkpointed input (b·h per token and more)")
+                if full_input
+                else N_(
+                    "{layers} layers, checkpointed input and saved op outputs "
+                    "(b·h per token and more)"
+                )
+            )
+        formula_layers = template.format(layers=layers, every=work.recompute_every)
     else:
         recompute_peak = 0.0
-        formula_layers = f"{layers} layers x sum of the per-layer terms (--explain) x tokens"
+        formula_layers = N_(
+            "{layers} layers x sum of the per-layer terms (--explain) x tokens"
+        ).format(layers=layers)
     # 1F1B: the first stage holds up to pp micro-batches in flight (Narayanan et al. 2021);
     # interleaving adds (pp-1)/(pp·vpp) (Korthikanti et al. 2022, §4.2.3).
     in_flight = 1.0
@@ -267,15 +263,24 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
     source = SRC_AUTOGRAD if work.recompute == "none" else SRC_KORTHIKANTI
     if work.recompute == "op":
         source = OP_POLICY
+    if in_flight != 1 and on_cpu:
+        formula = N_(
+            "{formula} x {in_flight:g} micro-batches in flight on the GPU: 2 layers' worth"
+        )
+    elif in_flight != 1:
+        formula = N_("{formula} x {in_flight:g} micro-batches in flight")
+    elif on_cpu:
+        formula = N_("{formula} on the GPU: 2 layers' worth")
+    else:
+        formula = "{formula}"
     lines.append(
         Line(
             "activations",
-            "saved by the layers"
-            + (" (the layers in flight; the rest on the CPU)" if on_cpu else ""),
+            N_("saved by the layers (the layers in flight; the rest on the CPU)")
+            if on_cpu
+            else N_("saved by the layers"),
             on_gpu,
-            formula_layers
-            + (f" x {in_flight:g} micro-batches in flight" if in_flight != 1 else "")
-            + (" on the GPU: 2 layers' worth" if on_cpu else ""),
+            formula.format(formula=formula_layers, in_flight=in_flight),
             SRC_OFFLOAD if on_cpu else source,
         )
     )
@@ -283,10 +288,12 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
         lines.append(
             Line(
                 "activations",
-                "one layer recomputed during backward",
+                N_("one layer recomputed during backward"),
                 recompute_peak,
-                "the largest layer's saved terms + its MLP's gradients in flight "
-                "(3·b·I; fused b·I)",
+                N_(
+                    "the largest layer's saved terms + its MLP's gradients in flight "
+                    "(3·b·I; fused b·I)"
+                ),
                 SRC_KORTHIKANTI,
             )
         )
@@ -298,11 +305,11 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
     lines.append(
         Line(
             "activations",
-            "embeddings, final norm, log-softmax of the loss",
+            N_("embeddings, final norm, log-softmax of the loss"),
             edge,
-            "token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)"
+            N_("token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)")
             if work.loss != "fused"
-            else "token ids, rotary tables, final norm, the hidden-state gradient (b·h)",
+            else N_("token ids, rotary tables, final norm, the hidden-state gradient (b·h)"),
             SRC_AUTOGRAD if work.loss != "fused" else SRC_FUSED,
         )
     )
@@ -330,7 +337,11 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         lines.append(
             Line(
                 "weights",
-                f"weights ({work.dtype})" + (" in CPU memory" if work.offload_params else ""),
+                (
+                    N_("weights ({dtype}) in CPU memory")
+                    if work.offload_params
+                    else N_("weights ({dtype})")
+                ).format(dtype=work.dtype),
                 0.0 if work.offload_params else weights_bytes,
                 f"P x {b} B" + (f" / {shard} (ZeRO-3)" if shard > 1 else ""),
                 SRC_ZERO,
@@ -341,8 +352,13 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
     if work.is_lora:
         assumptions.append(
-            f"LoRA adapters (rank {work.lora_rank} on {', '.join(work.lora_targets)}) are "
-            f"{'fp32' if mixed else work.dtype}; base weights are frozen"
+            N_(
+                "LoRA adapters (rank {rank} on {targets}) are {dtype}; base weights are frozen"
+            ).format(
+                rank=work.lora_rank,
+                targets=", ".join(work.lora_targets),
+                dtype="fp32" if mixed else work.dtype,
+            )
         )
     # Gradients shard with ZeRO-2 and up; adapters' gradients shard with FSDP too.
     grad_shard = par.zero_group if par.zero >= 2 else 1
@@ -354,13 +370,20 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         # Each gradient is applied and freed as soon as it is ready: the largest one at a time.
         largest = largest_tensor_params(spec, work) / par.tp
         grad_bytes = min(grad_bytes, largest * trainable_bytes)
-        grad_formula = f"largest trainable tensor x {trainable_bytes} B (optimizer in backward)"
+        grad_formula = N_("largest trainable tensor x {bytes} B (optimizer in backward)").format(
+            bytes=trainable_bytes
+        )
     lines.append(
         Line(
             "gradients",
-            "gradients of trainable parameters"
-            + (" (fp32 main-grad buffer)" if work.main_grads_fp32 else "")
-            + (" in CPU memory" if work.offload_params else ""),
+            {
+                (False, False): N_("gradients of trainable parameters"),
+                (True, False): N_("gradients of trainable parameters (fp32 main-grad buffer)"),
+                (False, True): N_("gradients of trainable parameters in CPU memory"),
+                (True, True): N_(
+                    "gradients of trainable parameters (fp32 main-grad buffer) in CPU memory"
+                ),
+            }[(work.main_grads_fp32, work.offload_params)],
             0.0 if work.offload_params else grad_bytes,
             grad_formula,
             SRC_ZERO,
@@ -375,7 +398,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         frac = trainable / max(split.total, 1)
         elems = adafactor_state_elements(spec, frac) / (par.tp * par.pp)
         opt = elems * 4
-        formula = "(rows + cols) per matrix x 4 B"
+        formula = N_("(rows + cols) per matrix x 4 B")
     else:
         opt = trainable * per_param
     master = trainable * 4 if (mixed and not work.is_lora) else 0.0
@@ -385,7 +408,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         lines.append(
             Line(
                 "master_weights",
-                f"fp32 master weights ({where})",
+                N_("fp32 master weights ({where})").format(where=where),
                 0.0 if on_cpu else master / opt_shard,
                 "P x 4 B" + (f" / {opt_shard} (ZeRO-1)" if opt_shard > 1 else ""),
                 SRC_ZERO,
@@ -394,9 +417,13 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     lines.append(
         Line(
             "optimizer",
-            f"{work.optimizer} states ({where})",
+            N_("{optimizer} states ({where})").format(optimizer=work.optimizer, where=where),
             0.0 if on_cpu else opt / opt_shard,
-            f"P_train x {formula}" + (f" / {opt_shard} (ZeRO-1)" if opt_shard > 1 else ""),
+            (
+                N_("P_train x {formula} / {shard} (ZeRO-1)")
+                if opt_shard > 1
+                else N_("P_train x {formula}")
+            ).format(formula=formula, shard=opt_shard),
             source,
         )
     )
@@ -404,20 +431,22 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     cpu += params_cpu
     cpu += offloaded_activation_bytes(spec, work)
     if work.activation_offload:
-        assumptions.append("saved activations are offloaded to CPU memory between passes")
+        assumptions.append(N_("saved activations are offloaded to CPU memory between passes"))
     if on_cpu:
-        assumptions.append("optimizer states and master weights are offloaded to CPU memory")
+        assumptions.append(N_("optimizer states and master weights are offloaded to CPU memory"))
     if work.optimizer == "paged_adamw8bit":
-        assumptions.append("paged optimizer: states can spill to CPU under pressure (bitsandbytes)")
+        assumptions.append(
+            N_("paged optimizer: states can spill to CPU under pressure (bitsandbytes)")
+        )
     if (par.zero >= 3 or work.offload_params) and not work.is_lora:
         unit = max(s.weights * s.count for s in linear_shapes(spec)) / max(spec.num_layers, 1)
         gather = 2 * layer_params(spec) * b / par.tp
         lines.append(
             Line(
                 "weights",
-                "ZeRO-3 all-gathered layer (current + prefetch)",
+                N_("ZeRO-3 all-gathered layer (current + prefetch)"),
                 gather,
-                "2 x params of one layer x b",
+                N_("2 x params of one layer x b"),
                 SRC_ZERO,
             )
         )
@@ -428,10 +457,14 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         lines.append(
             Line(
                 "overhead",
-                "DeepSpeed ZeRO communication buckets",
+                N_("DeepSpeed ZeRO communication buckets"),
                 buckets,
-                "(reduce + all-gather bucket, 5e8 elements each) x b"
-                + (" x 4.5 (overlap_comm, stage 3)" if par.zero >= 3 else ""),
+                N_(
+                    "(reduce + all-gather bucket, 5e8 elements each) x b "
+                    "x 4.5 (overlap_comm, stage 3)"
+                )
+                if par.zero >= 3
+                else N_("(reduce + all-gather bucket, 5e8 elements each) x b"),
                 SRC_DS_BUCKETS,
             )
         )
@@ -443,17 +476,17 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         formula, source = {
             "full": ("tokens x V x (b + 4)", "transformers ForCausalLMLoss"),
             "chunked": (
-                "tokens x V x (b + b / 8): compiled"
+                N_("tokens x V x (b + b / 8): compiled")
                 if work.kernels == "fused"
                 else "tokens x V x (b + 4 / 8)",
                 SRC_CHUNKED,
             ),
-            "fused": ("none: computed block by block, never stored", SRC_FUSED),
+            "fused": (N_("none: computed block by block, never stored"), SRC_FUSED),
         }[work.loss]
         lines.append(
             Line(
                 "logits",
-                "logits (dtype) and their fp32 gradient at backward start",
+                N_("logits (dtype) and their fp32 gradient at backward start"),
                 logits,
                 formula,
                 source,
@@ -464,88 +497,34 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         lines.append(
             Line(
                 "overlap",
-                "gradients fill as backward frees the activations (one GPU, no accumulation)",
+                N_("gradients fill as backward frees the activations (one GPU, no accumulation)"),
                 -min(freed, grad_bytes),
-                "-min(activations + logits, gradients): peak = max of the two, not their sum",
+                N_("-min(activations + logits, gradients): peak = max of the two, not their sum"),
                 SRC_SET_TO_NONE,
             )
         )
     lines += _runtime_overhead(lines, work.overheads, par.gpus > 1, assumptions)
     if work.is_lora:
-        precision = (
-            f"frozen base in {work.dtype}; adapters, their gradients and optimizer states "
-            f"in {'fp32' if mixed else work.dtype}"
-        )
+        precision = N_(
+            "frozen base in {dtype}; adapters, their gradients and optimizer states "
+            "in {adapter_dtype}"
+        ).format(dtype=work.dtype, adapter_dtype="fp32" if mixed else work.dtype)
     elif mixed:
-        precision = (
-            f"mixed precision: {work.dtype} weights, fp32 master weights and optimizer states"
-        )
+        precision = N_(
+            "mixed precision: {dtype} weights, fp32 master weights and optimizer states"
+        ).format(dtype=work.dtype)
     else:
-        precision = f"pure {work.dtype}: weights, gradients and optimizer states"
+        precision = N_("pure {dtype}: weights, gradients and optimizer states").format(
+            dtype=work.dtype
+        )
     assumptions += [
         precision,
-        f"attention kernel: {work.attention}; recomputation: {work.recompute}",
-        f"dropout {activation_settings(spec, work).dropout:g}",
+        N_("attention kernel: {attention}; recomputation: {recompute}").format(
+            attention=work.attention, recompute=work.recompute
+        ),
+        N_("dropout {dropout:g}").format(dropout=activation_settings(spec, work).dropout),
     ]
     return _assemble(lines, assumptions, per_layer=per_layer, cpu_bytes=cpu, tokens=tokens)
-
-
-#: DeepSpeed's reduce_bucket_size and allgather_bucket_size defaults, in elements.
-DS_BUCKET_ELEMENTS = 5e8
-#: overlap_comm multiplies the buckets (the Hugging Face DeepSpeed guide: "4.5x").
-DS_OVERLAP_FACTOR = 4.5
-
-
-def zero_bucket_bytes(work: TrainWork, params_on_gpu: float) -> float:
-    """DeepSpeed ZeRO's reduce and all-gather buckets on one GPU (0 without ZeRO or data
-    parallelism, or with ``zero_buckets`` none); a bucket never exceeds the parameters it
-    carries. (:mod:`suanli.estimate.vector` has the same rule over arrays.)"""
-    par = work.parallel
-    if work.zero_buckets != "deepspeed" or par.zero < 1 or par.dp < 2:
-        return 0.0
-    factor = DS_OVERLAP_FACTOR if par.zero >= 3 else 1.0
-    return 2 * min(DS_BUCKET_ELEMENTS, params_on_gpu) * work.dtype_bytes * factor
-
-
-def grads_replace_activations(work: TrainWork) -> bool:
-    """Whether gradients and saved activations never peak together: on one GPU without
-    gradient accumulation, gradients are None after ``zero_grad(set_to_none=True)`` (PyTorch's
-    default since 2.0) and appear layer by layer as backward frees that layer's activations.
-    With accumulation they persist between micro-batches; DDP's buckets, ZeRO's partitions and
-    Megatron's main-grad buffer are allocated up front; the optimizer-in-backward case already
-    counts one tensor."""
-    par = work.parallel
-    return (
-        par.gpus == 1
-        and work.grad_accum == 1
-        and not work.main_grads_fp32
-        and not work.optimizer_in_backward
-    )
-
-
-def largest_tensor_params(spec: ModelSpec, work: TrainWork) -> float:
-    """Parameters of the largest trainable tensor before tensor parallelism splits it (the
-    embedding or a linear weight; a LoRA adapter matrix under LoRA)."""
-    if work.is_lora:
-        return max(work.lora_rank * max(s.n_in, s.n_out) for s in linear_shapes(spec))
-    linear = max((s.weights for s in linear_shapes(spec)), default=0)
-    return float(max(linear, spec.vocab_size * spec.hidden_size))
-
-
-def layer_params(spec: ModelSpec) -> float:
-    """Parameters of one transformer layer on average (attention, MLP, experts, router)."""
-    counts = count_params(spec).by_component
-    layer = sum(counts[k] for k in ("attention", "mlp", "experts", "shared_experts", "router"))
-    return layer / spec.num_layers
-
-
-def lora_adapter_params(spec: ModelSpec, work: TrainWork) -> float:
-    """Adapter parameters of the whole model: r·(d_in + d_out) per adapted matrix."""
-    return sum(
-        work.lora_rank * (shape.n_in + shape.n_out) * shape.count
-        for shape in linear_shapes(spec)
-        if shape.targeted_by(work.lora_targets)
-    )
 
 
 def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[float, list[Line]]:
@@ -560,7 +539,7 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
         lines.append(
             Line(
                 "weights",
-                "frozen base: NF4 linears + bf16 embeddings and norms",
+                N_("frozen base: NF4 linears + bf16 embeddings and norms"),
                 base / shard,
                 f"P_linear x {fmt.bits_per_weight:.3f} bits / 8 + P_other x 2 B" + note,
                 SRC_QLORA,
@@ -571,7 +550,7 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
         lines.append(
             Line(
                 "weights",
-                f"frozen base weights ({work.dtype})",
+                N_("frozen base weights ({dtype})").format(dtype=work.dtype),
                 base / shard,
                 f"P x {work.dtype_bytes} B" + note,
                 SRC_LORA,
@@ -584,9 +563,13 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
     lines.append(
         Line(
             "weights",
-            "LoRA adapters",
+            N_("LoRA adapters"),
             adapters * adapter_bytes / shard,
-            "r x (d_in + d_out) per adapted matrix" + note,
+            (
+                N_("r x (d_in + d_out) per adapted matrix / {shard} (FSDP)")
+                if shard > 1
+                else N_("r x (d_in + d_out) per adapted matrix")
+            ).format(shard=shard),
             SRC_LORA,
         )
     )
@@ -595,9 +578,9 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
         lines.append(
             Line(
                 "weights",
-                "FSDP all-gathered layer (current + prefetch)",
+                N_("FSDP all-gathered layer (current + prefetch)"),
                 gather,
-                "2 x params of one layer x b",
+                N_("2 x params of one layer x b"),
                 SRC_ZERO,
             )
         )
@@ -611,35 +594,42 @@ def _runtime_overhead(
     out = []
     context, source = overhead_bytes("cuda-context")
     if overheads.cuda_context_bytes is not None:
-        context, source = overheads.cuda_context_bytes, "user value"
-    out.append(Line("overhead", "CUDA context and kernels", context, "per process", source))
+        context, source = overheads.cuda_context_bytes, N_("user value")
+    out.append(Line("overhead", N_("CUDA context and kernels"), context, N_("per process"), source))
     workspace, source = overhead_bytes("cublas-workspace-sm90")
-    out.append(Line("overhead", "cuBLAS workspace", workspace, "one stream, sm90", source))
+    out.append(Line("overhead", N_("cuBLAS workspace"), workspace, N_("one stream, sm90"), source))
     # A serving engine's preallocated KV pool does not fragment; everything else can.
     tensors = sum(ln.bytes for ln in lines if ln.key != "kv_cache")
     fraction = overheads.fragmentation
-    frag_source = "user value"
+    frag_source = N_("user value")
     if fraction is None:
         fraction, frag_source = overhead_fraction("torch-allocator-fragmentation")
     out.append(
         Line(
             "overhead",
-            "allocator reserve and fragmentation",
+            N_("allocator reserve and fragmentation"),
             tensors * fraction,
-            f"{fraction:g} x allocated tensors",
+            N_("{fraction:g} x allocated tensors").format(fraction=fraction),
             frag_source,
         )
     )
     if multi_gpu:
         nccl, source = overhead_bytes("nccl-communicator-typical")
         if overheads.nccl_bytes is not None:
-            nccl, source = overheads.nccl_bytes, "user value"
-        out.append(Line("overhead", "NCCL communicator buffers", nccl, "per GPU", source))
+            nccl, source = overheads.nccl_bytes, N_("user value")
+        out.append(Line("overhead", N_("NCCL communicator buffers"), nccl, N_("per GPU"), source))
     assumptions.append(
-        "runtime overhead: CUDA context, cuBLAS workspace, allocator reserve"
-        + (", NCCL buffers" if multi_gpu else "")
-        + " (defaults in catalog/data/overhead.toml; override with --cuda-context, "
-        "--fragmentation, --nccl)"
+        N_(
+            "runtime overhead: CUDA context, cuBLAS workspace, allocator reserve, NCCL buffers "
+            "(defaults in catalog/data/overhead.toml; override with --cuda-context, "
+            "--fragmentation, --nccl)"
+        )
+        if multi_gpu
+        else N_(
+            "runtime overhead: CUDA context, cuBLAS workspace, allocator reserve "
+            "(defaults in catalog/data/overhead.toml; override with --cuda-context, "
+            "--fragmentation, --nccl)"
+        )
     )
     return out
 
@@ -679,7 +669,7 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
     lines.append(
         Line(
             "weights",
-            f"weights ({fmt.id})",
+            N_("weights ({dtype})").format(dtype=fmt.id),
             quantized + kept,
             f"P_linear x {fmt.bits_per_weight:g} bits / 8 + P_other x 2 B"
             if fmt.bits_per_weight < 16
@@ -694,9 +684,11 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
     lines.append(
         Line(
             "kv_cache",
-            f"KV cache ({work.kv_dtype})",
+            N_("KV cache ({dtype})").format(dtype=work.kv_dtype),
             kv,
-            f"batch {work.batch} x context {work.context} x {per_token:,.0f} B/token",
+            N_("batch {batch} x context {context} x {per_token:,.0f} B/token").format(
+                batch=work.batch, context=work.context, per_token=per_token
+            ),
             SRC_MLA if spec.attention.kind == "mla" else SRC_KV,
         )
     )
@@ -711,26 +703,36 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
         lines.append(
             Line(
                 "weights",
-                f"layers left in system memory ({spec.num_layers - work.gpu_layers} of "
-                f"{spec.num_layers}, weights and KV cache)",
+                N_(
+                    "layers left in system memory ({left} of {layers}, weights and KV cache)"
+                ).format(left=spec.num_layers - work.gpu_layers, layers=spec.num_layers),
                 -moved,
-                "-(1 - gpu_layers / L) x (layer weights + KV cache)",
+                N_("-(1 - gpu_layers / L) x (layer weights + KV cache)"),
                 "llama.cpp --n-gpu-layers (common/common.h n_gpu_layers)",
             )
         )
         assumptions.append(
-            f"{work.gpu_layers} of {spec.num_layers} layers on the GPU; the rest in system memory"
+            N_("{gpu_layers} of {layers} layers on the GPU; the rest in system memory").format(
+                gpu_layers=work.gpu_layers, layers=spec.num_layers
+            )
         )
     lines += _runtime_overhead(lines, work.overheads, work.tp * work.pp > 1, assumptions)
-    assumptions.append(f"weights stored as {fmt.name}; compute in {fmt.compute_dtype}")
+    assumptions.append(
+        N_("weights stored as {format}; compute in {dtype}").format(
+            format=fmt.name, dtype=fmt.compute_dtype
+        )
+    )
     if work.pp > 1:
         assumptions.append(
-            f"layers split over {work.pp} pipeline stages: the busiest stage "
-            f"({split.layers_on_stage} layers and the larger of the embeddings and LM head) "
-            "is shown"
+            N_(
+                "layers split over {pp} pipeline stages: the busiest stage "
+                "({layers} layers and the larger of the embeddings and LM head) is shown"
+            ).format(pp=work.pp, layers=split.layers_on_stage)
         )
     if fmt.bits_per_weight < 16 and fmt.kind != "gguf":
-        assumptions.append("embeddings, LM head and norms stay in 16-bit (usual for GPTQ/AWQ/bnb)")
+        assumptions.append(
+            N_("embeddings, LM head and norms stay in 16-bit (usual for GPTQ/AWQ/bnb)")
+        )
     return _assemble(lines, assumptions, tokens=work.batch * work.context, cpu_bytes=cpu)
 
 
@@ -756,11 +758,15 @@ def _prefill_line(spec: ModelSpec, work: InferWork) -> Line:
         width = max(width, spec.moe.expert.intermediate_size * spec.moe.experts_per_token)
     per_token = b * (2 * spec.hidden_size + 3 * width / work.tp)
     logits = work.batch * spec.vocab_size * 4
-    how = f"{'budget' if work.prefill_chunk else 'one prompt'} of {tokens:,} tokens"
+    label = (
+        N_("prefill peak (budget of {tokens:,} tokens)")
+        if work.prefill_chunk
+        else N_("prefill peak (one prompt of {tokens:,} tokens)")
+    )
     return Line(
         "activations",
-        f"prefill peak ({how})",
+        label.format(tokens=tokens),
         tokens * per_token + logits,
         "tokens x b·(2h + 3I) + batch x V x 4",
-        "no-grad forward: one layer's MLP live",
+        N_("no-grad forward: one layer's MLP live"),
     )

@@ -38,14 +38,11 @@ from suanli.estimate.kernels import (
     nf4_dequant_seconds,
     serve_forward,
 )
-from suanli.estimate.memory import (
-    kv_bytes_per_token,
-    lora_adapter_params,
-    offloaded_activation_bytes,
-    param_split,
-)
+from suanli.estimate.memory import kv_bytes_per_token, offloaded_activation_bytes
 from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.sizes import lora_adapter_params, param_split
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
+from suanli.i18n import N_
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
@@ -417,14 +414,24 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     total_model = model_per_micro * m * par.dp
     total_hw = micro.hardware_flops * m * par.dp
     assumptions = (
-        f"GEMMs by shape: tensor cores at {device.gemm_model.compute_efficiency:.0%} of peak on "
-        f"tile-padded shapes, operands streamed at {device.gemm_model.memory_efficiency:.0%} of "
-        f"the bandwidth, {device.gemm_model.launch_s * 1e6:.0f} us per kernel "
-        f"({device.gemm_model.source or device.efficiency_source})",
-        f"memory at {device.memory_efficiency:.0%} of peak bandwidth",
-        f"{work.kernels} kernels for the non-matmul ops",
-        "flash/SDPA kernels skip the masked half of causal attention; MFU counts the full s²",
-        f"gradient reduction overlaps {DP_OVERLAP:.0%} of the backward pass (bucketed)",
+        N_(
+            "GEMMs by shape: tensor cores at {compute:.0%} of peak on tile-padded shapes, "
+            "operands streamed at {memory:.0%} of the bandwidth, {launch:.0f} us per kernel "
+            "({source})"
+        ).format(
+            compute=device.gemm_model.compute_efficiency,
+            memory=device.gemm_model.memory_efficiency,
+            launch=device.gemm_model.launch_s * 1e6,
+            source=device.gemm_model.source or device.efficiency_source,
+        ),
+        N_("memory at {efficiency:.0%} of peak bandwidth").format(
+            efficiency=device.memory_efficiency
+        ),
+        N_("{kernels} kernels for the non-matmul ops").format(kernels=work.kernels),
+        N_("flash/SDPA kernels skip the masked half of causal attention; MFU counts the full s²"),
+        N_("gradient reduction overlaps {overlap:.0%} of the backward pass (bucketed)").format(
+            overlap=DP_OVERLAP
+        ),
     )
     return TrainPerf(
         par.gpus,
@@ -452,16 +459,18 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
     if dp_share > 0.1:
         candidates.append(
             (
-                f"gradient communication is {dp_share:.0%} of the step",
-                f"accumulate more micro-batches (--grad-accum {work.grad_accum * 4})",
+                N_("gradient communication is {share:.0%} of the step").format(share=dp_share),
+                N_("accumulate more micro-batches (--grad-accum {grad_accum})").format(
+                    grad_accum=work.grad_accum * 4
+                ),
                 replace(work, grad_accum=work.grad_accum * 4),
             )
         )
         if par.zero < 2 and not work.is_lora:
             candidates.append(
                 (
-                    f"gradient communication is {dp_share:.0%} of the step",
-                    "shard gradients (--zero 2)",
+                    N_("gradient communication is {share:.0%} of the step").format(share=dp_share),
+                    N_("shard gradients (--zero 2)"),
                     replace(work, parallel=replace(par, zero=2)),
                 )
             )
@@ -469,8 +478,12 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
     if tp_share > 0.1 and par.tp > 1:
         candidates.append(
             (
-                f"tensor-parallel collectives are {tp_share:.0%} of the step",
-                f"halve tensor parallelism (--tp {par.tp // 2}, --dp {par.dp * 2})",
+                N_("tensor-parallel collectives are {share:.0%} of the step").format(
+                    share=tp_share
+                ),
+                N_("halve tensor parallelism (--tp {tp}, --dp {dp})").format(
+                    tp=par.tp // 2, dp=par.dp * 2
+                ),
                 replace(work, parallel=replace(par, tp=par.tp // 2, dp=par.dp * 2)),
             )
         )
@@ -478,8 +491,10 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
     if bubble_share > 0.1:
         candidates.append(
             (
-                f"the pipeline bubble is {bubble_share:.0%} of the step",
-                f"more micro-batches per step (--grad-accum {work.grad_accum * 4})",
+                N_("the pipeline bubble is {share:.0%} of the step").format(share=bubble_share),
+                N_("more micro-batches per step (--grad-accum {grad_accum})").format(
+                    grad_accum=work.grad_accum * 4
+                ),
                 replace(work, grad_accum=work.grad_accum * 4),
             )
         )
@@ -488,15 +503,15 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
         if work.kernels == "eager":
             candidates.append(
                 (
-                    f"memory traffic is {memory_share:.0%} of the step",
-                    "fuse the non-matmul ops (torch.compile; --kernels fused)",
+                    N_("memory traffic is {share:.0%} of the step").format(share=memory_share),
+                    N_("fuse the non-matmul ops (torch.compile; --kernels fused)"),
                     replace(work, kernels="fused"),
                 )
             )
         candidates.append(
             (
-                f"memory traffic is {memory_share:.0%} of the step",
-                f"a larger micro-batch (--batch {work.batch * 2})",
+                N_("memory traffic is {share:.0%} of the step").format(share=memory_share),
+                N_("a larger micro-batch (--batch {batch})").format(batch=work.batch * 2),
                 replace(work, batch=work.batch * 2),
             )
         )

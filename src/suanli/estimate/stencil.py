@@ -34,6 +34,7 @@ from suanli.catalog.formats import overhead_bytes
 from suanli.catalog.gpu import GPU
 from suanli.estimate.comm import p2p_s
 from suanli.estimate.perf import Device
+from suanli.i18n import N_
 
 #: Bytes per element of the precisions a stencil code stores its fields in.
 STENCIL_DTYPE_BYTES: dict[str, int] = {"fp16": 2, "fp32": 4, "fp64": 8}
@@ -105,31 +106,59 @@ class StencilWork:
         for name in ("nx", "ny", "nz", "time_steps", "fields", "gpus", "accesses_per_field"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+                raise ValueError(
+                    N_("{name} must be a positive integer, got {value!r}").format(
+                        name=name, value=value
+                    )
+                )
         for name in ("coefficient_arrays", "halo_depth", "halo_fields"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+                raise ValueError(
+                    N_("{name} must be a non-negative integer, got {value!r}").format(
+                        name=name, value=value
+                    )
+                )
         if self.dtype not in STENCIL_DTYPE_BYTES:
             known = ", ".join(STENCIL_DTYPE_BYTES)
-            raise ValueError(f"unknown stencil dtype {self.dtype!r}; use one of {known}")
+            raise ValueError(
+                N_("unknown stencil dtype {dtype!r}; use one of {known}").format(
+                    dtype=self.dtype, known=known
+                )
+            )
         if self.split_axis not in _AXES:
-            raise ValueError(f"split_axis must be one of x, y, z, got {self.split_axis!r}")
+            raise ValueError(
+                N_("split_axis must be one of x, y, z, got {axis!r}").format(axis=self.split_axis)
+            )
         if self.gpus > self.axis_cells:
             raise ValueError(
-                f"cannot cut {self.axis_cells} cells along {self.split_axis} over {self.gpus} GPUs"
+                N_("cannot cut {cells} cells along {axis} over {gpus} GPUs").format(
+                    cells=self.axis_cells, axis=self.split_axis, gpus=self.gpus
+                )
             )
         if self.gpus > 1 and self.halo_depth < 1:
-            raise ValueError("halo_depth must be at least 1 when the grid spans several GPUs")
+            raise ValueError(N_("halo_depth must be at least 1 when the grid spans several GPUs"))
         if self.halo_exchanges_per_step < 1 or self.buffers_per_field < 1:
-            raise ValueError("halo_exchanges_per_step and buffers_per_field must be at least 1")
+            raise ValueError(N_("halo_exchanges_per_step and buffers_per_field must be at least 1"))
         if self.coefficient_bytes is not None and self.coefficient_bytes < 1:
-            raise ValueError(f"coefficient_bytes must be positive, got {self.coefficient_bytes}")
+            raise ValueError(
+                N_("coefficient_bytes must be positive, got {value}").format(
+                    value=self.coefficient_bytes
+                )
+            )
         for name in ("flops_per_cell_step", "extra_bytes_per_cell", "extra_bytes_per_cell_step"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
+                raise ValueError(
+                    N_("{name} must not be negative, got {value}").format(
+                        name=name, value=getattr(self, name)
+                    )
+                )
         if self.reserved_bytes is not None and self.reserved_bytes < 0:
-            raise ValueError(f"reserved_bytes must not be negative, got {self.reserved_bytes}")
+            raise ValueError(
+                N_("{name} must not be negative, got {value}").format(
+                    name="reserved_bytes", value=self.reserved_bytes
+                )
+            )
 
     @property
     def cells(self) -> int:
@@ -183,7 +212,7 @@ def bytes_per_cell_step(work: StencilWork) -> float:
 
 def _reserved_bytes(work: StencilWork) -> tuple[float, str]:
     if work.reserved_bytes is not None:
-        return work.reserved_bytes, "given"
+        return work.reserved_bytes, N_("given")
     return overhead_bytes("cuda-context")[0], "catalog/data/overhead.toml cuda-context"
 
 
@@ -234,7 +263,11 @@ def compute_peak_flops(gpu: GPU, dtype: str) -> float:
     precision = "fp64" if dtype == "fp64" else "fp32"
     peak = gpu.peak_flops(precision)
     if not peak:
-        raise ValueError(f"{gpu.id} has no {precision} peak in the catalog; pick another GPU")
+        raise ValueError(
+            N_("{gpu} has no {precision} peak in the catalog; pick another GPU").format(
+                gpu=gpu.id, precision=precision
+            )
+        )
     return peak
 
 
@@ -310,21 +343,45 @@ def stencil_estimate(gpu: GPU, work: StencilWork, device: Device) -> StencilEsti
     reserved_source = _reserved_bytes(work)[1]
     precision = "fp64" if work.dtype == "fp64" else "fp32"
     assumptions = (
-        f"compute at the non-tensor {precision} peak ({peak / 1e12:.1f} TFLOP/s) times "
-        f"{device.matmul_efficiency:.0%} ({device.efficiency_source})",
-        f"memory at {device.memory_efficiency:.0%} of {device.memory_bytes_per_s / 1e9:.0f} GB/s",
-        f"streaming model: each field array crosses DRAM {work.accesses_per_field}x per step, "
-        "each coefficient array once; neighbour reads hit L1/L2 (a few planes of the source "
-        "arrays fit in L2, or the kernel tiles)",
-        f"{work.gpus} GPU(s) in slabs along {work.split_axis}; the busiest holds "
-        f"{math.ceil(work.axis_cells / work.gpus)} layers and exchanges {work.halo_fields} field "
-        f"array(s) x {work.halo_depth} layer(s) with each neighbour in "
-        f"{work.halo_exchanges_per_step} phase(s) per step over {link.name}",
-        "halo exchange overlapped with the interior update"
+        N_(
+            "compute at the non-tensor {precision} peak ({tflops:.1f} TFLOP/s) times "
+            "{efficiency:.0%} ({source})"
+        ).format(
+            precision=precision,
+            tflops=peak / 1e12,
+            efficiency=device.matmul_efficiency,
+            source=device.efficiency_source,
+        ),
+        N_("memory at {efficiency:.0%} of {bandwidth:.0f} GB/s").format(
+            efficiency=device.memory_efficiency, bandwidth=device.memory_bytes_per_s / 1e9
+        ),
+        N_(
+            "streaming model: each field array crosses DRAM {accesses}x per step, "
+            "each coefficient array once; neighbour reads hit L1/L2 (a few planes of the source "
+            "arrays fit in L2, or the kernel tiles)"
+        ).format(accesses=work.accesses_per_field),
+        N_(
+            "{gpus} GPU(s) in slabs along {axis}; the busiest holds {layers} layers and exchanges "
+            "{fields} field array(s) x {depth} layer(s) with each neighbour in {phases} phase(s) "
+            "per step over {link}"
+        ).format(
+            gpus=work.gpus,
+            axis=work.split_axis,
+            layers=math.ceil(work.axis_cells / work.gpus),
+            fields=work.halo_fields,
+            depth=work.halo_depth,
+            phases=work.halo_exchanges_per_step,
+            link=link.name,
+        ),
+        N_("halo exchange overlapped with the interior update")
         if work.overlap_halo
-        else "halo exchange not overlapped: it adds to every step",
-        f"reserved memory per GPU: {breakdown['reserved'] / 2**20:.0f} MiB ({reserved_source})",
-        "boundary layers (PML), sources and outputs are not counted unless given as extra bytes",
+        else N_("halo exchange not overlapped: it adds to every step"),
+        N_("reserved memory per GPU: {mib:.0f} MiB ({source})").format(
+            mib=breakdown["reserved"] / 2**20, source=reserved_source
+        ),
+        N_(
+            "boundary layers (PML), sources and outputs are not counted unless given as extra bytes"
+        ),
     )
     return StencilEstimate(
         gpus=work.gpus,
@@ -391,8 +448,10 @@ def gpus_needed(gpu: GPU, work: StencilWork) -> int:
                 low = mid + 1
         return low
     raise ValueError(
-        f"the grid does not fit {gpu.id} even at one {work.split_axis}-layer per GPU; "
-        "cut it along two axes or use GPUs with more memory"
+        N_(
+            "the grid does not fit {gpu} even at one {axis}-layer per GPU; "
+            "cut it along two axes or use GPUs with more memory"
+        ).format(gpu=gpu.id, axis=work.split_axis)
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from suanli.estimate.activations import ActivationSettings
 from suanli.estimate.checkpointing import op_saved_bytes_per_token
 from suanli.estimate.workload import LOSS_CHUNKS, TrainWork
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 #: Terms the attention-core ("selective") recomputation drops (Korthikanti et al. 2022).
@@ -26,15 +27,15 @@ DROP_FUSED_LOSS = ("loss: log-softmax",)
 #: Layers whose activations an offloading hook keeps on the GPU at once: the one being
 #: computed and the one being copied (torchtune's OffloadActivations with streams).
 OFFLOAD_LAYERS_ON_GPU = 2
-SRC_OFFLOAD = (
+SRC_OFFLOAD = N_(
     "torchtune OffloadActivations (torchtune/training/_activation_offloading.py): saved tensors "
     "go to pinned CPU memory on a side stream and come back just before their backward"
 )
-SRC_CHUNKED = (
+SRC_CHUNKED = N_(
     "torchtune CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py): the "
-    f"output projection in {LOSS_CHUNKS} chunks, each upcast to fp32 only inside the loss"
-)
-SRC_FUSED = (
+    "output projection in {chunks} chunks, each upcast to fp32 only inside the loss"
+).format(chunks=LOSS_CHUNKS)
+SRC_FUSED = N_(
     "fused linear cross-entropy (Apple's Cut Cross-Entropy, Wijmans et al. 2024, "
     "arXiv:2411.09009, used by Unsloth; Liger Kernel's LigerFusedLinearCrossEntropyLoss): the "
     "logits are never stored whole; the hidden-state gradient is kept"

@@ -21,16 +21,7 @@ from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.comm import Network
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.flops import step_flops
-from suanli.estimate.memory import (
-    DS_BUCKET_ELEMENTS,
-    DS_OVERLAP_FACTOR,
-    adafactor_state_elements,
-    grads_replace_activations,
-    largest_tensor_params,
-    layer_params,
-    lora_adapter_params,
-    optimizer_bytes_per_param,
-)
+from suanli.estimate.memory import adafactor_state_elements, optimizer_bytes_per_param
 from suanli.estimate.perf import (
     DP_OVERLAP,
     Device,
@@ -39,6 +30,14 @@ from suanli.estimate.perf import (
     train_matmul_seconds,
 )
 from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.sizes import (
+    DS_BUCKET_ELEMENTS,
+    DS_OVERLAP_FACTOR,
+    grads_replace_activations,
+    largest_tensor_params,
+    layer_params,
+    lora_adapter_params,
+)
 from suanli.estimate.train_activations import (
     DROP_SELECTIVE,
     activation_settings,
@@ -108,7 +107,7 @@ def _reduce_scatter(nbytes: Array, n: Array, bw: Array, lat: Array, base: Array)
 
 
 def _param_split(spec: ModelSpec, tp: Array, pp: Array, ep: int) -> dict[str, Array]:
-    """Vector form of :func:`suanli.estimate.memory.param_split`."""
+    """Vector form of :func:`suanli.estimate.sizes.param_split`."""
     counts = count_params(spec).by_component
     layers = np.ceil(spec.num_layers / pp)
     frac = layers / spec.num_layers

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from suanli.i18n import N_
+
 TASKS = ("pretrain", "full", "lora", "qlora", "infer")
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -38,20 +40,28 @@ def check_tensor_parallel(num_heads: int, tp: int, model_name: str) -> None:
     if num_heads % tp:
         fits = [d for d in range(1, min(num_heads, 64) + 1) if num_heads % d == 0]
         raise ValueError(
-            f"--tp {tp} does not divide the {num_heads} attention heads of {model_name}; "
-            f"use one of {', '.join(map(str, fits))}"
+            N_(
+                "--tp {tp} does not divide the {heads} attention heads of {model}; "
+                "use one of {fits}"
+            ).format(tp=tp, heads=num_heads, model=model_name, fits=", ".join(map(str, fits)))
         )
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise ValueError(f"--{name.replace('_', '-')} {value!r} is not one of {', '.join(allowed)}")
+        raise ValueError(
+            N_("--{option} {value!r} is not one of {allowed}").format(
+                option=name.replace("_", "-"), value=value, allowed=", ".join(allowed)
+            )
+        )
 
 
 def _positive(name: str, value: int, minimum: int = 1) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(
-            f"--{name.replace('_', '-')} must be an integer >= {minimum}, got {value!r}"
+            N_("--{option} must be an integer >= {minimum}, got {value!r}").format(
+                option=name.replace("_", "-"), minimum=minimum, value=value
+            )
         )
 
 
@@ -83,12 +93,14 @@ class Parallelism:
         _positive("shard", self.shard, minimum=0)
         if self.shard and self.dp > self.shard and self.dp % self.shard:
             raise ValueError(
-                f"--shard-group {self.shard} does not divide the {self.dp} data-parallel ranks"
+                N_("--shard-group {shard} does not divide the {dp} data-parallel ranks").format(
+                    shard=self.shard, dp=self.dp
+                )
             )
         if self.zero not in (0, 1, 2, 3):
-            raise ValueError(f"--zero must be 0, 1, 2 or 3, got {self.zero!r}")
+            raise ValueError(N_("--zero must be 0, 1, 2 or 3, got {zero!r}").format(zero=self.zero))
         if self.sp and self.tp == 1:
-            raise ValueError("--sp (sequence parallel) needs --tp > 1")
+            raise ValueError(N_("--sp (sequence parallel) needs --tp > 1"))
 
     @property
     def gpus(self) -> int:
@@ -116,9 +128,17 @@ class Overheads:
         for name in ("cuda_context_bytes", "nccl_bytes"):
             value = getattr(self, name)
             if value is not None and value < 0:
-                raise ValueError(f"--{name.replace('_bytes', '').replace('_', '-')} must be >= 0")
+                raise ValueError(
+                    N_("--{option} must be >= 0").format(
+                        option=name.replace("_bytes", "").replace("_", "-")
+                    )
+                )
         if self.fragmentation is not None and not 0 <= self.fragmentation < 1:
-            raise ValueError(f"--fragmentation must be in [0, 1), got {self.fragmentation}")
+            raise ValueError(
+                N_("--fragmentation must be in [0, 1), got {value}").format(
+                    value=self.fragmentation
+                )
+            )
 
 
 @dataclass(frozen=True)
@@ -198,12 +218,14 @@ class TrainWork:
         _choice("recompute", self.recompute, RECOMPUTE)
         _positive("recompute_every", self.recompute_every)
         if self.recompute_every > 1 and self.recompute not in ("op", "full"):
-            raise ValueError("--recompute-every needs --recompute op or full")
+            raise ValueError(N_("--recompute-every needs --recompute op or full"))
         _choice("loss", self.loss, LOSSES)
         if self.offload_params and self.task in ("lora", "qlora"):
             raise ValueError(
-                "--offload-params applies to full fine-tuning and pre-training; LoRA's frozen "
-                "base stays on the GPU"
+                N_(
+                    "--offload-params applies to full fine-tuning and pre-training; LoRA's frozen "
+                    "base stays on the GPU"
+                )
             )
         _choice("saved_tensors", self.saved_tensors, SAVED_TENSORS)
         _choice("zero_buckets", self.zero_buckets, ZERO_BUCKETS)
@@ -213,7 +235,9 @@ class TrainWork:
         for target in self.lora_targets:
             _choice("lora_targets", target, LORA_TARGETS)
         if self.dropout is not None and not 0 <= self.dropout < 1:
-            raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
+            raise ValueError(
+                N_("--dropout must be in [0, 1), got {value}").format(value=self.dropout)
+            )
 
     @property
     def fp32_storage(self) -> bool:
@@ -274,7 +298,9 @@ class InferWork:
             _positive("gpu_layers", self.gpu_layers, minimum=0)
         util = self.gpu_memory_utilization
         if util is not None and not 0 < util <= 1:
-            raise ValueError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+            raise ValueError(
+                N_("--gpu-memory-utilization must be in (0, 1], got {value}").format(value=util)
+            )
 
     def gpu_share(self, num_layers: int) -> float:
         """Share of the model's layers on the GPU (1.0 without partial offload)."""

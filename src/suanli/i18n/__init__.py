@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gettext
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def normalize(lang: str) -> str:
         return "zh"
     if value.startswith("en") or value in ("english", "c", "posix"):
         return "en"
-    raise ValueError(f"unknown language {lang!r}; use zh or en")
+    raise ValueError(N_("unknown language {lang!r}; use zh or en").format(lang=lang))
 
 
 def set_lang(lang: str | None) -> None:
@@ -74,6 +75,12 @@ def _(message: str) -> str:
     return _translations(current()).gettext(message)
 
 
+def C_(context: str, message: str) -> str:
+    """``message`` in the current language as it is meant in ``context`` (one English word with
+    two Chinese ones: "error" is 错误 for a failure and 误差 for a measurement)."""
+    return _translations(current()).pgettext(context, message)
+
+
 def N_(message: str) -> str:
     """Mark ``message`` for the catalog without translating it here: an English value (in an
     answer's JSON) that a view translates when it shows it."""
@@ -83,3 +90,117 @@ def N_(message: str) -> str:
 def translate_to(lang: str, message: str) -> str:
     """``message`` in ``lang``, whatever the current language (for tests and the web page)."""
     return _translations(normalize(lang)).gettext(message)
+
+
+# -- sentences the library wrote in English ---------------------------------------------------
+# The library writes its sentences (error bodies, assumptions, notes) in English with
+# ``N_("... {name} ...").format(name=...)``, so answers and JSON stay English. A view shows such a
+# sentence with :func:`sentence`: the template it came from is found in the catalog by matching,
+# its values are kept as they were written, and the template's translation is filled with them.
+_TOKEN = re.compile(r"\{\{|\}\}|\{(\w*)(?:![rsa])?(?::[^{}]*)?\}")
+_MAX_DEPTH = 2
+
+
+def _hole_name(written: str, index: int) -> str:
+    """A regex group name for a hole: its name, ``_0`` for ``{0}``, ``_N`` for the N-th ``{}``."""
+    if not written:
+        return f"_{index}"
+    return f"_{written}" if written[0].isdigit() else written
+
+
+def _pattern(template: str) -> tuple[re.Pattern[str], list[str], int] | None:
+    """A regex matching what ``template.format(...)`` writes, its hole names, and how many
+    letters its literal text has (more literal text = a more specific template)."""
+    parts: list[str] = []
+    names: list[str] = []
+    literal, position, index = 0, 0, 0
+
+    def text(chunk: str) -> None:
+        nonlocal literal
+        parts.append(re.escape(chunk))
+        literal += sum(c.isalpha() for c in chunk)
+
+    for token in _TOKEN.finditer(template):
+        text(template[position : token.start()])
+        position = token.end()
+        if token.group(0) in ("{{", "}}"):
+            text(token.group(0)[0])
+            continue
+        name = _hole_name(token.group(1), index)
+        index += 1
+        if name in names:
+            parts.append(f"(?P={name})")
+        else:
+            parts.append(f"(?P<{name}>.+?)")
+            names.append(name)
+    text(template[position:])
+    if not names or literal < 3:  # nothing to recognise it by
+        return None
+    return re.compile("".join(parts), re.DOTALL), names, literal
+
+
+@lru_cache(maxsize=4)
+def _templates(lang: str) -> list[tuple[re.Pattern[str], list[str], str]]:
+    """The catalog's messages with placeholders, most specific first."""
+    catalog = getattr(_translations(lang), "_catalog", {})
+    found = []
+    for message, translation in catalog.items():
+        if isinstance(message, str) and "{" in message and translation:
+            made = _pattern(message)
+            if made:
+                found.append((made[2], made[0], made[1], translation))
+    found.sort(key=lambda item: -item[0])
+    return [(pattern, names, translation) for _, pattern, names, translation in found]
+
+
+def _fill(translation: str, values: dict[str, str]) -> str:
+    """``translation`` with each hole replaced by the value written in the English sentence."""
+    index = 0
+
+    def value(token: re.Match[str]) -> str:
+        nonlocal index
+        if token.group(0) in ("{{", "}}"):
+            return token.group(0)[0]
+        name = _hole_name(token.group(1), index)
+        index += 1
+        return values.get(name, token.group(0))
+
+    return _TOKEN.sub(value, translation)
+
+
+def sentence(text: str, lang: str | None = None, _depth: int = 0) -> str:
+    """An English sentence from an answer or an error, in ``lang`` (default: the current one).
+
+    Exact catalog messages are translated directly; a sentence written from a marked template
+    (``N_("... {x} ...").format(x=...)``) is recognised by its template and written again from
+    the template's translation with the same values (values that are sentences themselves are
+    translated too). ``"A; B"`` and ``"where: what"`` are taken apart when the whole is not
+    known. Anything unknown stays as it is."""
+    lang = normalize(lang) if lang else current()
+    if lang == "en" or not text:
+        return text
+    translations = _translations(lang)
+    exact = translations.gettext(text)
+    if exact != text or _depth > _MAX_DEPTH:
+        return exact
+    for pattern, _names, translation in _templates(lang):
+        match = pattern.fullmatch(text)
+        if match:
+            values = {
+                name: (
+                    sentence(v, lang, _depth + 1) if " " in v and any(c.isalpha() for c in v) else v
+                )
+                for name, v in match.groupdict().items()
+            }
+            return _fill(translation, values)
+    head, found, rest = text.partition(": ")
+    if found and rest and " " not in head:
+        # "where: what" (a path, a file or an id before the colon): the "where" stays.
+        return head + "：" + sentence(rest, lang, _depth + 1)
+    for joint in ("; ", ": "):
+        head, found, rest = text.partition(joint)
+        if found and rest:
+            # "; " joins sentences: both are translated; "where: what" keeps its "where".
+            first = sentence(head, lang, _depth + 1) if joint == "; " else head
+            return first + ("；" if joint == "; " else "：") + sentence(rest, lang, _depth + 1)
+    return text

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from suanli.i18n import N_, sentence
 from suanli.units import GiB
 
 
@@ -61,7 +62,7 @@ def autopsy(
         spec = model_from_module(model)
     except ModelSourceError as exc:
         doc["estimate"] = None
-        doc["note"] = f"no estimator comparison: {exc}"
+        doc["note"] = N_("no estimator comparison: {error}").format(error=exc)
         return doc
     dtype = "fp32"
     first = next(iter(model.parameters()), None)
@@ -88,25 +89,44 @@ def autopsy(
     return doc
 
 
-def format_autopsy(doc: dict[str, Any]) -> str:
-    """Plain lines for the terminal."""
+def format_autopsy(doc: dict[str, Any], translate: bool = True) -> str:
+    """Plain lines for the terminal, in the current language (``translate=False``: English,
+    for an error message that is translated where it is shown)."""
+
+    def say(text: str) -> str:
+        return sentence(text) if translate else text
+
     lines = [
-        f"out of memory: {doc['measured_total_bytes'] / GiB:.2f} GiB measured against a "
-        f"limit of {doc['limit_bytes'] / GiB:.2f} GiB"
+        say(
+            N_(
+                "out of memory: {measured:.2f} GiB measured against a limit of {limit:.2f} GiB"
+            ).format(measured=doc["measured_total_bytes"] / GiB, limit=doc["limit_bytes"] / GiB)
+        )
     ]
     for key, value in doc["measured_bytes"].items():
-        lines.append(f"  measured {key}: {value / GiB:.3f} GiB")
+        lines.append(
+            "  " + say(N_("measured {key}: {size:.3f} GiB").format(key=key, size=value / GiB))
+        )
     if doc.get("estimate"):
         lines.append(
-            f"  the estimator expected {doc['estimate']['total_bytes'] / GiB:.2f} GiB "
-            "for this model and batch"
+            "  "
+            + say(
+                N_("the estimator expected {total:.2f} GiB for this model and batch").format(
+                    total=doc["estimate"]["total_bytes"] / GiB
+                )
+            )
         )
         for step in doc["remedies"]:
-            mark = "fits" if step["fits"] else ""
-            lines.append(
-                f"  -> {step['change']}: {step['memory_bytes'] / GiB:.2f} GiB "
-                f"(saves {step['saved_bytes'] / GiB:.2f}) {mark}"
+            line = (
+                N_("{change}: {memory:.2f} GiB (saves {saved:.2f}) fits")
+                if step["fits"]
+                else N_("{change}: {memory:.2f} GiB (saves {saved:.2f}) ")
+            ).format(
+                change=step["change"],
+                memory=step["memory_bytes"] / GiB,
+                saved=step["saved_bytes"] / GiB,
             )
+            lines.append("  -> " + say(line))
     elif doc.get("note"):
-        lines.append(f"  {doc['note']}")
+        lines.append("  " + say(doc["note"]))
     return "\n".join(lines)

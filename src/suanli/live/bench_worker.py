@@ -21,6 +21,8 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from suanli.i18n import N_
+
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m suanli.live.bench_worker")
@@ -64,7 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     dist.all_reduce(check)
     sync()
     if not bool((check == world).all()):
-        raise RuntimeError(f"all-reduce returned {check[0].item()}, expected {world}")
+        raise RuntimeError(
+            N_("all-reduce returned {got}, expected {want}").format(got=check[0].item(), want=world)
+        )
 
     rows: list[dict[str, Any]] = []
     for size in (int(s) for s in args.sizes.split(",") if s):

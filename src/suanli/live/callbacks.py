@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from suanli.i18n import N_, sentence
 from suanli.live.diagnosis import Report
 
 
@@ -42,11 +43,27 @@ def format_report(report: Report) -> str:
     """A few plain lines: the verdict, the shares, the fixes."""
     shares = ", ".join(f"{k} {v:.0%}" for k, v in report.shares.items() if v >= 0.01)
     lines = [
-        f"suanli doctor: {report.verdict} — {report.explanation}",
-        f"  step {report.step_time_s * 1e3:.1f} ms over {report.steps} steps: {shares}",
+        sentence(
+            N_("suanli doctor: {verdict} — {explanation}").format(
+                verdict=report.verdict, explanation=report.explanation
+            )
+        ),
+        "  "
+        + sentence(
+            N_("step {step:.1f} ms over {steps} steps: {shares}").format(
+                step=report.step_time_s * 1e3, steps=report.steps, shares=shares
+            )
+        ),
     ]
     for fix in report.fixes:
-        lines.append(f"  fix ({fix.expected_speedup:.1f}x): {fix.action}")
+        lines.append(
+            "  "
+            + sentence(
+                N_("fix ({speedup:.1f}x): {action}").format(
+                    speedup=fix.expected_speedup, action=fix.action
+                )
+            )
+        )
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 # The reading types live in samples.py (shared with the smi fallbacks); re-exported here.
+from suanli.i18n import N_
 from suanli.live.samples import NA as NA
 from suanli.live.samples import DeviceSample as DeviceSample
 from suanli.live.samples import DriverInfo as DriverInfo
@@ -219,7 +220,7 @@ class AmdSmiProvider:
         return DriverInfo(
             self.name,
             device_count=len(self.sample()),
-            error=None if self._tool else "amd-smi/rocm-smi not found",
+            error=None if self._tool else N_("amd-smi/rocm-smi not found"),
         )
 
     def sample(self) -> list[DeviceSample]:
@@ -507,14 +508,18 @@ SCENARIOS: dict[str, Callable[[], FakeProvider]] = {
         ],
         DriverInfo("fake", driver_version="535.104.05", cuda_driver_version="12.2"),
     ),
-    "no-gpu": lambda: FakeProvider([], DriverInfo("fake", error="no NVIDIA driver found")),
+    "no-gpu": lambda: FakeProvider([], DriverInfo("fake", error=N_("no NVIDIA driver found"))),
 }
 
 
 def fake_provider(scenario: str) -> FakeProvider:
     """A named fake scenario; ValueError lists the known ones."""
     if scenario not in SCENARIOS:
-        raise ValueError(f"unknown fake scenario {scenario!r}; use one of {', '.join(SCENARIOS)}")
+        raise ValueError(
+            N_("unknown fake scenario {scenario!r}; use one of {known}").format(
+                scenario=scenario, known=", ".join(SCENARIOS)
+            )
+        )
     return SCENARIOS[scenario]()
 
 

@@ -12,6 +12,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from suanli.i18n import N_
+
 PHASES = ("data", "h2d", "forward", "backward", "optimizer", "communication", "other")
 
 #: Data wait above this share of the step means the GPU (or CPU) waits on the input pipeline.
@@ -115,7 +117,7 @@ def diagnose_steps(
     """The verdict for recorded steps (the first ``warmup`` steps are ignored)."""
     steady = list(records[warmup:]) or list(records)
     if not steady:
-        raise ValueError("no steps were recorded; run at least two training steps")
+        raise ValueError(N_("no steps were recorded; run at least two training steps"))
     medians = {p: _median(steady, p) for p in PHASES}
     step = sum(medians.values())
     shares = {p: (medians[p] / step if step else 0.0) for p in PHASES}
@@ -126,9 +128,9 @@ def diagnose_steps(
         free = data_free_step_s if data_free_step_s is not None else step - medians["data"]
         gain = step / free if free > 0 else 1.0
         basis = (
-            "measured: the same steps with batches replayed from memory"
+            N_("measured: the same steps with batches replayed from memory")
             if data_free_step_s is not None
-            else "estimated: step time minus data wait"
+            else N_("estimated: step time minus data wait")
         )
         # Amdahl's law: removing the data wait entirely speeds the step up by at most
         # 1 / (1 - data share). A replayed step can be faster still for other reasons (warm
@@ -136,26 +138,33 @@ def diagnose_steps(
         bound = 1.0 / max(1.0 - shares["data"], 1e-9)
         if gain > bound:
             gain = bound
-            basis += f"; capped by Amdahl's law: data is {shares['data']:.0%} of the step"
+            basis += "; " + N_("capped by Amdahl's law: data is {share:.0%} of the step").format(
+                share=shares["data"]
+            )
         fixes += [
             Fix(
-                "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, "
-                "prefetch_factor=4): load batches in parallel with compute",
+                N_(
+                    "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, "
+                    "prefetch_factor=4): load batches in parallel with compute"
+                ),
                 gain,
                 basis,
             ),
             Fix(
-                "cache or memory-map the decoded dataset; move decoding/augmentation off the "
-                "critical path; use faster storage",
+                N_(
+                    "cache or memory-map the decoded dataset; move decoding/augmentation off "
+                    "the critical path; use faster storage"
+                ),
                 gain,
                 basis,
             ),
         ]
         return Report(
             "input-bound",
-            f"the loop waits {shares['data']:.0%} of each step for the next batch; "
-            f"with free data the step would take {free * 1e3:.1f} ms instead of "
-            f"{step * 1e3:.1f} ms",
+            N_(
+                "the loop waits {share:.0%} of each step for the next batch; with free data "
+                "the step would take {free:.1f} ms instead of {step:.1f} ms"
+            ).format(share=shares["data"], free=free * 1e3, step=step * 1e3),
             shares,
             step,
             len(steady),
@@ -166,20 +175,26 @@ def diagnose_steps(
         gain = step / max(step - medians["communication"] * 0.8, 1e-9)
         fixes += [
             Fix(
-                "a bigger per-GPU batch or gradient accumulation (fewer all-reduces per sample)",
+                N_(
+                    "a bigger per-GPU batch or gradient accumulation (fewer all-reduces per sample)"
+                ),
                 gain,
-                "estimated: 80% of the communication hidden",
+                N_("estimated: 80% of the communication hidden"),
             ),
             Fix(
-                "overlap communication with backward (DDP bucket_cap_mb, FSDP prefetch) or "
-                "compress gradients",
+                N_(
+                    "overlap communication with backward (DDP bucket_cap_mb, FSDP prefetch) or "
+                    "compress gradients"
+                ),
                 gain,
-                "estimated: 80% of the communication hidden",
+                N_("estimated: 80% of the communication hidden"),
             ),
         ]
         return Report(
             "communication-bound",
-            f"gradient communication takes {shares['communication']:.0%} of the step",
+            N_("gradient communication takes {share:.0%} of the step").format(
+                share=shares["communication"]
+            ),
             shares,
             step,
             len(steady),
@@ -190,15 +205,17 @@ def diagnose_steps(
         gain = step / max(step - medians["other"], 1e-9) if medians["other"] else 1.1
         fixes.append(
             Fix(
-                "remove host syncs from the loop: log loss.item() every N steps, "
-                "avoid .cpu()/.tolist()/print on tensors inside the step",
+                N_(
+                    "remove host syncs from the loop: log loss.item() every N steps, "
+                    "avoid .cpu()/.tolist()/print on tensors inside the step"
+                ),
                 gain,
-                "estimated: the time outside the phases",
+                N_("estimated: the time outside the phases"),
             )
         )
         return Report(
             "sync-bound",
-            f"{syncs:.0f} synchronising calls per step stall the GPU queue",
+            N_("{syncs:.0f} synchronising calls per step stall the GPU queue").format(syncs=syncs),
             shares,
             step,
             len(steady),
@@ -208,21 +225,29 @@ def diagnose_steps(
     if compute < LAUNCH_BOUND_S:
         fixes += [
             Fix(
-                "a bigger batch (with bf16 mixed precision to keep memory in check)",
+                N_("a bigger batch (with bf16 mixed precision to keep memory in check)"),
                 2.0,
-                "estimated: launch overhead amortised over twice the work",
+                N_("estimated: launch overhead amortised over twice the work"),
             ),
             Fix(
-                "torch.compile(model) or CUDA graphs to cut per-kernel launch overhead",
+                N_("torch.compile(model) or CUDA graphs to cut per-kernel launch overhead"),
                 1.5,
-                "estimated: typical gain for launch-bound small models",
+                N_("estimated: typical gain for launch-bound small models"),
             ),
         ]
         return Report(
             "launch-bound",
-            f"compute takes only {compute * 1e3:.2f} ms per step"
-            + (f" at batch {batch_size}" if batch_size else "")
-            + ": kernel-launch and Python overhead dominate",
+            (
+                N_(
+                    "compute takes only {compute:.2f} ms per step at batch {batch}: "
+                    "kernel-launch and Python overhead dominate"
+                )
+                if batch_size
+                else N_(
+                    "compute takes only {compute:.2f} ms per step: kernel-launch and Python "
+                    "overhead dominate"
+                )
+            ).format(compute=compute * 1e3, batch=batch_size),
             shares,
             step,
             len(steady),
@@ -232,8 +257,10 @@ def diagnose_steps(
     compute_share = shares["forward"] + shares["backward"] + shares["optimizer"]
     return Report(
         "compute-bound",
-        f"healthy: {compute_share:.0%} of the step is compute; compare MFU with the "
-        "ceiling (suanli perf) for what is left",
+        N_(
+            "healthy: {share:.0%} of the step is compute; compare MFU with the ceiling "
+            "(suanli perf) for what is left"
+        ).format(share=compute_share),
         shares,
         step,
         len(steady),

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from suanli.i18n import N_
 from suanli.live.devices import DriverInfo, providers
 
 #: PyTorch wheel CUDA tags (download.pytorch.org/whl/cuXYZ), newest last.
@@ -127,7 +128,7 @@ def pip_command(driver_cuda: str | None) -> str:
     """The pip command for a PyTorch build this driver runs."""
     tag = torch_wheel_tag(driver_cuda)
     if tag is None:
-        return "upgrade the NVIDIA driver to one supporting CUDA 11.8 or newer"
+        return N_("upgrade the NVIDIA driver to one supporting CUDA 11.8 or newer")
     return f"pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{tag}"
 
 
@@ -146,26 +147,35 @@ def diagnose(env: Environment) -> list[Verdict]:
     if drv.error and "mismatch" in drv.error.lower():
         out.append(
             Verdict(
-                "driver",
+                N_("driver"),
                 "fail",
-                f"NVML: {drv.error}",
-                "the kernel driver and the user-space library differ after an "
-                "update: reboot, or reload the module (sudo rmmod nvidia_uvm "
-                "nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia)",
+                N_("NVML: {error}").format(error=drv.error),
+                N_(
+                    "the kernel driver and the user-space library differ after an "
+                    "update: reboot, or reload the module (sudo rmmod nvidia_uvm "
+                    "nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia)"
+                ),
             )
         )
     elif has_gpu:
         out.append(
             Verdict(
-                "driver",
+                N_("driver"),
                 "ok",
-                f"{drv.provider} driver {drv.driver_version or '?'}"
-                + (
-                    f" (supports CUDA up to {drv.cuda_driver_version or '?'})"
+                (
+                    N_(
+                        "{provider} driver {version} (supports CUDA up to {cuda}), "
+                        "{count} GPU(s): {names}"
+                    )
                     if nvidia or drv.cuda_driver_version
-                    else ""
-                )
-                + f", {len(env.gpu_names)} GPU(s): {', '.join(sorted(set(env.gpu_names)))}",
+                    else N_("{provider} driver {version}, {count} GPU(s): {names}")
+                ).format(
+                    provider=drv.provider,
+                    version=drv.driver_version or "?",
+                    cuda=drv.cuda_driver_version or "?",
+                    count=len(env.gpu_names),
+                    names=", ".join(sorted(set(env.gpu_names))),
+                ),
             )
         )
         if nvidia and drv.provider in ("nvidia-smi", "proc-nvidia"):
@@ -173,22 +183,28 @@ def diagnose(env: Environment) -> list[Verdict]:
                 Verdict(
                     "nvml",
                     "warn",
-                    f"the NVML library did not load ({env.nvml_error or 'unknown error'}); "
-                    f"the GPUs were read through {drv.provider}, with fewer fields",
-                    "pip install nvidia-ml-py (a suanli dependency)"
+                    N_(
+                        "the NVML library did not load ({error}); "
+                        "the GPUs were read through {provider}, with fewer fields"
+                    ).format(error=env.nvml_error or N_("unknown error"), provider=drv.provider),
+                    N_("pip install nvidia-ml-py (a suanli dependency)")
                     if "nvidia-ml-py" in (env.nvml_error or "")
-                    else "make the driver's NVML library loadable (libnvidia-ml.so.1 on the "
-                    "library path, nvml.dll on Windows; in a container, run it with the NVIDIA "
-                    "container toolkit)",
+                    else N_(
+                        "make the driver's NVML library loadable (libnvidia-ml.so.1 on the "
+                        "library path, nvml.dll on Windows; in a container, run it with the "
+                        "NVIDIA container toolkit)"
+                    ),
                 )
             )
     else:
         out.append(
             Verdict(
-                "driver",
+                N_("driver"),
                 "info",
-                "no GPU driver or GPU found" + (f" ({drv.error})" if drv.error else ""),
-                "if this machine has an NVIDIA GPU, install the driver (nvidia-smi must work)",
+                N_("no GPU driver or GPU found ({error})").format(error=drv.error)
+                if drv.error
+                else N_("no GPU driver or GPU found"),
+                N_("if this machine has an NVIDIA GPU, install the driver (nvidia-smi must work)"),
             )
         )
     if drv.provider == "npu-smi" and has_gpu:
@@ -198,28 +214,32 @@ def diagnose(env: Environment) -> list[Verdict]:
             Verdict(
                 "pytorch",
                 "warn" if has_gpu else "info",
-                "PyTorch is not installed",
+                N_("PyTorch is not installed"),
                 pip_command(drv.cuda_driver_version) if has_gpu else "pip install 'suanli[torch]'",
             )
         )
         return out
     cpu_only = (env.torch_cuda is None and env.torch_hip is None) or env.torch_build_tag == "cpu"
-    build = (
-        "CPU-only"
-        if cpu_only
-        else ("CUDA " + str(env.torch_cuda) if env.torch_cuda else "ROCm " + str(env.torch_hip))
-    )
     version = env.torch_version + (f"+{env.torch_build_tag}" if env.torch_build_tag else "")
-    out.append(Verdict("pytorch", "info", f"torch {version}, {build} build"))
+    if cpu_only:
+        seen = N_("torch {version}, CPU-only build").format(version=version)
+    else:
+        seen = N_("torch {version}, {build} build").format(
+            version=version,
+            build="CUDA " + str(env.torch_cuda) if env.torch_cuda else "ROCm " + str(env.torch_hip),
+        )
+    out.append(Verdict("pytorch", "info", seen))
     if nvidia and cpu_only:
         out.append(
             Verdict(
-                "cpu-only-build",
+                N_("cpu-only-build"),
                 "fail",
-                f"a CPU-only PyTorch (torch {version}, torch.version.cuda is None) on a machine "
-                f"with an NVIDIA GPU ({env.gpu_names[0]}): torch.cuda.is_available() is False "
-                "and every tensor runs on the CPU (reinstalling in a fresh virtual environment "
-                "is cleanest)",
+                N_(
+                    "a CPU-only PyTorch (torch {version}, torch.version.cuda is None) on a "
+                    "machine with an NVIDIA GPU ({gpu}): torch.cuda.is_available() is False "
+                    "and every tensor runs on the CPU (reinstalling in a fresh virtual "
+                    "environment is cleanest)"
+                ).format(version=version, gpu=env.gpu_names[0]),
                 pip_command(drv.cuda_driver_version),
             )
         )
@@ -227,12 +247,16 @@ def diagnose(env: Environment) -> list[Verdict]:
     if has_gpu and not nvidia and "amd" in env.gpu_vendors and cpu_only:
         out.append(
             Verdict(
-                "cpu-only-build",
+                N_("cpu-only-build"),
                 "fail",
-                f"a CPU-only PyTorch (torch {version}) on a machine with an AMD GPU "
-                f"({env.gpu_names[0]}): every tensor runs on the CPU",
-                "install the ROCm build that matches the installed ROCm, e.g. pip install "
-                "--force-reinstall torch --index-url https://download.pytorch.org/whl/rocm6.4",
+                N_(
+                    "a CPU-only PyTorch (torch {version}) on a machine with an AMD GPU "
+                    "({gpu}): every tensor runs on the CPU"
+                ).format(version=version, gpu=env.gpu_names[0]),
+                N_(
+                    "install the ROCm build that matches the installed ROCm, e.g. pip install "
+                    "--force-reinstall torch --index-url https://download.pytorch.org/whl/rocm6.4"
+                ),
             )
         )
         return out
@@ -240,42 +264,57 @@ def diagnose(env: Environment) -> list[Verdict]:
         if _version_tuple(env.torch_cuda)[:2] > _version_tuple(drv.cuda_driver_version)[:2]:
             out.append(
                 Verdict(
-                    "cuda-vs-driver",
+                    N_("cuda-vs-driver"),
                     "fail",
-                    f"PyTorch was built for CUDA {env.torch_cuda} but the driver "
-                    f"supports up to {drv.cuda_driver_version}",
-                    f"upgrade the NVIDIA driver, or {pip_command(drv.cuda_driver_version)}",
+                    N_(
+                        "PyTorch was built for CUDA {cuda} but the driver supports up to {driver}"
+                    ).format(cuda=env.torch_cuda, driver=drv.cuda_driver_version),
+                    N_("upgrade the NVIDIA driver, or {command}").format(
+                        command=pip_command(drv.cuda_driver_version)
+                    ),
                 )
             )
         else:
             out.append(
                 Verdict(
-                    "cuda-vs-driver",
+                    N_("cuda-vs-driver"),
                     "ok",
-                    f"CUDA {env.torch_cuda} runtime <= driver's {drv.cuda_driver_version}",
+                    N_("CUDA {cuda} runtime <= driver's {driver}").format(
+                        cuda=env.torch_cuda, driver=drv.cuda_driver_version
+                    ),
                 )
             )
     if env.torch_cuda and has_gpu:
         if env.torch_device_count != len(env.gpu_names):
             fix = (
-                "check CUDA_VISIBLE_DEVICES and the container's --gpus flag"
+                N_("check CUDA_VISIBLE_DEVICES and the container's --gpus flag")
                 if env.torch_device_count
-                else f"torch.cuda failed: {env.torch_error or 'unknown error'}; "
-                "check the driver and CUDA_VISIBLE_DEVICES"
+                else N_(
+                    "torch.cuda failed: {error}; check the driver and CUDA_VISIBLE_DEVICES"
+                ).format(error=env.torch_error or N_("unknown error"))
             )
             out.append(
                 Verdict(
-                    "device-count",
+                    N_("device-count"),
                     "warn" if env.torch_device_count else "fail",
-                    f"driver sees {len(env.gpu_names)} GPU(s), PyTorch sees "
-                    f"{env.torch_device_count}"
-                    + ("" if env.torch_device_count else " (torch.cuda.is_available() is False)"),
+                    (
+                        N_("driver sees {gpus} GPU(s), PyTorch sees {torch}")
+                        if env.torch_device_count
+                        else N_(
+                            "driver sees {gpus} GPU(s), PyTorch sees {torch} "
+                            "(torch.cuda.is_available() is False)"
+                        )
+                    ).format(gpus=len(env.gpu_names), torch=env.torch_device_count),
                     fix,
                 )
             )
         else:
             out.append(
-                Verdict("device-count", "ok", f"PyTorch sees all {env.torch_device_count} GPU(s)")
+                Verdict(
+                    N_("device-count"),
+                    "ok",
+                    N_("PyTorch sees all {count} GPU(s)").format(count=env.torch_device_count),
+                )
             )
         missing = sorted(
             {
@@ -287,21 +326,25 @@ def diagnose(env: Environment) -> list[Verdict]:
         if missing:
             out.append(
                 Verdict(
-                    "gpu-architecture",
+                    N_("gpu-architecture"),
                     "fail",
-                    f"{', '.join(missing)} not in this build's architectures "
-                    f"({' '.join(env.torch_arch_list)}): 'no kernel image is "
-                    "available for execution on the device'",
-                    "install a newer PyTorch build that lists this architecture: "
-                    + pip_command(drv.cuda_driver_version),
+                    N_(
+                        "{missing} not in this build's architectures ({built}): 'no kernel "
+                        "image is available for execution on the device'"
+                    ).format(missing=", ".join(missing), built=" ".join(env.torch_arch_list)),
+                    N_(
+                        "install a newer PyTorch build that lists this architecture: {command}"
+                    ).format(command=pip_command(drv.cuda_driver_version)),
                 )
             )
         elif env.gpu_capabilities and env.torch_arch_list:
             out.append(
                 Verdict(
-                    "gpu-architecture",
+                    N_("gpu-architecture"),
                     "ok",
-                    f"{', '.join(sorted(set(env.gpu_capabilities)))} supported",
+                    N_("{archs} supported").format(
+                        archs=", ".join(sorted(set(env.gpu_capabilities)))
+                    ),
                 )
             )
         if env.nccl_version:
@@ -311,15 +354,17 @@ def diagnose(env: Environment) -> list[Verdict]:
             Verdict(
                 "rocm",
                 "info",
-                f"ROCm build (HIP {env.torch_hip}); {env.torch_device_count} device(s) visible",
+                N_("ROCm build (HIP {hip}); {count} device(s) visible").format(
+                    hip=env.torch_hip, count=env.torch_device_count
+                ),
             )
         )
     if env.mps_available:
-        out.append(Verdict("mps", "info", "Apple MPS backend available (torch.device('mps'))"))
+        out.append(Verdict("mps", "info", N_("Apple MPS backend available (torch.device('mps'))")))
     if env.xpu_available:
-        out.append(Verdict("xpu", "info", "Intel XPU backend available (torch.device('xpu'))"))
+        out.append(Verdict("xpu", "info", N_("Intel XPU backend available (torch.device('xpu'))")))
     if env.directml_available:
-        out.append(Verdict("directml", "info", "DirectML backend available (torch_directml)"))
+        out.append(Verdict("directml", "info", N_("DirectML backend available (torch_directml)")))
     return out
 
 
@@ -352,10 +397,13 @@ def ascend_verdicts(env: Environment) -> list[Verdict]:
             Verdict(
                 "cann",
                 "warn",
-                f"no CANN toolkit found under {ASCEND_ROOT}/ascend-toolkit (driver "
-                f"{driver or '?'})",
-                "install the CANN toolkit (and kernels) release paired with this driver and run "
-                "`source /usr/local/Ascend/ascend-toolkit/set_env.sh`; see " + ASCEND_COMPAT_SOURCE,
+                N_("no CANN toolkit found under {root}/ascend-toolkit (driver {driver})").format(
+                    root=ASCEND_ROOT, driver=driver or "?"
+                ),
+                N_(
+                    "install the CANN toolkit (and kernels) release paired with this driver and "
+                    "run `source /usr/local/Ascend/ascend-toolkit/set_env.sh`; see {source}"
+                ).format(source=ASCEND_COMPAT_SOURCE),
             )
         )
     else:
@@ -363,25 +411,39 @@ def ascend_verdicts(env: Environment) -> list[Verdict]:
         if paired and driver and _hdk_key(driver) < _hdk_key(paired):
             out.append(
                 Verdict(
-                    "cann-vs-driver",
+                    N_("cann-vs-driver"),
                     "fail",
-                    f"CANN {cann} is paired with Ascend HDK {paired} or newer, but the driver "
-                    f"is {driver}",
-                    f"upgrade the Ascend HDK driver and firmware to {paired} or newer, or install "
-                    f"the CANN release paired with driver {driver}; see {ASCEND_COMPAT_SOURCE}",
+                    N_(
+                        "CANN {cann} is paired with Ascend HDK {paired} or newer, but the driver "
+                        "is {driver}"
+                    ).format(cann=cann, paired=paired, driver=driver),
+                    N_(
+                        "upgrade the Ascend HDK driver and firmware to {paired} or newer, or "
+                        "install the CANN release paired with driver {driver}; see {source}"
+                    ).format(paired=paired, driver=driver, source=ASCEND_COMPAT_SOURCE),
                 )
             )
         elif paired and driver:
             out.append(
-                Verdict("cann-vs-driver", "ok", f"CANN {cann} with driver {driver} (>= {paired})")
+                Verdict(
+                    N_("cann-vs-driver"),
+                    "ok",
+                    N_("CANN {cann} with driver {driver} (>= {paired})").format(
+                        cann=cann, driver=driver, paired=paired
+                    ),
+                )
             )
         else:
             out.append(
                 Verdict(
-                    "cann-vs-driver",
+                    N_("cann-vs-driver"),
                     "info",
-                    f"CANN {cann} with driver {driver or '?'}: not in suanli's pairing table",
-                    "check Huawei's version table: " + ASCEND_COMPAT_SOURCE,
+                    N_("CANN {cann} with driver {driver}: not in suanli's pairing table").format(
+                        cann=cann, driver=driver or "?"
+                    ),
+                    N_("check Huawei's version table: {source}").format(
+                        source=ASCEND_COMPAT_SOURCE
+                    ),
                 )
             )
     npu = env.torch_npu_version
@@ -390,10 +452,11 @@ def ascend_verdicts(env: Environment) -> list[Verdict]:
             Verdict(
                 "torch-npu",
                 "warn",
-                "torch_npu is not installed: PyTorch cannot use the NPUs",
-                "pip install torch_npu==<the version for your CANN and torch> (Huawei's table: "
-                + ASCEND_COMPAT_SOURCE
-                + ")",
+                N_("torch_npu is not installed: PyTorch cannot use the NPUs"),
+                N_(
+                    "pip install torch_npu==<the version for your CANN and torch> "
+                    "(Huawei's table: {source})"
+                ).format(source=ASCEND_COMPAT_SOURCE),
             )
         )
         return out
@@ -401,12 +464,15 @@ def ascend_verdicts(env: Environment) -> list[Verdict]:
     if env.torch_version and env.torch_version.split("+")[0] != npu_torch:
         out.append(
             Verdict(
-                "torch-vs-torch-npu",
+                N_("torch-vs-torch-npu"),
                 "fail",
-                f"torch_npu {npu} is built for torch {npu_torch}, but torch "
-                f"{env.torch_version} is installed",
-                f"pip install torch=={npu_torch} (on x86: torch=={npu_torch}+cpu --index-url "
-                "https://download.pytorch.org/whl/cpu), or the torch_npu built for your torch",
+                N_(
+                    "torch_npu {npu} is built for torch {built}, but torch {torch} is installed"
+                ).format(npu=npu, built=npu_torch, torch=env.torch_version),
+                N_(
+                    "pip install torch=={built} (on x86: torch=={built}+cpu --index-url "
+                    "https://download.pytorch.org/whl/cpu), or the torch_npu built for your torch"
+                ).format(built=npu_torch),
             )
         )
     if cann is None:
@@ -415,14 +481,22 @@ def ascend_verdicts(env: Environment) -> list[Verdict]:
     if built_for is None:
         out.append(
             Verdict(
-                "cann-vs-torch-npu",
+                N_("cann-vs-torch-npu"),
                 "info",
-                f"torch_npu {npu} with CANN {cann}: CANN release not in suanli's table",
-                "check Huawei's table: " + ASCEND_COMPAT_SOURCE,
+                N_("torch_npu {npu} with CANN {cann}: CANN release not in suanli's table").format(
+                    npu=npu, cann=cann
+                ),
+                N_("check Huawei's table: {source}").format(source=ASCEND_COMPAT_SOURCE),
             )
         )
     elif npu.split("+")[0] in built_for:
-        out.append(Verdict("cann-vs-torch-npu", "ok", f"torch_npu {npu} is built for CANN {cann}"))
+        out.append(
+            Verdict(
+                N_("cann-vs-torch-npu"),
+                "ok",
+                N_("torch_npu {npu} is built for CANN {cann}").format(npu=npu, cann=cann),
+            )
+        )
     else:
         torch_base = (env.torch_version or npu_torch).split("+")[0]
         same_torch = [v for v in built_for if v.startswith(torch_base)]
@@ -430,15 +504,31 @@ def ascend_verdicts(env: Environment) -> list[Verdict]:
         homes = [c for c, versions in ASCEND_TORCH_NPU.items() if npu.split("+")[0] in versions]
         out.append(
             Verdict(
-                "cann-vs-torch-npu",
+                N_("cann-vs-torch-npu"),
                 "fail",
-                f"torch_npu {npu} is not built for CANN {cann} (it is listed for "
-                f"{', '.join('CANN ' + c for c in homes) or 'no CANN release in the table'}); "
-                f"CANN {cann} supports torch_npu {', '.join(built_for)}",
-                f"pip install torch_npu=={want}"
-                + ("" if same_torch else f" torch=={'.'.join(want.split('.')[:3])}")
-                + ", or install the CANN release your torch_npu was built for; see "
-                + ASCEND_COMPAT_SOURCE,
+                N_(
+                    "torch_npu {npu} is not built for CANN {cann} (it is listed for {homes}); "
+                    "CANN {cann} supports torch_npu {supported}"
+                ).format(
+                    npu=npu,
+                    cann=cann,
+                    homes=", ".join("CANN " + c for c in homes)
+                    or N_("no CANN release in the table"),
+                    supported=", ".join(built_for),
+                ),
+                (
+                    N_(
+                        "pip install torch_npu=={want}, or install the CANN release your "
+                        "torch_npu was built for; see {source}"
+                    )
+                    if same_torch
+                    else N_(
+                        "pip install torch_npu=={want} torch=={torch}, or install the CANN "
+                        "release your torch_npu was built for; see {source}"
+                    )
+                ).format(
+                    want=want, torch=".".join(want.split(".")[:3]), source=ASCEND_COMPAT_SOURCE
+                ),
             )
         )
     return out
@@ -502,7 +592,7 @@ def _arch_supported(cap: str, arch_list: tuple[str, ...]) -> bool:
 def _no_module_hint(error: str | None) -> str | None:
     """NVML's import error, said as the broken install it is."""
     if error and ("No module named" in error or "ModuleNotFoundError" in error):
-        return "nvidia-ml-py is missing from this install (pip install nvidia-ml-py)"
+        return N_("nvidia-ml-py is missing from this install (pip install nvidia-ml-py)")
     return error
 
 
@@ -598,9 +688,8 @@ def _no_gpu_driver(provider: object | None) -> DriverInfo:
     if nvml.error and "mismatch" in nvml.error.lower():
         return nvml
     smi = NvidiaSmiProvider().driver()
-    reasons = [
-        f"NVML: {_no_module_hint(nvml.error) or 'no GPU'}",
-        smi.error or "nvidia-smi lists no GPU",
-        "/proc/driver/nvidia lists no GPU",
-    ]
-    return DriverInfo("none", error="; ".join(reasons))
+    reasons = N_("NVML: {nvml}; {smi}; /proc/driver/nvidia lists no GPU").format(
+        nvml=_no_module_hint(nvml.error) or N_("no GPU"),
+        smi=smi.error or N_("nvidia-smi lists no GPU"),
+    )
+    return DriverInfo("none", error=reasons)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from suanli.catalog.loader import CatalogError
+from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,7 +37,9 @@ _sre_parse: Any = importlib.import_module(
 ERRORS_FILE = "errors.toml"
 
 _REQUIRED_KEYS = ("id", "title", "patterns", "samples", "cause", "fix", "source", "date")
-_ALLOWED_KEYS = frozenset((*_REQUIRED_KEYS, "notes"))
+#: The Chinese of the words people read (``suanli --lang zh explain``), next to the English.
+_CHINESE_KEYS = ("title_zh", "cause_zh", "fix_zh")
+_ALLOWED_KEYS = frozenset((*_REQUIRED_KEYS, "notes", *_CHINESE_KEYS))
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
@@ -60,10 +63,23 @@ class ErrorEntry:
     source: str
     date: str
     notes: str = ""
+    title_zh: str = ""
+    cause_zh: str = ""
+    fix_zh: str = ""
 
     def matches(self, line: str) -> bool:
         """Whether any of this entry's patterns occurs in ``line``."""
         return any(p.search(line) for p in self.patterns)
+
+    def text(self, field: str, lang: str = "en") -> str:
+        """``title``, ``cause`` or ``fix`` in ``lang`` (``zh``: the ``*_zh`` key of the entry,
+        the English when it has none)."""
+        if field not in ("title", "cause", "fix"):
+            raise KeyError(field)
+        english: str = getattr(self, field)
+        if lang == "zh":
+            return getattr(self, f"{field}_zh") or english
+        return english
 
 
 @dataclass(frozen=True)
@@ -90,13 +106,19 @@ class Match:
 
 
 def _where(origin: str, eid: str) -> str:
-    return f"{origin}, error {eid!r}" if eid else f"{origin}, an [[error]] entry without an id"
+    return (
+        N_("{origin}, error {id!r}").format(origin=origin, id=eid)
+        if eid
+        else N_("{origin}, an [[error]] entry without an id").format(origin=origin)
+    )
 
 
 def _text(raw: dict[str, Any], key: str, where: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise CatalogError(f"{where}: {key!r} must be a non-empty string")
+        raise CatalogError(
+            N_("{where}: {key!r} must be a non-empty string").format(where=where, key=key)
+        )
     return value.strip()
 
 
@@ -107,7 +129,11 @@ def _strings(raw: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
         or not value
         or not all(isinstance(v, str) and v.strip() for v in value)
     ):
-        raise CatalogError(f"{where}: {key!r} must be a non-empty list of non-empty strings")
+        raise CatalogError(
+            N_("{where}: {key!r} must be a non-empty list of non-empty strings").format(
+                where=where, key=key
+            )
+        )
     return tuple(value)
 
 
@@ -115,31 +141,47 @@ def _compile(pattern: str, where: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise CatalogError(f"{where}: pattern {pattern!r} does not compile ({exc})") from None
+        raise CatalogError(
+            N_("{where}: pattern {pattern!r} does not compile ({error})").format(
+                where=where, pattern=pattern, error=exc
+            )
+        ) from None
 
 
 def _parse_entry(raw: Any, origin: str, index: int) -> ErrorEntry:
     if not isinstance(raw, dict):
-        raise CatalogError(f"{origin}: [[error]] number {index} is not a table")
+        raise CatalogError(
+            N_("{origin}: [[error]] number {index} is not a table").format(
+                origin=origin, index=index
+            )
+        )
     eid = raw.get("id")
     eid = eid if isinstance(eid, str) else ""
     where = _where(origin, eid)
     for key in raw:
         if key not in _ALLOWED_KEYS:
             raise CatalogError(
-                f"{where}: unknown key {key!r}; allowed keys are {', '.join(sorted(_ALLOWED_KEYS))}"
+                N_("{where}: unknown key {key!r}; allowed keys are {allowed}").format(
+                    where=where, key=key, allowed=", ".join(sorted(_ALLOWED_KEYS))
+                )
             )
     for key in _REQUIRED_KEYS:
         if key not in raw:
-            raise CatalogError(f"{where}: missing {key!r}")
+            raise CatalogError(N_("{where}: missing {key!r}").format(where=where, key=key))
     if not _ID_RE.match(eid):
-        raise CatalogError(f"{where}: id must be lowercase letters, digits and dashes")
+        raise CatalogError(
+            N_("{where}: id must be lowercase letters, digits and dashes").format(where=where)
+        )
     date = _text(raw, "date", where)
     if not _DATE_RE.match(date):
-        raise CatalogError(f"{where}: date {date!r} must look like 2026-11 or 2026-11-30")
+        raise CatalogError(
+            N_("{where}: date {date!r} must look like 2026-11 or 2026-11-30").format(
+                where=where, date=date
+            )
+        )
     notes = raw.get("notes", "")
     if not isinstance(notes, str):
-        raise CatalogError(f"{where}: 'notes' must be a string")
+        raise CatalogError(N_("{where}: 'notes' must be a string").format(where=where))
     patterns = tuple(_compile(p, where) for p in _strings(raw, "patterns", where))
     samples = _strings(raw, "samples", where)
     entry = ErrorEntry(
@@ -152,10 +194,15 @@ def _parse_entry(raw: Any, origin: str, index: int) -> ErrorEntry:
         source=_text(raw, "source", where),
         date=date,
         notes=notes.strip(),
+        **{key: _text(raw, key, where) for key in _CHINESE_KEYS if key in raw},
     )
     for number, sample in enumerate(samples, start=1):
         if not any(entry.matches(line) for line in sample.splitlines()):
-            raise CatalogError(f"{where}: sample {number} matches none of the entry's patterns")
+            raise CatalogError(
+                N_("{where}: sample {number} matches none of the entry's patterns").format(
+                    where=where, number=number
+                )
+            )
     return entry
 
 
@@ -164,19 +211,27 @@ def parse_errors(text: str, origin: str = ERRORS_FILE) -> tuple[ErrorEntry, ...]
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{origin}: not valid TOML ({exc})") from None
+        raise CatalogError(
+            N_("{origin}: not valid TOML ({error})").format(origin=origin, error=exc)
+        ) from None
     for key in data:
         if key != "error":
-            raise CatalogError(f"{origin}: unknown top-level key {key!r}; use [[error]] tables")
+            raise CatalogError(
+                N_("{origin}: unknown top-level key {key!r}; use [[error]] tables").format(
+                    origin=origin, key=key
+                )
+            )
     raw_entries = data.get("error", [])
     if not isinstance(raw_entries, list) or not raw_entries:
-        raise CatalogError(f"{origin}: no [[error]] entries")
+        raise CatalogError(N_("{origin}: no [[error]] entries").format(origin=origin))
     entries: list[ErrorEntry] = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_entries, start=1):
         entry = _parse_entry(raw, origin, index)
         if entry.id in seen:
-            raise CatalogError(f"{origin}: duplicate error id {entry.id!r}")
+            raise CatalogError(
+                N_("{origin}: duplicate error id {id!r}").format(origin=origin, id=entry.id)
+            )
         seen.add(entry.id)
         entries.append(entry)
     return tuple(entries)
@@ -191,7 +246,9 @@ def load_errors(path: str | Path | None = None) -> tuple[ErrorEntry, ...]:
         text = file.read_text("utf-8")
     except OSError as exc:
         raise CatalogError(
-            f"cannot read errors file {str(file)!r}: {exc.strerror or exc}"
+            N_("cannot read errors file {path!r}: {error}").format(
+                path=str(file), error=exc.strerror or exc
+            )
         ) from None
     return parse_errors(text, str(file))
 
@@ -201,6 +258,12 @@ def bundled_errors() -> tuple[ErrorEntry, ...]:
     """All bundled known errors, validated, in file order."""
     text = (resources.files("suanli.live") / "data" / ERRORS_FILE).read_text("utf-8")
     return parse_errors(text, ERRORS_FILE)
+
+
+def bundled_entry(eid: str) -> ErrorEntry | None:
+    """The bundled entry with id ``eid`` (for a view that shows its words in another
+    language), or None."""
+    return next((e for e in bundled_errors() if e.id == eid), None)
 
 
 def _clip(line: str) -> str:

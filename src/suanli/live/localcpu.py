@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from suanli.catalog.gpu import GPU, Source
+from suanli.i18n import N_
 
 LOCAL_NAMES = ("local-cpu", "localcpu", "local", "cpu", "this-cpu")
 
@@ -85,12 +86,12 @@ def local_cpu() -> GPU:
     if profile is not None:
         fp32, bf16 = profile["fp32"], profile.get("bf16")
         bandwidth = profile.get("bandwidth") or _measure_copy()
-        how = "suanli bench profile of this host"
+        how = N_("suanli bench profile of this host")
     else:
         fp32 = _measure_matmul("fp32")
         bf16 = _measure_matmul("bf16", n=512, repeat=3)
         bandwidth = _measure_copy()
-        how = "quick measurement: 1024^3 matmuls and a 256 MiB copy with torch"
+        how = N_("quick measurement: 1024^3 matmuls and a 256 MiB copy with torch")
     name = cpu_name()
     lower = name.lower()
     vendor = (
@@ -105,7 +106,7 @@ def local_cpu() -> GPU:
     figures: dict[str, Any] = {
         "peak_fp32_flops": fp32,
         "cores": psutil.cpu_count(logical=False) or psutil.cpu_count(),
-        "notes": f"measured: {how}",
+        "notes": N_("measured: {how}").format(how=how),
     }
     if bf16:
         figures["peak_bf16_dense_flops"] = bf16
@@ -121,7 +122,7 @@ def local_cpu() -> GPU:
         software_stack="cpu",
         figures=figures,
         sources=(Source(("*",), how, time.strftime("%Y-%m-%d")),),
-        origin="measured on this machine",
+        origin=N_("measured on this machine"),
     )
 
 

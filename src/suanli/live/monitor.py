@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.live.devices import DeviceSample
 
 MiB = 2**20
@@ -68,8 +69,10 @@ def flags(sample: DeviceSample) -> list[Flag]:
             Flag(
                 i,
                 "lost",
-                "the GPU stopped answering (fell off the bus?): check dmesg for "
-                "Xid errors and reseat or reset the GPU",
+                N_(
+                    "the GPU stopped answering (fell off the bus?): check dmesg for "
+                    "Xid errors and reseat or reset the GPU"
+                ),
             )
         ]
     total, used, util = sample.memory_total_bytes, sample.memory_used_bytes, sample.utilization_pct
@@ -78,25 +81,28 @@ def flags(sample: DeviceSample) -> list[Flag]:
             Flag(
                 i,
                 "idle-memory-full",
-                f"memory {used / total:.0%} full but utilisation {util:.0f}%: the job "
-                "is waiting on data loading, I/O or the CPU (see 'suanli doctor')",
+                N_(
+                    "memory {full:.0%} full but utilisation {util:.0f}%: the job "
+                    "is waiting on data loading, I/O or the CPU (see 'suanli doctor')"
+                ).format(full=used / total, util=util),
             )
         )
     real = [
         r for r in sample.throttle_reasons if r not in ("gpu_idle", "applications_clocks_setting")
     ]
     if real:
-        clocks = ""
         if sample.sm_clock_mhz and sample.sm_clock_max_mhz:
-            clocks = f" (SM {sample.sm_clock_mhz:.0f}/{sample.sm_clock_max_mhz:.0f} MHz)"
-        out.append(
-            Flag(
-                i,
-                "throttling",
-                f"clocks held back by {', '.join(real)}{clocks}: "
-                "check cooling, airflow and the power limit",
+            message = N_(
+                "clocks held back by {reasons} (SM {sm:.0f}/{sm_max:.0f} MHz): "
+                "check cooling, airflow and the power limit"
+            ).format(
+                reasons=", ".join(real), sm=sample.sm_clock_mhz, sm_max=sample.sm_clock_max_mhz
             )
-        )
+        else:
+            message = N_(
+                "clocks held back by {reasons}: check cooling, airflow and the power limit"
+            ).format(reasons=", ".join(real))
+        out.append(Flag(i, "throttling", message))
     gen, gen_max = sample.pcie_gen, sample.pcie_gen_max
     width, width_max = sample.pcie_width, sample.pcie_width_max
     if (gen and gen_max and gen < gen_max and (util or 0) > 0) or (
@@ -106,8 +112,10 @@ def flags(sample: DeviceSample) -> list[Flag]:
             Flag(
                 i,
                 "pcie-downtrained",
-                f"PCIe link at Gen{gen} x{width} of Gen{gen_max} x{width_max}: reseat the "
-                "card, check the slot and riser, or the BIOS link speed",
+                N_(
+                    "PCIe link at Gen{gen} x{width} of Gen{gen_max} x{width_max}: reseat the "
+                    "card, check the slot and riser, or the BIOS link speed"
+                ).format(gen=gen, width=width, gen_max=gen_max, width_max=width_max),
             )
         )
     for proc in sample.processes:
@@ -120,9 +128,15 @@ def flags(sample: DeviceSample) -> list[Flag]:
                 Flag(
                     i,
                     "unknown-process",
-                    f"process {proc.pid} '{proc.name or proc.path}' (user {proc.user or '?'})"
-                    f" from {proc.path or '?'} is using the GPU: possibly a miner — "
-                    "check it and kill it if it is not yours",
+                    N_(
+                        "process {pid} '{name}' (user {user}) from {path} is using the GPU: "
+                        "possibly a miner — check it and kill it if it is not yours"
+                    ).format(
+                        pid=proc.pid,
+                        name=proc.name or proc.path,
+                        user=proc.user or "?",
+                        path=proc.path or "?",
+                    ),
                 )
             )
     return out
@@ -174,8 +188,9 @@ def parse_fields(text: str) -> list[str]:
     if unknown or not fields:
         known = ", ".join([*QUERY_FIELDS, *EXTRA_FIELDS])
         raise ValueError(
-            f"unknown query field(s) {', '.join(unknown) or '(none given)'}; "
-            f"use nvidia-smi names: {known}"
+            N_("unknown query field(s) {unknown}; use nvidia-smi names: {known}").format(
+                unknown=", ".join(unknown) or N_("(none given)"), known=known
+            )
         )
     return fields
 

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.live.diagnosis import Report, StepRecord, diagnose_steps
 
 
@@ -231,7 +232,7 @@ class Recorder:
 
                 out["process_resident"] = float(psutil.Process().memory_info().rss)
         except Exception as exc:
-            self.errors.append(f"memory breakdown: {exc}")
+            self.errors.append(N_("memory breakdown: {error}").format(error=exc))
         return out
 
 

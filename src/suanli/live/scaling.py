@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from suanli.i18n import N_
+
 
 @dataclass(frozen=True)
 class ScalingResult:
@@ -50,9 +52,9 @@ class ScalingResult:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, with the cause in one line."""
         cause = (
-            "communication: the gradient all-reduce does not hide behind the backward pass"
+            N_("communication: the gradient all-reduce does not hide behind the backward pass")
             if self.communication_share > 0.3
-            else "scales well: communication is mostly hidden"
+            else N_("scales well: communication is mostly hidden")
         )
         return {
             "processes": self.processes,
@@ -158,7 +160,7 @@ def measure_scaling(
 ) -> ScalingResult:
     """Run the step on 1 and ``processes`` ranks; predict the N-rank step from the 1-rank one."""
     if processes < 2:
-        raise ValueError("--procs must be at least 2 to measure scaling")
+        raise ValueError(N_("--procs must be at least 2 to measure scaling"))
     one = _run(1, hidden, layers, batch, steps)
     many = _run(processes, hidden, layers, batch, steps)
     # The speed model's DDP rule: buckets reduce during the backward pass (2/3 of the step)

@@ -41,6 +41,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+from suanli.i18n import N_
 from suanli.live.samples import NA, DeviceSample, DriverInfo
 
 #: Seconds a vendor tool may run.
@@ -133,13 +134,21 @@ def run_tool(
             proc.stdout.close()
     name = os.path.basename(args[0])
     if timed_out.is_set():
-        raise ToolError(f"{name} did not answer within {timeout_s:g} s")
+        raise ToolError(
+            N_("{tool} did not answer within {seconds:g} s").format(tool=name, seconds=timeout_s)
+        )
     if len(data) > max_bytes:
-        raise ToolError(f"{name} wrote more than {max_bytes} bytes")
+        raise ToolError(
+            N_("{tool} wrote more than {limit} bytes").format(tool=name, limit=max_bytes)
+        )
     if proc.returncode != 0:
         first = data.decode(errors="replace").strip().splitlines()[:1]
         raise ToolError(
-            f"{name} exited with status {proc.returncode}" + (f": {first[0]}" if first else "")
+            N_("{tool} exited with status {status}: {output}").format(
+                tool=name, status=proc.returncode, output=first[0]
+            )
+            if first
+            else N_("{tool} exited with status {status}").format(tool=name, status=proc.returncode)
         )
     return data.decode(errors="replace")
 
@@ -228,7 +237,9 @@ class _SmiTableProvider:
 
     def __init__(self, tool: str | None = None) -> None:
         self._tool = tool or shutil.which(self.tool)
-        self._error: str | None = None if self._tool else f"{self.tool} not found on PATH"
+        self._error: str | None = (
+            None if self._tool else N_("{tool} not found on PATH").format(tool=self.tool)
+        )
         self._seen: bool | None = None
         self._pending: list[DeviceSample] = []
         self._count = 0
@@ -248,7 +259,9 @@ class _SmiTableProvider:
         self._driver_version = driver or self._driver_version
         self._count = len(samples)
         if not samples:
-            self._error = f"{self.tool} listed no {self.vendor_label}"
+            self._error = N_("{tool} listed no {device}").format(
+                tool=self.tool, device=self.vendor_label
+            )
         return samples
 
     def available(self) -> bool:
@@ -329,7 +342,7 @@ class ProcNvidiaProvider:
             driver_version=version,
             cuda_driver_version=cuda_for_driver(version),
             device_count=count,
-            error=None if count else f"{self._root} lists no GPU",
+            error=None if count else N_("{root} lists no GPU").format(root=self._root),
         )
 
     def sample(self) -> list[DeviceSample]:

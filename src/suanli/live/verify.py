@@ -17,6 +17,7 @@ from typing import Any
 
 from suanli.estimate.memory import inference_memory, training_memory
 from suanli.estimate.workload import InferWork, TrainWork
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -96,8 +97,14 @@ def verify_training(
     tensors_estimate = estimate.total_bytes - estimate.breakdown["overhead"]
     if tensors_estimate > _available_bytes(device):
         raise ValueError(
-            f"the estimate says {tensors_estimate / 2**30:.1f} GiB but {device} has "
-            f"{_available_bytes(device) / 2**30:.1f} GiB free; run 'suanli fit' for what to change"
+            N_(
+                "the estimate says {need:.1f} GiB but {device} has {free:.1f} GiB free; "
+                "run 'suanli fit' for what to change"
+            ).format(
+                need=tensors_estimate / 2**30,
+                device=device,
+                free=_available_bytes(device) / 2**30,
+            )
         )
     model = build_model(cfg, work.dtype, device, work.attention)
     model.train()
@@ -135,7 +142,9 @@ def verify_training(
             peak_bytes=torch.cuda.max_memory_allocated(),
         )
         raise ValueError(
-            "out of memory during the step; " + format_autopsy(doc).replace("\n", "; ")
+            N_("out of memory during the step; {autopsy}").format(
+                autopsy=format_autopsy(doc, translate=False).replace("\n", "; ")
+            )
         ) from None
     params = list(model.parameters())
     measured: dict[str, float] = {
@@ -145,7 +154,7 @@ def verify_training(
         "step_time_s": statistics.median(times[1:] or times),
     }
     est = {k: float(v) for k, v in estimate.breakdown.items()}
-    notes = ["pure precision: weights, gradients and AdamW states in the model's dtype"]
+    notes = [N_("pure precision: weights, gradients and AdamW states in the model's dtype")]
     if saved is not None:
         measured["activations"] = float(saved.saved_bytes)
         est["activations"] = estimate.breakdown["activations"]
@@ -161,8 +170,10 @@ def verify_training(
             est["nvml_used"] = estimate.total_bytes
     else:
         notes.append(
-            "CPU: step time has no estimate yet (no CPU device model); activations are "
-            "the bytes autograd saved"
+            N_(
+                "CPU: step time has no estimate yet (no CPU device model); activations are "
+                "the bytes autograd saved"
+            )
         )
     return Comparison(est, measured, device, tuple(notes))
 
@@ -239,4 +250,4 @@ def verify_inference(
         "weights": estimate.breakdown["weights"],
         "kv_cache": kv_bytes_per_token(spec, 2, held) * work.batch * held,
     }
-    return Comparison(est, measured, device, ("bf16 weights and KV cache",))
+    return Comparison(est, measured, device, (N_("bf16 weights and KV cache"),))

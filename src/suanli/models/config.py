@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.models.families import FAMILY_READERS, FamilyConfigError
 from suanli.models.families_moe import MOE_READERS
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
@@ -30,11 +31,19 @@ def _int(cfg: Config, key: str, default: int | None = None, *, allow_zero: bool 
     if value is None:  # absent, or null in the JSON: the family's default applies
         value = default
     if value is None:
-        raise ModelConfigError(f"config.json is missing the required field {key!r}; add it")
+        raise ModelConfigError(
+            N_("config.json is missing the required field {key!r}; add it").format(key=key)
+        )
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ModelConfigError(f"config field {key!r} must be an integer, got {value!r}")
+        raise ModelConfigError(
+            N_("config field {key!r} must be an integer, got {value!r}").format(
+                key=key, value=value
+            )
+        )
     if value < 0 or (value == 0 and not allow_zero):
-        raise ModelConfigError(f"config field {key!r} must be positive, got {value}")
+        raise ModelConfigError(
+            N_("config field {key!r} must be positive, got {value}").format(key=key, value=value)
+        )
     return value
 
 
@@ -50,7 +59,11 @@ def _bool(cfg: Config, key: str, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise ModelConfigError(f"config field {key!r} must be true or false, got {value!r}")
+        raise ModelConfigError(
+            N_("config field {key!r} must be true or false, got {value!r}").format(
+                key=key, value=value
+            )
+        )
     return value
 
 
@@ -61,7 +74,9 @@ def _prob(cfg: Config, key: str, default: float) -> float:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
         raise ModelConfigError(
-            f"config field {key!r} must be a probability in [0, 1), got {value!r}"
+            N_("config field {key!r} must be a probability in [0, 1), got {value!r}").format(
+                key=key, value=value
+            )
         )
     return float(value)
 
@@ -72,8 +87,10 @@ def _head_dim(cfg: Config, hidden: int, heads: int) -> int:
         return _int(cfg, "head_dim")
     if hidden % heads:
         raise ModelConfigError(
-            f"hidden_size {hidden} is not divisible by num_attention_heads {heads}; "
-            "set head_dim in the config"
+            N_(
+                "hidden_size {hidden} is not divisible by num_attention_heads {heads}; "
+                "set head_dim in the config"
+            ).format(hidden=hidden, heads=heads)
         )
     return hidden // heads
 
@@ -82,7 +99,9 @@ def _kv_heads(cfg: Config, heads: int) -> int:
     kv = _int(cfg, "num_key_value_heads", heads)
     if heads % kv:
         raise ModelConfigError(
-            f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv}"
+            N_("num_attention_heads {heads} is not a multiple of num_key_value_heads {kv}").format(
+                heads=heads, kv=kv
+            )
         )
     return kv
 
@@ -313,7 +332,7 @@ GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
 def _gemma3(name: str, cfg: Config) -> ModelSpec:
     text = cfg.get("text_config")
     if not isinstance(text, Mapping):
-        raise ModelConfigError("a gemma3 config needs a 'text_config' object; add it")
+        raise ModelConfigError(N_("a gemma3 config needs a 'text_config' object; add it"))
     # The multimodal config nests the language model; its tie flag lives at the top level.
     merged = {
         **GEMMA3_TEXT_DEFAULTS,
@@ -322,7 +341,9 @@ def _gemma3(name: str, cfg: Config) -> ModelSpec:
     }
     merged["model_type"] = "gemma3_text"
     spec = _gemma3_text(name, merged)
-    note = "gemma3: the language model only; the SigLIP vision tower and projector are not counted"
+    note = N_(
+        "gemma3: the language model only; the SigLIP vision tower and projector are not counted"
+    )
     return _replace_notes(spec, (*spec.notes, note))
 
 
@@ -359,13 +380,17 @@ def _deepseek(name: str, cfg: Config) -> ModelSpec:
     mtp = int(cfg.get("num_nextn_predict_layers") or 0)
     if mtp:
         notes.append(
-            f"{mtp} multi-token-prediction layer(s) in the checkpoint are not counted "
-            "(inference does not use them)"
+            N_(
+                "{count} multi-token-prediction layer(s) in the checkpoint are not counted "
+                "(inference does not use them)"
+            ).format(count=mtp)
         )
     if moe.router_bias:
         notes.append(
-            "the routers' e_score_correction_bias is counted (stored in the checkpoint; "
-            "transformers keeps it as a buffer)"
+            N_(
+                "the routers' e_score_correction_bias is counted (stored in the checkpoint; "
+                "transformers keeps it as a buffer)"
+            )
         )
     return ModelSpec(
         name=name,
@@ -403,7 +428,11 @@ def _gpt2(name: str, cfg: Config) -> ModelSpec:
     hidden = _int(cfg, "n_embd", 768)
     heads = _int(cfg, "n_head", 12)
     if hidden % heads:
-        raise ModelConfigError(f"n_embd {hidden} is not divisible by n_head {heads}")
+        raise ModelConfigError(
+            N_("n_embd {hidden} is not divisible by n_head {heads}").format(
+                hidden=hidden, heads=heads
+            )
+        )
     inner = cfg.get("n_inner")
     width = _int(cfg, "n_inner") if inner is not None else 4 * hidden
     return ModelSpec(
@@ -431,7 +460,9 @@ def _gpt_neox(name: str, cfg: Config) -> ModelSpec:
     heads = _int(cfg, "num_attention_heads")
     if hidden % heads:
         raise ModelConfigError(
-            f"hidden_size {hidden} is not divisible by num_attention_heads {heads}"
+            N_("hidden_size {hidden} is not divisible by num_attention_heads {heads}").format(
+                hidden=hidden, heads=heads
+            )
         )
     bias = _bool(cfg, "attention_bias", True)
     return ModelSpec(
@@ -457,7 +488,9 @@ def _bert(name: str, cfg: Config) -> ModelSpec:
     heads = _int(cfg, "num_attention_heads", 12)
     if hidden % heads:
         raise ModelConfigError(
-            f"hidden_size {hidden} is not divisible by num_attention_heads {heads}"
+            N_("hidden_size {hidden} is not divisible by num_attention_heads {heads}").format(
+                hidden=hidden, heads=heads
+            )
         )
     return ModelSpec(
         name=name,
@@ -480,7 +513,7 @@ def _bert(name: str, cfg: Config) -> ModelSpec:
         dropout=max(
             _prob(cfg, k, 0.1) for k in ("hidden_dropout_prob", "attention_probs_dropout_prob")
         ),
-        notes=("BertModel with its pooler; the masked-LM head is not counted",),
+        notes=(N_("BertModel with its pooler; the masked-LM head is not counted"),),
     )
 
 
@@ -545,12 +578,12 @@ SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
 def spec_from_config(cfg: Config, name: str = "model") -> ModelSpec:
     """A :class:`ModelSpec` from a parsed ``config.json``; raises :class:`ModelConfigError`."""
     if not isinstance(cfg, Mapping):
-        raise ModelConfigError("config.json must hold a JSON object; check the file")
+        raise ModelConfigError(N_("config.json must hold a JSON object; check the file"))
     model_type = cfg.get("model_type")
     if not model_type:
-        raise ModelConfigError("config.json has no 'model_type'; add it (e.g. \"llama\")")
+        raise ModelConfigError(N_("config.json has no 'model_type'; add it (e.g. \"llama\")"))
     if not isinstance(model_type, str) or len(model_type) > 100:
-        raise ModelConfigError("config field 'model_type' must be a short string")
+        raise ModelConfigError(N_("config field 'model_type' must be a short string"))
     try:
         cfg = check_config(cfg)
     except ConfigFieldError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
 
 Config = Any
@@ -29,12 +30,16 @@ def get_int(cfg: Config, keys: tuple[str, ...], default: int | None = None) -> i
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise FamilyConfigError(
-                f"config field {key!r} must be a positive integer, got {value!r}"
+                N_("config field {key!r} must be a positive integer, got {value!r}").format(
+                    key=key, value=value
+                )
             )
         return value
     if default is None:
         raise FamilyConfigError(
-            f"config.json is missing {' / '.join(keys)}; add it (the model's {keys[0]})"
+            N_("config.json is missing {keys}; add it (the model's {first})").format(
+                keys=" / ".join(keys), first=keys[0]
+            )
         )
     return default
 
@@ -46,7 +51,11 @@ def get_bool(cfg: Config, keys: tuple[str, ...], default: bool) -> bool:
         if value is None:
             continue
         if not isinstance(value, bool):
-            raise FamilyConfigError(f"config field {key!r} must be true or false, got {value!r}")
+            raise FamilyConfigError(
+                N_("config field {key!r} must be true or false, got {value!r}").format(
+                    key=key, value=value
+                )
+            )
         return value
     return default
 
@@ -94,7 +103,9 @@ def build(
     """A decoder of any of these families, from its resolved sizes and switches."""
     if heads % kv_heads:
         raise FamilyConfigError(
-            f"{heads} attention heads are not a multiple of {kv_heads} KV heads"
+            N_("{heads} attention heads are not a multiple of {kv_heads} KV heads").format(
+                heads=heads, kv_heads=kv_heads
+            )
         )
     mlp = (
         MLPSpec(intermediate, gated=gated, bias=mlp_bias, activation=activation)
@@ -286,7 +297,7 @@ def _opt(name: str, cfg: Config) -> ModelSpec:
         and not cfg.get("_remove_final_layer_norm"),
         learned_positions=positions,
         embedding_extra=extra,
-        notes=("word embeddings of width word_embed_proj_dim, projected in and out",)
+        notes=(N_("word embeddings of width word_embed_proj_dim, projected in and out"),)
         if extra
         else (),
     )
@@ -308,7 +319,7 @@ def _bloom(name: str, cfg: Config) -> ModelSpec:
         activation="gelu",
         embedding_norm=True,
         fused_qkv=True,
-        notes=("ALiBi positions (no position parameters)",),
+        notes=(N_("ALiBi positions (no position parameters)"),),
     )
 
 
@@ -319,7 +330,9 @@ def _mpt(name: str, cfg: Config) -> ModelSpec:
     kv = int(attn.get("kv_n_heads") or heads) if isinstance(attn, dict) else heads
     ratio = cfg.get("expansion_ratio", 4)
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
-        raise FamilyConfigError(f"config field 'expansion_ratio' must be positive, got {ratio!r}")
+        raise FamilyConfigError(
+            N_("config field 'expansion_ratio' must be positive, got {value!r}").format(value=ratio)
+        )
     return build(
         name,
         cfg,
@@ -336,7 +349,7 @@ def _mpt(name: str, cfg: Config) -> ModelSpec:
         tie=True,
         activation="gelu",
         fused_qkv=True,
-        notes=("ALiBi positions (no position parameters)",),
+        notes=(N_("ALiBi positions (no position parameters)"),),
     )
 
 
@@ -522,7 +535,7 @@ def _biogpt(name: str, cfg: Config) -> ModelSpec:
         activation=activation_of(cfg, "gelu"),
         # BioGPT learns max_position_embeddings + 2 positions; XGLM's are sinusoidal.
         learned_positions=get_int(cfg, ("max_position_embeddings",)) + 2 if learned else 0,
-        notes=() if learned else ("sinusoidal positions (no parameters)",),
+        notes=() if learned else (N_("sinusoidal positions (no parameters)"),),
     )
 
 

@@ -14,24 +14,25 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.models.families import FamilyConfigError, build, get_bool, get_int
 from suanli.models.spec import MLPSpec, ModelSpec, MoESpec
 
 #: Architectures that are not stacks of attention + MLP blocks: suanli refuses them by name.
 NOT_TRANSFORMERS = {
-    "mamba": "state-space (Mamba) layers",
-    "mamba2": "state-space (Mamba-2) layers",
-    "jamba": "Mamba layers between its attention layers",
-    "zamba": "Mamba layers with shared attention",
-    "zamba2": "Mamba layers with shared attention",
-    "falcon_h1": "parallel Mamba-2 and attention heads",
-    "falcon_mamba": "state-space (Mamba) layers",
-    "lfm2": "short convolution layers between its attention layers",
-    "minimax": "lightning (linear) attention layers",
-    "qwen3_next": "gated DeltaNet (linear attention) layers",
-    "rwkv": "RWKV recurrent layers",
-    "recurrent_gemma": "recurrent (Griffin) layers",
-    "xlstm": "xLSTM recurrent layers",
+    "mamba": N_("state-space (Mamba) layers"),
+    "mamba2": N_("state-space (Mamba-2) layers"),
+    "jamba": N_("Mamba layers between its attention layers"),
+    "zamba": N_("Mamba layers with shared attention"),
+    "zamba2": N_("Mamba layers with shared attention"),
+    "falcon_h1": N_("parallel Mamba-2 and attention heads"),
+    "falcon_mamba": N_("state-space (Mamba) layers"),
+    "lfm2": N_("short convolution layers between its attention layers"),
+    "minimax": N_("lightning (linear) attention layers"),
+    "qwen3_next": N_("gated DeltaNet (linear attention) layers"),
+    "rwkv": N_("RWKV recurrent layers"),
+    "recurrent_gemma": N_("recurrent (Griffin) layers"),
+    "xlstm": N_("xLSTM recurrent layers"),
 }
 
 #: Fields that do not change the architecture's shape (ids, training knobs, rope scaling...).
@@ -140,13 +141,17 @@ def generic_spec(name: str, cfg: Any) -> ModelSpec:
     model_type = str(cfg.get("model_type"))
     if model_type in NOT_TRANSFORMERS:
         raise FamilyConfigError(
-            f"model_type {model_type!r} has {NOT_TRANSFORMERS[model_type]}, which suanli does not "
-            "model yet; its estimates would be wrong, so none is given"
+            N_(
+                "model_type {model_type!r} has {what}, which suanli does not "
+                "model yet; its estimates would be wrong, so none is given"
+            ).format(model_type=model_type, what=NOT_TRANSFORMERS[model_type])
         )
     if get_bool(cfg, ("is_encoder_decoder",), False):
         raise FamilyConfigError(
-            f"model_type {model_type!r} is an encoder-decoder model, which suanli does not model "
-            "yet (decoders and BERT-style encoders are supported)"
+            N_(
+                "model_type {model_type!r} is an encoder-decoder model, which suanli does not "
+                "model yet (decoders and BERT-style encoders are supported)"
+            ).format(model_type=model_type)
         )
     hidden = get_int(cfg, ("hidden_size", "n_embd", "d_model"))
     heads = get_int(cfg, ("num_attention_heads", "n_head", "n_heads"))
@@ -196,18 +201,53 @@ def generic_spec(name: str, cfg: Any) -> ModelSpec:
         else 0
     )
     unknown = sorted(k for k in cfg if k not in _BENIGN and not k.startswith("_"))
+    mlp = (
+        N_("gated {act} MLP of width {width}") if gated else N_("plain {act} MLP of width {width}")
+    ).format(act=act, width=inter)
+    embeddings = (
+        N_("tied embeddings")
+        if get_bool(cfg, ("tie_word_embeddings",), False)
+        else N_("untied embeddings")
+    )
+    if bias and experts:
+        layout = N_(
+            "{model_type!r} read by the generic transformer path (no exact reader for this "
+            "family): "
+            "pre-norm blocks, {norm}, {mlp}, biases on the attention linears, {embeddings}, "
+            "{experts} experts in every layer"
+        )
+    elif bias:
+        layout = N_(
+            "{model_type!r} read by the generic transformer path (no exact reader for this "
+            "family): "
+            "pre-norm blocks, {norm}, {mlp}, biases on the attention linears, {embeddings}"
+        )
+    elif experts:
+        layout = N_(
+            "{model_type!r} read by the generic transformer path (no exact reader for this "
+            "family): "
+            "pre-norm blocks, {norm}, {mlp}, {embeddings}, {experts} experts in every layer"
+        )
+    else:
+        layout = N_(
+            "{model_type!r} read by the generic transformer path (no exact reader for this "
+            "family): "
+            "pre-norm blocks, {norm}, {mlp}, {embeddings}"
+        )
     notes = [
-        f"{model_type!r} read by the generic transformer path (no exact reader for this family): "
-        f"pre-norm blocks, {'RMSNorm' if rms else 'LayerNorm'}, "
-        f"{'gated' if gated else 'plain'} {act} MLP of width {inter}, "
-        f"{'biases on the attention linears, ' if bias else ''}"
-        f"{'tied' if get_bool(cfg, ('tie_word_embeddings',), False) else 'untied'} embeddings"
-        + (f", {experts} experts in every layer" if experts else ""),
+        layout.format(
+            model_type=model_type,
+            norm="RMSNorm" if rms else "LayerNorm",
+            mlp=mlp,
+            embeddings=embeddings,
+            experts=experts,
+        )
     ]
     if unknown:
         notes.append(
-            "config fields not understood (check they do not change the shape): "
-            + ", ".join(unknown)
+            N_(
+                "config fields not understood (check they do not change the shape): {fields}"
+            ).format(fields=", ".join(unknown))
         )
     spec = build(
         name,
@@ -248,24 +288,38 @@ def _with_traced_count(spec: ModelSpec, cfg: Any) -> ModelSpec:
         return spec
     guessed = count_params(spec).total
     exact = int(profile["params"])
-    note = (
-        f"parameters counted exactly on the meta device (transformers {profile['transformers']}, "
-        f"torch {profile['torch']}): {exact:,}"
-        + (f" (the generic reading gave {guessed:,})" if exact != guessed else "")
-    )
+    if exact != guessed:
+        note = N_(
+            "parameters counted exactly on the meta device (transformers {transformers}, "
+            "torch {torch}): {exact:,} (the generic reading gave {guessed:,})"
+        ).format(
+            transformers=profile["transformers"],
+            torch=profile["torch"],
+            exact=exact,
+            guessed=guessed,
+        )
+    else:
+        note = N_(
+            "parameters counted exactly on the meta device (transformers {transformers}, "
+            "torch {torch}): {exact:,}"
+        ).format(transformers=profile["transformers"], torch=profile["torch"], exact=exact)
     notes = [note]
     saved = profile.get("saved_layer_bytes")
     traced_bytes = None
     if isinstance(saved, list) and len(saved) == 2:
         traced_bytes = (float(saved[0]), float(saved[1]))
         notes.append(
-            f"one layer saves {traced_bytes[0]:,.0f} + {traced_bytes[1]:,.0f}·seq bytes per token "
-            "for backward (bf16, eager attention; traced with saved-tensor hooks on meta)"
+            N_(
+                "one layer saves {fixed:,.0f} + {per_seq:,.0f}·seq bytes per token "
+                "for backward (bf16, eager attention; traced with saved-tensor hooks on meta)"
+            ).format(fixed=traced_bytes[0], per_seq=traced_bytes[1])
         )
     if profile.get("train_flops_per_token"):
         notes.append(
-            f"one training step: {float(profile['train_flops_per_token']):,.0f} FLOPs per token "
-            "(FlopCounterMode, forward and backward)"
+            N_(
+                "one training step: {flops:,.0f} FLOPs per token "
+                "(FlopCounterMode, forward and backward)"
+            ).format(flops=float(profile["train_flops_per_token"]))
         )
     return replace(
         spec,

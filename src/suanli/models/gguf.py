@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from suanli.i18n import N_
+
 MAGIC = b"GGUF"
 #: Bounds on what a header may claim (far above any real model), so reading stays bounded.
 MAX_TENSORS = 1_000_000
@@ -148,7 +150,9 @@ class _Reader:
     def take(self, n: int) -> bytes:
         data = self.f.read(n)
         if len(data) != n:
-            raise GGUFError(f"{self.path}: the header ends early; the file is truncated")
+            raise GGUFError(
+                N_("{path}: the header ends early; the file is truncated").format(path=self.path)
+            )
         return data
 
     def scalar(self, fmt: str) -> Any:
@@ -157,7 +161,11 @@ class _Reader:
     def string(self) -> str:
         n = self.scalar("<Q")
         if n > MAX_STRING:
-            raise GGUFError(f"{self.path}: a header string claims {n} bytes; not a sane GGUF file")
+            raise GGUFError(
+                N_("{path}: a header string claims {count} bytes; not a sane GGUF file").format(
+                    path=self.path, count=n
+                )
+            )
         return self.take(n).decode("utf-8", errors="replace")
 
     def value(self, kind: int, depth: int = 0) -> Any:
@@ -169,13 +177,19 @@ class _Reader:
             item = self.scalar("<I")
             n = self.scalar("<Q")
             if n > MAX_ARRAY:
-                raise GGUFError(f"{self.path}: a metadata array claims {n} items")
+                raise GGUFError(
+                    N_("{path}: a metadata array claims {count} items").format(
+                        path=self.path, count=n
+                    )
+                )
             if n > 64:  # a vocabulary or merges list: read past it, keep its length
                 for _ in range(n):
                     self.value(item, depth + 1)
                 return n
             return [self.value(item, depth + 1) for _ in range(n)]
-        raise GGUFError(f"{self.path}: unknown metadata value type {kind}")
+        raise GGUFError(
+            N_("{path}: unknown metadata value type {kind}").format(path=self.path, kind=kind)
+        )
 
 
 def read_gguf(path: str | Path) -> GGUFHeader:
@@ -185,7 +199,9 @@ def read_gguf(path: str | Path) -> GGUFHeader:
         with open(path, "rb") as f:
             return read_gguf_stream(f, name)
     except OSError as exc:
-        raise GGUFError(f"cannot read {name} ({exc.strerror}); check the path") from None
+        raise GGUFError(
+            N_("cannot read {path} ({error}); check the path").format(path=name, error=exc.strerror)
+        ) from None
 
 
 def read_gguf_stream(f: BinaryIO, name: str) -> GGUFHeader:
@@ -193,15 +209,23 @@ def read_gguf_stream(f: BinaryIO, name: str) -> GGUFHeader:
     HTTP range requests): only the header's bytes are read, never the tensor data."""
     r = _Reader(f, name)
     if r.take(4) != MAGIC:
-        raise GGUFError(f"{name} is not a GGUF file (no 'GGUF' magic at its start)")
+        raise GGUFError(
+            N_("{path} is not a GGUF file (no 'GGUF' magic at its start)").format(path=name)
+        )
     version = r.scalar("<I")
     if version not in (2, 3):
-        raise GGUFError(f"{name}: GGUF version {version} is not supported (2 and 3 are)")
+        raise GGUFError(
+            N_("{path}: GGUF version {version} is not supported (2 and 3 are)").format(
+                path=name, version=version
+            )
+        )
     n_tensors, n_meta = r.scalar("<Q"), r.scalar("<Q")
     if n_tensors > MAX_TENSORS or n_meta > MAX_METADATA:
         raise GGUFError(
-            f"{name}: the header claims {n_tensors} tensors and {n_meta} metadata "
-            "entries; not a sane GGUF file"
+            N_(
+                "{path}: the header claims {tensors} tensors and {entries} metadata "
+                "entries; not a sane GGUF file"
+            ).format(path=name, tensors=n_tensors, entries=n_meta)
         )
     metadata: dict[str, Any] = {}
     for _ in range(n_meta):
@@ -212,14 +236,20 @@ def read_gguf_stream(f: BinaryIO, name: str) -> GGUFHeader:
         tname = r.string()
         dims = r.scalar("<I")
         if dims > MAX_DIMS:
-            raise GGUFError(f"{name}: tensor {tname!r} claims {dims} dimensions")
+            raise GGUFError(
+                N_("{path}: tensor {tensor!r} claims {dims} dimensions").format(
+                    path=name, tensor=tname, dims=dims
+                )
+            )
         shape = tuple(r.scalar("<Q") for _ in range(dims))
         ggml_type = r.scalar("<I")
         r.scalar("<Q")  # offset into the data section: not needed
         if ggml_type not in GGML_TYPES:
             raise GGUFError(
-                f"{name}: tensor {tname!r} has ggml type {ggml_type}, which suanli does "
-                "not know; update suanli"
+                N_(
+                    "{path}: tensor {tensor!r} has ggml type {type}, which suanli does "
+                    "not know; update suanli"
+                ).format(path=name, tensor=tname, type=ggml_type)
             )
         tensors.append(GGUFTensor(tname, shape, ggml_type))
     return GGUFHeader(version, metadata, tuple(tensors))
@@ -249,8 +279,9 @@ def hf_config(header: GGUFHeader) -> dict[str, Any]:
     arch = header.architecture
     if arch not in ARCHITECTURES:
         raise GGUFError(
-            f"GGUF architecture {arch!r} is not one suanli reads yet; known: "
-            f"{', '.join(sorted(ARCHITECTURES))}"
+            N_("GGUF architecture {arch!r} is not one suanli reads yet; known: {known}").format(
+                arch=arch, known=", ".join(sorted(ARCHITECTURES))
+            )
         )
     meta = header.metadata
 

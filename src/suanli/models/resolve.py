@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 from suanli.models.config import ModelConfigError, spec_from_config
 from suanli.models.params import ParamCount, count_params
@@ -73,22 +74,34 @@ def path_exists(path: Path) -> bool:
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ModelSourceError(f"{path} is larger than a config can be; check the file")
+            raise ModelSourceError(
+                N_("{path} is larger than a config can be; check the file").format(path=path)
+            )
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ModelSourceError(f"cannot read {path} ({exc.strerror}); check the path") from None
+        raise ModelSourceError(
+            N_("cannot read {path} ({error}); check the path").format(path=path, error=exc.strerror)
+        ) from None
     except UnicodeDecodeError:
-        raise ModelSourceError(f"{path} is not UTF-8 text; pass a config.json") from None
+        raise ModelSourceError(
+            N_("{path} is not UTF-8 text; pass a config.json").format(path=path)
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ModelSourceError(
-            f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}); fix or re-download it"
+            N_("{path} is not valid JSON (line {line}: {error}); fix or re-download it").format(
+                path=path, line=exc.lineno, error=exc.msg
+            )
         ) from None
     except RecursionError:
-        raise ModelSourceError(f"{path} nests JSON too deeply to be a config; check it") from None
+        raise ModelSourceError(
+            N_("{path} nests JSON too deeply to be a config; check it").format(path=path)
+        ) from None
     if not isinstance(data, dict):
-        raise ModelSourceError(f"{path} must hold a JSON object with the model's config")
+        raise ModelSourceError(
+            N_("{path} must hold a JSON object with the model's config").format(path=path)
+        )
     return data
 
 
@@ -149,17 +162,19 @@ def load_gguf_from_hub(arg: str) -> LoadedModel:
         tensors = tuple(GGUFTensor(t[0], tuple(t[1]), int(t[2])) for t in raw["tensors"])
         header = GGUFHeader(int(raw["version"]), raw["metadata"], tensors)
         return _from_gguf_header(header, arg, "hub", arg)
-    hint = (
-        f"cannot read the GGUF header of {arg!r} from the Hugging Face hub (offline, private or "
+    hint = N_(
+        "cannot read the GGUF header of {name!r} from the Hugging Face hub (offline, private or "
         "not found); download the file and pass its path"
-    )
+    ).format(name=arg)
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         raise ModelSourceError(hint)
     try:
         from huggingface_hub import HfFileSystem
     except ImportError:
         raise ModelSourceError(
-            f"reading {arg!r} from the hub needs huggingface_hub: pip install 'suanli[hub]'"
+            N_(
+                "reading {name!r} from the hub needs huggingface_hub: pip install 'suanli[hub]'"
+            ).format(name=arg)
         ) from None
     try:
         with HfFileSystem().open(f"{repo_id}/{filename}", "rb", block_size=GGUF_BLOCK_BYTES) as f:
@@ -188,11 +203,15 @@ def _from_path(path: Path) -> LoadedModel:
     config_path = path / "config.json" if path.is_dir() else path
     if path.is_dir() and (path / "model_index.json").is_file():
         raise ModelSourceError(
-            f"{path} is a diffusers pipeline: use suanli perf or mem with --task generate-image"
+            N_(
+                "{path} is a diffusers pipeline: use suanli perf or mem with --task generate-image"
+            ).format(path=path)
         )
     if not config_path.is_file():
         raise ModelSourceError(
-            f"{path} holds no config.json; pass the model folder or its config.json"
+            N_("{path} holds no config.json; pass the model folder or its config.json").format(
+                path=path
+            )
         )
     cfg = _read_json(config_path)
     spec = _spec(cfg, str(path))
@@ -202,7 +221,9 @@ def _from_path(path: Path) -> LoadedModel:
         try:
             stored = stored_params(shards)
         except SafetensorsError as exc:
-            raise ModelSourceError(f"{exc}; remove it or pass config.json alone") from None
+            raise ModelSourceError(
+                N_("{error}; remove it or pass config.json alone").format(error=exc)
+            ) from None
     return LoadedModel(spec, count_params(spec), "path", str(path), stored=stored)
 
 
@@ -225,18 +246,20 @@ def load_from_hub(repo_id: str) -> LoadedModel:
 
 def _download(repo_id: str, target: Path) -> None:
     """Fetch ``config.json`` and the safetensors header summary of ``repo_id`` into ``target``."""
-    offline_hint = (
-        f"cannot fetch config.json for {repo_id!r} from the Hugging Face hub (offline, private "
+    offline_hint = N_(
+        "cannot fetch config.json for {repo!r} from the Hugging Face hub (offline, private "
         "or not found); use a preset ('suanli models') or pass a local path to its config.json"
-    )
+    ).format(repo=repo_id)
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         raise ModelSourceError(offline_hint)
     try:
         import huggingface_hub
     except ImportError:
         raise ModelSourceError(
-            f"reading {repo_id!r} from the hub needs huggingface_hub: pip install 'suanli[hub]', "
-            "or pass a local path to its config.json"
+            N_(
+                "reading {name!r} from the hub needs huggingface_hub: pip install 'suanli[hub]', "
+                "or pass a local path to its config.json"
+            ).format(name=repo_id)
         ) from None
     try:
         downloaded = huggingface_hub.hf_hub_download(repo_id, "config.json")
@@ -289,11 +312,13 @@ def load_model(arg: str) -> LoadedModel:
     """Resolve a model argument: preset name, local path, or hub id (see module docstring)."""
     if not arg or not arg.strip():
         raise ModelSourceError(
-            "empty model name; pass a preset ('suanli models'), a path or org/name"
+            N_("empty model name; pass a preset ('suanli models'), a path or org/name")
         )
     if len(arg) > MAX_PATH_CHARS or "\x00" in arg:
         raise ModelSourceError(
-            f"the model name is {len(arg):,} characters long; give a preset, a path or org/name"
+            N_(
+                "the model name is {length:,} characters long; give a preset, a path or org/name"
+            ).format(length=len(arg))
         )
     path = Path(arg).expanduser()
     if path_exists(path):
@@ -310,7 +335,7 @@ def load_model(arg: str) -> LoadedModel:
     ):
         return load_gguf_from_hub(arg)
     if arg.endswith(".json") or arg.startswith((".", "/", "~")) or arg.count("/") > 1:
-        raise ModelSourceError(f"no such file {arg!r}; check the path")
+        raise ModelSourceError(N_("no such file {path!r}; check the path").format(path=arg))
     blob = ollama_blob(arg)
     if blob is not None:
         loaded = _from_gguf(blob, arg)
@@ -327,14 +352,19 @@ def load_model(arg: str) -> LoadedModel:
 
     if find_pipeline(arg) is not None:
         raise ModelSourceError(
-            f"{arg} is a text-to-image pipeline: use suanli perf or mem with --task generate-image"
+            N_(
+                "{name} is a text-to-image pipeline: use suanli perf or mem with --task "
+                "generate-image"
+            ).format(name=arg)
         )
     if _HUB_ID.match(arg):
         return load_from_hub(arg)
     names = ", ".join(sorted(presets())[:8])
     raise ModelSourceError(
-        f"unknown model {arg!r}: not a preset (e.g. {names}; 'suanli models' lists all), "
-        "a local config.json or folder, or a hub id org/name"
+        N_(
+            "unknown model {name!r}: not a preset (e.g. {examples}; 'suanli models' lists all), "
+            "a local config.json or folder, or a hub id org/name"
+        ).format(name=arg, examples=names)
     )
 
 
@@ -343,7 +373,10 @@ def model_from_module(module: Any) -> ModelSpec:
     config = getattr(module, "config", None)
     if config is None or not hasattr(config, "to_dict"):
         raise ModelSourceError(
-            "this module has no transformers config; use suanli.module_params(module) for counts"
+            N_(
+                "this module has no transformers config; use suanli.module_params(module) for "
+                "counts"
+            )
         )
     cfg = config.to_dict()
     cfg.setdefault("model_type", getattr(config, "model_type", ""))

@@ -13,6 +13,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from suanli.i18n import N_
+
 #: Largest header we accept; the format caps it at 100 MB.
 _MAX_HEADER_BYTES = 100_000_000
 
@@ -66,19 +68,27 @@ def read_header(path: str | Path) -> dict[str, object]:
         with p.open("rb") as fh:
             head = fh.read(8)
             if len(head) != 8:
-                raise SafetensorsError(f"{p} is too short to be a safetensors file")
+                raise SafetensorsError(
+                    N_("{path} is too short to be a safetensors file").format(path=p)
+                )
             (size,) = struct.unpack("<Q", head)
             if size > _MAX_HEADER_BYTES:
-                raise SafetensorsError(f"{p} has an implausible header size; is it safetensors?")
+                raise SafetensorsError(
+                    N_("{path} has an implausible header size; is it safetensors?").format(path=p)
+                )
             raw = fh.read(size)
     except OSError as exc:
-        raise SafetensorsError(f"cannot read {p} ({exc.strerror})") from None
+        raise SafetensorsError(
+            N_("cannot read {path} ({error})").format(path=p, error=exc.strerror)
+        ) from None
     try:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise SafetensorsError(f"{p} has no valid safetensors JSON header") from None
+        raise SafetensorsError(
+            N_("{path} has no valid safetensors JSON header").format(path=p)
+        ) from None
     if not isinstance(header, dict):
-        raise SafetensorsError(f"{p} has no valid safetensors JSON header")
+        raise SafetensorsError(N_("{path} has no valid safetensors JSON header").format(path=p))
     return header
 
 
@@ -101,8 +111,10 @@ def count_header(header: dict[str, object]) -> dict[str, int]:
             or len(dtype) > 16
         ):
             raise SafetensorsError(
-                f"tensor {str(name)[:60]!r} has shape {str(shape)[:40]} and dtype "
-                f"{str(dtype)[:20]}; not a valid safetensors header"
+                N_(
+                    "tensor {name!r} has shape {shape} and dtype "
+                    "{dtype}; not a valid safetensors header"
+                ).format(name=str(name)[:60], shape=str(shape)[:40], dtype=str(dtype)[:20])
             )
         counts[dtype] = counts.get(dtype, 0) + math.prod(shape)
     return counts

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.limits import MAX_EXPERTS, MAX_LAYERS, MAX_WIDTH
 
 #: Largest position count, window or head width a config may state.
@@ -139,7 +140,7 @@ def check_config(cfg: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
     """A copy of ``cfg`` whose fields suanli reads are checked (integral floats made ints);
     raises :class:`ConfigFieldError`."""
     if depth > MAX_NESTING:
-        raise ConfigFieldError("the config nests sub-configs too deeply; check the file")
+        raise ConfigFieldError(N_("the config nests sub-configs too deeply; check the file"))
     out = dict(cfg)
     for key, top in INT_FIELDS.items():
         if out.get(key) is not None:
@@ -152,7 +153,9 @@ def check_config(cfg: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
             or not math.isfinite(value)
         ):
             raise ConfigFieldError(
-                f"config field {key!r} must be a finite number, got {_short(value)}"
+                N_("config field {key!r} must be a finite number, got {value}").format(
+                    key=key, value=_short(value)
+                )
             )
     for key in INDEX_LIST_FIELDS:
         value = out.get(key)
@@ -160,7 +163,9 @@ def check_config(cfg: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
             continue
         if not isinstance(value, list) or len(value) > MAX_LAYERS:
             raise ConfigFieldError(
-                f"config field {key!r} must be a list of layer indices, got {_short(value)}"
+                N_("config field {key!r} must be a list of layer indices, got {value}").format(
+                    key=key, value=_short(value)
+                )
             )
         out[key] = [_int(f"{key}[]", v, MAX_LAYERS) for v in value]
     layer_types = out.get("layer_types")
@@ -169,14 +174,16 @@ def check_config(cfg: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
         or len(layer_types) > MAX_LAYERS
         or not all(isinstance(v, str) for v in layer_types)
     ):
-        raise ConfigFieldError("config field 'layer_types' must be a list of strings")
+        raise ConfigFieldError(N_("config field 'layer_types' must be a list of strings"))
     for key in NESTED:
         value = out.get(key)
         if value is None:
             continue
         if not isinstance(value, Mapping):
             raise ConfigFieldError(
-                f"config field {key!r} must be a JSON object, got {_short(value)}"
+                N_("config field {key!r} must be a JSON object, got {value}").format(
+                    key=key, value=_short(value)
+                )
             )
         if key != "rope_scaling":
             out[key] = check_config(value, depth + 1)
@@ -187,11 +194,23 @@ def _int(key: str, value: Any, top: int) -> int:
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigFieldError(f"config field {key!r} must be an integer, got {_short(value)}")
+        raise ConfigFieldError(
+            N_("config field {key!r} must be an integer, got {value}").format(
+                key=key, value=_short(value)
+            )
+        )
     if value < 0:
-        raise ConfigFieldError(f"config field {key!r} must be positive, got {_short(value)}")
+        raise ConfigFieldError(
+            N_("config field {key!r} must be positive, got {value}").format(
+                key=key, value=_short(value)
+            )
+        )
     if value > top:
-        raise ConfigFieldError(f"config field {key!r} must be at most {top:,}, got {_short(value)}")
+        raise ConfigFieldError(
+            N_("config field {key!r} must be at most {top:,}, got {value}").format(
+                key=key, top=top, value=_short(value)
+            )
+        )
     return value
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.models.families import FamilyConfigError, get_int
 from suanli.models.spec import ModelSpec
 
@@ -95,7 +96,9 @@ def _vision_tower(cfg: Any) -> tuple[str, int, int, int, int, int, int, int]:
     kind = str(cfg.get("model_type") or "clip_vision_model")
     if kind not in ("clip_vision_model", "siglip_vision_model"):
         raise FamilyConfigError(
-            f"vision tower {kind!r} is not one suanli counts yet (CLIP and SigLIP are)"
+            N_("vision tower {kind!r} is not one suanli counts yet (CLIP and SigLIP are)").format(
+                kind=kind
+            )
         )
     h = get_int(cfg, ("hidden_size",), 1024)
     layers = get_int(cfg, ("num_hidden_layers",), 24)
@@ -123,7 +126,7 @@ def llava_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
     text_cfg = cfg.get("text_config") or {}
     vision_cfg = cfg.get("vision_config") or {}
     if not isinstance(text_cfg, dict) or not isinstance(vision_cfg, dict):
-        raise FamilyConfigError("text_config and vision_config must be JSON objects")
+        raise FamilyConfigError(N_("text_config and vision_config must be JSON objects"))
     text_cfg = {"model_type": "llama", **text_cfg}
     spec: ModelSpec = text_reader(text_cfg, name)
     kind, h, layers, heads, inter, image, patch, tower = _vision_tower(vision_cfg)
@@ -139,7 +142,12 @@ def llava_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
         name=name,
         architecture=str(cfg.get("model_type")),
         vision=vision,
-        notes=(*spec.notes, f"vision tower {kind}: {tokens} tokens per {image}x{image} image"),
+        notes=(
+            *spec.notes,
+            N_("vision tower {kind}: {tokens} tokens per {image}x{image} image").format(
+                kind=kind, tokens=tokens, image=image
+            ),
+        ),
     )
 
 
@@ -154,7 +162,7 @@ def qwen2_5_vl_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
     spec: ModelSpec = text_reader({**text_cfg, "model_type": "qwen2"}, name)
     v = cfg.get("vision_config") or {}
     if not isinstance(v, dict):
-        raise FamilyConfigError("vision_config must be a JSON object")
+        raise FamilyConfigError(N_("vision_config must be a JSON object"))
     qwen25 = cfg.get("model_type") == "qwen2_5_vl"
     h = get_int(v, ("hidden_size", "embed_dim"), 1280)
     depth = get_int(v, ("depth",), 32)
@@ -200,8 +208,10 @@ def qwen2_5_vl_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
         vision=vision,
         notes=(
             *spec.notes,
-            f"native-resolution vision tower: one token per {patch * merge}x{patch * merge} pixels "
-            "(--image-size WxH; 448x448 by default, 256 tokens)",
+            N_(
+                "native-resolution vision tower: one token per {side}x{side} pixels "
+                "(--image-size WxH; 448x448 by default, 256 tokens)"
+            ).format(side=patch * merge),
         ),
     )
 
@@ -242,7 +252,7 @@ def internvl_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
     text_cfg = cfg.get("text_config") or {}
     v = cfg.get("vision_config") or {}
     if not isinstance(text_cfg, dict) or not isinstance(v, dict):
-        raise FamilyConfigError("text_config and vision_config must be JSON objects")
+        raise FamilyConfigError(N_("text_config and vision_config must be JSON objects"))
     # The composite config's own flag decides the tying (transformers >= 5; default True).
     tie = cfg.get("tie_word_embeddings", True) is not False
     text_cfg = {"model_type": "qwen2", **text_cfg, "tie_word_embeddings": tie}
@@ -297,8 +307,10 @@ def internvl_spec(name: str, cfg: Any, text_reader: Any) -> ModelSpec:
         vision=vision,
         notes=(
             *spec.notes,
-            f"InternViT tower: {tokens} tokens per {image}x{image} tile, up to 12 tiles and a "
-            "thumbnail by the image's aspect ratio (--image-size WxH; one tile by default)",
+            N_(
+                "InternViT tower: {tokens} tokens per {image}x{image} tile, up to 12 tiles and a "
+                "thumbnail by the image's aspect ratio (--image-size WxH; one tile by default)"
+            ).format(tokens=tokens, image=image),
         ),
     )
 
@@ -308,5 +320,7 @@ def _side(value: Any) -> int:
     if isinstance(value, (list, tuple)) and value:
         value = value[0]
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise FamilyConfigError(f"vision_config size {value!r} must be a positive integer")
+        raise FamilyConfigError(
+            N_("vision_config size {value!r} must be a positive integer").format(value=value)
+        )
     return value

@@ -17,6 +17,7 @@ from suanli.catalog.gpu import GPU
 from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import TrainWork
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 
@@ -122,7 +123,9 @@ def _remedies(
         candidate = replace(current, batch=current.batch // 2, grad_accum=current.grad_accum * 2)
         kept = yield (
             "batch",
-            f"micro-batch {candidate.batch}, gradient accumulation {candidate.grad_accum}",
+            N_("micro-batch {batch}, gradient accumulation {accum}").format(
+                batch=candidate.batch, accum=candidate.grad_accum
+            ),
             candidate,
         )
         if kept is not candidate:
@@ -133,19 +136,21 @@ def _remedies(
         if order.index(current.recompute) < order.index(mode):
             current = yield (
                 "recompute",
-                f"{mode} activation recomputation",
+                N_("selective activation recomputation")
+                if mode == "selective"
+                else N_("full activation recomputation"),
                 replace(current, recompute=mode, recompute_every=1),
             )
     if current.loss == "full" and "loss" in allowed:
         current = yield (
             "recompute",
-            "chunked cross-entropy (fp32 logits 1/8 at a time)",
+            N_("chunked cross-entropy (fp32 logits 1/8 at a time)"),
             replace(current, loss="chunked"),
         )
     if not current.activation_offload and "activation_offload" in allowed:
         current = yield (
             "offload",
-            "activation offloading to CPU memory",
+            N_("activation offloading to CPU memory"),
             replace(current, activation_offload=True),
         )
     if (
@@ -156,19 +161,19 @@ def _remedies(
     ):
         current = yield (
             "precision",
-            "optimizer step in the backward pass (one gradient at a time)",
+            N_("optimizer step in the backward pass (one gradient at a time)"),
             replace(current, optimizer_in_backward=True),
         )
     if current.fp32_storage:  # (3)
         current = yield (
             "precision",
-            "bf16 mixed precision",
+            N_("bf16 mixed precision"),
             replace(current, dtype="bf16", precision="mixed"),
         )
     if current.optimizer in ("adamw", "sgd_momentum", "lion") and "adamw8bit" in allowed:
         current = yield (
             "precision",
-            "8-bit AdamW (bitsandbytes)",
+            N_("8-bit AdamW (bitsandbytes)"),
             replace(current, optimizer="adamw8bit"),
         )
     # QLoRA keeps a LoRA fine-tune's method; for a full fine-tune it is a different method, so it
@@ -177,8 +182,9 @@ def _remedies(
         before = current.task
         current = yield (
             "precision",
-            "quantized NF4 base (QLoRA)"
-            + (" instead of a full fine-tune" if before == "full" else ""),
+            N_("quantized NF4 base (QLoRA) instead of a full fine-tune")
+            if before == "full"
+            else N_("quantized NF4 base (QLoRA)"),
             replace(
                 current,
                 task="qlora",
@@ -191,13 +197,13 @@ def _remedies(
         dp = gpus
         current = yield (
             "sharding",
-            f"data parallel over {dp} GPUs with ZeRO-1",
+            N_("data parallel over {dp} GPUs with ZeRO-1").format(dp=dp),
             replace(current, parallel=replace(current.parallel, dp=dp, zero=1)),
         )
         for stage in (2, 3):
             current = yield (
                 "sharding",
-                f"ZeRO-{stage}" + (" (FSDP full shard)" if stage == 3 else ""),
+                N_("ZeRO-3 (FSDP full shard)") if stage == 3 else f"ZeRO-{stage}",
                 replace(current, parallel=replace(current.parallel, zero=stage)),
             )
         tp = 2
@@ -211,7 +217,7 @@ def _remedies(
             )
             current = yield (
                 "sharding",
-                f"tensor parallel {tp} with sequence parallelism",
+                N_("tensor parallel {tp} with sequence parallelism").format(tp=tp),
                 replace(current, parallel=par),
             )
             tp *= 2
@@ -223,20 +229,20 @@ def _remedies(
             )
             current = yield (
                 "sharding",
-                f"pipeline parallel {pp}",
+                N_("pipeline parallel {pp}").format(pp=pp),
                 replace(current, parallel=par, grad_accum=max(current.grad_accum, pp)),
             )
             pp *= 2
     if not current.offload_optimizer and "offload_optimizer" in allowed:  # (5)
         current = yield (
             "offload",
-            "optimizer states and master weights in CPU memory",
+            N_("optimizer states and master weights in CPU memory"),
             replace(current, offload_optimizer=True),
         )
     if not current.offload_params and "offload_params" in allowed and not current.is_lora:
         current = yield (
             "offload",
-            "parameters and gradients in CPU memory (one layer on the GPU at a time)",
+            N_("parameters and gradients in CPU memory (one layer on the GPU at a time)"),
             replace(current, offload_params=True),
         )
 

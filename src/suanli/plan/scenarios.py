@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from suanli.i18n import N_
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -32,9 +34,12 @@ SCENARIOS: dict[str, Scenario] = {
             "time",
             ("sxm", "oam"),
             1024,
-            "Memory capacity and the interconnect come first: a pretraining run is sharded over "
-            "many GPUs, so NVLink/InfiniBand bandwidth and HBM size decide the layout and the "
-            "MFU; ranked by time to train.",
+            N_(
+                "Memory capacity and the interconnect come first: a pretraining run is sharded "
+                "over "
+                "many GPUs, so NVLink/InfiniBand bandwidth and HBM size decide the layout and the "
+                "MFU; ranked by time to train."
+            ),
         ),
         Scenario(
             "production-inference",
@@ -42,9 +47,11 @@ SCENARIOS: dict[str, Scenario] = {
             "cost-per-token",
             (),
             64,
-            "Bandwidth per token and latency: decode reads every weight per step, so HBM "
-            "bandwidth, quantized weights and power decide cost per token; ranked by dollars "
-            "per million tokens at the requested rate.",
+            N_(
+                "Bandwidth per token and latency: decode reads every weight per step, so HBM "
+                "bandwidth, quantized weights and power decide cost per token; ranked by dollars "
+                "per million tokens at the requested rate."
+            ),
         ),
         Scenario(
             "personal-finetune",
@@ -52,8 +59,10 @@ SCENARIOS: dict[str, Scenario] = {
             "cost",
             ("consumer", "workstation", "pcie"),
             2,
-            "Memory capacity must cover the need on one or two cards; consumer and workstation "
-            "cards are candidates and price matters most; ranked by the cost of the run.",
+            N_(
+                "Memory capacity must cover the need on one or two cards; consumer and workstation "
+                "cards are candidates and price matters most; ranked by the cost of the run."
+            ),
         ),
         Scenario(
             "rendering-video",
@@ -61,9 +70,12 @@ SCENARIOS: dict[str, Scenario] = {
             "time",
             (),
             1,
-            "Not an AI workload: GPUs with ray-tracing units and a hardware encoder first, then "
-            "memory (the scene must fit), ray-tracing units, encode/decode engines and AV1; "
-            "CPUs are not ranked. The stack column matters (CUDA/OptiX vs ROCm/HIP vs Metal).",
+            N_(
+                "Not an AI workload: GPUs with ray-tracing units and a hardware encoder first, "
+                "then "
+                "memory (the scene must fit), ray-tracing units, encode/decode engines and AV1; "
+                "CPUs are not ranked. The stack column matters (CUDA/OptiX vs ROCm/HIP vs Metal)."
+            ),
         ),
     )
 }

@@ -19,6 +19,7 @@ from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.hardware import device_for
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 OBJECTIVES = ("time", "cost", "cost-per-token")
@@ -147,14 +148,18 @@ def search_train(
     from suanli.estimate import vector
 
     if objective not in OBJECTIVES:
-        raise ValueError(f"--objective {objective!r} is not one of {', '.join(OBJECTIVES)}")
+        raise ValueError(
+            N_("--objective {objective!r} is not one of {choices}").format(
+                objective=objective, choices=", ".join(OBJECTIVES)
+            )
+        )
     try:
         device = device_for(gpu, base.dtype, gpus_per_node=space.gpus_per_node)
     except ValueError as exc:
         return GpuResult(gpu.id, None, 0, 0, str(exc))
     rows = layouts(spec, gpu, space)
     if not rows:
-        return GpuResult(gpu.id, None, 0, 0, "no layout divides the GPU counts")
+        return GpuResult(gpu.id, None, 0, 0, N_("no layout divides the GPU counts"))
     lay = vector.Layouts.of(**{k: [r[k] for r in rows] for k in rows[0]})
     price = price_per_gpu_hour if price_per_gpu_hour is not None else gpu.get("cloud_usd_per_hour")
     per_count: dict[int, tuple[float, Candidate]] = {}
@@ -206,8 +211,11 @@ def search_train(
     reason = (
         ""
         if best
-        else f"does not fit in {gpu.memory_bytes / 2**30:.0f} GiB "
-        + ("on 1 GPU" if most_gpus == 1 else f"at up to {most_gpus} GPUs")
+        else (
+            N_("does not fit in {gib:.0f} GiB on 1 GPU")
+            if most_gpus == 1
+            else N_("does not fit in {gib:.0f} GiB at up to {gpus} GPUs")
+        ).format(gib=gpu.memory_bytes / 2**30, gpus=most_gpus)
     )
     return GpuResult(gpu.id, best, evaluated, fitting, reason)
 
@@ -315,7 +323,7 @@ def rank(
             "fitting": res.fitting,
         }
         if res.best is None:
-            row.update({"fits": False, "reason": res.reason or "does not fit"})
+            row.update({"fits": False, "reason": res.reason or N_("does not fit")})
             rows.append(row)
             continue
         c = res.best
@@ -347,7 +355,9 @@ def rank(
             }
         )
         if budget_usd is not None and cost is not None and cost > budget_usd:
-            row["reason"] = f"over the budget (${cost:,.0f} > ${budget_usd:,.0f})"
+            row["reason"] = N_("over the budget (${cost:,.0f} > ${budget:,.0f})").format(
+                cost=cost, budget=budget_usd
+            )
         rows.append(row)
 
     def key(row: dict[str, Any]) -> tuple[int, int, int, int, float]:
@@ -380,14 +390,16 @@ def rank(
         top = fitting[0]
         for row in fitting[1:]:
             if objective == "time":
-                row["reason"] = f"{top['tokens_per_s'] / row['tokens_per_s']:.1f}x slower"
+                row["reason"] = N_("{ratio}x slower").format(
+                    ratio=f"{top['tokens_per_s'] / row['tokens_per_s']:.1f}"
+                )
             elif row["usd_per_million_tokens"] is None:
-                row["reason"] = "no price known"
+                row["reason"] = N_("no price known")
             elif top["usd_per_million_tokens"] is None:
-                row["reason"] = "ranked by speed"
+                row["reason"] = N_("ranked by speed")
             else:
                 ratio = row["usd_per_million_tokens"] / top["usd_per_million_tokens"]
-                row["reason"] = f"{ratio:.1f}x cost/token"
+                row["reason"] = N_("{ratio}x cost/token").format(ratio=f"{ratio:.1f}")
     for row in rows:
         note = demoted.get(row["gpu"])
         if note and row["fits"]:
@@ -458,7 +470,11 @@ def search_serve(
     from suanli.estimate.workload import InferWork
 
     if objective not in OBJECTIVES:
-        raise ValueError(f"--objective {objective!r} is not one of {', '.join(OBJECTIVES)}")
+        raise ValueError(
+            N_("--objective {objective!r} is not one of {choices}").format(
+                objective=objective, choices=", ".join(OBJECTIVES)
+            )
+        )
     price = gpu.get("cloud_usd_per_hour")
     prompt = max(context - output, 1)
     best: ServeCandidate | None = None
@@ -528,13 +544,20 @@ def search_serve(
                         float(req[i] * replicas[i]),
                         float(price) * float(gpus[i]) if price else None,
                     )
-    reason = (
-        ""
-        if best
-        else (
-            f"cannot serve within {max_gpus} GPUs"
-            + (f" at {rps:g} requests/s" if rps else "")
-            + (f" with TPOT <= {max_tpot_s * 1e3:g} ms" if max_tpot_s else "")
+    if best:
+        reason = ""
+    elif rps and max_tpot_s:
+        reason = N_(
+            "cannot serve within {gpus} GPUs at {rps:g} requests/s with TPOT <= {tpot:g} ms"
+        ).format(gpus=max_gpus, rps=rps, tpot=max_tpot_s * 1e3)
+    elif rps:
+        reason = N_("cannot serve within {gpus} GPUs at {rps:g} requests/s").format(
+            gpus=max_gpus, rps=rps
         )
-    )
+    elif max_tpot_s:
+        reason = N_("cannot serve within {gpus} GPUs with TPOT <= {tpot:g} ms").format(
+            gpus=max_gpus, tpot=max_tpot_s * 1e3
+        )
+    else:
+        reason = N_("cannot serve within {gpus} GPUs").format(gpus=max_gpus)
     return best, evaluated, reason

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from suanli.i18n import N_
+
 ARRIVALS = ("poisson", "bursty", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "lognormal")
 #: Simulated requests above which the CLI shows a progress bar and the simulation refuses.
@@ -35,13 +37,20 @@ class Lengths:
 
     def __post_init__(self) -> None:
         if isinstance(self.mean, bool) or not isinstance(self.mean, int) or self.mean < 1:
-            raise ValueError(f"token lengths must be integers >= 1, got {self.mean!r}")
+            raise ValueError(
+                N_("token lengths must be integers >= 1, got {value!r}").format(value=self.mean)
+            )
         if self.dist not in LENGTH_DISTS:
-            raise ValueError(f"length distribution {self.dist!r} is not one of {LENGTH_DISTS}")
+            raise ValueError(
+                N_("length distribution {dist!r} is not one of {allowed}").format(
+                    dist=self.dist, allowed=LENGTH_DISTS
+                )
+            )
         if not 0 <= self.spread <= 3 or (self.dist == "uniform" and self.spread > 1):
             raise ValueError(
-                f"--spread must be in [0, 1] for uniform and [0, 3] for lognormal, "
-                f"got {self.spread}"
+                N_(
+                    "--spread must be in [0, 1] for uniform and [0, 3] for lognormal, got {value}"
+                ).format(value=self.spread)
             )
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -124,16 +133,24 @@ def parse_trace(text: str, source: str = "trace") -> Requests:
     need = ("arrival_s", "prompt_tokens", "output_tokens")
     if not rows or any(k not in rows[0] for k in need):
         raise ValueError(
-            f"{source}: a trace needs a header row with {', '.join(need)} and data rows"
+            N_("{source}: a trace needs a header row with {columns} and data rows").format(
+                source=source, columns=", ".join(need)
+            )
         )
     try:
         arr = np.asarray([float(r["arrival_s"]) for r in rows])
         prompt = np.asarray([int(r["prompt_tokens"]) for r in rows], dtype=np.int64)
         output = np.asarray([int(r["output_tokens"]) for r in rows], dtype=np.int64)
     except (TypeError, ValueError):
-        raise ValueError(f"{source}: arrival_s must be numbers and token counts integers") from None
+        raise ValueError(
+            N_("{source}: arrival_s must be numbers and token counts integers").format(
+                source=source
+            )
+        ) from None
     if not np.isfinite(arr).all() or (arr < 0).any() or (prompt < 1).any() or (output < 1).any():
-        raise ValueError(f"{source}: arrival times must be >= 0 and token counts >= 1")
+        raise ValueError(
+            N_("{source}: arrival times must be >= 0 and token counts >= 1").format(source=source)
+        )
     order = np.argsort(arr, kind="stable")
     return Requests(arr[order], prompt[order], output[order])
 
@@ -158,29 +175,40 @@ def make_requests(
     (:func:`parse_trace`).
     """
     if arrivals not in ARRIVALS:
-        raise ValueError(f"--arrivals {arrivals!r} is not one of {', '.join(ARRIVALS)}")
+        raise ValueError(
+            N_("--{option} {value!r} is not one of {allowed}").format(
+                option="arrivals", value=arrivals, allowed=", ".join(ARRIVALS)
+            )
+        )
     if arrivals == "trace":
         if trace is None:
-            raise ValueError("--arrivals trace needs --trace FILE")
+            raise ValueError(N_("--arrivals trace needs --trace FILE"))
         return trace
     if not rate > 0:
-        raise ValueError(f"--rate must be > 0 requests/s, got {rate}")
+        raise ValueError(N_("--rate must be > 0 requests/s, got {value}").format(value=rate))
     if requests is None and duration_s is None:
-        raise ValueError("give --requests or --duration")
+        raise ValueError(N_("give --requests or --duration"))
     if requests is not None and (requests < 1 or requests > MAX_REQUESTS):
-        raise ValueError(f"--requests must be in [1, {MAX_REQUESTS:,}], got {requests}")
+        raise ValueError(
+            N_("--requests must be in [1, {limit:,}], got {value}").format(
+                limit=MAX_REQUESTS, value=requests
+            )
+        )
     if duration_s is not None:
         if not duration_s > 0:
-            raise ValueError(f"--duration must be > 0 seconds, got {duration_s}")
+            raise ValueError(
+                N_("--duration must be > 0 seconds, got {value}").format(value=duration_s)
+            )
         if math.isinf(rate):
-            raise ValueError("an infinite --rate needs --requests, not --duration")
+            raise ValueError(N_("an infinite --rate needs --requests, not --duration"))
         if rate * duration_s > MAX_REQUESTS:
             raise ValueError(
-                f"--rate x --duration is {rate * duration_s:,.0f} requests; at most "
-                f"{MAX_REQUESTS:,}"
+                N_("--rate x --duration is {requests:,.0f} requests; at most {limit:,}").format(
+                    requests=rate * duration_s, limit=MAX_REQUESTS
+                )
             )
     if burst_ratio < 1 or burst_period_s <= 0:
-        raise ValueError("burst ratio must be >= 1 and burst period > 0")
+        raise ValueError(N_("burst ratio must be >= 1 and burst period > 0"))
     rng = np.random.default_rng(seed)
     if math.isinf(rate):
         assert requests is not None
@@ -191,7 +219,7 @@ def make_requests(
         times = _bursty_times(rng, rate, requests, duration_s, burst_ratio, burst_period_s)
     n = len(times)
     if n == 0:
-        raise ValueError("no request arrives within --duration; raise --rate or --duration")
+        raise ValueError(N_("no request arrives within --duration; raise --rate or --duration"))
     return Requests(
         np.asarray(times, dtype=np.float64), prompt.sample(rng, n), output.sample(rng, n)
     )

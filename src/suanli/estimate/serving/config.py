@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from suanli.i18n import N_
+
 POLICIES = ("static", "continuous", "chunked", "prefill-first")
 KV_POLICIES = ("preempt", "reserve")
 
@@ -31,20 +33,40 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
-            raise ValueError(f"--policy {self.policy!r} is not one of {', '.join(POLICIES)}")
+            raise ValueError(
+                N_("--{option} {value!r} is not one of {allowed}").format(
+                    option="policy", value=self.policy, allowed=", ".join(POLICIES)
+                )
+            )
         if self.kv_policy not in KV_POLICIES:
-            raise ValueError(f"kv policy {self.kv_policy!r} is not one of {KV_POLICIES}")
+            raise ValueError(
+                N_("kv policy {value!r} is not one of {allowed}").format(
+                    value=self.kv_policy, allowed=KV_POLICIES
+                )
+            )
         if self.max_batch < 1:
-            raise ValueError(f"--max-batch must be >= 1, got {self.max_batch}")
+            raise ValueError(
+                N_("--{option} must be >= 1, got {value}").format(
+                    option="max-batch", value=self.max_batch
+                )
+            )
         if self.max_batched_tokens is not None and self.max_batched_tokens < 1:
-            raise ValueError(f"--max-batched-tokens must be >= 1, got {self.max_batched_tokens}")
+            raise ValueError(
+                N_("--{option} must be >= 1, got {value}").format(
+                    option="max-batched-tokens", value=self.max_batched_tokens
+                )
+            )
         if self.batch_timeout_s < 0 or self.step_overhead_s < 0:
-            raise ValueError("batch timeout and step overhead must be >= 0")
+            raise ValueError(N_("batch timeout and step overhead must be >= 0"))
         if self.block_size < 1:
-            raise ValueError(f"block size must be >= 1, got {self.block_size}")
+            raise ValueError(
+                N_("block size must be >= 1, got {value}").format(value=self.block_size)
+            )
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ValueError(
-                f"--gpu-memory-utilization must be in (0, 1], got {self.gpu_memory_utilization}"
+                N_("--gpu-memory-utilization must be in (0, 1], got {value}").format(
+                    value=self.gpu_memory_utilization
+                )
             )
 
     @property

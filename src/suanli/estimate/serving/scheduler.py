@@ -14,6 +14,7 @@ import math
 
 from suanli.estimate.serving.engine import EngineState
 from suanli.estimate.serving.timing import sum_max
+from suanli.i18n import N_
 
 
 class Replica(EngineState):
@@ -77,8 +78,10 @@ class Replica(EngineState):
                 self._decode_run(limit)
             elif not static and not self._scheduled_iteration():
                 raise ValueError(
-                    "a request cannot be admitted even on an empty replica; "
-                    "raise GPU memory or shorten prompts"
+                    N_(
+                        "a request cannot be admitted even on an empty replica; "
+                        "raise GPU memory or shorten prompts"
+                    )
                 )
 
     def _scheduled_iteration(self) -> bool:
@@ -255,8 +258,10 @@ class Replica(EngineState):
             pmax, omax = p2, o2
         if not batch:
             raise ValueError(
-                "a request cannot be admitted even on an empty replica; "
-                "raise GPU memory or shorten prompts"
+                N_(
+                    "a request cannot be admitted even on an empty replica; "
+                    "raise GPU memory or shorten prompts"
+                )
             )
         for _ in batch:
             self.waiting.popleft()

@@ -19,6 +19,7 @@ from suanli.estimate.serving.arrivals import Requests
 from suanli.estimate.serving.config import EngineConfig
 from suanli.estimate.serving.simulate import ServingResult, simulate
 from suanli.estimate.serving.timing import TP_CHOICES, ReplicaCost, replica_cost
+from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 
@@ -94,9 +95,17 @@ def plan_replicas(
     """
     config = config or EngineConfig()
     if slo_ttft_s is not None and not slo_ttft_s > 0:
-        raise ValueError(f"--slo-ttft must be > 0 seconds, got {slo_ttft_s}")
+        raise ValueError(
+            N_("--{option} must be > 0 seconds, got {value}").format(
+                option="slo-ttft", value=slo_ttft_s
+            )
+        )
     if slo_tpot_s is not None and not slo_tpot_s > 0:
-        raise ValueError(f"--slo-tpot must be > 0 seconds, got {slo_tpot_s}")
+        raise ValueError(
+            N_("--{option} must be > 0 seconds, got {value}").format(
+                option="slo-tpot", value=slo_tpot_s
+            )
+        )
     ref = int(requests.prompt.mean() + requests.output.mean() / 2)
     longest = int((requests.prompt + requests.output).max())
     best: tuple[int, int, ServingResult] | None = None
@@ -118,17 +127,17 @@ def plan_replicas(
             reference_context=ref,
         )
         if cost.kv_blocks * cost.block_size < longest:
-            reasons.append(f"tp{tp}: does not fit")
+            reasons.append(N_("tp{tp}: does not fit").format(tp=tp))
             continue
         # Unloaded latency bounds: one request alone.
         p, o = int(requests.prompt.mean()), int(requests.output.mean())
         alone_ttft = cost.iteration_s(p, 1, p * (p + 1) / 2, p, config.step_overhead_s)
         alone_tpot = cost.iteration_s(1, 1, p + o / 2, p + o / 2, config.step_overhead_s)
         if slo_tpot_s is not None and alone_tpot > slo_tpot_s:
-            reasons.append(f"tp{tp}: TPOT alone {alone_tpot * 1e3:.1f} ms")
+            reasons.append(N_("tp{tp}: TPOT alone {ms:.1f} ms").format(tp=tp, ms=alone_tpot * 1e3))
             continue
         if slo_ttft_s is not None and alone_ttft > slo_ttft_s:
-            reasons.append(f"tp{tp}: TTFT alone {alone_ttft * 1e3:.0f} ms")
+            reasons.append(N_("tp{tp}: TTFT alone {ms:.0f} ms").format(tp=tp, ms=alone_ttft * 1e3))
             continue
         limit = max_gpus // tp
         if best is not None:
@@ -144,7 +153,7 @@ def plan_replicas(
         rate = (len(requests) - 1) / span if span > 0 else math.inf
         lo = max(1, math.ceil(0.8 * rate / sat.requests_per_s)) if math.isfinite(rate) else 1
         if lo > limit:
-            reasons.append(f"tp{tp}: needs over {limit * tp} GPUs")
+            reasons.append(N_("tp{tp}: needs over {gpus} GPUs").format(tp=tp, gpus=limit * tp))
             continue
 
         def run(r: int, cost: ReplicaCost = cost) -> ServingResult:
@@ -169,7 +178,9 @@ def plan_replicas(
             failed = r
             r = min(limit, r * 2) if r < limit else limit + 1
         if found is None:
-            reasons.append(f"tp{tp}: SLOs not met with {limit * tp} GPUs")
+            reasons.append(
+                N_("tp{tp}: SLOs not met with {gpus} GPUs").format(tp=tp, gpus=limit * tp)
+            )
             continue
         hi = found[0]
         while hi - failed > 1:
@@ -183,7 +194,7 @@ def plan_replicas(
         if best is None or tp * found[0] < best[0] * best[1]:
             best = (tp, found[0], found[1])
     if best is None:
-        return 0, 0, None, sims, "; ".join(reasons) or "no tensor-parallel degree applies"
+        return 0, 0, None, sims, "; ".join(reasons) or N_("no tensor-parallel degree applies")
     return best[0], best[1], best[2], sims, ""
 
 

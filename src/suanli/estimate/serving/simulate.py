@@ -20,6 +20,7 @@ from suanli.estimate.serving.config import EngineConfig
 from suanli.estimate.serving.engine import SharedState
 from suanli.estimate.serving.scheduler import Replica
 from suanli.estimate.serving.timing import ReplicaCost
+from suanli.i18n import N_
 
 DISPATCH = ("round-robin", "least-loaded")
 
@@ -134,28 +135,38 @@ def simulate(
     """Simulate ``replicas`` replicas of ``cost`` serving ``requests`` under ``config``."""
     config = config or EngineConfig()
     if replicas < 1:
-        raise ValueError(f"--replicas must be >= 1, got {replicas}")
+        raise ValueError(
+            N_("--{option} must be >= 1, got {value}").format(option="replicas", value=replicas)
+        )
     if dispatch not in DISPATCH:
-        raise ValueError(f"dispatch {dispatch!r} is not one of {', '.join(DISPATCH)}")
+        raise ValueError(
+            N_("dispatch {value!r} is not one of {allowed}").format(
+                value=dispatch, allowed=", ".join(DISPATCH)
+            )
+        )
     if usd_per_gpu_hour is not None and usd_per_gpu_hour < 0:
-        raise ValueError(f"--price must be >= 0, got {usd_per_gpu_hour}")
+        raise ValueError(N_("--price must be >= 0, got {value}").format(value=usd_per_gpu_hour))
     n = len(requests)
     if n == 0:
-        raise ValueError("no requests to simulate")
+        raise ValueError(N_("no requests to simulate"))
     bs = cost.block_size
     longest = int((requests.prompt + requests.output).max())
     need = -(-longest // bs)
     if cost.max_context and longest > cost.max_context:
         raise ValueError(
-            f"a request of {longest:,} tokens (prompt + output) is longer than the model's "
-            f"context of {cost.max_context:,}"
+            N_(
+                "a request of {tokens:,} tokens (prompt + output) is longer than the model's "
+                "context of {context:,}"
+            ).format(tokens=longest, context=cost.max_context)
         )
     if cost.kv_blocks < max(need, 1):
         free_gib = cost.kv_blocks * bs * cost.kv_bytes / 2**30
         raise ValueError(
-            f"the KV cache holds {cost.kv_blocks * bs:,} tokens per replica "
-            f"({free_gib:,.2f} GiB per GPU after weights and overhead) but a request needs "
-            f"{longest:,}; use more memory, --tp, quantization or shorter requests"
+            N_(
+                "the KV cache holds {tokens:,} tokens per replica "
+                "({gib:,.2f} GiB per GPU after weights and overhead) but a request needs "
+                "{longest:,}; use more memory, --tp, quantization or shorter requests"
+            ).format(tokens=cost.kv_blocks * bs, gib=free_gib, longest=longest)
         )
     shared = SharedState(requests)
     first_t = shared.arrival[0]

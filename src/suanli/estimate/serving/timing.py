@@ -19,6 +19,7 @@ from suanli.estimate.perf import Device, weight_bytes
 from suanli.estimate.serving.config import EngineConfig
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import KV_DTYPES, InferWork, check_tensor_parallel
+from suanli.i18n import N_
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
@@ -179,12 +180,22 @@ def replica_cost(
             memory_efficiency=device.gemm.memory_efficiency,
         )
     if tp not in TP_CHOICES:
-        raise ValueError(f"--tp must be one of {TP_CHOICES}, got {tp}")
+        raise ValueError(
+            N_("--tp must be one of {choices}, got {value}").format(choices=TP_CHOICES, value=tp)
+        )
     check_tensor_parallel(spec.attention.num_heads, tp, spec.name)
     if kv_dtype not in KV_DTYPES:
-        raise ValueError(f"--kv-dtype {kv_dtype!r} is not one of {', '.join(KV_DTYPES)}")
+        raise ValueError(
+            N_("--{option} {value!r} is not one of {allowed}").format(
+                option="kv-dtype", value=kv_dtype, allowed=", ".join(KV_DTYPES)
+            )
+        )
     if not spec.is_decoder:
-        raise ValueError(f"{spec.name} is not a decoder; serving simulates text generation")
+        raise ValueError(
+            N_("{model} is not a decoder; serving simulates text generation").format(
+                model=spec.name
+            )
+        )
     work = InferWork(
         batch=config.max_batch,
         context=1,

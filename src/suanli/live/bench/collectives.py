@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from suanli.i18n import N_
 from suanli.live.bench.device import MiB
 from suanli.live.bench.profile import AllReduceResult, AllReduceSize
 
@@ -36,14 +37,16 @@ def parse_sizes(text: str) -> tuple[int, ...]:
             continue
         match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMG]?)(?:I?B)?", raw.upper())
         if not match:
-            raise ValueError(f"bad message size {raw!r}; use bytes or K/M/G, e.g. 1M,64M")
+            raise ValueError(
+                N_("bad message size {size!r}; use bytes or K/M/G, e.g. 1M,64M").format(size=raw)
+            )
         mult = {"": 1, "K": 1024, "M": MiB, "G": 1024 * MiB}[match.group(2)]
         value = int(float(match.group(1)) * mult)
         if value < 4:
-            raise ValueError(f"message size {raw!r} is below 4 bytes")
+            raise ValueError(N_("message size {size!r} is below 4 bytes").format(size=raw))
         sizes.append(value)
     if not sizes:
-        raise ValueError("no message sizes given")
+        raise ValueError(N_("no message sizes given"))
     return tuple(sorted(set(sizes)))
 
 
@@ -80,14 +83,17 @@ def bench_allreduce(
     cuda = device.startswith("cuda")
     backend = "nccl" if cuda else "gloo"
     if processes < 2:
-        return AllReduceResult(backend, processes, (), None, "skipped: needs 2 or more processes")
+        return AllReduceResult(
+            backend, processes, (), None, N_("skipped: needs 2 or more processes")
+        )
     if cuda:
         import torch
 
         if processes > torch.cuda.device_count():
             raise ValueError(
-                f"--processes {processes} needs {processes} GPUs; "
-                f"this machine has {torch.cuda.device_count()}"
+                N_("--processes {count} needs {count} GPUs; this machine has {gpus}").format(
+                    count=processes, gpus=torch.cuda.device_count()
+                )
             )
     if sizes is None:
         sizes = (
@@ -169,10 +175,10 @@ def bench_allreduce(
                 try:
                     code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    failed = f"timed out after {timeout_s:.0f} s"
+                    failed = N_("timed out after {seconds:.0f} s").format(seconds=timeout_s)
                     break
                 if code != 0 and not failed:
-                    failed = f"a rank exited with status {code}"
+                    failed = N_("a rank exited with status {status}").format(status=code)
             for proc in procs:
                 if proc.poll() is None:
                     _kill_group(proc)
@@ -180,7 +186,12 @@ def bench_allreduce(
         if failed or not out_path.exists():
             tail = err_path.read_text(errors="replace").strip().splitlines()[-3:]
             detail = " | ".join(line.strip() for line in tail)
-            note = f"failed: {failed or 'no result written'}" + (f" ({detail})" if detail else "")
+            why = failed or N_("no result written")
+            note = (
+                N_("failed: {why} ({output})").format(why=why, output=detail)
+                if detail
+                else N_("failed: {why}").format(why=why)
+            )
             return AllReduceResult(backend, processes, (), None, note)
         doc = json.loads(out_path.read_text())
     rows = tuple(

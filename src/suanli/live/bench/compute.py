@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.live.bench.device import Timer, iteration_count, sync
 from suanli.live.bench.profile import MatmulResult, ShapeResult
 
@@ -133,7 +134,11 @@ def bench_matmul(
             label = f"{m}x{n}x{k}"
             flops = 2.0 * m * n * k
             if best_rate and flops / best_rate > max_call_s:
-                skipped.append(f"{label}: too slow (~{flops / best_rate:.2f} s a call)")
+                skipped.append(
+                    N_("{shape}: too slow (~{seconds:.2f} s a call)").format(
+                        shape=label, seconds=flops / best_rate
+                    )
+                )
                 if step:
                     step(f"matmul {dtype} {label}")
                 continue

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from suanli.i18n import N_
+
 #: Bytes in a mebibyte.
 MiB = 1024**2
 
@@ -26,14 +28,16 @@ def resolve_device(device: str | None) -> str:
         return "cpu"
     if device == "cuda" or re.fullmatch(r"cuda:\d+", device):
         if not torch.cuda.is_available():
-            raise ValueError("CUDA is not available on this machine; use --device cpu")
+            raise ValueError(N_("CUDA is not available on this machine; use --device cpu"))
         index = int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
         if index >= torch.cuda.device_count():
             raise ValueError(
-                f"no CUDA device {index}; this machine has {torch.cuda.device_count()}"
+                N_("no CUDA device {index}; this machine has {count}").format(
+                    index=index, count=torch.cuda.device_count()
+                )
             )
         return f"cuda:{index}"
-    raise ValueError(f"unknown device {device!r}; use cpu or cuda")
+    raise ValueError(N_("unknown device {device!r}; use cpu or cuda").format(device=device))
 
 
 def sync(device: str) -> None:

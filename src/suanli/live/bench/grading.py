@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.live.bench.device import MiB
 from suanli.live.bench.profile import (
     AllReduceResult,
@@ -22,7 +23,7 @@ WARN_AT = 0.75
 #: 55.43 GB/s host-to-device on H200, Gen5) and 0.83 (Azure nvbandwidth, 26.3 GB/s on A100,
 #: Gen4); see the pcie4-x16 and pcie5-x16 notes in catalog/data/interconnect.toml.
 HOST_COPY_FRACTION = 0.85
-HOST_COPY_SOURCE = (
+HOST_COPY_SOURCE = N_(
     "pinned copies reach 0.83-0.88 of the PCIe line rate (Azure nvbandwidth A100 Gen4; "
     "stas00 H200 Gen5); catalog/data/interconnect.toml"
 )
@@ -34,7 +35,7 @@ HOST_COPY_SOURCE = (
 def busbw(algbw_bytes_per_s: float, ranks: int) -> float:
     """All-reduce bus bandwidth, nccl-tests convention: ``algbw · 2(n-1)/n``."""
     if ranks < 1:
-        raise ValueError("ranks must be at least 1")
+        raise ValueError(N_("ranks must be at least 1"))
     return algbw_bytes_per_s * 2 * (ranks - 1) / ranks
 
 
@@ -42,9 +43,13 @@ def _causes(kind: str, health: Health) -> list[str]:
     """Specific causes NVML can show for ``kind``, most telling first."""
     causes = []
     if kind in ("matmul", "memory") and health.throttle_reasons:
-        causes.append(f"throttling ({', '.join(health.throttle_reasons)})")
+        causes.append(
+            N_("throttling ({reasons})").format(reasons=", ".join(health.throttle_reasons))
+        )
     if kind in ("matmul", "memory", "allreduce") and health.other_processes:
-        causes.append(f"busy GPU: {health.other_processes} other process(es) on it")
+        causes.append(
+            N_("busy GPU: {count} other process(es) on it").format(count=health.other_processes)
+        )
     if (
         kind == "matmul"
         and health.sm_clock_mhz
@@ -52,30 +57,46 @@ def _causes(kind: str, health: Health) -> list[str]:
         and health.sm_clock_mhz < 0.85 * health.max_sm_clock_mhz
     ):
         causes.append(
-            f"throttling: SM clock {health.sm_clock_mhz} of {health.max_sm_clock_mhz} MHz"
+            N_("throttling: SM clock {clock} of {max_clock} MHz").format(
+                clock=health.sm_clock_mhz, max_clock=health.max_sm_clock_mhz
+            )
         )
     if kind == "host" and health.pcie_gen and health.max_pcie_gen and health.pcie_width:
         slow_gen = health.pcie_gen < health.max_pcie_gen
         narrow = bool(health.max_pcie_width and health.pcie_width < health.max_pcie_width)
         if slow_gen or narrow:
             causes.append(
-                f"slow link: PCIe Gen{health.pcie_gen} x{health.pcie_width} "
-                f"(the GPU supports Gen{health.max_pcie_gen} x{health.max_pcie_width})"
+                N_(
+                    "slow link: PCIe Gen{gen} x{width} (the GPU supports Gen{max_gen} x{max_width})"
+                ).format(
+                    gen=health.pcie_gen,
+                    width=health.pcie_width,
+                    max_gen=health.max_pcie_gen,
+                    max_width=health.max_pcie_width,
+                )
             )
     return causes
 
 
 #: The usual suspects when NVML shows nothing specific.
 GENERIC_CAUSE = {
-    "matmul": "throttling (power or thermal cap), a busy GPU, or an old cuBLAS/driver; "
-    "check 'nvidia-smi -q -d PERFORMANCE' and other processes in 'nvidia-smi'",
-    "memory": "a busy GPU, reduced memory clocks or throttling; "
-    "check 'nvidia-smi -q -d CLOCK,PERFORMANCE'",
-    "host": "slow link: PCIe trained below its generation or width, the process on the far "
-    "NUMA node, or virtualisation/IOMMU overhead; check 'nvidia-smi -q' (GPU Link Info) and "
-    "'nvidia-smi topo -m'",
-    "allreduce": "slow link: NCCL not using NVLink/P2P (check 'nvidia-smi topo -m', "
-    "NCCL_P2P_DISABLE, NCCL_DEBUG=INFO) or another job sharing the links",
+    "matmul": N_(
+        "throttling (power or thermal cap), a busy GPU, or an old cuBLAS/driver; "
+        "check 'nvidia-smi -q -d PERFORMANCE' and other processes in 'nvidia-smi'"
+    ),
+    "memory": N_(
+        "a busy GPU, reduced memory clocks or throttling; "
+        "check 'nvidia-smi -q -d CLOCK,PERFORMANCE'"
+    ),
+    "host": N_(
+        "slow link: PCIe trained below its generation or width, the process on the far "
+        "NUMA node, or virtualisation/IOMMU overhead; check 'nvidia-smi -q' (GPU Link Info) and "
+        "'nvidia-smi topo -m'"
+    ),
+    "allreduce": N_(
+        "slow link: NCCL not using NVLink/P2P (check 'nvidia-smi topo -m', "
+        "NCCL_P2P_DISABLE, NCCL_DEBUG=INFO) or another job sharing the links"
+    ),
 }
 
 
@@ -87,7 +108,7 @@ def grade_figure(
     *,
     health: Health | None = None,
     ceiling_source: str = "",
-    no_datasheet: str = "no datasheet figure to compare with",
+    no_datasheet: str = N_("no datasheet figure to compare with"),
     small_problem: bool = False,
 ) -> Grade:
     """Grade ``measured`` against ``datasheet`` x ``ceiling_fraction``.
@@ -104,14 +125,16 @@ def grade_figure(
     if of_ceiling >= PASS_AT:
         grade, cause = "pass", ""
         if of_datasheet > 1.05:
-            cause = "above the datasheet: boost clocks above the rated ones"
+            cause = N_("above the datasheet: boost clocks above the rated ones")
     else:
         grade = "warn" if of_ceiling >= WARN_AT else "fail"
-        causes = _causes(kind, health or Health()) or [GENERIC_CAUSE.get(kind, "unknown")]
+        causes = _causes(kind, health or Health()) or [GENERIC_CAUSE.get(kind, N_("unknown"))]
         if small_problem:
             causes.append(
-                "problems may be too small to reach the ceiling (use a full run, and all-reduce "
-                "messages of 256 MiB or more)"
+                N_(
+                    "problems may be too small to reach the ceiling (use a full run, and "
+                    "all-reduce messages of 256 MiB or more)"
+                )
             )
         cause = "; ".join(causes)
     return Grade(
@@ -132,14 +155,22 @@ def grade_matmul(r: MatmulResult, gpu: Any, health: Health, quick: bool, why: st
     """The grade of a dtype's best matmul FLOP/s against the catalog peak of ``gpu``
     (``info`` with ``why`` when there is no catalog GPU)."""
     if not r.best_flops_per_s:
-        return Grade("info", cause="not measured: " + ("; ".join(r.skipped) or "no shape ran"))
+        return Grade(
+            "info",
+            cause=N_("not measured: {why}").format(why="; ".join(r.skipped) or N_("no shape ran")),
+        )
     if gpu is None:
         return Grade("info", cause=why)
     from suanli.catalog.network import ceiling_for
 
     peak = gpu.peak_flops(r.precision)
     if not peak:
-        return Grade("info", cause=f"{gpu.id} has no {r.precision} peak in the catalog")
+        return Grade(
+            "info",
+            cause=N_("{gpu} has no {precision} peak in the catalog").format(
+                gpu=gpu.id, precision=r.precision
+            ),
+        )
     ceiling = ceiling_for(gpu, r.precision)
     return grade_figure(
         r.best_flops_per_s,
@@ -179,7 +210,9 @@ def grade_host(r: BandwidthResult, gpu: Any, health: Health, why: str) -> Grade:
     if "pageable" in r.name:
         return Grade(
             "info",
-            cause="pageable copies are staged through a pinned buffer; pinned is the one graded",
+            cause=N_(
+                "pageable copies are staged through a pinned buffer; pinned is the one graded"
+            ),
         )
     gen = int(gpu.get("pcie_gen") or 4)
     lanes = int(gpu.get("pcie_lanes") or 16)
@@ -188,7 +221,7 @@ def grade_host(r: BandwidthResult, gpu: Any, health: Health, why: str) -> Grade:
     try:
         link = get_link(f"pcie{min(max(gen, 3), 6)}-x16")
     except ValueError:
-        return Grade("info", cause=f"no PCIe Gen{gen} link in the catalog")
+        return Grade("info", cause=N_("no PCIe Gen{gen} link in the catalog").format(gen=gen))
     line_rate = link.unidirectional_bytes_per_s * lanes / 16
     return grade_figure(
         r.bytes_per_s,
@@ -216,6 +249,8 @@ def grade_allreduce(r: AllReduceResult, gpu: Any, health: Health, quick: bool, w
         link.efficiency,
         "allreduce",
         health=health,
-        ceiling_source=f"{link.name}: bus efficiency from catalog/data/interconnect.toml",
+        ceiling_source=N_("{link}: bus efficiency from catalog/data/interconnect.toml").format(
+            link=link.name
+        ),
         small_problem=small,
     )

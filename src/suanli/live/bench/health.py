@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.live.bench.profile import Health
 
 # --------------------------------------------------------------------------- health (NVML)
@@ -103,10 +104,10 @@ def busy_cpu_note(health: Health) -> str:
     """A note when other work keeps the CPUs busy (>= 25% of them), else ''."""
     if health.cpu_busy_percent is None or health.cpu_busy_percent < 25:
         return ""
-    return (
-        f"busy CPU: other processes used {health.cpu_busy_percent:.0f}% of "
-        f"{health.cpu_count} cores just before the run; figures may be low"
-    )
+    return N_(
+        "busy CPU: other processes used {busy:.0f}% of {cores} cores just before the run; "
+        "figures may be low"
+    ).format(busy=health.cpu_busy_percent, cores=health.cpu_count)
 
 
 def merge_health(a: Health, b: Health) -> Health:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from suanli.i18n import N_
 from suanli.live.bench.device import MiB, Timer, iteration_count, sync
 from suanli.live.bench.profile import BandwidthResult
 
@@ -58,7 +59,7 @@ def bench_memory(
     times = _copy_times(device, numel, 0.3 if quick else 1.5, 50 if quick else 100)
     median = statistics.median(times)
     moved = 2 * numel * 4
-    name = "device memory (copy)" if cuda else "host memory (copy)"
+    name = N_("device memory (copy)") if cuda else N_("host memory (copy)")
     if cuda:
         torch.cuda.empty_cache()
     return BandwidthResult(name, moved / median, moved, median, len(times))

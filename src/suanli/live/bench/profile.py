@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from suanli.i18n import N_
+
 # --------------------------------------------------------------------------- results
 
 
@@ -214,7 +216,7 @@ def calibration_toml(result: BenchResult) -> str:
     reads them (one per measured precision), plus ``[bench]`` metadata and ``[[allreduce]]``."""
     rows = [m for m in result.matmul if m.best_flops_per_s > 0]
     if not rows:
-        raise ValueError("no matmul was measured; nothing to calibrate")
+        raise ValueError(N_("no matmul was measured; nothing to calibrate"))
     day = result.date[:10]
     mode = "quick" if result.quick else "full"
     source = (

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from suanli.i18n import N_
 from suanli.live.bench.collectives import bench_allreduce
 from suanli.live.bench.compute import (
     CPU_QUICK_SHAPES,
@@ -65,10 +66,12 @@ def run_bench(
     cuda = dev.startswith("cuda")
     nproc = default_processes(dev) if processes is None else processes
     if nproc < 1:
-        raise ValueError("--processes must be at least 1")
+        raise ValueError(N_("--processes must be at least 1"))
     if cuda and nproc > 1 and nproc > torch.cuda.device_count():
         raise ValueError(
-            f"--processes {nproc} needs {nproc} GPUs; this machine has {torch.cuda.device_count()}"
+            N_("--processes {count} needs {count} GPUs; this machine has {gpus}").format(
+                count=nproc, gpus=torch.cuda.device_count()
+            )
         )
     available = dtypes_for(dev)
     if dtypes is None:
@@ -77,15 +80,21 @@ def run_bench(
         unknown = [d for d in dtypes if d not in available]
         if unknown:
             raise ValueError(
-                f"dtype {unknown[0]!r} cannot be measured on {dev}; use {', '.join(available)}"
+                N_("dtype {dtype!r} cannot be measured on {device}; use {known}").format(
+                    dtype=unknown[0], device=dev, known=", ".join(available)
+                )
             )
     if cuda:
         name = torch.cuda.get_device_name(dev)
         gpu, gpu_id = local_gpu(name)
-        why = "" if gpu is not None else f"{name} is not in the GPU catalog: no datasheet"
+        why = (
+            ""
+            if gpu is not None
+            else N_("{name} is not in the GPU catalog: no datasheet").format(name=name)
+        )
     else:
         name, gpu, gpu_id = cpu_name(), None, f"cpu-{hostname()}"
-        why = "CPU: no datasheet in the catalog"
+        why = N_("CPU: no datasheet in the catalog")
     shapes: Sequence[tuple[int, int, int]]
     if cuda:
         shapes = CUDA_QUICK_SHAPES if quick else CUDA_SHAPES
@@ -102,19 +111,19 @@ def run_bench(
             progress(description, done, total)
 
     if progress:
-        progress("starting", 0, total)
+        progress(N_("starting"), 0, total)
     # Events, streams and allocations on the chosen GPU, without changing the process default.
     with torch.cuda.device(dev) if cuda else contextlib.nullcontext():
         health = gpu_health(dev) if cuda else cpu_health()
         busy = "" if cuda else busy_cpu_note(health)
         if cuda:
             if progress:
-                progress("warming up the GPU", 0, total)
+                progress(N_("warming up the GPU"), 0, total)
             warm_up_gpu(dev, 2.0 if quick else 10.0)
         matmuls = [bench_matmul(d, dev, quick=quick, shapes=shapes, step=step) for d in dtypes]
         health = merge_health(health, gpu_health(dev))  # right after the load: clocks
         memory = bench_memory(dev, quick=quick)
-        step("memory bandwidth")
+        step(N_("memory bandwidth"))
         transfers = bench_host_transfer(dev, quick=quick)
         health = merge_health(health, gpu_health(dev))  # PCIe link while it is still up
         for r in transfers:

@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.live.bench.device import MiB, Timer, sync
 from suanli.live.bench.profile import BandwidthResult
 
@@ -35,7 +36,7 @@ def bench_host_transfer(device: str = "cpu", *, quick: bool = True) -> tuple[Ban
     """Host-to-device and device-to-host copy bandwidth from pinned and pageable host memory
     (CUDA only; on the CPU one entry saying it is not available)."""
     if not device.startswith("cuda"):
-        return (BandwidthResult("host<->device", None, note="not available: no CUDA device"),)
+        return (BandwidthResult("host<->device", None, note=N_("not available: no CUDA device")),)
     import torch
 
     nbytes = (256 if quick else 1024) * MiB

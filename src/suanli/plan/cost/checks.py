@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from suanli.i18n import N_
+
 # ---------------------------------------------------------------------------------------------
 # Checks
 
@@ -12,9 +14,11 @@ from typing import Any
 def check_number(name: str, value: Any) -> float:
     """``value`` as a float; raises ValueError unless it is a finite number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValueError(f"{name} must be a number, got {value!r}")
+        raise ValueError(
+            N_("{name} must be a number, got {value!r}").format(name=name, value=value)
+        )
     if math.isinf(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ValueError(N_("{name} must be finite, got {value!r}").format(name=name, value=value))
     return float(value)
 
 
@@ -22,7 +26,9 @@ def check_nonneg(name: str, value: Any) -> float:
     """``value`` as a float; raises ValueError unless it is a number >= 0."""
     v = check_number(name, value)
     if v < 0:
-        raise ValueError(f"{name} must not be negative, got {v:g}")
+        raise ValueError(
+            N_("{name} must not be negative, got {value:g}").format(name=name, value=v)
+        )
     return v
 
 
@@ -30,7 +36,7 @@ def check_positive(name: str, value: Any) -> float:
     """``value`` as a float; raises ValueError unless it is a number > 0."""
     v = check_number(name, value)
     if v <= 0:
-        raise ValueError(f"{name} must be positive, got {v:g}")
+        raise ValueError(N_("{name} must be positive, got {value:g}").format(name=name, value=v))
     return v
 
 
@@ -38,5 +44,9 @@ def check_fraction(name: str, value: Any) -> float:
     """``value`` as a float; raises ValueError unless it is in [0, 1]."""
     v = check_number(name, value)
     if not 0.0 <= v <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1 (a fraction), got {v:g}")
+        raise ValueError(
+            N_("{name} must be between 0 and 1 (a fraction), got {value:g}").format(
+                name=name, value=v
+            )
+        )
     return v

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
+from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -342,54 +343,95 @@ def _parse_row(
     cny_per_usd: float | None = None,
 ) -> tuple[tuple[Any, ...], Any]:
     if not isinstance(raw, Mapping):
-        raise CatalogError(f"{origin}: each [[{table}]] entry must be a table")
+        raise CatalogError(
+            N_("{origin}: each [[{table}]] entry must be a table").format(
+                origin=origin, table=table
+            )
+        )
     label = _label(table, raw)
     where = f"{origin}, [[{table}]] {label!r}"
     schema = {**_SCHEMA[table], **_COMMON}
     unknown = sorted(set(raw) - set(schema))
     if unknown:
         raise CatalogError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(schema)}"
+            N_("{where}: unknown key(s) {keys}; allowed: {allowed}").format(
+                where=where, keys=", ".join(unknown), allowed=", ".join(schema)
+            )
         )
     values: dict[str, Any] = {}
     for key, (kind, required, bounds) in schema.items():
         if key not in raw:
             if required:
-                raise CatalogError(f"{where}: missing required key {key!r}")
+                raise CatalogError(
+                    N_("{where}: missing required key {key!r}").format(where=where, key=key)
+                )
             continue
         value = raw[key]
         if kind == _TEXT:
             if not isinstance(value, str) or not value.strip():
-                raise CatalogError(f"{where}: {key} must be a non-empty string")
+                raise CatalogError(
+                    N_("{where}: {key} must be a non-empty string").format(where=where, key=key)
+                )
             values[key] = value.strip()
         elif kind == _BOOL:
             if not isinstance(value, bool):
-                raise CatalogError(f"{where}: {key} must be true or false")
+                raise CatalogError(
+                    N_("{where}: {key} must be true or false").format(where=where, key=key)
+                )
             values[key] = value
         else:
             is_int = isinstance(value, int) and not isinstance(value, bool)
             if kind == _INT and not is_int:
-                raise CatalogError(f"{where}: {key} must be an integer, got {value!r}")
+                raise CatalogError(
+                    N_("{where}: {key} must be an integer, got {value!r}").format(
+                        where=where, key=key, value=value
+                    )
+                )
             if not is_int and not isinstance(value, float):
-                raise CatalogError(f"{where}: {key} must be a number, got {value!r}")
+                raise CatalogError(
+                    N_("{where}: {key} must be a number, got {value!r}").format(
+                        where=where, key=key, value=value
+                    )
+                )
             assert bounds is not None
             if not bounds[0] <= value <= bounds[1]:
                 raise CatalogError(
-                    f"{where}: {key} = {value:g} is outside [{bounds[0]:g}, {bounds[1]:g}]; "
-                    "check the unit"
+                    N_(
+                        "{where}: {key} = {value:g} is outside [{low:g}, {high:g}]; check the unit"
+                    ).format(where=where, key=key, value=value, low=bounds[0], high=bounds[1])
                 )
             values[key] = int(value) if kind == _INT else float(value)
     if not _DATE_RE.match(values["date"]):
-        raise CatalogError(f"{where}: date {values['date']!r} must be YYYY, YYYY-MM or YYYY-MM-DD")
+        raise CatalogError(
+            N_("{where}: date {date!r} must be YYYY, YYYY-MM or YYYY-MM-DD").format(
+                where=where, date=values["date"]
+            )
+        )
     if table == "cloud" and values["kind"] not in CLOUD_KINDS:
-        raise CatalogError(f"{where}: kind must be one of {', '.join(CLOUD_KINDS)}")
+        raise CatalogError(
+            N_("{where}: kind must be one of {kinds}").format(
+                where=where, kinds=", ".join(CLOUD_KINDS)
+            )
+        )
     in_catalog = gpu_ids is None or values.get("gpu_id") in gpu_ids
     if table in ("cloud", "purchase") and not in_catalog:
-        raise CatalogError(f"{where}: gpu_id {values['gpu_id']!r} is not in the GPU catalog")
+        raise CatalogError(
+            N_("{where}: gpu_id {gpu!r} is not in the GPU catalog").format(
+                where=where, gpu=values["gpu_id"]
+            )
+        )
     if table == "purchase" and values["kind"] not in PURCHASE_KINDS:
-        raise CatalogError(f"{where}: kind must be one of {', '.join(PURCHASE_KINDS)}")
+        raise CatalogError(
+            N_("{where}: kind must be one of {kinds}").format(
+                where=where, kinds=", ".join(PURCHASE_KINDS)
+            )
+        )
     if table == "fx" and values["id"] != FX_ID:
-        raise CatalogError(f"{where}: the only exchange rate id is {FX_ID!r} (CNY per USD)")
+        raise CatalogError(
+            N_("{where}: the only exchange rate id is {fx!r} (CNY per USD)").format(
+                where=where, fx=FX_ID
+            )
+        )
     _money(table, values, where, cny_per_usd)
     unique = tuple(values[k] for k in _UNIQUE[table])
     return unique, _ROW_TYPES[table](**values)
@@ -405,15 +447,23 @@ def _money(table: str, values: dict[str, Any], where: str, cny_per_usd: float | 
     for usd_key, cny_key in pairs:
         given = [k for k in (usd_key, cny_key) if k in values]
         if len(given) != 1:
-            raise CatalogError(f"{where}: give exactly one of {usd_key} and {cny_key}")
+            raise CatalogError(
+                N_("{where}: give exactly one of {usd} and {cny}").format(
+                    where=where, usd=usd_key, cny=cny_key
+                )
+            )
         currencies.add("cny" if given[0] == cny_key else "usd")
     if len(currencies) > 1:
-        raise CatalogError(f"{where}: give every price of a row in the same currency")
+        raise CatalogError(
+            N_("{where}: give every price of a row in the same currency").format(where=where)
+        )
     if currencies == {"cny"}:
         if cny_per_usd is None:
             raise CatalogError(
-                f"{where}: a CNY price needs the exchange rate; add an [[fx]] row with "
-                f"id = {FX_ID!r} and cny_per_usd"
+                N_(
+                    "{where}: a CNY price needs the exchange rate; add an [[fx]] row with "
+                    "id = {fx!r} and cny_per_usd"
+                ).format(where=where, fx=FX_ID)
             )
         for usd_key, cny_key in pairs:
             values[usd_key] = values[cny_key] / cny_per_usd
@@ -430,11 +480,17 @@ def parse_costs_text(
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{origin}: not valid TOML ({exc}); fix the syntax") from None
+        raise CatalogError(
+            N_("{origin}: not valid TOML ({error}); fix the syntax").format(
+                origin=origin, error=exc
+            )
+        ) from None
     unknown = sorted(set(doc) - set(_SCHEMA))
     if unknown:
         raise CatalogError(
-            f"{origin}: unknown table(s) {', '.join(unknown)}; use {', '.join(_SCHEMA)}"
+            N_("{origin}: unknown table(s) {tables}; use {known}").format(
+                origin=origin, tables=", ".join(unknown), known=", ".join(_SCHEMA)
+            )
         )
     ids = frozenset(gpu_ids) if gpu_ids is not None else None
     tables: dict[str, tuple[Any, ...]] = {}
@@ -442,13 +498,21 @@ def parse_costs_text(
     for table in ("fx", *(t for t in _SCHEMA if t != "fx")):
         entries = doc.get(table, [])
         if not isinstance(entries, list):
-            raise CatalogError(f"{origin}: {table!r} must be an array of tables ([[{table}]])")
+            raise CatalogError(
+                N_("{origin}: {table!r} must be an array of tables ([[{table}]])").format(
+                    origin=origin, table=table
+                )
+            )
         seen: set[tuple[Any, ...]] = set()
         rows = []
         for raw in entries:
             key, row = _parse_row(table, raw, origin, ids, rate)
             if key in seen:
-                raise CatalogError(f"{origin}: duplicate [[{table}]] {'/'.join(map(str, key))}")
+                raise CatalogError(
+                    N_("{origin}: duplicate [[{table}]] {key}").format(
+                        origin=origin, table=table, key="/".join(map(str, key))
+                    )
+                )
             seen.add(key)
             rows.append(row)
         tables[table] = tuple(rows)
@@ -487,15 +551,26 @@ def _check_spot_below_on_demand(rows: Sequence[Any], origin: str) -> None:
         same = on_demand.get((row.gpu_id, row.provider))
         if same is not None and price(row) > same:
             raise CatalogError(
-                f"{where}: spot {price(row):g} {unit} is above the same "
-                f"provider's on-demand {same:g}; spot must be the cheaper tier, check the source"
+                N_(
+                    "{where}: spot {spot:g} {unit} is above the same provider's on-demand "
+                    "{same:g}; spot must be the cheaper tier, check the source"
+                ).format(where=where, spot=price(row), unit=unit, same=same)
             )
         best = cheapest.get(row.gpu_id)
         if best is not None and price(row) > price(best):
             raise CatalogError(
-                f"{where}: spot {price(row):g} {unit} is above the cheapest "
-                f"on-demand price of {row.gpu_id} ({best.provider}, {price(best):g}); "
-                "spot must be the cheaper tier, check the source"
+                N_(
+                    "{where}: spot {spot:g} {unit} is above the cheapest on-demand price of "
+                    "{gpu} ({provider}, {cheapest:g}); spot must be the cheaper tier, check "
+                    "the source"
+                ).format(
+                    where=where,
+                    spot=price(row),
+                    unit=unit,
+                    gpu=row.gpu_id,
+                    provider=best.provider,
+                    cheapest=price(best),
+                )
             )
 
 
@@ -513,27 +588,29 @@ def _pick(rows: Sequence[_Row], attr: str, key: str, what: str) -> _Row:
         if getattr(row, attr) == key:
             return row
     known = ", ".join(getattr(r, attr) for r in rows)
-    raise ValueError(f"unknown {what} {key!r}; use one of {known}")
+    raise ValueError(
+        N_("unknown {what} {key!r}; use one of {known}").format(what=what, key=key, known=known)
+    )
 
 
 def pue_entry(pue_id: str) -> Pue:
     """The PUE row ``pue_id`` (hyperscale, typical-colo, enterprise, home)."""
-    return _pick(cost_data().pue, "id", pue_id, "PUE id")
+    return _pick(cost_data().pue, "id", pue_id, N_("PUE id"))
 
 
 def electricity_entry(region: str) -> Electricity:
     """The electricity price of ``region`` (us, eu, cn, ...)."""
-    return _pick(cost_data().electricity, "region", region, "electricity region")
+    return _pick(cost_data().electricity, "region", region, N_("electricity region"))
 
 
 def server_entry(server_id: str) -> ServerOverhead:
     """The server overhead row ``server_id`` (8-gpu-hgx, pcie-8gpu, pcie-4gpu, workstation)."""
-    return _pick(cost_data().server, "id", server_id, "server id")
+    return _pick(cost_data().server, "id", server_id, N_("server id"))
 
 
 def facility_entry(facility_id: str) -> Facility:
     """The facility row ``facility_id`` (colocation-us, none)."""
-    return _pick(cost_data().facility, "id", facility_id, "facility id")
+    return _pick(cost_data().facility, "id", facility_id, N_("facility id"))
 
 
 def cloud_prices(
@@ -543,9 +620,17 @@ def cloud_prices(
     clouds in CNY, ``all``), cheapest first; only ``kind`` ones, and only providers whose name
     contains ``provider`` (case-insensitive), when given."""
     if kind is not None and kind not in CLOUD_KINDS:
-        raise ValueError(f"unknown cloud price kind {kind!r}; use one of {', '.join(CLOUD_KINDS)}")
+        raise ValueError(
+            N_("unknown cloud price kind {kind!r}; use one of {kinds}").format(
+                kind=kind, kinds=", ".join(CLOUD_KINDS)
+            )
+        )
     if market not in (*MARKETS, "all"):
-        raise ValueError(f"unknown cloud market {market!r}; use one of {', '.join(MARKETS)}")
+        raise ValueError(
+            N_("unknown cloud market {market!r}; use one of {markets}").format(
+                market=market, markets=", ".join(MARKETS)
+            )
+        )
     data = cost_data()
     pool = {"global": data.cloud, "cn": data.cloud_cn, "all": data.cloud + data.cloud_cn}[market]
     needle = provider.strip().lower() if provider is not None else None
@@ -576,7 +661,7 @@ def exchange_rate() -> ExchangeRate:
     """The bundled USD -> CNY exchange rate (CNY per USD), with its source and date."""
     rows = cost_data().fx
     if not rows:
-        raise ValueError("costs.toml has no exchange rate; give one with --usd-cny")
+        raise ValueError(N_("costs.toml has no exchange rate; give one with --usd-cny"))
     return rows[0]
 
 
@@ -585,7 +670,11 @@ def api_prices(model_id: str) -> tuple[ApiPrice, ...]:
     rows = [r for r in cost_data().api if r.id == model_id]
     if not rows:
         known = ", ".join(sorted({r.id for r in cost_data().api}))
-        raise ValueError(f"unknown API model {model_id!r}; use one of {known}")
+        raise ValueError(
+            N_("unknown API model {model!r}; use one of {known}").format(
+                model=model_id, known=known
+            )
+        )
     return tuple(
         sorted(
             rows,
@@ -605,16 +694,21 @@ def default_rent(gpu: GPU) -> tuple[float, str, str, str] | None:
     row = cheapest_cloud(gpu.id, "on-demand")
     if row is not None:
         source, date, notes = row_source(row)
-        return row.usd_per_gpu_hour, f"{row.provider} on-demand: {source}", date, notes
+        return (
+            row.usd_per_gpu_hour,
+            N_("{provider} on-demand: {source}").format(provider=row.provider, source=source),
+            date,
+            notes,
+        )
     price = gpu.get("cloud_usd_per_hour")
     if price is None:
         return None
     src = gpu.source_of("cloud_usd_per_hour")
-    ref = src.ref if src is not None else "GPU catalog"
+    ref = src.ref if src is not None else N_("GPU catalog")
     notes = "uncertain" if "cloud_usd_per_hour" in gpu.uncertain else ""
     return (
         float(price),
-        f"GPU catalog cloud_usd_per_hour: {ref}",
+        N_("GPU catalog cloud_usd_per_hour: {source}").format(source=ref),
         str(gpu.get("cloud_price_date")),
         notes,
     )

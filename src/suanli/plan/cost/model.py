@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from suanli.catalog.gpu import GPU
+from suanli.i18n import N_
 from suanli.plan.cost.checks import check_fraction, check_nonneg, check_number, check_positive
 from suanli.plan.cost.data import (
     CURRENCIES,
@@ -60,7 +61,9 @@ def check_currency(currency: str) -> str:
     """``currency`` in lower case; ValueError in one sentence unless it is usd or cny."""
     code = currency.strip().lower() if isinstance(currency, str) else currency
     if code not in CURRENCIES:
-        raise ValueError(f"unknown currency {currency!r}; use usd or cny")
+        raise ValueError(
+            N_("unknown currency {currency!r}; use usd or cny").format(currency=currency)
+        )
     return str(code)
 
 
@@ -70,7 +73,9 @@ def usd_cny_rate(usd_cny: float | None = None) -> tuple[float, tuple[str, str, s
     if usd_cny is not None:
         rate = check_positive("usd_cny", usd_cny)
         if not 1.0 <= rate <= 20.0:
-            raise ValueError(f"usd_cny must be CNY per USD, between 1 and 20, got {rate:g}")
+            raise ValueError(
+                N_("usd_cny must be CNY per USD, between 1 and 20, got {rate:g}").format(rate=rate)
+            )
         return rate, ("given", "", "")
     row = exchange_rate()
     return row.cny_per_usd, row_source(row)
@@ -104,9 +109,13 @@ class _Money:
         if usd == 0:
             return ""
         if self.currency == "cny" and cny is None:
-            return f"converted from {usd:,.4g} USD at {self.rate:g} CNY/USD"
+            return N_("converted from {amount:,.4g} USD at {rate:g} CNY/USD").format(
+                amount=usd, rate=self.rate
+            )
         if self.currency == "usd" and cny is not None:
-            return f"converted from {cny:,.4g} CNY at {self.rate:g} CNY/USD"
+            return N_("converted from {amount:,.4g} CNY at {rate:g} CNY/USD").format(
+                amount=cny, rate=self.rate
+            )
         return ""
 
 
@@ -169,15 +178,19 @@ def compare_costs(
     Raises ValueError, in one sentence, for a bad input or a missing figure.
     """
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise ValueError(f"gpus must be a whole number of at least 1, got {gpus!r}")
+        raise ValueError(
+            N_("gpus must be a whole number of at least 1, got {gpus!r}").format(gpus=gpus)
+        )
     years = check_positive("years", years)
     if years > 50:
-        raise ValueError(f"years must be at most 50, got {years:g}")
+        raise ValueError(N_("years must be at most 50, got {years:g}").format(years=years))
     utilisation = check_fraction("utilisation", utilisation)
     hours_per_year = check_positive("hours_per_year", hours_per_year)
     if hours_per_year > 8784:
         raise ValueError(
-            f"hours_per_year must be at most 8784 (a leap year), got {hours_per_year:g}"
+            N_("hours_per_year must be at most 8784 (a leap year), got {hours:g}").format(
+                hours=hours_per_year
+            )
         )
     resale_fraction = check_fraction("resale_fraction", resale_fraction)
     idle_power_fraction = check_fraction("idle_power_fraction", idle_power_fraction)
@@ -189,16 +202,16 @@ def compare_costs(
     if market is None:
         market = "cn" if currency == "cny" or (region or "").lower().startswith("cn") else "global"
     elif market not in ("global", "cn"):
-        raise ValueError(f"unknown market {market!r}; use global or cn")
+        raise ValueError(N_("unknown market {market!r}; use global or cn").format(market=market))
     if region is None and market == "cn":
         region = DEFAULT_REGION_CN
 
     form = FORM_FACTOR_DEFAULTS.get(gpu.form_factor, FORM_FACTOR_DEFAULTS["pcie"])
     assumptions: list[Assumption] = [
-        Assumption("gpu", gpu.id, "catalog id", "given"),
+        Assumption("gpu", gpu.id, N_("catalog id"), "given"),
         Assumption("gpus", gpus, "GPUs", "given"),
         Assumption("years", years, "years", "given"),
-        Assumption("utilisation", utilisation, "fraction of hours busy", "given"),
+        Assumption("utilisation", utilisation, N_("fraction of hours busy"), "given"),
     ]
 
     def note(name: str, value: float | str, unit: str, given: bool, src: tuple[str, ...]) -> None:
@@ -228,14 +241,14 @@ def compare_costs(
         assumptions.append(Assumption(label, shown, where, source, date, notes))
 
     if currency == "cny" or usd_cny is not None:
-        note("usd_cny", rate, "CNY per USD", usd_cny is not None, rate_src)
+        note("usd_cny", rate, N_("CNY per USD"), usd_cny is not None, rate_src)
 
     note(
         "hours_per_year",
         hours_per_year,
         "h",
         hours_per_year != HOURS_PER_YEAR,
-        ("365 days x 24 h", "", ""),
+        (N_("365 days x 24 h"), "", ""),
     )
 
     # Purchase price per GPU.
@@ -249,13 +262,20 @@ def compare_costs(
                 price,
                 "{cur}",
                 False,
-                (f"costs.toml purchase ({bought.kind}): {bought.source}", *row_source(bought)[1:]),
+                (
+                    N_("costs.toml purchase ({kind}): {source}").format(
+                        kind=bought.kind, source=bought.source
+                    ),
+                    *row_source(bought)[1:],
+                ),
                 bought.cny_per_gpu,
             )
         elif catalog_price is None:
             raise ValueError(
-                f"the catalog has no purchase price for {gpu.id}; give one with --price "
-                f"({money.code} per GPU)"
+                N_(
+                    "the catalog has no purchase price for {gpu}; give one with --price "
+                    "({currency} per GPU)"
+                ).format(gpu=gpu.id, currency=money.code)
             )
         else:
             price = float(catalog_price)
@@ -267,7 +287,9 @@ def compare_costs(
                 "{cur}",
                 False,
                 (
-                    f"GPU catalog ({kind}): {src.ref if src else gpu.origin}",
+                    N_("GPU catalog ({kind}): {source}").format(
+                        kind=kind, source=src.ref if src else gpu.origin
+                    ),
                     str(gpu.get("price_date") or ""),
                     "uncertain" if "price_usd" in gpu.uncertain else "",
                 ),
@@ -285,7 +307,12 @@ def compare_costs(
             server_usd,
             "{cur}",
             False,
-            (f"server {server_row.id!r}: {server_row.source}", *row_source(server_row)[1:]),
+            (
+                N_("server {server!r}: {source}").format(
+                    server=server_row.id, source=server_row.source
+                ),
+                *row_source(server_row)[1:],
+            ),
         )
     else:
         server_usd = check_nonneg("server_usd_per_gpu", server_usd_per_gpu)
@@ -293,16 +320,18 @@ def compare_costs(
     note(
         "resale_fraction",
         resale_fraction,
-        "fraction of purchase",
+        N_("fraction of purchase"),
         resale_fraction != 0.0,
-        ("default: no resale value assumed", "", ""),
+        (N_("default: no resale value assumed"), "", ""),
     )
 
     if watts_per_gpu is None:
         tdp = gpu.get("tdp_watts")
         if tdp is None:
             raise ValueError(
-                f"the catalog has no TDP for {gpu.id}; give the power per GPU with --watts"
+                N_("the catalog has no TDP for {gpu}; give the power per GPU with --watts").format(
+                    gpu=gpu.id
+                )
             )
         gpu_watts = float(tdp)
         src = gpu.source_of("tdp_watts")
@@ -312,7 +341,7 @@ def compare_costs(
             "W",
             False,
             (
-                f"GPU catalog tdp_watts: {src.ref if src else gpu.origin}",
+                N_("GPU catalog tdp_watts: {source}").format(source=src.ref if src else gpu.origin),
                 src.date if src else "",
                 "",
             ),
@@ -327,7 +356,12 @@ def compare_costs(
             host_watts,
             "W",
             False,
-            (f"server {server_row.id!r}: {server_row.source}", *row_source(server_row)[1:]),
+            (
+                N_("server {server!r}: {source}").format(
+                    server=server_row.id, source=server_row.source
+                ),
+                *row_source(server_row)[1:],
+            ),
         )
     else:
         host_watts = check_nonneg("server_watts_per_gpu", server_watts_per_gpu)
@@ -335,9 +369,9 @@ def compare_costs(
     note(
         "idle_power_fraction",
         idle_power_fraction,
-        "fraction of full power drawn while idle",
+        N_("fraction of full power drawn while idle"),
         idle_power_fraction != 0.0,
-        ("default: no power drawn while idle (a simplification; see docs/cost.md)", "", ""),
+        (N_("default: no power drawn while idle (a simplification; see docs/cost.md)"), "", ""),
     )
 
     # Energy price and PUE.
@@ -349,7 +383,9 @@ def compare_costs(
         pue_value = check_number("pue", pue)
         if pue_value < 1.0:
             raise ValueError(
-                f"pue must be at least 1 (facility power / IT power), got {pue_value:g}"
+                N_("pue must be at least 1 (facility power / IT power), got {pue:g}").format(
+                    pue=pue_value
+                )
             )
         note("pue", pue_value, "ratio", True, ())
     if usd_per_kwh is None:
@@ -411,8 +447,14 @@ def compare_costs(
     if cloud is not None and not cloud_prices(gpu.id, None, "all", cloud):
         known = sorted({r.provider for r in cloud_prices(gpu.id, None, "all")})
         raise ValueError(
-            f"no cloud provider matching {cloud!r} has a price for {gpu.id}; "
-            + (f"known providers: {', '.join(known)}" if known else "give one with --rent")
+            N_(
+                "no cloud provider matching {cloud!r} has a price for {gpu}; "
+                "known providers: {providers}"
+            ).format(cloud=cloud, gpu=gpu.id, providers=", ".join(known))
+            if known
+            else N_(
+                "no cloud provider matching {cloud!r} has a price for {gpu}; give one with --rent"
+            ).format(cloud=cloud, gpu=gpu.id)
         )
     rent_market = market
     if rent_usd_per_gpu_hour is None:
@@ -425,8 +467,10 @@ def compare_costs(
             catalog_rent = gpu.get("cloud_usd_per_hour") if cloud is None else None
             if catalog_rent is None:
                 raise ValueError(
-                    f"no cloud price is known for {gpu.id}; give one with --rent "
-                    f"({money.code} per GPU-hour)"
+                    N_(
+                        "no cloud price is known for {gpu}; give one with --rent "
+                        "({currency} per GPU-hour)"
+                    ).format(gpu=gpu.id, currency=money.code)
                 )
             rent = float(catalog_rent)
             src = gpu.source_of("cloud_usd_per_hour")
@@ -436,7 +480,9 @@ def compare_costs(
                 "{cur}/GPU-hour",
                 False,
                 (
-                    f"GPU catalog cloud_usd_per_hour: {src.ref if src else 'GPU catalog'}",
+                    N_("GPU catalog cloud_usd_per_hour: {source}").format(
+                        source=src.ref if src else N_("GPU catalog")
+                    ),
                     str(gpu.get("cloud_price_date")),
                     "uncertain" if "cloud_usd_per_hour" in gpu.uncertain else "",
                 ),
@@ -461,10 +507,10 @@ def compare_costs(
         reserved_row = pick("reserved", (rent_market,))
         if reserved_row is not None:
             reserved = row_usd(reserved_row)
-            rent_note("reserved_{cur}_per_gpu_hour", "{cur}/GPU-hour, every hour", reserved_row)
+            rent_note("reserved_{cur}_per_gpu_hour", N_("{cur}/GPU-hour, every hour"), reserved_row)
     else:
         reserved = check_nonneg("reserved_usd_per_gpu_hour", reserved_usd_per_gpu_hour)
-        cash("reserved_{cur}_per_gpu_hour", reserved, "{cur}/GPU-hour, every hour", True)
+        cash("reserved_{cur}_per_gpu_hour", reserved, N_("{cur}/GPU-hour, every hour"), True)
 
     # API.
     api_year: float | None = None
@@ -474,15 +520,17 @@ def compare_costs(
     if api is not None or given_in is not None or given_out is not None:
         if tokens <= 0:
             raise ValueError(
-                "an API price needs a token volume; give input_tokens_per_year and/or "
-                "output_tokens_per_year"
+                N_(
+                    "an API price needs a token volume; give input_tokens_per_year and/or "
+                    "output_tokens_per_year"
+                )
             )
         p_in: float
         p_out: float
         if given_in is not None or given_out is not None:
             if given_in is None or given_out is None:
                 raise ValueError(
-                    "give both API prices, per million input and per million output tokens"
+                    N_("give both API prices, per million input and per million output tokens")
                 )
             p_in = check_nonneg("api_usd_per_million_input_tokens", given_in)
             p_out = check_nonneg("api_usd_per_million_output_tokens", given_out)
@@ -498,7 +546,9 @@ def compare_costs(
                 if not rows:
                     providers = ", ".join(r.provider for r in api_prices(api))
                     raise ValueError(
-                        f"no price for {api!r} at {api_provider!r}; known providers: {providers}"
+                        N_(
+                            "no price for {api!r} at {provider!r}; known providers: {providers}"
+                        ).format(api=api, provider=api_provider, providers=providers)
                     )
             row = min(
                 rows,
@@ -533,7 +583,9 @@ def compare_costs(
         )
         api_year = (input_tokens_per_year * p_in + output_tokens_per_year * p_out) / 1e6
     elif tokens > 0:
-        raise ValueError("a token volume needs an API price; give --api MODEL or both API prices")
+        raise ValueError(
+            N_("a token volume needs an API price; give --api MODEL or both API prices")
+        )
     if tokens > 0:
         assumptions.append(
             Assumption("input_tokens_per_year", input_tokens_per_year, "tokens", "given")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
+from suanli.i18n import N_
+
 #: Field metadata: left out of the JSON while None (the answers' ``omit_none``).
 _OMIT_NONE = {"omit_none": True}
 
@@ -197,29 +199,35 @@ def cost_verdict(
             return f"¥{usd * usd_cny:,.0f}"
         return f"${usd:,.0f}"
 
-    period = f"over {years:g} year{'s' if years != 1 else ''}"
-    if break_even is not None and break_even_hours is not None:
-        head = (
-            f"buying is cheaper above {break_even:.0%} utilisation "
-            f"({break_even_hours:,.0f} h per GPU per year) {period}"
-        )
-    elif rent_per_u <= variable:
-        head = (
-            f"renting is cheaper at any utilisation {period}: the rent is below the owned "
-            "GPUs' energy cost per busy hour"
-        )
-    else:
-        head = (
-            f"renting is cheaper at any utilisation {period}: buying would need "
-            f"{u_star:.0%} utilisation to pay back"
-        )
+    period = (N_("over {years:g} year") if years == 1 else N_("over {years:g} years")).format(
+        years=years
+    )
     buy, rent = totals.buy_usd, totals.rent_usd
     if buy < rent:
-        head += f"; at {utilisation:.0%} buying saves {cash(rent - buy)}"
+        tail = N_("at {share:.0%} buying saves {amount}").format(
+            share=utilisation, amount=cash(rent - buy)
+        )
     elif rent < buy:
-        head += f"; at {utilisation:.0%} renting saves {cash(buy - rent)}"
+        tail = N_("at {share:.0%} renting saves {amount}").format(
+            share=utilisation, amount=cash(buy - rent)
+        )
     else:
-        head += f"; at {utilisation:.0%} they cost the same"
+        tail = N_("at {share:.0%} they cost the same").format(share=utilisation)
     if totals.api_usd is not None and totals.api_usd < min(buy, rent):
-        head += f"; the API is cheapest for this token volume ({cash(totals.api_usd)})"
-    return head
+        tail = N_("{saving}; the API is cheapest for this token volume ({amount})").format(
+            saving=tail, amount=cash(totals.api_usd)
+        )
+    if break_even is not None and break_even_hours is not None:
+        return N_(
+            "buying is cheaper above {share:.0%} utilisation "
+            "({hours:,.0f} h per GPU per year) {period}; {tail}"
+        ).format(share=break_even, hours=break_even_hours, period=period, tail=tail)
+    if rent_per_u <= variable:
+        return N_(
+            "renting is cheaper at any utilisation {period}: the rent is below the owned "
+            "GPUs' energy cost per busy hour; {tail}"
+        ).format(period=period, tail=tail)
+    return N_(
+        "renting is cheaper at any utilisation {period}: buying would need "
+        "{share:.0%} utilisation to pay back; {tail}"
+    ).format(period=period, share=u_star, tail=tail)

@@ -1,0 +1,118 @@
+"""How many parameters each part of a model puts on one GPU, and the sizes of training's
+extra tensors: the split by pipeline stage and tensor shard, one layer, the largest tensor, LoRA
+adapters and DeepSpeed ZeRO's buckets. Used by the memory breakdown (:mod:`suanli.estimate.memory`),
+its vectorised twin (:mod:`suanli.estimate.vector`) and the speed model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.workload import TrainWork, check_tensor_parallel
+from suanli.models.params import count_params
+from suanli.models.spec import ModelSpec
+
+# --- parameters on one GPU -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParamSplit:
+    """Parameters that live on the busiest GPU before ZeRO sharding."""
+
+    total: float
+    layer_linear: float
+    """Linear weights inside the layers (what LoRA freezes and QLoRA quantizes)."""
+    other: float
+    """Embeddings, LM head, norms, biases, routers."""
+    layers_on_stage: int
+
+
+def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> ParamSplit:
+    """Parameters per GPU: layers over ``pp`` stages, matrices over ``tp`` (Megatron splits
+    attention heads, MLP width and the vocabulary), routed experts over ``ep``."""
+    check_tensor_parallel(spec.attention.num_heads, tp, spec.name)
+    counts = count_params(spec).by_component
+    layers_on_stage = math.ceil(spec.num_layers / pp)
+    stage_fraction = layers_on_stage / spec.num_layers
+    linear = sum(n for kind, n in _linear_totals(spec).items() if kind != "experts")
+    experts = counts["experts"] / ep
+    layer_other = counts["attention"] + counts["mlp"] + counts["shared_experts"] - linear
+    layer_linear = (linear + experts) * stage_fraction / tp
+    layer_rest = (layer_other + counts["router"]) * stage_fraction
+    norms = counts["norms"] * stage_fraction
+    # The first stage holds the embeddings, the last the LM head; the busier one counts.
+    edge = max(counts["embeddings"], counts["lm_head"] or counts["embeddings"]) / tp
+    if pp == 1:
+        edge = (counts["embeddings"] + counts["lm_head"]) / tp
+    # A vision tower and its projector stay whole (and 16-bit) on the first stage.
+    other = layer_rest + norms + edge + counts["pooler"] + counts["vision"]
+    return ParamSplit(layer_linear + other, layer_linear, other, layers_on_stage)
+
+
+def _linear_totals(spec: ModelSpec) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for shape in linear_shapes(spec):
+        totals[shape.kind] = totals.get(shape.kind, 0) + shape.weights * shape.count
+    return totals
+
+
+# --- training's extra tensors ---------------------------------------------------------------
+
+
+#: DeepSpeed's reduce_bucket_size and allgather_bucket_size defaults, in elements.
+DS_BUCKET_ELEMENTS = 5e8
+#: overlap_comm multiplies the buckets (the Hugging Face DeepSpeed guide: "4.5x").
+DS_OVERLAP_FACTOR = 4.5
+
+
+def zero_bucket_bytes(work: TrainWork, params_on_gpu: float) -> float:
+    """DeepSpeed ZeRO's reduce and all-gather buckets on one GPU (0 without ZeRO or data
+    parallelism, or with ``zero_buckets`` none); a bucket never exceeds the parameters it
+    carries. (:mod:`suanli.estimate.vector` has the same rule over arrays.)"""
+    par = work.parallel
+    if work.zero_buckets != "deepspeed" or par.zero < 1 or par.dp < 2:
+        return 0.0
+    factor = DS_OVERLAP_FACTOR if par.zero >= 3 else 1.0
+    return 2 * min(DS_BUCKET_ELEMENTS, params_on_gpu) * work.dtype_bytes * factor
+
+
+def grads_replace_activations(work: TrainWork) -> bool:
+    """Whether gradients and saved activations never peak together: on one GPU without
+    gradient accumulation, gradients are None after ``zero_grad(set_to_none=True)`` (PyTorch's
+    default since 2.0) and appear layer by layer as backward frees that layer's activations.
+    With accumulation they persist between micro-batches; DDP's buckets, ZeRO's partitions and
+    Megatron's main-grad buffer are allocated up front; the optimizer-in-backward case already
+    counts one tensor."""
+    par = work.parallel
+    return (
+        par.gpus == 1
+        and work.grad_accum == 1
+        and not work.main_grads_fp32
+        and not work.optimizer_in_backward
+    )
+
+
+def largest_tensor_params(spec: ModelSpec, work: TrainWork) -> float:
+    """Parameters of the largest trainable tensor before tensor parallelism splits it (the
+    embedding or a linear weight; a LoRA adapter matrix under LoRA)."""
+    if work.is_lora:
+        return max(work.lora_rank * max(s.n_in, s.n_out) for s in linear_shapes(spec))
+    linear = max((s.weights for s in linear_shapes(spec)), default=0)
+    return float(max(linear, spec.vocab_size * spec.hidden_size))
+
+
+def layer_params(spec: ModelSpec) -> float:
+    """Parameters of one transformer layer on average (attention, MLP, experts, router)."""
+    counts = count_params(spec).by_component
+    layer = sum(counts[k] for k in ("attention", "mlp", "experts", "shared_experts", "router"))
+    return layer / spec.num_layers
+
+
+def lora_adapter_params(spec: ModelSpec, work: TrainWork) -> float:
+    """Adapter parameters of the whole model: r·(d_in + d_out) per adapted matrix."""
+    return sum(
+        work.lora_rank * (shape.n_in + shape.n_out) * shape.count
+        for shape in linear_shapes(spec)
+        if shape.targeted_by(work.lora_targets)
+    )
