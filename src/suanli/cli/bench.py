@@ -10,12 +10,19 @@ import click
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import IntRange
 from suanli.errors import MissingExtra
+from suanli.i18n import N_, _, sentence
 from suanli.units import fmt_bytes, fmt_rate
 
 if TYPE_CHECKING:
     from suanli.answers.bench import BenchAnswer, BenchRequest
 
 _GRADE_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "info": "cyan"}
+#: The grades (English in the JSON), shown translated.
+GRADE_WORDS = (N_("pass"), N_("warn"), N_("fail"), N_("info"))
+
+
+#: Column headings that are units or formula names (the same in every language).
+FLOPS, ALGBW, BUSBW = "FLOP/s", "algbw", "busbw"
 
 
 def _torch_available() -> bool:
@@ -30,7 +37,8 @@ def _pct(value: float | None) -> str:
 
 def _grade(g: Any) -> str:
     style = _GRADE_STYLE.get(g.grade, "")
-    return f"[{style}]{g.grade}[/]" if style else g.grade
+    word = _(g.grade)
+    return f"[{style}]{word}[/]" if style else word
 
 
 def _esc(text: str) -> str:
@@ -45,27 +53,27 @@ def _rows(result: Any) -> list[list[str]]:
         shape = "x".join(str(s) for s in m.best_shape) if m.best_shape else ""
         rows.append(
             [
-                f"matmul {m.dtype}",
+                _("matmul {dtype}").format(dtype=m.dtype),
                 fmt_rate(m.best_flops_per_s) if m.best_flops_per_s else "—",
-                f"best at {shape}" if shape else "",
+                _("best at {shape}").format(shape=shape) if shape else "",
                 fmt_rate(m.grade.datasheet) if m.grade.datasheet else "",
                 _pct(m.grade.percent_of_datasheet),
                 _pct(m.grade.percent_of_ceiling),
                 _grade(m.grade),
-                _esc(m.grade.cause),
+                _esc(sentence(m.grade.cause)),
             ]
         )
 
     def bandwidth_row(r: Any) -> list[str]:
         return [
-            r.name,
+            sentence(r.name),
             fmt_rate(r.bytes_per_s, "B/s") if r.bytes_per_s else "—",
             fmt_bytes(r.bytes) if r.bytes else "",
             fmt_rate(r.grade.datasheet, "B/s") if r.grade.datasheet else "",
             _pct(r.grade.percent_of_datasheet),
             _pct(r.grade.percent_of_ceiling),
             _grade(r.grade),
-            _esc(r.grade.cause),
+            _esc(sentence(r.grade.cause)),
         ]
 
     rows.append(bandwidth_row(result.memory))
@@ -74,34 +82,39 @@ def _rows(result: Any) -> list[list[str]]:
     best = max(ar.sizes, key=lambda s: s.busbw_bytes_per_s, default=None)
     rows.append(
         [
-            "all-reduce busbw",
+            _("all-reduce busbw"),
             fmt_rate(ar.best_busbw_bytes_per_s, "B/s") if ar.best_busbw_bytes_per_s else "—",
-            f"{ar.backend}, {ar.processes} ranks"
-            + (f", at {fmt_bytes(best.bytes)}" if best else ""),
+            (
+                _("{backend}, {ranks} ranks, at {size}").format(
+                    backend=ar.backend, ranks=ar.processes, size=fmt_bytes(best.bytes)
+                )
+                if best
+                else _("{backend}, {ranks} ranks").format(backend=ar.backend, ranks=ar.processes)
+            ),
             fmt_rate(ar.grade.datasheet, "B/s") if ar.grade.datasheet else "",
             _pct(ar.grade.percent_of_datasheet),
             _pct(ar.grade.percent_of_ceiling),
             _grade(ar.grade),
-            _esc(ar.grade.cause),
+            _esc(sentence(ar.grade.cause)),
         ]
     )
     return rows
 
 
 def _print_tables(result: Any, saved: str | None) -> None:
-    mode = "quick" if result.quick else "full"
     columns = [
-        "measurement",
-        "result",
-        "detail",
-        "datasheet",
-        "of datasheet",
-        "of ceiling",
-        "grade",
-        "likely cause / note",
+        _("measurement"),
+        _("result"),
+        _("detail"),
+        _("datasheet"),
+        _("of datasheet"),
+        _("of ceiling"),
+        _("grade"),
+        _("likely cause / note"),
     ]
+    right = [columns[1], columns[3], columns[4], columns[5]]
     rows = _rows(result)
-    caption: str | None = (
+    caption: str | None = _(
         "of ceiling: of the datasheet x the achievable fraction real kernels reach "
         "(catalog/data/efficiency.toml); pass >= 90%, warn >= 75%, else fail."
     )
@@ -109,12 +122,21 @@ def _print_tables(result: Any, saved: str | None) -> None:
         columns = columns[:3] + columns[6:]
         rows = [row[:3] + row[6:] for row in rows]
         caption = None
+    title = (
+        _("suanli bench: {device_name} ({device}, quick, {seconds} s)")
+        if result.quick
+        else _("suanli bench: {device_name} ({device}, full, {seconds} s)")
+    )
     print_table(
-        f"suanli bench: {result.device_name} ({result.device}, {mode}, {result.seconds:.1f} s)",
+        title.format(
+            device_name=result.device_name,
+            device=result.device,
+            seconds=f"{result.seconds:.1f}",
+        ),
         columns,
         rows,
-        right_align=["result", "datasheet", "of datasheet", "of ceiling"],
-        no_wrap=["measurement", "result"],
+        right_align=right,
+        no_wrap=columns[:2],
         caption=caption,
     )
     shape_rows = [
@@ -128,20 +150,29 @@ def _print_tables(result: Any, saved: str | None) -> None:
         for m in result.matmul
         for s in m.shapes
     ]
-    skipped = [f"{m.dtype} {s}" for m in result.matmul for s in m.skipped]
+    skipped = [f"{m.dtype} {sentence(s)}" for m in result.matmul for s in m.skipped]
+    runs = _("runs")
     if shape_rows:
+        median = _("median")
         print_table(
-            "matmul sweep (median per shape, M x N x K)",
-            ["dtype", "shape", "FLOP/s", "median", "runs"],
+            _("matmul sweep (median per shape, M x N x K)"),
+            [_("dtype"), _("shape"), FLOPS, median, runs],
             shape_rows,
-            right_align=["FLOP/s", "median", "runs"],
-            caption=_esc("skipped: " + "; ".join(skipped)) if skipped else None,
+            right_align=[FLOPS, median, runs],
+            caption=(
+                _esc(_("skipped: {shapes}").format(shapes=_("; ").join(skipped)))
+                if skipped
+                else None
+            ),
         )
     ar = result.allreduce
     if ar.sizes:
+        columns = [_("size"), _("time"), ALGBW, BUSBW, runs]
         print_table(
-            f"all-reduce ({ar.backend}, {ar.processes} ranks; busbw = algbw x 2(n-1)/n)",
-            ["size", "time", "algbw", "busbw", "runs"],
+            _("all-reduce ({backend}, {ranks} ranks; busbw = algbw x 2(n-1)/n)").format(
+                backend=ar.backend, ranks=ar.processes
+            ),
+            columns,
             [
                 [
                     fmt_bytes(s.bytes),
@@ -152,55 +183,67 @@ def _print_tables(result: Any, saved: str | None) -> None:
                 ]
                 for s in ar.sizes
             ],
-            right_align=["size", "time", "algbw", "busbw", "runs"],
+            right_align=columns,
         )
     for note in result.notes:
-        click.echo(f"note: {note}")
+        click.echo(_("note: {note}").format(note=sentence(note)))
     if saved:
-        click.echo(f"calibration saved to {saved}")
+        click.echo(_("calibration saved to {path}").format(path=saved))
         if result.in_catalog:
-            click.echo(f"use it: suanli perf MODEL --gpu {result.gpu_id} --calibration {saved}")
+            click.echo(
+                _("use it: suanli perf MODEL --gpu {gpu} --calibration {path}").format(
+                    gpu=result.gpu_id, path=saved
+                )
+            )
         else:
             click.echo(
-                f"{result.gpu_id} is not a catalog GPU: suanli perf cannot use this profile "
-                "(kept for reference)"
+                _(
+                    "{gpu} is not a catalog GPU: suanli perf cannot use this profile "
+                    "(kept for reference)"
+                ).format(gpu=result.gpu_id)
             )
 
 
-@click.command("bench")
+@click.command(
+    "bench",
+    help=N_(
+        "Measure matmul FLOP/s, memory and host<->device bandwidth and all-reduce bus bandwidth, "
+        "graded against the GPU catalog; save them as a calibration for `suanli perf`."
+    ),
+)
 @click.option(
-    "--quick", is_flag=True, help="Small problems: seconds on a CPU, about a minute on a GPU."
+    "--quick", is_flag=True, help=N_("Small problems: seconds on a CPU, about a minute on a GPU.")
 )
 @click.option(
     "--device",
     type=click.Choice(["cpu", "cuda"]),
     default=None,
-    help="What to measure (default: cuda if available, else cpu).",
+    help=N_("What to measure (default: cuda if available, else cpu)."),
 )
 @click.option(
     "--processes",
     type=IntRange(min=1),
     default=None,
-    help="All-reduce ranks (default: 2 on the CPU, every GPU on CUDA; 1 skips the all-reduce).",
+    help=N_("All-reduce ranks (default: 2 on the CPU, every GPU on CUDA; 1 skips the all-reduce)."),
 )
 @click.option(
     "--sizes",
     default=None,
-    help="All-reduce message sizes, e.g. 1M,16M,256M (bytes; K/M/G are binary).",
+    help=N_("All-reduce message sizes, e.g. 1M,16M,256M (bytes; K/M/G are binary)."),
 )
 @click.option(
     "--save/--no-save",
     default=True,
     show_default=True,
-    help="Save the calibration to ~/.config/suanli/calibration/<gpu_id>.toml.",
+    help=N_("Save the calibration to ~/.config/suanli/calibration/<gpu_id>.toml."),
 )
 @click.option(
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Write the calibration TOML to FILE instead (written even with --no-save).",
+    help=N_("Write the calibration TOML to FILE instead (written even with --no-save)."),
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@click.option("--json", "as_json", is_flag=True, help=N_("One JSON document on stdout."))
 def bench_cmd(
     quick: bool,
     device: str | None,
@@ -210,10 +253,9 @@ def bench_cmd(
     output: str | None,
     as_json: bool,
 ) -> None:
-    """Measure matmul FLOP/s, memory and host<->device bandwidth and all-reduce bus bandwidth,
-    graded against the GPU catalog; save them as a calibration for `suanli perf`."""
+    """``suanli bench``: its help is the ``help=`` above (translated with --lang zh)."""
     if not _torch_available():
-        raise MissingExtra("suanli bench needs PyTorch: pip install 'suanli[torch]'")
+        raise MissingExtra(N_("suanli bench needs PyTorch: pip install 'suanli[torch]'"))
     from suanli.answers.bench import BenchRequest
 
     req = BenchRequest(

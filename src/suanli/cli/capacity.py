@@ -18,6 +18,7 @@ from suanli.cli.options import given_options
 from suanli.cli.render import count_column, print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.estimate.workload import KV_DTYPES
+from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
     from suanli.answers.capacity import (
@@ -96,34 +97,43 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
         yield update
 
 
-@click.command("capacity")
+@click.command(
+    "capacity",
+    help=N_(
+        "How many GPUs of which kind serve --rate requests/s within the SLOs, and at what cost.\n"
+        "\n"
+        "Examples: suanli capacity llama-3.1-8b --rate 20 --slo-ttft 1 --slo-tpot 0.05; "
+        "suanli capacity llama-3.1-8b --gpu h100 --rate 20 --policy static; "
+        "suanli capacity llama-3.1-70b --gpu h100 --tp 4 --rate 5 --arrivals bursty --json."
+    ),
+)
 @click.argument("model")
 @click.option(
     "--rate",
     type=FloatRange(min=0, min_open=True, allow_inf=True),
     default=None,
-    help="Requests per second arriving (inf: all at once, an offline benchmark).",
+    help=N_("Requests per second arriving (inf: all at once, an offline benchmark)."),
 )
 @click.option(
     "--arrivals",
     type=click.Choice(["poisson", "bursty", "trace"]),
     default="poisson",
     show_default=True,
-    help="Poisson, bursty (two-state modulated Poisson) or a --trace file.",
+    help=N_("Poisson, bursty (two-state modulated Poisson) or a --trace file."),
 )
 @click.option(
     "--trace",
     "trace_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="CSV with arrival_s, prompt_tokens, output_tokens (header row).",
+    help=N_("CSV with arrival_s, prompt_tokens, output_tokens (header row)."),
 )
 @click.option(
     "--burst-ratio",
     type=FloatRange(min=1),
     default=4.0,
     show_default=True,
-    help="Bursty: high-state rate over low-state rate (mean stays --rate).",
+    help=N_("Bursty: high-state rate over low-state rate (mean stays --rate)."),
 )
 @click.option(
     "--burst-period",
@@ -131,14 +141,14 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     default=10.0,
     show_default=True,
     metavar="SECONDS",
-    help="Bursty: mean time in each state.",
+    help=N_("Bursty: mean time in each state."),
 )
 @click.option(
     "--prompt",
     type=IntRange(min=1),
     default=512,
     show_default=True,
-    help="Prompt tokens (the mean with --prompt-dist).",
+    help=N_("Prompt tokens (the mean with --prompt-dist)."),
 )
 @click.option(
     "--output",
@@ -146,7 +156,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     type=IntRange(min=1),
     default=256,
     show_default=True,
-    help="Output tokens (the mean with --output-dist).",
+    help=N_("Output tokens (the mean with --output-dist)."),
 )
 @click.option(
     "--prompt-dist",
@@ -165,28 +175,32 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     type=FloatRange(0, 3),
     default=0.5,
     show_default=True,
-    help="uniform: relative half-width; lognormal: sigma of the log.",
+    help=N_("uniform: relative half-width; lognormal: sigma of the log."),
 )
 @click.option(
     "--policy",
     type=click.Choice(["static", "continuous", "chunked", "prefill-first"]),
     default="continuous",
     show_default=True,
-    help="Batching: static, continuous (iteration-level), chunked prefill, or prefill-first "
-    "(vLLM v0: prefill-only iterations pause the decodes).",
+    help=N_(
+        "Batching: static, continuous (iteration-level), chunked prefill, or prefill-first "
+        "(vLLM v0: prefill-only iterations pause the decodes)."
+    ),
 )
 @click.option(
     "--max-batch",
     type=IntRange(min=1),
     default=256,
     show_default=True,
-    help="Sequences in flight per replica (vLLM max_num_seqs; the static batch).",
+    help=N_("Sequences in flight per replica (vLLM max_num_seqs; the static batch)."),
 )
 @click.option(
     "--max-batched-tokens",
     type=IntRange(min=1),
     default=None,
-    help="Token budget per iteration (default 8192 continuous and prefill-first, 2048 chunked).",
+    help=N_(
+        "Token budget per iteration (default 8192 continuous and prefill-first, 2048 chunked)."
+    ),
 )
 @click.option(
     "--batch-timeout",
@@ -194,30 +208,30 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     default=0.5,
     show_default=True,
     metavar="SECONDS",
-    help="Static: longest wait for a full batch.",
+    help=N_("Static: longest wait for a full batch."),
 )
 @click.option(
     "--kv-policy",
     type=click.Choice(["preempt", "reserve"]),
     default="preempt",
     show_default=True,
-    help="preempt (vLLM: allocate on demand, recompute when full) or reserve (no eviction).",
+    help=N_("preempt (vLLM: allocate on demand, recompute when full) or reserve (no eviction)."),
 )
 @click.option(
     "--gpu-memory-utilization",
     type=FloatRange(0, 1, min_open=True),
     default=0.9,
     show_default=True,
-    help="The engine's share of GPU memory.",
+    help=N_("The engine's share of GPU memory."),
 )
 @click.option(
     "--step-overhead-ms",
     type=FloatRange(min=0),
     default=0.0,
     show_default=True,
-    help="Fixed time per iteration (scheduler, sampling); 0 is the pure roofline.",
+    help=N_("Fixed time per iteration (scheduler, sampling); 0 is the pure roofline."),
 )
-@click.option("--gpu", "gpu_name", default=None, help="Simulate on this GPU; omit to plan.")
+@click.option("--gpu", "gpu_name", default=None, help=N_("Simulate on this GPU; omit to plan."))
 @click.option("--tp", type=click.Choice(["1", "2", "4", "8"]), default="1", show_default=True)
 @click.option("--replicas", type=IntRange(min=1), default=1, show_default=True)
 @click.option(
@@ -231,21 +245,21 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     type=FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
-    help="Target p95 time to first token.",
+    help=N_("Target p95 time to first token."),
 )
 @click.option(
     "--slo-tpot",
     type=FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
-    help="Target p95 time per output token.",
+    help=N_("Target p95 time per output token."),
 )
 @click.option(
     "--max-gpus",
     type=IntRange(min=1),
     default=64,
     show_default=True,
-    help="Plan: most GPUs per deployment.",
+    help=N_("Plan: most GPUs per deployment."),
 )
 @click.option("--requests", "n_requests", type=IntRange(min=1), default=None)
 @click.option("--duration", type=FloatRange(min=0, min_open=True), default=None, metavar="SECONDS")
@@ -253,14 +267,14 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     "--price",
     type=FloatRange(min=0),
     default=None,
-    help="USD per GPU-hour (default: the catalog's cloud snapshot).",
+    help=N_("USD per GPU-hour (default: the catalog's cloud snapshot)."),
 )
 @click.option("--seed", type=IntRange(), default=0, show_default=True)
 @click.option(
     "--quant",
     default="bf16",
     show_default=True,
-    help="Weight format: bf16, fp8, int8, awq-4bit-g128, ... (catalog/data/quant.toml).",
+    help=N_("Weight format: bf16, fp8, int8, awq-4bit-g128, ... (catalog/data/quant.toml)."),
 )
 @click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True)
 @click.option("--top", type=IntRange(min=1), default=12, show_default=True)
@@ -268,10 +282,12 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 @click.option(
     "--framework",
     default=None,
-    help="Serving engine whose scheduler and memory defaults fill the options you do not set: "
-    "vllm, sglang, tensorrt-llm, llama.cpp, ollama (suanli frameworks NAME lists them).",
+    help=N_(
+        "Serving engine whose scheduler and memory defaults fill the options you do not set: "
+        "vllm, sglang, tensorrt-llm, llama.cpp, ollama (suanli frameworks NAME lists them)."
+    ),
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def capacity_cmd(
     model: str,
     rate: float | None,
@@ -309,12 +325,7 @@ def capacity_cmd(
     framework: str | None,
     as_json: bool,
 ) -> None:
-    """How many GPUs of which kind serve --rate requests/s within the SLOs, and at what cost.
-
-    Examples: suanli capacity llama-3.1-8b --rate 20 --slo-ttft 1 --slo-tpot 0.05;
-    suanli capacity llama-3.1-8b --gpu h100 --rate 20 --policy static;
-    suanli capacity llama-3.1-70b --gpu h100 --tp 4 --rate 5 --arrivals bursty --json.
-    """
+    """``suanli capacity``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.capacity import CapacityRequest, CapacitySimulation, capacity
 
     given = given_options(locals())
@@ -373,58 +384,77 @@ _FIELD_OF = {"gpu_name": "gpu", "output_tokens": "output", "n_requests": "reques
 
 def _rate_text(w: CapacityWorkload) -> str:
     if w.arrivals == "trace":
-        return f"trace of {w.requests:,} requests"
+        return _("trace of {requests} requests").format(requests=f"{w.requests:,}")
     if w.all_at_once:
-        return f"{w.requests:,} requests at once"
-    return f"{w.rate_requests_per_s:g} requests/s ({w.arrivals})"
+        return _("{requests} requests at once").format(requests=f"{w.requests:,}")
+    return _("{rate} requests/s ({arrivals})").format(
+        rate=f"{w.rate_requests_per_s:g}", arrivals=w.arrivals
+    )
 
 
 def _cost_text(s: ServingStats) -> str:
     if s.usd_per_hour is None:
-        return "no price known (--price USD per GPU-hour)"
-    return (
-        f"{_money(s.usd_per_hour)} per hour, "
-        f"{_money(s.usd_per_million_tokens, 3)} per million output tokens"
+        return _("no price known (--price USD per GPU-hour)")
+    return _("{per_hour} per hour, {per_million} per million output tokens").format(
+        per_hour=_money(s.usd_per_hour), per_million=_money(s.usd_per_million_tokens, 3)
     )
 
 
 def _render_simulation(a: CapacitySimulation) -> None:
     w, s = a.workload, a.stats
     title = (
-        f"{w.model} on {a.replicas} x tp{a.tp} {a.gpu} "
-        f"({a.gpus} GPU{'s' if a.gpus > 1 else ''}), "
-        f"{w.policy} batching, {_rate_text(w)}"
+        _("{model} on {replicas} x tp{tp} {gpu} ({gpus} GPUs), {policy} batching, {rate}")
+        if a.gpus > 1
+        else _("{model} on {replicas} x tp{tp} {gpu} ({gpus} GPU), {policy} batching, {rate}")
+    ).format(
+        model=w.model,
+        replicas=a.replicas,
+        tp=a.tp,
+        gpu=a.gpu,
+        gpus=a.gpus,
+        policy=w.policy,
+        rate=_rate_text(w),
     )
     ttft = (s.ttft_p50_s, s.ttft_p95_s, s.ttft_p99_s)
     tpot = (s.tpot_p50_s, s.tpot_p95_s, s.tpot_p99_s)
     e2e = (s.e2e_p50_s, s.e2e_p95_s, s.e2e_p99_s)
     rows = [
         [
-            "throughput",
-            f"{s.requests_per_s:,.2f} requests/s, {s.tokens_per_s:,.0f} output tokens/s",
+            _("throughput"),
+            _("{requests} requests/s, {tokens} output tokens/s").format(
+                requests=f"{s.requests_per_s:,.2f}", tokens=f"{s.tokens_per_s:,.0f}"
+            ),
         ],
-        ["TTFT p50 / p95 / p99", " / ".join(_ms(v) for v in ttft)],
-        ["TPOT p50 / p95 / p99", " / ".join(_ms(v) for v in tpot)],
-        ["E2E p50 / p95 / p99", " / ".join(_ms(v) for v in e2e)],
-        ["queue wait (mean)", _ms(s.queue_wait_mean_s)],
-        ["GPU busy", f"{s.gpu_utilization:.0%}"],
+        [_("TTFT p50 / p95 / p99"), " / ".join(_ms(v) for v in ttft)],
+        [_("TPOT p50 / p95 / p99"), " / ".join(_ms(v) for v in tpot)],
+        [_("E2E p50 / p95 / p99"), " / ".join(_ms(v) for v in e2e)],
+        [_("queue wait (mean)"), _ms(s.queue_wait_mean_s)],
+        [_("GPU busy"), f"{s.gpu_utilization:.0%}"],
         [
-            "KV cache",
-            f"mean {s.kv_usage_mean:.0%}, max {s.kv_usage_max:.0%} of "
-            f"{a.kv_tokens_per_replica:,} tokens per replica",
+            _("KV cache"),
+            _("mean {mean}, max {max} of {tokens} tokens per replica").format(
+                mean=f"{s.kv_usage_mean:.0%}",
+                max=f"{s.kv_usage_max:.0%}",
+                tokens=f"{a.kv_tokens_per_replica:,}",
+            ),
         ],
-        ["running per replica (max)", f"{s.max_running_per_replica:,}"],
-        ["preemptions", f"{s.preemptions:,}"],
-        ["cost", _cost_text(s)],
+        [_("running per replica (max)"), f"{s.max_running_per_replica:,}"],
+        [_("preemptions"), f"{s.preemptions:,}"],
+        [_("cost"), _cost_text(s)],
     ]
     if a.meets_slo is not None:
-        rows.append(["SLO (p95)", "met" if a.meets_slo else "missed"])
-    print_table(title, ["metric", "value"], rows, no_wrap=["metric"])
+        rows.append([_("SLO (p95)"), _("met") if a.meets_slo else _("missed")])
+    metric = _("metric")
+    print_table(title, [metric, _("value")], rows, no_wrap=[metric])
     series = list(a.queue_series.waiting)
     if series and max(series) > 0:
-        click.echo(f"queue over time (max {max(series):,.0f} waiting): {sparkline(series)}")
+        click.echo(
+            _("queue over time (max {waiting} waiting): {sparkline}").format(
+                waiting=f"{max(series):,.0f}", sparkline=sparkline(series)
+            )
+        )
     else:
-        click.echo("queue over time: empty at every sample")
+        click.echo(_("queue over time: empty at every sample"))
 
 
 def _render_plan(a: CapacityPlan, top: int) -> None:
@@ -434,10 +464,9 @@ def _render_plan(a: CapacityPlan, top: int) -> None:
         for name, value in (("TTFT", w.slo_ttft_s), ("TPOT", w.slo_tpot_s))
         if value is not None
     )
-    title = (
-        f"{w.model}: fewest GPUs for {_rate_text(w)} with {slo}, "
-        f"{w.policy} batching, ranked by cost"
-    )
+    title = _(
+        "{model}: fewest GPUs for {rate} with {slo}, {policy} batching, ranked by cost"
+    ).format(model=w.model, rate=_rate_text(w), slo=slo, policy=w.policy)
     fitting = [r for r in rows if r.fits and r.result is not None]
     lowest = next(
         (r.result.stats.usd_per_hour for r in fitting if r.result and r.result.stats.usd_per_hour),
@@ -446,15 +475,15 @@ def _render_plan(a: CapacityPlan, top: int) -> None:
     table = []
     for r in rows[:top]:
         if r.result is None:
-            table.append([r.gpu, "-", "-", "-", "-", "-", "-", r.reason])
+            table.append([r.gpu, "-", "-", "-", "-", "-", "-", sentence(r.reason)])
             continue
         s = r.result.stats
         if s.usd_per_hour is None:
-            why = "no price"
+            why = _("no price")
         elif lowest and s.usd_per_hour > lowest:
-            why = f"{s.usd_per_hour / lowest:.1f}x cost"
+            why = _("{ratio}x cost").format(ratio=f"{s.usd_per_hour / lowest:.1f}")
         else:
-            why = "cheapest"
+            why = _("cheapest")
         table.append(
             [
                 r.gpu,
@@ -467,7 +496,16 @@ def _render_plan(a: CapacityPlan, top: int) -> None:
                 why,
             ]
         )
-    columns = ["gpu", "GPUs = repl x tp", "TTFT p95", "TPOT p95", "tok/s", "$/h", "$/M tok", "why"]
+    columns = [
+        _("gpu"),
+        _("GPUs = repl x tp"),
+        _("TTFT p95"),
+        _("TPOT p95"),
+        _("tok/s"),
+        "$/h",
+        _("$/M tok"),
+        _("why"),
+    ]
     print_table(title, columns, table, right_align=columns[2:7], no_wrap=columns[:7])
     priced = [
         r for r in fitting if r.result is not None and r.result.stats.usd_per_hour is not None
@@ -481,15 +519,29 @@ def _render_plan(a: CapacityPlan, top: int) -> None:
             rate = f" --rate {w.rate_requests_per_s:g}"
         else:
             rate = ""
+        command = (
+            f"suanli capacity {w.model} --gpu {best.gpu} --tp {best.tp} "
+            f"--replicas {best.replicas}{rate}"
+        )
         click.echo(
-            f"cheapest: {best.replicas} x {best.gpu} (tp {best.tp}, {best.gpus} GPUs) at "
-            f"{_money(best.result.stats.usd_per_hour)}/hour -> suanli capacity {w.model} "
-            f"--gpu {best.gpu} --tp {best.tp} --replicas {best.replicas}" + rate
+            _(
+                "cheapest: {replicas} x {gpu} (tp {tp}, {gpus} GPUs) at {price}/hour -> {command}"
+            ).format(
+                replicas=best.replicas,
+                gpu=best.gpu,
+                tp=best.tp,
+                gpus=best.gpus,
+                price=_money(best.result.stats.usd_per_hour),
+                command=command,
+            )
         )
     lost = [r for r in rows if not r.fits]
     if lost:
+        listed = [f"{r.gpu} ({sentence(r.reason)})" for r in lost[:3]]
+        if len(lost) > 3:
+            listed.append("...")
         click.echo(
-            f"{len(lost)} GPUs without an answer: "
-            + "; ".join(f"{r.gpu} ({r.reason})" for r in lost[:3])
-            + ("; ..." if len(lost) > 3 else "")
+            _("{count} GPUs without an answer: {gpus}").format(
+                count=len(lost), gpus=_("; ").join(listed)
+            )
         )

@@ -9,7 +9,7 @@ import click
 
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
     from suanli.answers.card import CardAnswer, Job
@@ -145,7 +145,7 @@ def _print(answer: CardAnswer) -> None:
     )
     _print_models(answer)
     for line in answer.assumptions:
-        print_line(_("  assumes {line}").format(line=_(line)))
+        print_line(_("  assumes {line}").format(line=sentence(line)))
 
 
 def _print_models(answer: CardAnswer) -> None:

@@ -10,7 +10,7 @@ import click
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
     pass
@@ -114,14 +114,14 @@ def compare_cmd(
                     device=r.device,
                     ratio=f"{r.speedup_vs_slowest:,.0f}",
                     slowest=rows[answer.slowest].device,
-                    reason=r.reason,
+                    reason=sentence(r.reason),
                 )
             )
     for r in rows:
         for warning in r.warnings:
             print_line(
                 _("{device} cannot run it as given: {warning}").format(
-                    device=r.device, warning=warning
+                    device=r.device, warning=sentence(warning)
                 ),
                 fg="red",
                 err=True,

@@ -6,7 +6,7 @@ import click
 
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, sentence
 
 
 @click.command(
@@ -200,13 +200,13 @@ def cost_cmd(
         ).format(gpus=gpus, gpu=answer.inputs.gpu, busy=busy, rate=f"{rate:g}")
     amounts = [_("buy"), _("rent"), _("spot"), _("API")]
     print_table(title, [_("year"), *amounts], rows, right_align=amounts)
-    click.echo(answer.verdict)
+    click.echo(sentence(answer.verdict))
     notes = [
         [
-            str(a.name),
-            f"{a.value:,}" if isinstance(a.value, (int, float)) else str(a.value),
-            str(a.unit),
-            str(a.source).split(";")[0][:60],
+            sentence(str(a.name)),
+            f"{a.value:,}" if isinstance(a.value, (int, float)) else sentence(str(a.value)),
+            sentence(str(a.unit)),
+            sentence(str(a.source).split(";")[0][:60]),
             str(a.date),
         ]
         for a in answer.assumptions

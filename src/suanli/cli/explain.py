@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from suanli.cli.render import print_json, print_table
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, current
 
 if TYPE_CHECKING:
     from suanli.answers.explain import ErrorMatch
@@ -16,6 +16,18 @@ NO_MATCH = N_(
     "no known error matched; pass the whole traceback or log (--log FILE, '-' for stdin), "
     "or add the message to the catalog (see docs/explain.md)"
 )
+
+
+def _words(match: ErrorMatch) -> tuple[str, str, str]:
+    """The error, cause and fix of ``match`` in the current language: the catalog entry's
+    ``*_zh`` keys under ``--lang zh`` (the answer itself stays English)."""
+    from suanli.live.errors import bundled_entry
+
+    lang = current()
+    entry = bundled_entry(match.id) if lang != "en" else None
+    if entry is None:
+        return match.error, match.cause, match.fix
+    return entry.text("title", lang), entry.text("cause", lang), entry.text("fix", lang)
 
 
 def _render(matches: tuple[ErrorMatch, ...]) -> None:
@@ -31,7 +43,7 @@ def _render(matches: tuple[ErrorMatch, ...]) -> None:
     print_table(
         title,
         [_("id"), _("error"), _("cause"), _("fix")],
-        [[escape(v) for v in (m.id, m.error, m.cause, m.fix)] for m in matches],
+        [[escape(v) for v in (m.id, *_words(m))] for m in matches],
         no_wrap=[_("id")],
     )
     print_table(

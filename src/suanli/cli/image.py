@@ -10,7 +10,7 @@ import click
 
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
-from suanli.i18n import N_
+from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
     from suanli.answers.image import ImagePerfAnswer
@@ -109,7 +109,9 @@ def image_answer(
     from suanli.answers.request import image_pixels
 
     if gpu is None:
-        raise ValueError("--task generate-image needs --gpu: the fit and the seconds are per card")
+        raise ValueError(
+            N_("--task generate-image needs --gpu: the fit and the seconds are per card")
+        )
     width, height = image_pixels(opts.get("image_size"), "--size")
     return generate_image(
         ImageRequest(
@@ -129,6 +131,10 @@ def image_answer(
     )
 
 
+#: The unit column's heading (a unit: the same in every language).
+GIB = "GiB"
+
+
 def _gib(n: float) -> str:
     return f"{n / 2**30:,.2f}"
 
@@ -142,39 +148,57 @@ def render_image(doc: ImagePerfAnswer, *, as_json: bool, explain: bool, memory_o
     if as_json:
         print_json(doc.to_json())
         return
-    title = f"{doc.title}: {doc.width}x{doc.height}, {doc.steps} steps, batch {doc.batch}"
+    title = _("{title}: {width}x{height}, {steps} steps, batch {batch}").format(
+        title=doc.title, width=doc.width, height=doc.height, steps=doc.steps, batch=doc.batch
+    )
     if not memory_only:
+        step = _seconds(doc.denoise_step_s)
         rows = [
-            ["GPU, dtype", f"{doc.gpu}, {doc.dtype}"],
-            ["seconds per image", _seconds(doc.seconds_per_image)],
-            ["images per second", f"{doc.images_per_s:,.3f}"],
+            [_("GPU, dtype"), f"{doc.gpu}, {doc.dtype}"],
+            [_("seconds per image"), _seconds(doc.seconds_per_image)],
+            [_("images per second"), f"{doc.images_per_s:,.3f}"],
             [
-                "one denoising step",
-                _seconds(doc.denoise_step_s) + (" (2 x batch: guidance)" if doc.guidance else ""),
+                _("one denoising step"),
+                _("{seconds} (2 x batch: guidance)").format(seconds=step) if doc.guidance else step,
             ],
-            ["text encoders", _seconds(doc.encode_s)],
-            ["VAE decode", _seconds(doc.decode_s)],
+            [_("text encoders"), _seconds(doc.encode_s)],
+            [_("VAE decode"), _seconds(doc.decode_s)],
         ]
         if doc.transfer_s:
-            rows.append(["weight transfers (offload)", _seconds(doc.transfer_s)])
-        rows.append(["TFLOPs per image", f"{doc.flops_per_image / 1e12:,.1f}"])
+            rows.append([_("weight transfers (offload)"), _seconds(doc.transfer_s)])
+        rows.append([_("TFLOPs per image"), f"{doc.flops_per_image / 1e12:,.1f}"])
         print_table(title, ["", ""], rows)
-    verdict = "fits" if doc.fits else "does NOT fit"
-    mem_rows = [[k, _gib(v)] for k, v in doc.memory_breakdown.items()]
+    if doc.offload != "none":
+        verdict = (
+            _("fits in {gib} GiB (offload {offload})")
+            if doc.fits
+            else _("does NOT fit in {gib} GiB (offload {offload})")
+        )
+    else:
+        verdict = _("fits in {gib} GiB") if doc.fits else _("does NOT fit in {gib} GiB")
+    mem_rows = [[_(k), _gib(v)] for k, v in doc.memory_breakdown.items()]
     if memory_only:
-        mem_rows.insert(0, ["GPU, dtype", f"{doc.gpu}, {doc.dtype}"])
-    mem_rows.append(["total", _gib(doc.memory_bytes)])
+        mem_rows.insert(0, [_("GPU, dtype"), f"{doc.gpu}, {doc.dtype}"])
+    mem_rows.append([_("total"), _gib(doc.memory_bytes)])
     mem_rows.append(
-        [
-            "verdict",
-            f"{verdict} in {_gib(doc.gpu_memory_bytes)} GiB"
-            + (f" (offload {doc.offload})" if doc.offload != "none" else ""),
-        ]
+        [_("verdict"), verdict.format(gib=_gib(doc.gpu_memory_bytes), offload=doc.offload)]
     )
-    print_table(("memory, GiB" if not memory_only else f"{title}: memory, GiB"), ["", ""], mem_rows)
     print_table(
-        "components",
-        ["component", "class", "params", "GiB", "GFLOPs/call", "calls", "per call"],
+        _("memory, GiB") if not memory_only else _("{title}: memory, GiB").format(title=title),
+        ["", ""],
+        mem_rows,
+    )
+    print_table(
+        _("components"),
+        [
+            _("component"),
+            _("class"),
+            _("params"),
+            GIB,
+            _("GFLOPs/call"),
+            _("calls"),
+            _("per call"),
+        ],
         [
             [
                 c.name,
@@ -190,13 +214,20 @@ def render_image(doc: ImagePerfAnswer, *, as_json: bool, explain: bool, memory_o
     )
     if explain:
         print_table(
-            "time terms (per pipeline call)",
-            ["term", "seconds", "source", "formula"],
-            [[t.term, f"{t.seconds:,.3f}", t.source, t.formula] for t in doc.terms],
+            _("time terms (per pipeline call)"),
+            [_("term"), _("seconds"), _("source"), _("formula")],
+            [
+                [sentence(t.term), f"{t.seconds:,.3f}", sentence(t.source), sentence(t.formula)]
+                for t in doc.terms
+            ],
         )
         for key, text in doc.explain.items():
-            click.echo(f"{key}: {text}")
+            click.echo(f"{key}: {sentence(text)}")
         for note in doc.assumptions:
-            click.echo(f"assumption: {note}")
+            click.echo(_("assumption: {note}").format(note=sentence(note)))
     for warning in doc.warnings:
-        print_line(f"cannot run as given: {warning}", fg="red", err=True)
+        print_line(
+            _("cannot run as given: {warning}").format(warning=sentence(warning)),
+            fg="red",
+            err=True,
+        )

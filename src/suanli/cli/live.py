@@ -12,14 +12,59 @@ import click
 from suanli.cli.render import print_json, print_table, write_json_file
 from suanli.cli.types import FloatRange, IntRange
 from suanli.errors import MissingExtra
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
     from suanli.answers.doctor_run import OomAutopsy
     from suanli.answers.live import LiveAnswer
+    from suanli.live.diagnosis import Report
 
 #: A verdict's status as ``suanli doctor`` shows it (translated when shown).
 _STATUS = {"ok": N_("ok"), "warn": N_("WARN"), "fail": N_("FAIL"), "info": N_("info")}
+
+
+#: ``doctor run``'s verdicts (translated when shown).
+_VERDICT = {
+    "input-bound": N_("input-bound"),
+    "communication-bound": N_("communication-bound"),
+    "sync-bound": N_("sync-bound"),
+    "launch-bound": N_("launch-bound"),
+    "compute-bound": N_("compute-bound"),
+}
+#: The phases of a training step whose shares ``doctor run`` shows.
+_PHASE = {
+    "data": N_("data"),
+    "h2d": N_("h2d"),
+    "forward": N_("forward"),
+    "backward": N_("backward"),
+    "optimizer": N_("optimizer"),
+    "communication": N_("communication"),
+    "other": N_("other"),
+}
+#: How each process of ``doctor run`` ended.
+_ENDED = {
+    "finished": N_("finished"),
+    "returned": N_("returned"),
+    "exit": N_("exit"),
+    "raise": N_("raise"),
+    "interrupted": N_("interrupted"),
+    "killed": N_("killed"),
+}
+#: The process labels ``doctor run`` writes (shown through sentence()).
+_PROCESS_LABELS = (N_("script"), N_("rank {rank}"), N_("fork of {pid}"))
+#: The parts of the memory ``doctor run``'s OOM autopsy measured.
+_MEASURED = {
+    "weights": N_("weights"),
+    "gradients": N_("gradients"),
+    "optimizer": N_("optimizer"),
+    "activations": N_("activations"),
+    "activations_and_temporaries": N_("activations_and_temporaries"),
+}
+
+
+def _word(words: dict[str, str], key: str) -> str:
+    """``key`` in the current language when it is one of ``words``, else as it is."""
+    return _(words[key]) if key in words else key
 
 
 def _na(value: Any, fmt: str = "{}") -> str:
@@ -47,12 +92,16 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         print_json(answer.to_json())
     else:
-        rows = [[_(_STATUS[v.status]), v.check, v.detail] for v in answer.verdicts]
+        rows = [
+            [_(_STATUS[v.status]), sentence(v.check), sentence(v.detail)] for v in answer.verdicts
+        ]
         print_table(_("suanli doctor"), ["", _("check"), _("seen")], rows)
         # Fixes in full, one per line, so a command can be copied whole.
         for v in answer.verdicts:
             if v.fix and v.status in ("fail", "warn"):
-                click.echo(_("fix {check}: {fix}").format(check=v.check, fix=v.fix))
+                click.echo(
+                    _("fix {check}: {fix}").format(check=sentence(v.check), fix=sentence(v.fix))
+                )
         click.echo(_("healthy") if answer.healthy else _("problems found: apply the fixes above"))
     sys.exit(0 if answer.healthy else 1)
 
@@ -114,7 +163,6 @@ def doctor_run_cmd(
 ) -> None:
     """``suanli doctor run``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.doctor_run import DoctorRunRequest, doctor_run
-    from suanli.live.callbacks import format_report
 
     def show_autopsy(outcome: OomAutopsy) -> None:
         _print_autopsy(outcome, as_json)
@@ -146,7 +194,7 @@ def doctor_run_cmd(
         print_json(answer.to_json())
     else:
         if answer.report is not None:
-            click.echo(format_report(answer.report))
+            click.echo(_format_report(answer.report))
         if answer.data_free_step_s:
             click.echo(
                 _("  with data replayed from memory a step takes {ms} ms").format(
@@ -158,19 +206,42 @@ def doctor_run_cmd(
                 _(
                     "  {label} (pid {pid}): {verdict}, step {ms} ms over {steps} steps, {ended}"
                 ).format(
-                    label=proc.label,
+                    label=sentence(proc.label),
                     pid=proc.pid,
-                    verdict=proc.verdict,
+                    verdict=_word(_VERDICT, proc.verdict),
                     ms=f"{proc.step_time_s * 1e3:.1f}",
                     steps=proc.steps,
-                    ended=proc.ended,
+                    ended=_word(_ENDED, proc.ended),
                 )
             )
         if answer.script_error:
-            click.echo(_("  note: the script ended: {error}").format(error=answer.script_error))
+            click.echo(
+                _("  note: the script ended: {error}").format(error=sentence(answer.script_error))
+            )
     # The report is printed whatever way the script ended; its own exit status is passed on.
     if answer.script_exit_code:
         sys.exit(answer.script_exit_code)
+
+
+def _format_report(report: Report) -> str:
+    """A few plain lines: the verdict, the shares, the fixes (as
+    :func:`suanli.live.callbacks.format_report` writes them, in the current language)."""
+    shares = ", ".join(f"{_word(_PHASE, k)} {v:.0%}" for k, v in report.shares.items() if v >= 0.01)
+    lines = [
+        _("suanli doctor: {verdict} — {explanation}").format(
+            verdict=_word(_VERDICT, report.verdict), explanation=sentence(report.explanation)
+        ),
+        _("  step {ms} ms over {steps} steps: {shares}").format(
+            ms=f"{report.step_time_s * 1e3:.1f}", steps=report.steps, shares=shares
+        ),
+    ]
+    for fix in report.fixes:
+        lines.append(
+            _("  fix ({speedup}x): {action}").format(
+                speedup=f"{fix.expected_speedup:.1f}", action=sentence(fix.action)
+            )
+        )
+    return "\n".join(lines)
 
 
 def _reading(provs: list[Any]) -> LiveAnswer:
@@ -189,7 +260,7 @@ def _render_top(answer: LiveAnswer) -> None:
     rows = []
     for s in samples:
         if s.lost:
-            rows.append([str(s.index), s.name, "LOST", "", "", "", "", ""])
+            rows.append([str(s.index), s.name, _("LOST"), "", "", "", "", ""])
             continue
         mem = (
             f"{s.memory_used_bytes / 2**30:,.1f}/{s.memory_total_bytes / 2**30:,.1f} GiB"
@@ -225,8 +296,17 @@ def _render_top(answer: LiveAnswer) -> None:
             ]
         )
     print_table(
-        "devices",
-        ["#", "name", "util", "memory", "power", "temp", "SM MHz", "PCIe, enc/dec %"],
+        _("devices"),
+        [
+            "#",
+            _("name"),
+            _("util"),
+            _("memory"),
+            _("power"),
+            _("temp"),
+            _("SM MHz"),
+            _("PCIe, enc/dec %"),
+        ],
         rows,
     )
     procs = [
@@ -242,31 +322,45 @@ def _render_top(answer: LiveAnswer) -> None:
         for p in s.processes
     ]
     if procs:
-        print_table("processes", ["gpu", "pid", "user", "name", "GiB", "path"], procs)
+        print_table(
+            _("processes"),
+            [_("gpu"), _("pid"), _("user"), _("name"), _("GiB"), _("path")],
+            procs,
+        )
     for r in answer.samples:
         for f in r.flags:
-            click.echo(f"! gpu {f.index} {f.kind}: {f.message}")
+            click.echo(
+                _("! gpu {index} {kind}: {message}").format(
+                    index=f.index, kind=f.kind, message=sentence(f.message)
+                )
+            )
 
 
-@click.command("top")
+@click.command(
+    "top",
+    help=N_(
+        "Live view of each GPU: utilisation, memory, power, temperature, clocks, PCIe, "
+        "processes, with flags for idle-but-full memory, throttling, down-trained links and "
+        "unknown processes."
+    ),
+)
 @click.option(
     "--interval",
     type=FloatRange(min=0.1),
     default=2.0,
     show_default=True,
-    help="Seconds between refreshes.",
+    help=N_("Seconds between refreshes."),
 )
 @click.option(
     "--count",
     type=IntRange(min=1),
     default=None,
-    help="Refreshes before exiting (default: until Ctrl-C).",
+    help=N_("Refreshes before exiting (default: until Ctrl-C)."),
 )
-@click.option("--once", is_flag=True, help="One reading, then exit.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON reading (implies --once).")
+@click.option("--once", is_flag=True, help=N_("One reading, then exit."))
+@click.option("--json", "as_json", is_flag=True, help=N_("One JSON reading (implies --once)."))
 def top_cmd(interval: float, count: int | None, once: bool, as_json: bool) -> None:
-    """Live view of each GPU: utilisation, memory, power, temperature, clocks, PCIe, processes,
-    with flags for idle-but-full memory, throttling, down-trained links and unknown processes."""
+    """``suanli top``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.live.devices import providers
 
     provs = providers()
@@ -286,21 +380,28 @@ def top_cmd(interval: float, count: int | None, once: bool, as_json: bool) -> No
         pass
 
 
-@click.command("query")
+@click.command(
+    "query",
+    help=N_("Sample fields for scripts and logs (nvidia-smi --query-gpu compatible names)."),
+)
 @click.option(
     "--fields",
     default=None,
-    help="Comma-separated nvidia-smi --query-gpu names (default: index, name, "
-    "memory.total, memory.used, utilization.gpu, power.draw, temperature.gpu).",
+    help=N_(
+        "Comma-separated nvidia-smi --query-gpu names (default: index, name, "
+        "memory.total, memory.used, utilization.gpu, power.draw, temperature.gpu)."
+    ),
 )
 @click.option("--interval", type=FloatRange(min=0.05), default=1.0, show_default=True)
 @click.option("--count", type=IntRange(min=1), default=1, show_default=True)
 @click.option(
     "--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True
 )
-@click.option("--timestamp/--no-timestamp", default=False, help="Prefix each row with the time.")
+@click.option(
+    "--timestamp/--no-timestamp", default=False, help=N_("Prefix each row with the time.")
+)
 def query_cmd(fields: str | None, interval: float, count: int, fmt: str, timestamp: bool) -> None:
-    """Sample fields for scripts and logs (nvidia-smi --query-gpu compatible names)."""
+    """``suanli query``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.live.devices import providers
     from suanli.live.monitor import DEFAULT_QUERY, format_rows, parse_fields
 
@@ -315,33 +416,47 @@ def query_cmd(fields: str | None, interval: float, count: int, fmt: str, timesta
         sys.stdout.flush()
 
 
-@click.command("export")
+@click.command(
+    "export",
+    help=N_(
+        "A Prometheus exporter on http://HOST:PORT/metrics; a failed read becomes "
+        "suanli_scrape_error 1, and the server keeps serving."
+    ),
+)
 @click.option("--port", type=IntRange(1, 65535), default=9400, show_default=True)
 @click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to bind (0.0.0.0 exposes it to the network).",
+    help=N_("Address to bind (0.0.0.0 exposes it to the network)."),
 )
 @click.option("--max-requests", type=IntRange(min=1), default=None, hidden=True)
 def export_cmd(port: int, host: str, max_requests: int | None) -> None:
-    """A Prometheus exporter on http://HOST:PORT/metrics; a failed read becomes
-    suanli_scrape_error 1, and the server keeps serving."""
+    """``suanli export``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.cli.serve import is_loopback
     from suanli.live.exporter import serve
 
     if not is_loopback(host):
         click.echo(
-            f"warning: listening on {host}, not loopback: anyone who can reach this machine "
-            "can read this GPU's metrics (there is no authentication)",
+            _(
+                "warning: listening on {host}, not loopback: anyone who can reach this machine "
+                "can read this GPU's metrics (there is no authentication)"
+            ).format(host=host),
             err=True,
         )
-    click.echo(f"serving metrics on http://{host}:{port}/metrics (Ctrl-C to stop)", err=True)
+    click.echo(
+        _("serving metrics on http://{host}:{port}/metrics (Ctrl-C to stop)").format(
+            host=host, port=port
+        ),
+        err=True,
+    )
     try:
         serve(host, port, max_requests=max_requests)
     except OSError as exc:
         raise ValueError(
-            f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port"
+            _("cannot listen on {host}:{port} ({reason}); pick another --port").format(
+                host=host, port=port, reason=exc.strerror
+            )
         ) from None
     except KeyboardInterrupt:
         pass
@@ -349,12 +464,50 @@ def export_cmd(port: int, host: str, max_requests: int | None) -> None:
 
 def _print_autopsy(outcome: OomAutopsy, as_json: bool) -> None:
     """The OOM autopsy of a recorded run, on stderr."""
-    from suanli.live.autopsy import format_autopsy
-
     if outcome.doc is not None:
-        click.echo(json_dumps(outcome.doc) if as_json else format_autopsy(outcome.doc), err=True)
+        click.echo(json_dumps(outcome.doc) if as_json else _format_autopsy(outcome.doc), err=True)
     else:
-        click.echo(f"(autopsy failed: {outcome.error})", err=True)
+        click.echo(
+            _("(autopsy failed: {error})").format(error=sentence(str(outcome.error))), err=True
+        )
+
+
+def _format_autopsy(doc: dict[str, Any]) -> str:
+    """Plain lines for the terminal (as :func:`suanli.live.autopsy.format_autopsy` writes them,
+    in the current language)."""
+    from suanli.units import GiB
+
+    lines = [
+        _("out of memory: {measured} GiB measured against a limit of {limit} GiB").format(
+            measured=f"{doc['measured_total_bytes'] / GiB:.2f}",
+            limit=f"{doc['limit_bytes'] / GiB:.2f}",
+        )
+    ]
+    for key, value in doc["measured_bytes"].items():
+        lines.append(
+            _("  measured {part}: {size} GiB").format(
+                part=_word(_MEASURED, key), size=f"{value / GiB:.3f}"
+            )
+        )
+    if doc.get("estimate"):
+        lines.append(
+            _("  the estimator expected {size} GiB for this model and batch").format(
+                size=f"{doc['estimate']['total_bytes'] / GiB:.2f}"
+            )
+        )
+        for step in doc["remedies"]:
+            values = {
+                "change": sentence(step["change"]),
+                "size": f"{step['memory_bytes'] / GiB:.2f}",
+                "saved": f"{step['saved_bytes'] / GiB:.2f}",
+            }
+            if step["fits"]:
+                lines.append(_("  -> {change}: {size} GiB (saves {saved}) fits").format(**values))
+            else:
+                lines.append(_("  -> {change}: {size} GiB (saves {saved}) ").format(**values))
+    elif doc.get("note"):
+        lines.append(f"  {sentence(doc['note'])}")
+    return "\n".join(lines)
 
 
 def json_dumps(doc: Any) -> str:
@@ -364,21 +517,26 @@ def json_dumps(doc: Any) -> str:
     return json.dumps(doc, default=str)
 
 
-@doctor_cmd.command("scaling")
+@doctor_cmd.command(
+    "scaling",
+    help=N_(
+        "The same DDP training step on 1 and N processes: speed-up, efficiency, communication "
+        "share and its cause, next to what the speed model predicts from the measured all-reduce."
+    ),
+)
 @click.option(
     "--procs",
     type=IntRange(min=2, max=64),
     default=2,
     show_default=True,
-    help="Ranks in the multi-process run (gloo on the CPU, NCCL on GPUs).",
+    help=N_("Ranks in the multi-process run (gloo on the CPU, NCCL on GPUs)."),
 )
 @click.option("--hidden", type=IntRange(min=8), default=1024, show_default=True)
 @click.option("--layers", type=IntRange(min=1), default=4, show_default=True)
 @click.option("--batch", type=IntRange(min=1), default=16, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def doctor_scaling_cmd(procs: int, hidden: int, layers: int, batch: int, as_json: bool) -> None:
-    """The same DDP training step on 1 and N processes: speed-up, efficiency, communication
-    share and its cause, next to what the speed model predicts from the measured all-reduce."""
+    """``suanli doctor scaling``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.scaling import ScalingRequest, scaling
 
     answer = scaling(ScalingRequest(procs=procs, hidden=hidden, layers=layers, batch=batch))
@@ -386,19 +544,26 @@ def doctor_scaling_cmd(procs: int, hidden: int, layers: int, batch: int, as_json
         print_json(answer.to_json())
         return
     rows = [
-        ["step, 1 process", f"{answer.step_1_s * 1e3:.1f} ms"],
-        [f"step, {procs} processes", f"{answer.step_n_s * 1e3:.1f} ms"],
+        [_("step, 1 process"), f"{answer.step_1_s * 1e3:.1f} ms"],
+        [_("step, {procs} processes").format(procs=procs), f"{answer.step_n_s * 1e3:.1f} ms"],
         [
-            "predicted (speed model)",
+            _("predicted (speed model)"),
             f"{answer.predicted_step_n_s * 1e3:.1f} ms ({answer.prediction_error:+.0%})",
         ],
-        ["bare all-reduce of the gradients", f"{answer.allreduce_s * 1e3:.1f} ms"],
-        ["speed-up", f"{answer.speedup:.2f}x ({answer.efficiency:.0%} efficiency)"],
-        ["communication share", f"{answer.communication_share:.0%}"],
+        [_("bare all-reduce of the gradients"), f"{answer.allreduce_s * 1e3:.1f} ms"],
+        [
+            _("speed-up"),
+            _("{speedup}x ({efficiency} efficiency)").format(
+                speedup=f"{answer.speedup:.2f}", efficiency=f"{answer.efficiency:.0%}"
+            ),
+        ],
+        [_("communication share"), f"{answer.communication_share:.0%}"],
     ]
     print_table(
-        f"scaling over {procs} {answer.backend} processes ({answer.params:,} params)",
+        _("scaling over {procs} {backend} processes ({params} params)").format(
+            procs=procs, backend=answer.backend, params=f"{answer.params:,}"
+        ),
         ["", ""],
         rows,
     )
-    click.echo(f"cause: {answer.cause}")
+    click.echo(_("cause: {cause}").format(cause=sentence(answer.cause)))

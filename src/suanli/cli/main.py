@@ -6,18 +6,91 @@ with status 2; a missing optional extra exits with status 1. No traceback reache
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import click
 
 from suanli import __version__
 from suanli.errors import MissingExtra
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, sentence
+
+
+def _usage_message(text: str) -> str:
+    """A usage error's message in the current language, without its closing full stop (click's
+    templates in :mod:`suanli.cli.click_messages` are recognised with it, others without)."""
+    shown = sentence(text)
+    if shown == text:
+        shown = sentence(text.rstrip("."))
+    return shown.rstrip(".。")
+
+
+class SuanliHelpFormatter(click.HelpFormatter):
+    """click's help page with its own words (``Usage:``, ``Options:``, ``[default: ...]``,
+    ``Show this message and exit.``) in the current language; English is click's as it is."""
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        if prefix is None:
+            usage = _("Usage:")
+            prefix = (
+                usage if usage.endswith("：") else usage + " "
+            )  # a full-width colon spaces itself
+        super().write_usage(prog, args, prefix)
+
+    def write_heading(self, heading: str) -> None:
+        msgid = f"{heading}:"  # "Options:", "Commands:" (marked in cli/click_messages.py)
+        translated = _(msgid)
+        if translated == msgid:
+            super().write_heading(heading)
+        else:
+            self.write(f"{'':>{self.current_indent}}{translated}\n")
+
+    def write_dl(
+        self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
+    ) -> None:
+        super().write_dl([(term, _help_cell(text)) for term, text in rows], col_max, col_spacing)
+
+
+#: An option's help with click's extras after it: "help  [default: 2; x>=1]".
+_EXTRAS = re.compile(r"(?P<help>.*?)(?P<gap>\s*)\[(?P<extras>[^\[\]]*)\]", re.DOTALL)
+
+
+def _help_cell(text: str) -> str:
+    """One help cell of an option or command list in the current language."""
+    from suanli.i18n import current
+
+    if current() == "en" or not text:
+        return text
+    translated = _(text)
+    if translated != text:
+        return translated
+    found = _EXTRAS.fullmatch(text)
+    if not found:
+        return text
+    items = []
+    for item in found.group("extras").split("; "):
+        if item.startswith("default: "):
+            item = _("default: {default}").format(default=item.removeprefix("default: "))
+        elif item.startswith("env var: "):
+            item = _("env var: {var}").format(var=item.removeprefix("env var: "))
+        else:
+            item = _(item)
+        items.append(item)
+    return f"{_(found.group('help'))}{found.group('gap')}[{'; '.join(items)}]"
+
+
+class SuanliContext(click.Context):
+    """A context whose help pages use :class:`SuanliHelpFormatter`."""
+
+    formatter_class = SuanliHelpFormatter
 
 
 class SuanliGroup(click.Group):
     """A click group that turns every expected failure into one sentence and an exit code."""
+
+    context_class = SuanliContext
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -30,7 +103,7 @@ class SuanliGroup(click.Group):
             sys.exit(1)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "suanli"
-            message = exc.format_message().rstrip(".")
+            message = _usage_message(exc.format_message())
             click.echo(
                 _("error: {message}; run '{where} --help' for usage").format(
                     message=message, where=where
@@ -39,10 +112,10 @@ class SuanliGroup(click.Group):
             )
             sys.exit(2)
         except MissingExtra as exc:
-            click.echo(_("error: {message}").format(message=exc), err=True)
+            click.echo(_("error: {message}").format(message=sentence(str(exc))), err=True)
             sys.exit(1)
         except ValueError as exc:
-            click.echo(_("error: {message}").format(message=exc), err=True)
+            click.echo(_("error: {message}").format(message=sentence(str(exc))), err=True)
             sys.exit(2)
         except BrokenPipeError:
             sys.exit(0)
@@ -118,9 +191,11 @@ def _register() -> None:
 
 
 def _bind_caps(command: click.Command) -> None:
-    """Every number option takes the bound suanli.limits gives its name (help shows it)."""
+    """Every number option takes the bound suanli.limits gives its name (help shows it), and
+    every command's help page speaks the language chosen."""
     from suanli.cli.types import bind_named_cap
 
+    command.context_class = SuanliContext  # help pages in the language chosen
     for param in command.params:
         bind_named_cap(param)
     for sub in getattr(command, "commands", {}).values():
@@ -166,7 +241,8 @@ def translate_help(command: click.Command) -> None:
         command.short_help = _(command.short_help)
     for param in command.params:
         if isinstance(param, click.Option) and param.help:
-            param.help = _(param.help)
+            # sentence(): a help written from a template (the --lora-targets list) is found too.
+            param.help = sentence(param.help)
     for sub in getattr(command, "commands", {}).values():
         translate_help(sub)
 
@@ -183,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
             set_lang(lang)
     except (ValueError, click.UsageError) as exc:
         message = exc.format_message() if isinstance(exc, click.UsageError) else str(exc)
-        click.echo(_("error: {message}").format(message=message), err=True)
+        click.echo(_("error: {message}").format(message=sentence(message)), err=True)
         sys.exit(2)
     if current() != "en":
         translate_help(cli)

@@ -9,7 +9,7 @@ import click
 from suanli.cli.image import image_options, run_image_task
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_table
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, sentence
 from suanli.units import GiB
 
 if TYPE_CHECKING:
@@ -59,7 +59,14 @@ def _render(result: MemoryAnswer, title: str, explain: bool) -> None:
     if not explain:
         return
     lines = [
-        [_(ln.key), ln.label, _gib(ln.bytes), ln.formula, _short(ln.source)] for ln in result.lines
+        [
+            _(ln.key),
+            sentence(ln.label),
+            _gib(ln.bytes),
+            sentence(ln.formula),
+            _short(sentence(ln.source)),
+        ]
+        for ln in result.lines
     ]
     print_table(
         _("how each line is computed"),
@@ -69,7 +76,13 @@ def _render(result: MemoryAnswer, title: str, explain: bool) -> None:
     )
     if result.per_layer:
         terms = [
-            [t.name, f"{t.bytes_per_token:,.1f}", t.formula, t.shardable] for t in result.per_layer
+            [
+                sentence(t.name),
+                f"{t.bytes_per_token:,.1f}",
+                sentence(t.formula),
+                sentence(t.shardable),
+            ]
+            for t in result.per_layer
         ]
         print_table(
             _("activations saved by one layer (bytes per token)"),
@@ -78,7 +91,7 @@ def _render(result: MemoryAnswer, title: str, explain: bool) -> None:
             right_align=[_("bytes/token")],
         )
     for note in result.assumptions:
-        click.echo(_("assumption: {note}").format(note=note))
+        click.echo(_("assumption: {note}").format(note=sentence(note)))
 
 
 @click.command(
@@ -167,7 +180,7 @@ def mem_cmd(
             rows.append([_("best weight format that fits"), fit.best_format or _("none")])
         print_table(_("fit"), ["", ""], rows)
         for note in fit.notes:
-            click.echo(_("note: {note}").format(note=note))
+            click.echo(_("note: {note}").format(note=sentence(note)))
     if len(answer.fits) > (1 if fit is not None else 0):
         right = [_("GiB"), _("headroom GiB"), _("largest batch")]
         print_table(

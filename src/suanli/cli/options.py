@@ -267,7 +267,9 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         "--lora-targets",
         default="q,k,v,o",
         show_default=True,
-        help=f"Comma-separated modules with adapters: {','.join(LORA_TARGETS)}.",
+        help=N_("Comma-separated modules with adapters: {targets}.").format(
+            targets=",".join(LORA_TARGETS)
+        ),
     ),
     click.option(
         "--dropout",

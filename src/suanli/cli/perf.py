@@ -11,7 +11,7 @@ from suanli.cli.image import image_options, run_image_task
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
     from suanli.answers.perf import InferPerfAnswer, TrainPerfAnswer
@@ -180,7 +180,11 @@ def perf_cmd(
     if explain:
         _render_terms(answer)
     for warning in answer.warnings:
-        print_line(_("cannot run as given: {warning}").format(warning=warning), fg="red", err=True)
+        print_line(
+            _("cannot run as given: {warning}").format(warning=sentence(warning)),
+            fg="red",
+            err=True,
+        )
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -195,17 +199,19 @@ def _render_terms(doc: InferPerfAnswer | TrainPerfAnswer) -> None:
         [_("term"), _("time"), _("efficiency"), _("from")],
         [
             [
-                t.term,
+                sentence(t.term),
                 _fmt_s(t.seconds),
                 f"{t.efficiency:.0%}" if t.efficiency is not None else "-",
-                _short(t.source),
+                _short(sentence(t.source)),
             ]
             for t in doc.terms
         ],
         right_align=[_("time"), _("efficiency")],
     )
     for t in doc.terms:
-        print_line(_("{term}: {formula}").format(term=t.term, formula=t.formula))
+        print_line(
+            _("{term}: {formula}").format(term=sentence(t.term), formula=sentence(t.formula))
+        )
 
 
 def _runnable_rows(doc: InferPerfAnswer | TrainPerfAnswer) -> list[list[str]]:
@@ -295,11 +301,11 @@ def _render_train(doc: TrainPerfAnswer) -> None:
     for tip in doc.advice:
         print_line(
             _("fix: {issue}: {fix} -> {after} tokens/s ({speedup}x)").format(
-                issue=tip.issue,
-                fix=tip.fix,
+                issue=sentence(tip.issue),
+                fix=sentence(tip.fix),
                 after=f"{tip.tokens_per_s_after:,.0f}",
                 speedup=f"{tip.speedup:.2f}",
             )
         )
     for note in doc.assumptions:
-        print_line(_("assumption: {note}").format(note=note))
+        print_line(_("assumption: {note}").format(note=sentence(note)))

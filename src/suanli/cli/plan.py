@@ -11,7 +11,7 @@ from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.cli.options import shape_options, work_request, workload_options
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
-from suanli.i18n import N_, _
+from suanli.i18n import N_, _, sentence
 from suanli.plan.scenarios import SCENARIOS
 from suanli.units import GiB
 
@@ -223,7 +223,7 @@ def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
             ]
             for r in ranked
         ],
-        caption=doc.reasoning,
+        caption=sentence(doc.reasoning),
     )
     cpus = [r.gpu for r in doc.rows if not r.fits]
     if cpus:
@@ -280,7 +280,7 @@ def reason_text(reason: str) -> str:
         elif ratio:
             parts.append(_("{ratio}x cost/token").format(ratio=ratio.group(1)))
         else:
-            parts.append(_(part))
+            parts.append(sentence(part))
     return _("; ").join(parts)
 
 
@@ -335,7 +335,7 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         print_table(title, columns, [_row_cells(doc, r) for r in rows], no_wrap=[_("gpu")])
         shown = [r.gpu for r in rows]
     if doc.reasoning:
-        click.echo(_("scenario: {reasoning}").format(reasoning=doc.reasoning))
+        click.echo(_("scenario: {reasoning}").format(reasoning=sentence(doc.reasoning)))
     after: dict[str, list[str]] = {}
     for gpu, why in (doc.ranked_after_cuda or {}).items():
         if gpu in shown:
@@ -344,7 +344,7 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         click.echo(
             _(
                 "ranked after the CUDA cards: {gpus} ({why}; --stack-ok ranks by speed alone)"
-            ).format(gpus=", ".join(gpus), why=_(why))
+            ).format(gpus=", ".join(gpus), why=sentence(why))
         )
     if doc.best_command is not None:
         fastest = doc.objective == "time"
@@ -352,7 +352,11 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         winner = next(r for r in doc.rows if r.fits and not r.reason)
         if grouped and winner.group == "buy-or-rent":
             label = _("fastest to buy or rent") if fastest else _("best to buy or rent")
-        click.echo(f"{label}: {winner.gpu} -> {doc.best_command}")
+        click.echo(
+            _("{label}: {gpu} -> {command}").format(
+                label=label, gpu=winner.gpu, command=doc.best_command
+            )
+        )
         if grouped:
             other = next(
                 (r for r in doc.rows if r.group == "datacenter" and r.fits and not r.reason), None
@@ -381,8 +385,8 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
     if lost:
         click.echo(
             _("{n} GPUs cannot run it: ").format(n=len(lost))
-            + "; ".join(f"{r.gpu} ({r.reason})" for r in lost[:4])
-            + ("; ..." if len(lost) > 4 else "")
+            + _("; ").join(f"{r.gpu} ({sentence(r.reason)})" for r in lost[:4])
+            + (_("; ") + "..." if len(lost) > 4 else "")
         )
 
 
@@ -431,7 +435,7 @@ def fit_cmd(
         [
             str(i),
             _(s.stage),
-            s.change,
+            sentence(s.change),
             f"{s.memory_bytes / GiB:,.1f}",
             f"-{s.saved_bytes / GiB:,.1f}",
             f"{s.speed_ratio:.2f}x",

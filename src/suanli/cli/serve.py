@@ -11,6 +11,7 @@ import click
 
 from suanli.cli.types import IntRange
 from suanli.errors import MissingExtra
+from suanli.i18n import N_, _
 
 #: The web app's factory, as uvicorn finds it (``suanli.web.app.create_app``).
 APP_FACTORY = "suanli.web.app:create_app"
@@ -33,10 +34,13 @@ def check_port_free(host: str, port: int) -> None:
         try:
             probe.bind((host.strip("[]"), port))
         except OSError as exc:
-            reason = (
-                "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror})"
-            )
-            raise ValueError(f"port {port} on {host} {reason}; pick another with --port") from None
+            if exc.errno == errno.EADDRINUSE:
+                message = N_("port {port} on {host} is in use; pick another with --port")
+            else:
+                message = N_(
+                    "port {port} on {host} cannot be used ({reason}); pick another with --port"
+                )
+            raise ValueError(message.format(port=port, host=host, reason=exc.strerror)) from None
 
 
 def is_loopback(host: str) -> bool:
@@ -50,12 +54,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-@click.command("serve")
+@click.command(
+    "serve",
+    help=N_(
+        "A local web page: the plan, memory, speed and cost as charts, updated as you type.\n"
+        "\n"
+        "Every chart and table comes from the same library as the CLI (JSON API under /api, "
+        "OpenAPI docs at /docs). Needs the web extra: pip install 'suanli[web]'."
+    ),
+)
 @click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to listen on. Anything but loopback exposes the page to the network.",
+    help=N_("Address to listen on. Anything but loopback exposes the page to the network."),
 )
 @click.option("--port", type=IntRange(0, 65535), default=8000, show_default=True)
 @click.option(
@@ -63,22 +75,20 @@ def is_loopback(host: str) -> bool:
     "allow_hosts",
     multiple=True,
     metavar="NAME",
-    help="Also answer requests addressed to this host name (repeatable); by default only "
-    "localhost, 127.0.0.1 and [::1] (a guard against DNS rebinding). '*' turns the check off.",
+    help=N_(
+        "Also answer requests addressed to this host name (repeatable); by default only "
+        "localhost, 127.0.0.1 and [::1] (a guard against DNS rebinding). '*' turns the check off."
+    ),
 )
 @click.option(
     "--open/--no-open",
     "open_browser",
     default=False,
     show_default=True,
-    help="Open the page in the default browser.",
+    help=N_("Open the page in the default browser."),
 )
 def serve_cmd(host: str, port: int, allow_hosts: tuple[str, ...], open_browser: bool) -> None:
-    """A local web page: the plan, memory, speed and cost as charts, updated as you type.
-
-    Every chart and table comes from the same library as the CLI (JSON API under /api,
-    OpenAPI docs at /docs). Needs the web extra: pip install 'suanli[web]'.
-    """
+    """``suanli serve``: its help is the ``help=`` above (translated with --lang zh)."""
     from importlib.util import find_spec
 
     try:
@@ -88,11 +98,13 @@ def serve_cmd(host: str, port: int, allow_hosts: tuple[str, ...], open_browser: 
     except ImportError:
         web_extra = False
     if not web_extra:
-        raise MissingExtra("suanli serve needs the web extra: pip install 'suanli[web]'")
+        raise MissingExtra(N_("suanli serve needs the web extra: pip install 'suanli[web]'"))
     if not is_loopback(host):
         click.echo(
-            f"warning: listening on {host}, not loopback: anyone who can reach this machine "
-            "can use the page and its API (there is no authentication)",
+            _(
+                "warning: listening on {host}, not loopback: anyone who can reach this machine "
+                "can use the page and its API (there is no authentication)"
+            ).format(host=host),
             err=True,
         )
     check_port_free(host, port)
@@ -104,7 +116,9 @@ def serve_cmd(host: str, port: int, allow_hosts: tuple[str, ...], open_browser: 
     if ":" in shown and not shown.startswith("["):
         shown = f"[{shown}]"
     url = f"http://{shown}:{port}/"
-    click.echo(f"suanli serve: {url} (API docs at {url}docs; Ctrl-C to stop)", err=True)
+    click.echo(
+        _("suanli serve: {url} (API docs at {url}docs; Ctrl-C to stop)").format(url=url), err=True
+    )
     if open_browser:
         import threading
         import webbrowser

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from suanli.i18n import N_
 from suanli.limits import BY_NAME, MAX_FLOAT, MAX_INT
 
 
@@ -53,7 +54,11 @@ class FloatRange(click.FloatRange):
         if math.isnan(number) or (
             not math.isfinite(number) and not (self.allow_inf and number > 0)
         ):
-            self.fail(f"{value!r} is not a finite number; give one such as 1.5", param, ctx)
+            self.fail(
+                N_("{value!r} is not a finite number; give one such as 1.5").format(value=value),
+                param,
+                ctx,
+            )
         if math.isinf(number):
             return number  # the documented +inf, above every finite bound
         return super().convert(number, param, ctx)

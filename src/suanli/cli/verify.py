@@ -9,9 +9,14 @@ import click
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import IntRange
+from suanli.i18n import C_, N_, _, sentence
 
 if TYPE_CHECKING:
     pass
+
+#: The components measured (English keys in the JSON) that read as words, shown translated; the
+#: others (step_time_s, kv_cache, peak_reserved...) are the JSON's keys as they are.
+COMPONENT_WORDS = (N_("weights"), N_("gradients"), N_("optimizer"), N_("activations"))
 
 
 def _fmt(key: str, value: float) -> str:
@@ -20,7 +25,13 @@ def _fmt(key: str, value: float) -> str:
     return f"{value / 2**30:,.3f} GiB"
 
 
-@click.command("verify")
+@click.command(
+    "verify",
+    help=N_(
+        "Build MODEL with random weights on this device (CUDA if present, else the CPU), run real "
+        "steps of --task, and print estimate vs measured per component with the error."
+    ),
+)
 @click.argument("model")
 @workload_options
 @click.option(
@@ -28,7 +39,7 @@ def _fmt(key: str, value: float) -> str:
     type=IntRange(min=1),
     default=128,
     show_default=True,
-    help="Inference: prompt tokens.",
+    help=N_("Inference: prompt tokens."),
 )
 @click.option(
     "--output",
@@ -36,21 +47,20 @@ def _fmt(key: str, value: float) -> str:
     type=IntRange(min=2),
     default=16,
     show_default=True,
-    help="Inference: generated tokens.",
+    help=N_("Inference: generated tokens."),
 )
 @click.option("--steps", type=IntRange(min=1), default=3, show_default=True)
 @click.option(
     "--save/--no-save",
     default=True,
     show_default=True,
-    help="Save the result beside the local calibration profile.",
+    help=N_("Save the result beside the local calibration profile."),
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def verify_cmd(
     model: str, prompt: int, output_tokens: int, steps: int, save: bool, as_json: bool, **opts: Any
 ) -> None:
-    """Build MODEL with random weights on this device (CUDA if present, else the CPU), run real
-    steps of --task, and print estimate vs measured per component with the error."""
+    """``suanli verify``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.verify import VerifyRequest, verify
 
     answer = verify(
@@ -72,17 +82,20 @@ def verify_cmd(
         err = answer.error.get(key)
         rows.append(
             [
-                key,
+                _(key),
                 _fmt(key, est) if est is not None else "-",
                 _fmt(key, measured),
                 f"{err:+.1%}" if err is not None else "-",
             ]
         )
+    figures = [_("estimate"), _("measured"), C_("measurement", "error")]
     print_table(
-        f"{model} {answer.task} on {answer.device}: estimate vs measured",
-        ["component", "estimate", "measured", "error"],
+        _("{model} {task} on {device}: estimate vs measured").format(
+            model=model, task=answer.task, device=answer.device
+        ),
+        [_("component"), *figures],
         rows,
-        right_align=["estimate", "measured", "error"],
+        right_align=figures,
     )
     for note in answer.notes:
-        click.echo(f"note: {note}")
+        click.echo(_("note: {note}").format(note=sentence(note)))
