@@ -379,9 +379,14 @@ def test_page_speaks_chinese_and_remembers_the_choice(server: str) -> None:
             assert page.inner_text(".tab[data-tab='card']") == "这卡能跑什么？"
             assert "每卡显存" in page.inner_text("#mem-card h2")
             assert page.evaluate("document.documentElement.lang") == "zh-CN"
+            chinese_results(page, server)
             page.click("#lang-switch")
             page.wait_for_function("() => document.body.dataset.lang === 'en'", timeout=60_000)
             assert page.inner_text(".tab[data-tab='plan']") == "Plan"
+            # switching re-renders the results already there, in English
+            heads = page.locator("#mem-table th").all_text_contents()
+            assert heads[:3] == ["component", "per GPU", "share"], heads
+            assert " needs " in page.inner_text("#verdict")
             page.reload()
             page.wait_for_function("() => document.body.dataset.lang === 'en'", timeout=60_000)
             assert "Memory per GPU" in page.inner_text("#mem-card h2")
@@ -394,3 +399,60 @@ def test_page_speaks_chinese_and_remembers_the_choice(server: str) -> None:
         finally:
             browser.close()
     assert not errors
+
+
+def chinese_results(page: Any, server: str) -> None:
+    """In Chinese the rendered results speak Chinese: table headings, verdict words, chart titles
+    and axes, and the answers' sentences (POST /api/sentences), while the answers stay English."""
+    from suanli.i18n import sentence, translate_to
+
+    def zh(*english: str) -> list[str]:
+        chinese = [translate_to("zh", text) for text in english]
+        assert all(c != e for c, e in zip(chinese, english, strict=True)), chinese
+        return chinese
+
+    page.wait_for_function(SETTLED, timeout=60_000)
+    page.wait_for_selector("#fit-table tbody tr")
+    heads = page.locator("#mem-table th").all_text_contents()
+    assert heads[:3] == zh("component", "per GPU", "share"), heads
+    fit = page.inner_text("#fit-table")
+    assert zh("fit")[0] in fit and (zh("fits")[0] in fit or zh("does not fit")[0] in fit)
+    verdict = page.inner_text("#verdict")
+    assert "每卡需要" in verdict and " needs " not in verdict
+    plan_heads = page.locator("#plan th").all_text_contents()
+    assert set(zh("layout", "why not first", "fit", "rent")) <= set(plan_heads), plan_heads
+    titles = page.evaluate(
+        """() => [Chart.getChart('roofline-chart').options.scales.x.title.text,
+                  Chart.getChart('cost-chart').options.scales.x.title.text,
+                  Chart.getChart('mem-chart').options.scales.y.title.text]"""
+    )
+    assert titles == zh("arithmetic intensity (FLOP per byte)", "years", "GiB per GPU")
+    # the answers' assumptions, in Chinese, in the explanation of the memory total
+    mem = api(server, "/api/memory", page.evaluate("window.suanli.lastRequests")["memory"])
+    chinese = [sentence(a, "zh") for a in mem["assumptions"]]
+    assert any(c != a for c, a in zip(chinese, mem["assumptions"], strict=True))
+    assert page.evaluate("window.suanli.last.memory") == mem  # the JSON stays English
+    page.click("#mem-total button.num")
+    body = page.inner_text("#explain-body")
+    for text in chinese:
+        assert text in body
+    assert page.inner_text("#explain-title") == zh("Total memory per GPU")[0]
+    page.click("#explain-close")
+    # an error from the API, in Chinese
+    page.fill("#model", "no-such-model")
+    page.wait_for_function(SETTLED, timeout=60_000)
+    page.wait_for_function(
+        "() => !document.querySelector('#mem-card .error').hidden", timeout=60_000
+    )
+    error = page.inner_text("#mem-card .error")
+    assert error.startswith("未知模型 'no-such-model'"), error
+    page.fill("#model", "llama-3.1-8b")
+    page.wait_for_function(SETTLED, timeout=60_000)
+    page.wait_for_selector("#fit-table tbody tr")
+    # the card tab: headings and the verdict word
+    page.click(".tab[data-tab='card']")
+    page.wait_for_function("() => document.body.dataset.cardReady === '1'", timeout=60_000)
+    jobs = page.locator("#card-jobs th").all_text_contents()
+    assert jobs == zh("job", "largest model that fits", "size limit", "speed"), jobs
+    assert "能跑什么" in page.inner_text("#card-title")
+    page.click(".tab[data-tab='plan']")

@@ -21,6 +21,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -55,20 +56,24 @@ from suanli.estimate.workload import (
     RECOMPUTE,
     TASKS,
 )
-from suanli.i18n import normalize, translate_to
+from suanli.i18n import N_, normalize, translate_to
+from suanli.i18n import sentence as translate_sentence
 from suanli.models.resolve import LoadedModel
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.models import Models
-from suanli.web.page_messages import PAGE_MESSAGES
+from suanli.web.page_messages import PAGE_MESSAGES, PAGE_WORDS, SCRIPT_MESSAGES
 from suanli.web.schemas import (
     PLAN_MAX_GPUS_INFER,
     PLAN_MAX_GPUS_TRAIN,
+    SENTENCES_MAX_CHARS,
+    SENTENCES_MAX_TEXTS,
     CardRequest,
     CostRequest,
     ImageRequest,
     MemoryRequest,
     PerfRequest,
     PlanRequest,
+    SentencesRequest,
 )
 from suanli.web.security import (
     ALLOW_HOSTS_ENV,
@@ -113,7 +118,10 @@ def _no_local_cpu(*names: str | None) -> None:
 
     for name in names:
         if name and is_local_cpu(name):
-            raise ApiError(400, f"{name!r} is this server's CPU; pick a GPU from /api/gpus")
+            raise ApiError(
+                400,
+                N_("{name!r} is this server's CPU; pick a GPU from /api/gpus").format(name=name),
+            )
 
 
 class PlanCache:
@@ -139,6 +147,24 @@ class PlanCache:
             self._docs.move_to_end(key)
             while len(self._docs) > self.size:
                 self._docs.popitem(last=False)
+
+
+#: Everything the page's scripts and labels show: the labels, the scripts' texts, answer words.
+MESSAGES = tuple(dict.fromkeys((*PAGE_MESSAGES, *SCRIPT_MESSAGES, *PAGE_WORDS)))
+
+
+def _lang(value: str) -> str:
+    """``zh`` or ``en``; a 400 with one sentence otherwise."""
+    try:
+        return normalize(value)
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+
+
+@lru_cache(maxsize=8192)
+def translated(text: str, lang: str) -> str:
+    """One sentence of an answer in ``lang`` (the page asks for the same ones again and again)."""
+    return translate_sentence(text, lang)
 
 
 def _static_dir() -> Any:
@@ -222,20 +248,26 @@ def create_app(
         assert isinstance(exc, StarletteHTTPException)
         detail = exc.detail if isinstance(exc.detail, str) else ""
         if exc.status_code == 404 and detail in ("", "Not Found"):
-            detail = f"no such endpoint {request.url.path[:80]}; see /docs"
+            detail = N_("no such endpoint {path}; see /docs").format(path=request.url.path[:80])
         elif exc.status_code == 405:
-            detail = f"{request.method} is not allowed on {request.url.path[:80]}; see /docs"
-        return error_response(exc.status_code, detail or "bad request")
+            detail = N_("{method} is not allowed on {path}; see /docs").format(
+                method=request.method, path=request.url.path[:80]
+            )
+        return error_response(exc.status_code, detail or N_("bad request"))
 
     async def overflow(request: Request, exc: Exception) -> Response:
         return error_response(
-            400, "the sizes given are too large to estimate (arithmetic overflow); use smaller ones"
+            400,
+            N_("the sizes given are too large to estimate (arithmetic overflow); use smaller ones"),
         )
 
     async def bug(request: Request, exc: Exception) -> Response:
         log.error("internal error on %s", request.url.path, exc_info=exc)
         return error_response(
-            500, f"internal error ({type(exc).__name__}): a bug in suanli, please report it"
+            500,
+            N_("internal error ({error}): a bug in suanli, please report it").format(
+                error=type(exc).__name__
+            ),
         )
 
     app.add_exception_handler(ApiError, api_error)
@@ -360,14 +392,20 @@ def create_app(
     def api_messages(request: Request, lang: str | None = None) -> dict[str, Any]:
         # An explicit ?lang= wins; otherwise the browser's first Accept-Language.
         chosen = lang if lang is not None else accept_language(request.headers)
-        try:
-            code = normalize(chosen)
-        except ValueError as exc:
-            raise ApiError(400, str(exc)) from None
-        return {
-            "lang": code,
-            "messages": {m: translate_to(code, m) for m in PAGE_MESSAGES},
-        }
+        code = _lang(chosen)
+        return {"lang": code, "messages": {m: translate_to(code, m) for m in MESSAGES}}
+
+    @app.post(
+        "/api/sentences",
+        summary="Sentences of answers in a language (the page's Chinese)",
+        description="The English sentences an answer or an error wrote (assumptions, notes, "
+        "warnings, reasons, error messages), each in `lang`, in the same order; a sentence the "
+        f"catalog does not know comes back unchanged. At most {SENTENCES_MAX_TEXTS} texts of "
+        f"at most {SENTENCES_MAX_CHARS} characters. The answers themselves stay English.",
+    )
+    def api_sentences(req: SentencesRequest) -> dict[str, Any]:
+        code = _lang(req.lang)
+        return {"lang": code, "texts": [translated(text, code) for text in req.texts]}
 
     @app.post("/api/card", summary="What a card can run (suanli card --json)")
     def api_card(req: CardRequest) -> dict[str, Any]:
@@ -390,13 +428,15 @@ def create_app(
         if ctype.startswith("multipart/form-data"):
             if not multipart_ok:
                 raise ApiError(
-                    415, "multipart uploads need python-multipart; send the JSON as the body"
+                    415, N_("multipart uploads need python-multipart; send the JSON as the body")
                 )
             form = await request.form(max_files=1, max_fields=8, max_part_size=BODY_LIMIT)
             try:
                 item = form.get("file")
                 if item is None or isinstance(item, str):
-                    raise ApiError(400, "send the config as a multipart file field named 'file'")
+                    raise ApiError(
+                        400, N_("send the config as a multipart file field named 'file'")
+                    )
                 filename = item.filename
                 raw = await item.read(BODY_LIMIT + 1)
             finally:
@@ -406,8 +446,10 @@ def create_app(
         else:
             raise ApiError(
                 415,
-                "upload config.json as multipart/form-data (field 'file') or as an "
-                "application/json body",
+                N_(
+                    "upload config.json as multipart/form-data (field 'file') or as an "
+                    "application/json body"
+                ),
             )
         if len(raw) > BODY_LIMIT:
             raise ApiError(413, too_large())

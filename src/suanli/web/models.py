@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from suanli.estimate.workload import InferWork, TrainWork
+from suanli.i18n import N_
 from suanli.models.config import spec_from_config
 from suanli.models.params import count_params
 from suanli.models.presets import find_preset, presets
@@ -53,8 +54,10 @@ class Models:
         if not name:
             raise ApiError(
                 400,
-                "give a model: a preset name, a Hugging Face id org/name or an uploaded "
-                "config.json",
+                N_(
+                    "give a model: a preset name, a Hugging Face id org/name or an uploaded "
+                    "config.json"
+                ),
             )
         upload = _UPLOAD.match(name)
         if upload:
@@ -63,13 +66,17 @@ class Models:
                 if loaded is not None:
                     self._uploads.move_to_end(upload.group(1))
             if loaded is None:
-                raise ApiError(404, "this uploaded config is no longer on the server; upload again")
+                raise ApiError(
+                    404, N_("this uploaded config is no longer on the server; upload again")
+                )
             return loaded
         if _path_like(name):
             raise ApiError(
                 400,
-                f"model {name[:80]!r} looks like a path; the web API takes a preset name, a "
-                "Hugging Face id org/name or an uploaded config.json, never a server path",
+                N_(
+                    "model {name!r} looks like a path; the web API takes a preset name, a "
+                    "Hugging Face id org/name or an uploaded config.json, never a server path"
+                ).format(name=name[:80]),
             )
         preset = find_preset(name)
         if preset is not None:
@@ -79,42 +86,51 @@ class Models:
             if not self.allow_hub:
                 raise ApiError(
                     400,
-                    f"{name!r} is not a preset and this server does not read the Hugging Face "
-                    "hub; upload its config.json instead",
+                    N_(
+                        "{name!r} is not a preset and this server does not read the Hugging "
+                        "Face hub; upload its config.json instead"
+                    ).format(name=name),
                 )
             return self.hub_loader(name)
         names = ", ".join(sorted(presets())[:6])
         raise ApiError(
             400,
-            f"unknown model {name[:80]!r}: not a preset (e.g. {names}; GET /api/presets lists "
-            "all), a Hugging Face id org/name or an uploaded config",
+            N_(
+                "unknown model {name!r}: not a preset (e.g. {names}; GET /api/presets lists "
+                "all), a Hugging Face id org/name or an uploaded config"
+            ).format(name=name[:80], names=names),
         )
 
     def add(self, raw: bytes, filename: str | None) -> tuple[str, LoadedModel]:
         """Parse an uploaded config.json (JSON only) and keep its model in memory."""
         if not raw.strip():
-            raise ApiError(400, "the uploaded config.json is empty")
+            raise ApiError(400, N_("the uploaded config.json is empty"))
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise ApiError(400, "the uploaded config.json is not UTF-8 text") from None
+            raise ApiError(400, N_("the uploaded config.json is not UTF-8 text")) from None
 
         def no_constants(token: str) -> Any:
-            raise ValueError(f"{token} is not a number JSON allows")
+            raise ValueError(N_("{token} is not a number JSON allows").format(token=token))
 
         try:
             cfg = json.loads(text, parse_constant=no_constants)
         except json.JSONDecodeError as exc:
             raise ApiError(
-                400, f"the uploaded config.json is not valid JSON (line {exc.lineno}: {exc.msg})"
+                400,
+                N_("the uploaded config.json is not valid JSON (line {line}: {why})").format(
+                    line=exc.lineno, why=exc.msg
+                ),
             ) from None
         except RecursionError:
-            raise ApiError(400, "the uploaded config.json is nested too deeply") from None
+            raise ApiError(400, N_("the uploaded config.json is nested too deeply")) from None
         except ValueError as exc:
-            why = "a number has too many digits" if "digits" in str(exc) else str(exc)
-            raise ApiError(400, f"the uploaded config.json is not valid JSON ({why})") from None
+            why = N_("a number has too many digits") if "digits" in str(exc) else str(exc)
+            raise ApiError(
+                400, N_("the uploaded config.json is not valid JSON ({why})").format(why=why)
+            ) from None
         if not isinstance(cfg, dict):
-            raise ApiError(400, "the uploaded config.json must hold a JSON object")
+            raise ApiError(400, N_("the uploaded config.json must hold a JSON object"))
         label = re.sub(r"[^A-Za-z0-9_.-]+", "-", (filename or "config.json").rsplit("/")[-1])
         label = label.strip("-")[:60] or "config.json"
         digest = hashlib.sha256(
@@ -135,8 +151,10 @@ class Models:
         except Exception as exc:  # arithmetic on nonsense sizes: a bad config, not a bug
             raise ApiError(
                 400,
-                f"the uploaded config.json describes a model suanli cannot size "
-                f"({type(exc).__name__}); check its sizes and layer counts",
+                N_(
+                    "the uploaded config.json describes a model suanli cannot size "
+                    "({error}); check its sizes and layer counts"
+                ).format(error=type(exc).__name__),
             ) from None
         with self._lock:
             self._uploads[digest] = loaded
@@ -176,12 +194,16 @@ def _check_sizes(loaded: LoadedModel) -> None:
         if value > UPLOAD_BOUNDS[key]:
             raise ApiError(
                 400,
-                f"the uploaded config.json has {key} {value:,}, above the {UPLOAD_BOUNDS[key]:,} "
-                "this page accepts; check the file",
+                N_(
+                    "the uploaded config.json has {key} {value:,}, above the {bound:,} "
+                    "this page accepts; check the file"
+                ).format(key=key, value=value, bound=UPLOAD_BOUNDS[key]),
             )
     if loaded.params.total > UPLOAD_MAX_PARAMS:
         raise ApiError(
             400,
-            f"the uploaded config.json describes {loaded.params.total:.3g} parameters, above the "
-            f"{UPLOAD_MAX_PARAMS:.0e} this page accepts; check its sizes",
+            N_(
+                "the uploaded config.json describes {params:.3g} parameters, above the "
+                "{bound:.0e} this page accepts; check its sizes"
+            ).format(params=loaded.params.total, bound=UPLOAD_MAX_PARAMS),
         )

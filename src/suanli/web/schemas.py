@@ -30,6 +30,7 @@ from suanli.estimate.workload import (
     TASKS,
     ZERO_BUCKETS,
 )
+from suanli.i18n import N_
 from suanli.limits import MAX_TOKENS  # the CLI and the web share the bound
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.security import ApiError
@@ -45,7 +46,11 @@ DEFAULT_MODEL = "llama-3.1-8b"
 def _one_of(allowed: Sequence[str]) -> AfterValidator:
     def check(value: str) -> str:
         if value not in allowed:
-            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+            raise ValueError(
+                N_("{value!r} is not one of {allowed}").format(
+                    value=value, allowed=", ".join(allowed)
+                )
+            )
         return value
 
     return AfterValidator(check)
@@ -375,3 +380,20 @@ class CardRequest(BaseModel):
             contexts=tuple(self.contexts),
             presets=tuple(self.models) or card_answers.POPULAR,
         )
+
+
+#: Most sentences one POST /api/sentences translates, and the longest sentence it takes.
+SENTENCES_MAX_TEXTS = 200
+SENTENCES_MAX_CHARS = 2000
+
+
+class SentencesRequest(BaseModel):
+    """English sentences from answers (assumptions, notes, reasons, errors) to show in ``lang``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lang: str = Field(min_length=1, max_length=20, description="zh or en.")
+    texts: list[Annotated[str, Field(max_length=SENTENCES_MAX_CHARS)]] = Field(
+        max_length=SENTENCES_MAX_TEXTS,
+        description="Sentences as an answer or an error wrote them, in English.",
+    )

@@ -13,6 +13,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from suanli.i18n import N_
+
 #: Largest request body accepted, in bytes (1 MiB): a config.json is a few kilobytes.
 BODY_LIMIT = 1 << 20
 
@@ -48,7 +50,7 @@ def sentence(text: str, limit: int = 400) -> str:
     )
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return text or "bad request"
+    return text or N_("bad request")
 
 
 def clean(obj: Any) -> Any:
@@ -89,28 +91,36 @@ def error_response(status: int, message: str) -> CleanJSONResponse:
 def validation_sentence(exc: RequestValidationError) -> str:
     errors = list(exc.errors())
     if not errors:
-        return "the request is not valid"
+        return N_("the request is not valid")
     first = errors[0]
     kind = str(first.get("type", ""))
     loc = [str(p) for p in first.get("loc", ()) if p != "body"]
     field = ".".join(loc)
-    msg = str(first.get("msg", "is not valid"))
+    msg = str(first.get("msg", N_("is not valid")))
     msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     msg = msg[:1].lower() + msg[1:]
     if kind == "json_invalid":
-        text = "the request body is not valid JSON"
+        text = N_("the request body is not valid JSON")
     elif kind == "missing" and field:
-        text = f"missing field {field}"
+        text = N_("missing field {field}").format(field=field)
     elif kind == "missing":
-        text = "the request needs a JSON body"
+        text = N_("the request needs a JSON body")
     elif kind == "extra_forbidden":
-        text = f"unknown field {field}; see /docs for the fields of this endpoint"
+        text = N_("unknown field {field}; see /docs for the fields of this endpoint").format(
+            field=field
+        )
     elif kind in ("model_attributes_type", "dict_type") and not field:
-        text = "the request body must be a JSON object"
+        text = N_("the request body must be a JSON object")
+    elif field:
+        text = N_("invalid {field}: {problem}").format(field=field, problem=msg)
     else:
-        text = f"invalid {field or 'request'}: {msg}"
-    if len(errors) > 1:
-        text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+        text = N_("invalid request: {problem}").format(problem=msg)
+    if len(errors) == 2:
+        text = N_("{problem} (and 1 more problem)").format(problem=text)
+    elif len(errors) > 2:
+        text = N_("{problem} (and {count} more problems)").format(
+            problem=text, count=len(errors) - 1
+        )
     return text
 
 
@@ -122,7 +132,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def too_large() -> str:
-    return f"the request body is larger than the {BODY_LIMIT:,}-byte limit"
+    return N_("the request body is larger than the {limit:,}-byte limit").format(limit=BODY_LIMIT)
 
 
 class BodyLimit:
@@ -143,7 +153,7 @@ class BodyLimit:
             except ValueError:
                 size = -1
             if size < 0:
-                await error_response(400, "the Content-Length header is not a number")(
+                await error_response(400, N_("the Content-Length header is not a number"))(
                     scope, receive, send
                 )
                 return
@@ -197,8 +207,10 @@ class HostAllowList:
                 shown = name[:60] or "(none)"
                 await error_response(
                     400,
-                    f"host {shown!r} is not one this server answers to; open it as "
-                    "http://127.0.0.1, or add the name with suanli serve's allow-host option",
+                    N_(
+                        "host {host!r} is not one this server answers to; open it as "
+                        "http://127.0.0.1, or add the name with suanli serve's allow-host option"
+                    ).format(host=shown),
                 )(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
+from suanli.i18n import N_
 from suanli.web.security import ApiError
 
 T = TypeVar("T")
@@ -64,7 +65,7 @@ class WorkerSlots:
             await asyncio.wait_for(sem.acquire(), timeout=self.deadline_s)
         except asyncio.TimeoutError:
             raise ApiError(
-                503, "the server is busy with other searches; retry in a minute"
+                503, N_("the server is busy with other searches; retry in a minute")
             ) from None
         try:
             yield

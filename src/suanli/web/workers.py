@@ -21,6 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from suanli.i18n import N_
 from suanli.web.security import ApiError
 
 #: The address-space cap of a worker process (GiB); ``SUANLI_WORKER_MEMORY_GIB`` overrides it.
@@ -107,13 +108,15 @@ async def in_worker(workers: int, fn: Any, *args: Any) -> Any:
     except MemoryError:
         raise ApiError(
             503,
-            f"this search needs more than the {_memory_bytes() / 2**30:g} GiB a request may use "
-            "on this server; narrow it (fewer GPUs, a smaller max_gpus)",
+            N_(
+                "this search needs more than the {gib:g} GiB a request may use "
+                "on this server; narrow it (fewer GPUs, a smaller max_gpus)"
+            ).format(gib=_memory_bytes() / 2**30),
         ) from None
     except BrokenProcessPool:
         _drop_pool(pool)
         raise ApiError(
-            503, "the search's worker process stopped (out of memory?); retry or narrow it"
+            503, N_("the search's worker process stopped (out of memory?); retry or narrow it")
         ) from None
 
 

@@ -4,6 +4,7 @@
 
 (function () {
   const GiB = 2 ** 30;
+  const { t, th, s, w } = window.suanliI18n; // the page's language (lang.js)
   const COMPONENTS = {
     weights: ["weights", "#4e79a7"],
     master_weights: ["master weights", "#a0cbe8"],
@@ -60,11 +61,11 @@
   }
   function dur(s) {
     if (s === null || s === undefined) return "-";
-    if (s >= 86400) return group(s / 86400, 1) + " days";
-    if (s >= 3600) return group(s / 3600, 1) + " h";
-    if (s >= 60) return group(s / 60, 1) + " min";
-    if (s >= 1) return s.toFixed(2) + " s";
-    return (s * 1e3).toFixed(2) + " ms";
+    if (s >= 86400) return group(s / 86400, 1) + " " + t("days");
+    if (s >= 3600) return group(s / 3600, 1) + " " + t("h");
+    if (s >= 60) return group(s / 60, 1) + " " + t("min");
+    if (s >= 1) return s.toFixed(2) + " " + t("s");
+    return (s * 1e3).toFixed(2) + " " + t("ms");
   }
   function money(v) {
     if (v === null || v === undefined) return "-";
@@ -100,13 +101,13 @@
       const div = document.createElement("div");
       div.className = "item";
       if (typeof part === "string") {
-        div.textContent = part;
+        div.textContent = w(part);
       } else if (Array.isArray(part)) {
         div.innerHTML = "<dl>" + part.map(([k, v]) =>
-          "<dt>" + esc(k) + "</dt><dd>" + esc(v) + "</dd>").join("") + "</dl>";
+          "<dt>" + esc(k) + "</dt><dd>" + esc(w(v)) + "</dd>").join("") + "</dl>";
       } else if (part && part.list) {
         div.innerHTML = "<strong>" + esc(part.heading || "") + "</strong><ul>" +
-          part.list.map((x) => "<li>" + esc(x) + "</li>").join("") + "</ul>";
+          part.list.map((x) => "<li>" + esc(w(x)) + "</li>").join("") + "</ul>";
       }
       body.appendChild(div);
     }
@@ -135,7 +136,8 @@
     let data = null;
     try { data = await response.json(); } catch (e) { data = null; }
     if (!response.ok) {
-      const message = data && data.error ? data.error : "the server answered " + response.status;
+      const message = data && data.error ? data.error
+        : t("the server answered {status}", { status: response.status });
       const error = new Error(message);
       error.status = response.status;
       throw error;
@@ -243,7 +245,7 @@
     document.querySelectorAll("[data-for]").forEach((el) => {
       el.hidden = (el.dataset.for === "infer") !== infer;
     });
-    $("#batch-label").textContent = infer ? "Concurrent sequences (batch)" : "Micro-batch per GPU";
+    $("#batch-label").textContent = infer ? t("Concurrent sequences (batch)") : t("Micro-batch per GPU");
   }
 
   // --- GPU cards -----------------------------------------------------------------------------
@@ -260,9 +262,10 @@
   function renderChips() {
     $("#chips").innerHTML = state.cards.map((id, i) =>
       '<span class="chip' + (i === 0 ? " first" : "") + '" data-id="' + esc(id) + '">' +
-      '<button type="button" class="chip-main" title="use for speed and cost">' +
+      '<button type="button" class="chip-main" title="' + esc(t("use for speed and cost")) + '">' +
       (i === 0 ? "★ " : "") + esc(id) + "</button>" +
-      '<button type="button" class="chip-x" aria-label="remove ' + esc(id) + '">×</button></span>'
+      '<button type="button" class="chip-x" aria-label="' + esc(t("remove {gpu}", { gpu: id })) +
+      '">×</button></span>'
     ).join("");
   }
   $("#chips").addEventListener("click", (ev) => {
@@ -284,8 +287,8 @@
     const gpu = findGpu(value);
     const error = $("#gpu-error");
     if (!gpu) {
-      error.textContent = "no single GPU matches " + JSON.stringify(value) +
-        "; pick one from the list";
+      error.textContent = t("no single GPU matches {query}; pick one from the list",
+        { query: JSON.stringify(value) });
       error.hidden = false;
       return;
     }
@@ -311,19 +314,20 @@
     const body = new FormData();
     body.append("file", file, file.name);
     info.classList.remove("field-error");
-    info.textContent = "reading " + file.name + "…";
+    info.textContent = t("reading {file}…", { file: file.name });
     try {
       const response = await fetch("/api/config", { method: "POST", body: body });
       const data = await response.json().catch(() => null);
-      if (!response.ok) throw new Error(data && data.error ? data.error : "upload failed");
+      if (!response.ok) throw new Error(data && data.error ? data.error : t("upload failed"));
       $("#model").value = data.model;
-      info.textContent = file.name + ": " + data.architecture + ", " +
-        count(data.params_total) + " parameters (" + data.layers + " layers); read as JSON, " +
-        "kept in the server's memory only";
+      info.textContent = t("{file}: {architecture}, {params} parameters ({layers} layers); read " +
+        "as JSON, kept in the server's memory only", { file: file.name,
+        architecture: data.architecture, params: count(data.params_total), layers: data.layers });
       schedule();
     } catch (err) {
       info.classList.add("field-error");
-      info.textContent = err.message;
+      await window.suanliI18n.prepare([err.message]);
+      info.textContent = s(err.message);
     }
   });
   function describeModel() {
@@ -332,12 +336,12 @@
     if (name.startsWith("upload:")) return;
     info.classList.remove("field-error");
     const preset = state.presets.find((p) => p.name === name);
-    info.textContent = preset
-      ? preset.name + ": " + count(preset.params_total) + " parameters" +
-        (preset.params_active !== preset.params_total
-          ? ", " + count(preset.params_active) + " active per token" : "") +
-        " (" + preset.hf_id + ")"
-      : name.includes("/") ? "a Hugging Face id: only its config.json is read" : "";
+    const about = preset && { name: preset.name, params: count(preset.params_total),
+      active: count(preset.params_active), hf: preset.hf_id };
+    info.textContent = !preset ? (name.includes("/") ? t("a Hugging Face id: only its config.json is read") : "")
+      : preset.params_active !== preset.params_total
+        ? t("{name}: {params} parameters, {active} active per token ({hf})", about)
+        : t("{name}: {params} parameters ({hf})", about);
   }
 
   // --- charts --------------------------------------------------------------------------------
@@ -392,7 +396,8 @@
         ctx.moveTo(pt.x - half, pt.y);
         ctx.lineTo(pt.x + half, pt.y);
         ctx.stroke();
-        ctx.fillText(c.data.datasets[index].data[i].toFixed(1) + " GiB usable", pt.x, pt.y - 6);
+        ctx.fillText(t("{gib} GiB usable", { gib: c.data.datasets[index].data[i].toFixed(1) }),
+          pt.x, pt.y - 6);
       });
       ctx.restore();
     },
@@ -406,7 +411,7 @@
     const labels = fits.map((f) => f.gpu + (f.fits ? " ✓" : " ✗"));
     const datasets = keys.map((k) => ({
       type: "bar",
-      label: (COMPONENTS[k] || [k])[0],
+      label: w((COMPONENTS[k] || [k])[0]),
       data: fits.map(() => doc.breakdown[k] / GiB),
       backgroundColor: (COMPONENTS[k] || [k, "#999"])[1],
       stack: "need",
@@ -414,7 +419,7 @@
     }));
     datasets.push({
       type: "line",
-      label: "usable memory (fit line)",
+      label: t("usable memory (fit line)"),
       capacity: true,
       data: fits.map((f) => f.usable_bytes / GiB),
       borderColor: "#c62828",
@@ -433,7 +438,7 @@
       options: baseOptions({
         scales: {
           x: { stacked: true },
-          y: { stacked: true, title: { display: true, text: "GiB per GPU" }, beginAtZero: true,
+          y: { stacked: true, title: { display: true, text: t("GiB per GPU") }, beginAtZero: true,
             grace: "8%" },
         },
         plugins: {
@@ -456,67 +461,71 @@
     const rows = keys.map((k) => {
       const entry = componentExplain(doc, k);
       return "<tr><td><span class=\"swatch\" style=\"background:" + COMPONENTS[k][1] +
-        "\"></span>" + esc(COMPONENTS[k][0]) + '</td><td class="r">' +
+        "\"></span>" + esc(w(COMPONENTS[k][0])) + '</td><td class="r">' +
         num("mem", gib(doc.breakdown[k]), entry.title, entry.details) + '</td><td class="r">' +
         (100 * doc.breakdown[k] / doc.total_bytes).toFixed(1) + "%</td></tr>";
     });
-    rows.push('<tr><td><strong>total per GPU</strong></td><td class="r" id="mem-total">' +
-      num("mem", gib(doc.total_bytes), "Total memory per GPU", [
-        "The sum of the components above, per GPU.",
-        { heading: "assumptions", list: doc.assumptions },
+    rows.push("<tr><td><strong>" + esc(t("total per GPU")) + '</strong></td><td class="r" id="mem-total">' +
+      num("mem", gib(doc.total_bytes), t("Total memory per GPU"), [
+        t("The sum of the components above, per GPU."),
+        { heading: t("assumptions"), list: doc.assumptions },
       ]) + "</td><td class=\"r\">100%</td></tr>");
     if (doc.cpu_bytes) {
-      rows.push("<tr><td>in CPU memory (offloaded)</td><td class=\"r\">" +
-        num("mem", gib(doc.cpu_bytes), "Offloaded to CPU memory", [
-          "Optimizer states and master weights kept in host memory (offload_optimizer).",
+      rows.push("<tr><td>" + esc(t("in CPU memory (offloaded)")) + "</td><td class=\"r\">" +
+        num("mem", gib(doc.cpu_bytes), t("Offloaded to CPU memory"), [
+          t("Optimizer states and master weights kept in host memory (offload_optimizer)."),
         ]) + "</td><td></td></tr>");
     }
+    const longest = (gpu) => doc.task === "infer" ? t("Longest context that fits on {gpu}", { gpu: gpu })
+      : t("Longest sequence that fits on {gpu}", { gpu: gpu });
     const fitRows = fits.map((f) => {
       const x = fitExplain(doc, f);
       return "<tr><td>" + esc(f.gpu) + '</td><td class="r">' +
-        num("mem", gib(f.gpu_memory_bytes), f.name, [[["memory", gib(f.gpu_memory_bytes)],
-          ["usable", gib(f.usable_bytes)]]]) + "</td><td>" +
-        (f.fits ? '<span class="yes">fits</span>' : '<span class="no">does not fit</span>') +
+        num("mem", gib(f.gpu_memory_bytes), f.name, [[[t("memory"), gib(f.gpu_memory_bytes)],
+          [t("usable"), gib(f.usable_bytes)]]]) + "</td><td>" +
+        (f.fits ? '<span class="yes">' + esc(t("fits")) + "</span>"
+          : '<span class="no">' + esc(t("does not fit")) + "</span>") +
         '</td><td class="r">' + num("mem", gib(f.headroom_bytes), x.title, x.details) +
-        '</td><td class="r">' + num("mem", f.max_batch ? String(f.max_batch) : "none fits",
-          "Largest batch that fits on " + f.gpu, x.details) + '</td><td class="r">' +
-        num("mem", f.max_seq ? group(f.max_seq) : "none fits",
-          "Longest " + (doc.task === "infer" ? "context" : "sequence") + " that fits on " + f.gpu,
-          x.details) + "</td></tr>";
+        '</td><td class="r">' + num("mem", f.max_batch ? String(f.max_batch) : t("none fits"),
+          t("Largest batch that fits on {gpu}", { gpu: f.gpu }), x.details) + '</td><td class="r">' +
+        num("mem", f.max_seq ? group(f.max_seq) : t("none fits"), longest(f.gpu), x.details) +
+        "</td></tr>";
     });
-    $("#mem-table").innerHTML =
-      "<table><thead><tr><th>component</th><th class=\"r\">per GPU</th><th class=\"r\">share</th>" +
+    const heads = (cols) => cols.map(([name, cls]) =>
+      "<th" + (cls ? ' class="r"' : "") + ">" + esc(name) + "</th>").join("");
+    $("#mem-table").innerHTML = "<table><thead><tr>" +
+      heads([[t("component")], [t("per GPU"), 1], [t("share"), 1]]) +
       "</tr></thead><tbody>" + rows.join("") + "</tbody></table>" +
-      "<table id=\"fit-table\"><thead><tr><th>GPU</th><th class=\"r\">memory</th><th>fit</th>" +
-      "<th class=\"r\">headroom</th><th class=\"r\">largest batch</th><th class=\"r\">" +
-      "longest " + (doc.task === "infer" ? "context" : "sequence") + "</th></tr></thead><tbody>" +
-      fitRows.join("") + "</tbody></table>";
+      "<table id=\"fit-table\"><thead><tr>" + heads([["GPU"], [t("memory"), 1], [t("fit")],
+        [t("headroom"), 1], [t("largest batch"), 1],
+        [doc.task === "infer" ? t("longest context") : t("longest sequence"), 1]]) +
+      "</tr></thead><tbody>" + fitRows.join("") + "</tbody></table>";
   }
   function componentExplain(doc, key) {
     const lines = doc.lines.filter((l) => l.key === key);
     return {
-      title: (COMPONENTS[key] || [key])[0] + " (per GPU)",
+      title: t("{component} (per GPU)", { component: w((COMPONENTS[key] || [key])[0]) }),
       value: gib(doc.breakdown[key]),
       details: lines.map((l) => [
-        ["line", l.label], ["bytes", gib(l.bytes) + " (" + group(l.bytes) + " B)"],
-        ["formula", l.formula], ["source", l.source],
-      ]).concat([{ heading: "assumptions", list: doc.assumptions }]),
+        [t("line"), l.label], [t("bytes"), gib(l.bytes) + " (" + group(l.bytes) + " B)"],
+        [t("formula"), l.formula], [t("source"), l.source],
+      ]).concat([{ heading: t("assumptions"), list: doc.assumptions }]),
     };
   }
   function fitExplain(doc, f) {
     return {
-      title: "Fit on " + f.gpu,
-      value: f.fits ? "fits, " + gib(f.headroom_bytes) + " to spare"
-        : "short by " + gib(-f.headroom_bytes),
+      title: t("Fit on {gpu}", { gpu: f.gpu }),
+      value: f.fits ? t("fits, {gib} to spare", { gib: gib(f.headroom_bytes) })
+        : t("short by {gib}", { gib: gib(-f.headroom_bytes) }),
       details: [[
-        ["capacity", gib(f.gpu_memory_bytes)],
-        ["usable", gib(f.usable_bytes)],
-        ["needed", gib(doc.total_bytes)],
-        ["headroom", "usable - needed = " + gib(f.headroom_bytes)],
-        ["largest batch", f.max_batch ? String(f.max_batch) : "none fits"],
-        ["longest", f.max_seq ? group(f.max_seq) + " tokens" : "none fits"],
-        ["best format", f.best_format || "-"],
-      ]].concat(f.notes && f.notes.length ? [{ heading: "notes", list: f.notes }] : []),
+        [t("capacity"), gib(f.gpu_memory_bytes)],
+        [t("usable"), gib(f.usable_bytes)],
+        [t("needed"), gib(doc.total_bytes)],
+        [t("headroom"), t("usable - needed = {gib}", { gib: gib(f.headroom_bytes) })],
+        [t("largest batch"), f.max_batch ? String(f.max_batch) : t("none fits")],
+        [t("longest (tokens)"), f.max_seq ? group(f.max_seq) : t("none fits")],
+        [t("best format"), f.best_format || "-"],
+      ]].concat(f.notes && f.notes.length ? [{ heading: t("notes"), list: f.notes }] : []),
     };
   }
 
@@ -524,30 +533,33 @@
   function renderPerf(doc, f) {
     forget("perf");
     const ex = doc.explain || {};
-    const assumptions = { heading: "assumptions", list: doc.assumptions || [] };
-    const breakdown = Object.entries(doc.breakdown_s || {}).map(([k, v]) => [k, dur(v)]);
+    const assumptions = { heading: t("assumptions"), list: doc.assumptions || [] };
+    const breakdown = Object.entries(doc.breakdown_s || {}).map(([k, v]) => [w(k), dur(v)]);
     // Every time term with its efficiency and where that efficiency comes from (perf --explain).
     const terms = {
-      heading: "terms",
-      list: (doc.terms || []).map((t) => t.term + ": " + dur(t.seconds) +
-        (t.efficiency === null ? "" : " at " + pct(t.efficiency) + " of the rate") + ", " + t.source),
+      heading: t("terms"),
+      list: (doc.terms || []).map((x) => x.efficiency === null
+        ? t("{term}: {time}, {source}", { term: w(x.term), time: dur(x.seconds), source: w(x.source) })
+        : t("{term}: {time} at {share} of the rate, {source}", { term: w(x.term),
+          time: dur(x.seconds), share: pct(x.efficiency), source: w(x.source) })),
     };
     const cells = [];
     const cell = (label, text, why, extra) => cells.push(
       "<div><span class=\"k\">" + esc(label) + "</span>" +
       num("perf", text, label, [why].concat(extra || [])) + "</div>");
-    $("#speed-gpu").textContent = "on " + (f.task === "infer" ? "" : doc.gpus + " × ") + doc.gpu;
+    $("#speed-gpu").textContent = f.task === "infer" ? t("on {gpu}", { gpu: doc.gpu })
+      : t("on {gpus} × {gpu}", { gpus: doc.gpus, gpu: doc.gpu });
     const blocked = cannotRun(doc);
     if (blocked) {
       // A job that cannot run has no speed: every speed and time says why instead of a number
       // (the API computes them with ignore_fit, for the curious, but the page does not show them).
-      cells.push("<div class=\"cannot-run\"><span class=\"no\">" + esc(blocked) +
-        " on " + esc(doc.gpu) + "</span> " + (doc.warnings || []).map(esc).join(" ") + "</div>");
-      const why = (doc.warnings || []).join(" ");
+      cells.push("<div class=\"cannot-run\"><span class=\"no\">" + esc(blockedOn(blocked, doc.gpu)) +
+        "</span> " + (doc.warnings || []).map((x) => esc(s(x))).join(" ") + "</div>");
+      const why = (doc.warnings || []).map(s).join(" ");
       const labels = f.task === "infer"
-        ? ["time to first token", "time per output token", "tokens/s"]
-        : ["step time", "tokens/s", "MFU", "time to train", "rent"];
-      labels.forEach((label) => cell(label, blocked, why));
+        ? [t("time to first token"), t("time per output token"), "tokens/s"]
+        : [t("step time"), "tokens/s", "MFU", t("time to train"), t("rent")];
+      labels.forEach((label) => cell(label, t(blocked), why));
       $("#speed-numbers").innerHTML = cells.join("");
       renderRoofline(Object.assign({}, doc.roofline, { points: [] }));
       if (state.charts["batch-chart"]) {
@@ -557,26 +569,26 @@
       return;
     }
     if (f.task === "infer") {
-      cell("time to first token", dur(doc.ttft_s), ex.ttft_s, [breakdown, terms]);
-      cell("time per output token", dur(doc.tpot_s), ex.tpot_s, [breakdown, terms]);
+      cell(t("time to first token"), dur(doc.ttft_s), ex.ttft_s, [breakdown, terms]);
+      cell(t("time per output token"), dur(doc.tpot_s), ex.tpot_s, [breakdown, terms]);
       cell("tokens/s", rate(doc.tokens_per_s), ex.tokens_per_s);
-      cell("decode bound by", doc.bound, ex.bound);
-      cell("compute-bound from batch",
-        doc.compute_bound_batch ? String(doc.compute_bound_batch) : "never", ex.compute_bound_batch);
+      cell(t("decode bound by"), w(doc.bound), ex.bound);
+      cell(t("compute-bound from batch"),
+        doc.compute_bound_batch ? String(doc.compute_bound_batch) : t("never"), ex.compute_bound_batch);
     } else {
-      cell("step time", dur(doc.step_time_s), ex.step_time_s, [breakdown, terms, assumptions]);
+      cell(t("step time"), dur(doc.step_time_s), ex.step_time_s, [breakdown, terms, assumptions]);
       cell("tokens/s", rate(doc.tokens_per_s), ex.tokens_per_s, [assumptions]);
       cell("MFU", pct(doc.mfu), ex.mfu, [assumptions]);
-      cell("bound", doc.bound, ex.bound, [breakdown]);
+      cell(t("bound"), w(doc.bound), ex.bound, [breakdown]);
       if (doc.time_to_train_s !== undefined) {
-        cell("time to train", dur(doc.time_to_train_s), ex.time_to_train_s,
-          [[["tokens", group(doc.tokens)], ["GPU-hours", group(doc.gpu_hours, 1)]]]);
-        cell("rent", doc.cost_usd === null ? "no price known" : money(doc.cost_usd), ex.cost_usd,
-          [[["GPU-hours", group(doc.gpu_hours, 1)], ["energy", group(doc.energy_kwh, 1) + " kWh"]]]);
+        cell(t("time to train"), dur(doc.time_to_train_s), ex.time_to_train_s,
+          [[[t("tokens"), group(doc.tokens)], [t("GPU-hours"), group(doc.gpu_hours, 1)]]]);
+        cell(t("rent"), doc.cost_usd === null ? t("no price known") : money(doc.cost_usd), ex.cost_usd,
+          [[[t("GPU-hours"), group(doc.gpu_hours, 1)], [t("energy"), group(doc.energy_kwh, 1) + " kWh"]]]);
       }
-      (doc.advice || []).slice(0, 1).forEach((tip) => cell("tip", tip.issue,
-        tip.fix, [[["tokens/s after", rate(tip.tokens_per_s_after)],
-          ["speed-up", Number(tip.speedup).toFixed(2) + "x"]]]));
+      (doc.advice || []).slice(0, 1).forEach((tip) => cell(t("tip"), s(tip.issue),
+        tip.fix, [[[t("tokens/s after"), rate(tip.tokens_per_s_after)],
+          [t("speed-up"), Number(tip.speedup).toFixed(2) + "x"]]]));
     }
     $("#speed-numbers").innerHTML = cells.join("");
     renderRoofline(doc.roofline);
@@ -593,7 +605,7 @@
     const palette = ["#e15759", "#76b7b2", "#edc948"];
     const points = r.points.filter((p) => p.flops_per_byte && p.flops_per_s).map((p, i) => ({
       type: "scatter",
-      label: p.label,
+      label: w(p.label),
       data: [{ x: p.flops_per_byte, y: p.flops_per_s }],
       pointRadius: 7,
       pointHoverRadius: 9,
@@ -604,9 +616,9 @@
       type: "scatter",
       data: {
         datasets: [
-          { type: "line", label: "datasheet roof", data: roof(r.peak_flops, r.peak_bandwidth_bytes_per_s),
+          { type: "line", label: t("datasheet roof"), data: roof(r.peak_flops, r.peak_bandwidth_bytes_per_s),
             borderColor: "#9aa5b1", borderDash: [5, 4], pointRadius: 0, borderWidth: 1.5 },
-          { type: "line", label: "achievable roof", data: roof(r.achievable_flops, r.achievable_bandwidth_bytes_per_s),
+          { type: "line", label: t("achievable roof"), data: roof(r.achievable_flops, r.achievable_bandwidth_bytes_per_s),
             borderColor: "#1f5fa8", pointRadius: 0, borderWidth: 2 },
         ].concat(points),
       },
@@ -614,28 +626,30 @@
         parsing: false,
         scales: {
           x: { type: "logarithmic", min: 0.1, max: 10 ** top, ticks: logTicks(""),
-            title: { display: true, text: "arithmetic intensity (FLOP per byte)" } },
+            title: { display: true, text: t("arithmetic intensity (FLOP per byte)") } },
           y: { type: "logarithmic", ticks: logTicks("FLOP/s"), max: r.peak_flops * 3,
-            title: { display: true, text: "FLOP/s per GPU" } },
+            title: { display: true, text: t("FLOP/s per GPU") } },
         },
         plugins: {
-          title: { display: true, text: "Roofline of " + r.gpu },
-          tooltip: { callbacks: { label: (ctx) => ctx.dataset.label + ": " +
-            si(ctx.parsed.y, "FLOP/s") + " at " + ctx.parsed.x.toPrecision(3) + " FLOP/B" } },
+          title: { display: true, text: t("Roofline of {gpu}", { gpu: r.gpu }) },
+          tooltip: { callbacks: { label: (ctx) => t("{label}: {flops} at {intensity} FLOP/B", {
+            label: ctx.dataset.label, flops: si(ctx.parsed.y, "FLOP/s"),
+            intensity: ctx.parsed.x.toPrecision(3) }) } },
           legend: { labels: { boxWidth: 12, font: { size: 11 } } },
         },
         onClick: () => showExplain({
-          title: "Roofline of " + r.gpu,
-          value: "ridge at " + r.ridge_flops_per_byte.toPrecision(3) + " FLOP/byte",
+          title: t("Roofline of {gpu}", { gpu: r.gpu }),
+          value: t("ridge at {intensity} FLOP/byte", { intensity: r.ridge_flops_per_byte.toPrecision(3) }),
           details: [[
-            ["peak", si(r.peak_flops, "FLOP/s")],
-            ["achievable", si(r.achievable_flops, "FLOP/s")],
-            ["bandwidth", si(r.peak_bandwidth_bytes_per_s, "B/s") + " (achievable " +
-              si(r.achievable_bandwidth_bytes_per_s, "B/s") + ")"],
-            ["ceilings from", r.source],
-          ]].concat(r.points.map((p) => [["point", p.label],
-            ["FLOPs", si(p.flops, "FLOP")], ["bytes", si(p.bytes, "B")],
-            ["time", dur(p.seconds)], ["attained", si(p.flops_per_s, "FLOP/s")]]), [r.note]),
+            [t("peak"), si(r.peak_flops, "FLOP/s")],
+            [t("achievable"), si(r.achievable_flops, "FLOP/s")],
+            [t("bandwidth"), t("{peak} (achievable {achievable})", {
+              peak: si(r.peak_bandwidth_bytes_per_s, "B/s"),
+              achievable: si(r.achievable_bandwidth_bytes_per_s, "B/s") })],
+            [t("ceilings from"), r.source],
+          ]].concat(r.points.map((p) => [[t("point"), p.label],
+            ["FLOPs", si(p.flops, "FLOP")], [t("bytes"), si(p.bytes, "B")],
+            [t("time"), dur(p.seconds)], [t("attained"), si(p.flops_per_s, "FLOP/s")]]), [r.note]),
         }),
       }),
     });
@@ -645,22 +659,22 @@
     chart("batch-chart", {
       type: "line",
       data: {
-        labels: sweep.map((s) => String(s.batch)),
+        labels: sweep.map((x) => String(x.batch)),
         datasets: [
-          { label: "tokens/s", data: sweep.map((s) => s.tokens_per_s), borderColor: "#4e79a7",
+          { label: "tokens/s", data: sweep.map((x) => x.tokens_per_s), borderColor: "#4e79a7",
             backgroundColor: "#4e79a7", yAxisID: "y" },
-          { label: "time per token (ms)", data: sweep.map((s) => s.tpot_s * 1e3),
+          { label: t("time per token (ms)"), data: sweep.map((x) => x.tpot_s * 1e3),
             borderColor: "#f28e2b", backgroundColor: "#f28e2b", yAxisID: "y1" },
         ],
       },
       options: baseOptions({
         scales: {
-          x: { title: { display: true, text: "batch (concurrent sequences)" } },
+          x: { title: { display: true, text: t("batch (concurrent sequences)") } },
           y: { position: "left", title: { display: true, text: "tokens/s" }, beginAtZero: true },
-          y1: { position: "right", title: { display: true, text: "ms per output token" },
+          y1: { position: "right", title: { display: true, text: t("ms per output token") },
             beginAtZero: true, grid: { drawOnChartArea: false } },
         },
-        plugins: { title: { display: true, text: "Throughput and latency against batch" } },
+        plugins: { title: { display: true, text: t("Throughput and latency against batch") } },
       }),
     });
   }
@@ -670,18 +684,18 @@
     chart("batch-chart", {
       type: "bar",
       data: {
-        labels: ["step"],
+        labels: [t("step")],
         datasets: parts.map(([k, v]) => ({
-          label: k, data: [v * 1e3], backgroundColor: colors[k] || "#999", stack: "t",
+          label: w(k), data: [v * 1e3], backgroundColor: colors[k] || "#999", stack: "t",
         })),
       },
       options: baseOptions({
         indexAxis: "y",
         scales: {
-          x: { stacked: true, title: { display: true, text: "milliseconds per optimizer step" } },
+          x: { stacked: true, title: { display: true, text: t("milliseconds per optimizer step") } },
           y: { stacked: true },
         },
-        plugins: { title: { display: true, text: "Where a training step's time goes" } },
+        plugins: { title: { display: true, text: t("Where a training step's time goes") } },
       }),
     });
   }
@@ -689,14 +703,19 @@
   // --- plan ----------------------------------------------------------------------------------
   function layoutText(row, infer) {
     if (!row.fits) return "-";
+    const v = Object.assign({}, row, { recompute: w(row.recompute) });
     if (infer) {
-      return row.gpus + " GPU" + (row.gpus > 1 ? "s" : "") + " (TP " + row.tp + " × " +
-        row.replicas + " replica" + (row.replicas > 1 ? "s" : "") + "), " + row.weight_format +
-        " weights, KV " + row.kv_dtype + ", batch " + row.batch;
+      if (row.replicas > 1) {
+        return t("{gpus} GPUs (TP {tp} × {replicas} replicas), {weight_format} weights, KV " +
+          "{kv_dtype}, batch {batch}", v);
+      }
+      return row.gpus > 1 ? t("{gpus} GPUs (TP {tp} × {replicas} replica), {weight_format} weights, " +
+        "KV {kv_dtype}, batch {batch}", v) : t("{gpus} GPU (TP {tp} × {replicas} replica), " +
+        "{weight_format} weights, KV {kv_dtype}, batch {batch}", v);
     }
-    return row.gpus + " GPU" + (row.gpus > 1 ? "s" : "") + ": TP " + row.tp + " PP " + row.pp +
-      " DP " + row.dp + ", ZeRO-" + row.zero + ", recompute " + row.recompute +
-      ", micro-batch " + row.batch;
+    return row.gpus > 1 ? t("{gpus} GPUs: TP {tp} PP {pp} DP {dp}, ZeRO-{zero}, recompute " +
+      "{recompute}, micro-batch {batch}", v) : t("{gpus} GPU: TP {tp} PP {pp} DP {dp}, " +
+      "ZeRO-{zero}, recompute {recompute}, micro-batch {batch}", v);
   }
   let planShowAll = false;
   function renderPlan(doc, f) {
@@ -704,52 +723,54 @@
     const infer = doc.task === "infer";
     const rows = doc.rows || [];
     const shown = planShowAll ? rows : rows.slice(0, 12);
-    $("#plan-sub").textContent = "ranked by " + doc.objective + ", up to " + doc.max_gpus +
-      " GPU" + (doc.max_gpus > 1 ? "s" : "") + (doc.capped ? " (capped)" : "");
+    const ranked = { objective: w(doc.objective), gpus: doc.max_gpus };
+    $("#plan-sub").textContent = (doc.max_gpus > 1 ? t("ranked by {objective}, up to {gpus} GPUs", ranked)
+      : t("ranked by {objective}, up to {gpus} GPU", ranked)) + (doc.capped ? " " + t("(capped)") : "");
     const head = infer
-      ? ["#", "GPU", "fit", "layout", "TPOT", "tokens/s", "$ / M tokens", "why not first"]
-      : ["#", "GPU", "fit", "layout", "tokens/s", "MFU", "time", "rent", "why not first"];
+      ? ["#", "GPU", t("fit"), t("layout"), "TPOT", "tokens/s", t("$ / M tokens"), t("why not first")]
+      : ["#", "GPU", t("fit"), t("layout"), "tokens/s", "MFU", t("time"), t("rent"), t("why not first")];
     const body = shown.map((r, i) => {
       const why = [
-        [["GPU", r.gpu], ["software", r.software_stack || "-"]],
-        r.reason ? "Why: " + r.reason : "The best of the ranking.",
+        [["GPU", r.gpu], [t("software"), r.software_stack || "-"]],
+        r.reason ? t("Why: {reason}", { reason: w(r.reason) }) : t("The best of the ranking."),
       ];
       if (r.options) {
-        why.push("Reproduce: suanli perf " + f.model + (infer ? " " : " --task " + doc.task +
-          " --seq " + f.seq + " ") + r.options);
+        why.push(t("Reproduce: {command}", { command: "suanli perf " + f.model + (infer ? " "
+          : " --task " + doc.task + " --seq " + f.seq + " ") + r.options }));
       }
       const cls = !r.fits ? "nofit" : i === 0 && !r.reason ? "best" : "";
       const cells = [
         String(i + 1),
         esc(r.gpu),
         r.fits ? '<span class="yes">✓</span>' : '<span class="no">✗</span>',
-        r.fits ? num("plan", layoutText(r, infer), "Layout on " + r.gpu, why.concat(
-          [[["memory per GPU", gib(r.memory_bytes)]]])) : esc(r.reason || "-"),
+        r.fits ? num("plan", layoutText(r, infer), t("Layout on {gpu}", { gpu: r.gpu }), why.concat(
+          [[[t("memory per GPU"), gib(r.memory_bytes)]]])) : esc(w(r.reason || "-")),
       ];
+      const on = { gpu: r.gpu };
       if (infer) {
-        cells.push(r.fits ? num("plan", dur(r.tpot_s), "Time per output token, " + r.gpu, why) : "-");
-        cells.push(r.fits ? num("plan", rate(r.tokens_per_s), "Tokens/s, " + r.gpu,
-          why.concat([[["requests/s", r.requests_per_s.toFixed(2)], ["TTFT", dur(r.ttft_s)]]])) : "-");
+        cells.push(r.fits ? num("plan", dur(r.tpot_s), t("Time per output token, {gpu}", on), why) : "-");
+        cells.push(r.fits ? num("plan", rate(r.tokens_per_s), t("Tokens/s, {gpu}", on),
+          why.concat([[[t("requests/s"), r.requests_per_s.toFixed(2)], ["TTFT", dur(r.ttft_s)]]])) : "-");
         cells.push(r.fits && r.usd_per_million_tokens !== null && r.usd_per_million_tokens !== undefined
-          ? num("plan", money(r.usd_per_million_tokens), "USD per million output tokens, " + r.gpu,
-            why.concat([[["USD per hour", money(r.usd_per_hour)],
-              ["formula", "USD per hour / 3600 / tokens per s × 1e6"]]])) : "-");
+          ? num("plan", money(r.usd_per_million_tokens), t("USD per million output tokens, {gpu}", on),
+            why.concat([[[t("USD per hour"), money(r.usd_per_hour)],
+              [t("formula"), t("USD per hour / 3600 / tokens per s × 1e6")]]])) : "-");
       } else {
-        cells.push(r.fits ? num("plan", rate(r.tokens_per_s), "Tokens/s, " + r.gpu, why) : "-");
-        cells.push(r.fits ? num("plan", pct(r.mfu), "MFU, " + r.gpu,
-          why.concat(["model FLOPs / (step time × GPUs × dense peak)"])) : "-");
-        cells.push(r.fits ? num("plan", dur(r.time_s), "Time for " + group(doc.tokens) +
-          " tokens, " + r.gpu, why.concat(["tokens / tokens per second"])) : "-");
+        cells.push(r.fits ? num("plan", rate(r.tokens_per_s), t("Tokens/s, {gpu}", on), why) : "-");
+        cells.push(r.fits ? num("plan", pct(r.mfu), t("MFU, {gpu}", on),
+          why.concat([t("model FLOPs / (step time × GPUs × dense peak)")])) : "-");
+        cells.push(r.fits ? num("plan", dur(r.time_s), t("Time for {tokens} tokens, {gpu}",
+          { tokens: group(doc.tokens), gpu: r.gpu }), why.concat([t("tokens / tokens per second")])) : "-");
         cells.push(r.fits && r.cost_usd !== null && r.cost_usd !== undefined
-          ? num("plan", money(r.cost_usd), "Rent for the run, " + r.gpu, why.concat([[
-            ["USD per GPU-hour", money(r.usd_per_hour)],
-            ["formula", "time × GPUs × USD per GPU-hour"]]])) : "-");
+          ? num("plan", money(r.cost_usd), t("Rent for the run, {gpu}", on), why.concat([[
+            [t("USD per GPU-hour"), money(r.usd_per_hour)],
+            [t("formula"), t("time × GPUs × USD per GPU-hour")]]])) : "-");
       }
-      cells.push(r.fits ? esc(r.reason || "best") : "");
+      cells.push(r.fits ? esc(r.reason ? w(r.reason) : t("best")) : "");
       // A personal fine-tune's plan is grouped: cards to buy or rent first, datacenter after.
       const title = r.fits && r.group && (i === 0 || shown[i - 1].group !== r.group)
-        ? '<tr class="group"><td colspan="' + head.length + '">' + esc(PLAN_GROUPS[r.group] ||
-          r.group) + "</td></tr>" : "";
+        ? '<tr class="group"><td colspan="' + head.length + '">' + esc(w(PLAN_GROUPS[r.group] ||
+          r.group)) + "</td></tr>" : "";
       return title + '<tr class="' + cls + '" data-gpu="' + esc(r.gpu) + '">' + cells.map((c, j) =>
         "<td" + (j >= 4 && j < cells.length - 1 ? ' class="r"' : "") + ">" + c + "</td>").join("") +
         "</tr>";
@@ -758,14 +779,14 @@
       .filter(([gpu]) => shown.some((r) => r.gpu === gpu));
     const right = (h, j) => j >= 4 && j < head.length - 1;
     $("#plan-table").innerHTML =
-      (doc.capped ? '<p class="hint">' + esc(doc.capped) + "</p>" : "") +
+      (doc.capped ? '<p class="hint">' + esc(w(doc.capped)) + "</p>" : "") +
       "<table id=\"plan\"><thead><tr>" + head.map((h, j) =>
         "<th" + (right(h, j) ? ' class="r"' : "") + ">" + esc(h) + "</th>").join("") +
       "</tr></thead><tbody>" + body.join("") + "</tbody></table>" +
-      after.map(([gpu, why]) => '<p class="hint">' + esc(gpu) + " is ranked after the CUDA " +
-        "cards: " + esc(why) + " (stack_ok ranks by speed alone).</p>").join("") +
-      (rows.length > 12 ? '<button type="button" class="more" id="plan-more">' +
-        (planShowAll ? "show the first 12" : "show all " + rows.length + " GPUs") + "</button>" : "");
+      after.map(([gpu, why]) => '<p class="hint">' + esc(t("{gpu} is ranked after the CUDA cards: " +
+        "{why} (stack_ok ranks by speed alone).", { gpu: gpu, why: w(why) })) + "</p>").join("") +
+      (rows.length > 12 ? '<button type="button" class="more" id="plan-more">' + esc(planShowAll
+        ? t("show the first 12") : t("show all {n} GPUs", { n: rows.length })) + "</button>" : "");
     const more = $("#plan-more");
     if (more) more.addEventListener("click", () => { planShowAll = !planShowAll; renderPlan(doc, f); });
   }
@@ -782,15 +803,16 @@
       ["API", "api_cumulative_usd", "#59a14f"],
     ].filter(([, key]) => curve.length && curve[curve.length - 1][key] !== null);
     const datasets = series.map(([label, key, color]) => ({
-      type: "line", label: label, borderColor: color, backgroundColor: color, pointRadius: 0,
+      type: "line", label: w(label), borderColor: color, backgroundColor: color, pointRadius: 0,
       borderWidth: 2, data: curve.map((p) => ({ x: p.year, y: p[key] })),
     }));
-    const t = doc.break_even_years;
-    if (t !== null && t !== undefined && t <= doc.inputs.years) {
-      const buyAt = doc.totals.capex_usd + t * (doc.totals.electricity_usd + doc.totals.facility_usd) /
+    const be = doc.break_even_years;
+    if (be !== null && be !== undefined && be <= doc.inputs.years) {
+      const buyAt = doc.totals.capex_usd + be * (doc.totals.electricity_usd + doc.totals.facility_usd) /
         doc.inputs.years;
       datasets.push({
-        type: "scatter", label: "break-even: " + t.toFixed(2) + " years", data: [{ x: t, y: buyAt }],
+        type: "scatter", label: t("break-even: {years} years", { years: be.toFixed(2) }),
+        data: [{ x: be, y: buyAt }],
         pointRadius: 8, pointStyle: "rectRot", backgroundColor: "#c62828", borderColor: "#c62828",
       });
     }
@@ -800,8 +822,8 @@
       options: baseOptions({
         parsing: false,
         scales: {
-          x: { type: "linear", min: 0, max: doc.inputs.years, title: { display: true, text: "years" } },
-          y: { beginAtZero: true, title: { display: true, text: "cumulative USD" },
+          x: { type: "linear", min: 0, max: doc.inputs.years, title: { display: true, text: t("years") } },
+          y: { beginAtZero: true, title: { display: true, text: t("cumulative USD") },
             ticks: { callback: (v) => money(v) } },
         },
         plugins: {
@@ -809,25 +831,27 @@
         },
       }),
     });
-    $("#cost-sub").textContent = doc.inputs.gpus + " × " + doc.inputs.gpu + ", " +
-      Math.round(doc.inputs.utilisation * 100) + "% utilised";
-    const sources = doc.assumptions.map((a) => [["input", a.name],
-      ["value", String(a.value) + (a.unit ? " " + a.unit : "")], ["source", a.source || "-"],
-      ["date", a.date || "-"]].concat(a.notes ? [["notes", a.notes]] : []));
+    $("#cost-sub").textContent = t("{gpus} × {gpu}, {percent}% utilised", { gpus: doc.inputs.gpus,
+      gpu: doc.inputs.gpu, percent: Math.round(doc.inputs.utilisation * 100) });
+    const sources = doc.assumptions.map((a) => [[t("input"), a.name],
+      [t("value"), String(a.value) + (a.unit ? " " + a.unit : "")], [t("source"), a.source || "-"],
+      [t("date"), a.date || "-"]].concat(a.notes ? [[t("notes"), a.notes]] : []));
     const ex = doc.explain || {};
-    const be = t === null || t === undefined ? "renting never costs as much as buying"
-      : "renting has cost as much as buying after " + t.toFixed(2) + " years";
-    $("#cost-verdict").innerHTML = esc(doc.verdict) + ". " +
-      num("cost", be, "Break-even in time", [ex.break_even_years].concat(sources)) +
-      (doc.break_even_utilisation !== null ? "; break-even utilisation " +
-        num("cost", pct(doc.break_even_utilisation), "Break-even utilisation",
-          [ex.break_even_utilisation].concat(sources)) : "") + ".";
-    const cols = series.map((s) => s[1]);
-    $("#cost-table").innerHTML = "<table id=\"cost\"><thead><tr><th>year</th>" +
-      series.map((s) => '<th class="r">' + esc(s[0]) + "</th>").join("") + "</tr></thead><tbody>" +
-      doc.per_year.map((row) => "<tr><td>" + row.year + "</td>" + cols.map((key) =>
-        '<td class="r">' + num("cost", money(row[key]), key.replace(/_/g, " ") + ", year " + row.year,
-          [ex[key] || "cumulative cost to this year"].concat(sources)) + "</td>").join("") +
+    const when = be === null || be === undefined ? t("renting never costs as much as buying")
+      : t("renting has cost as much as buying after {years} years", { years: be.toFixed(2) });
+    const time = num("cost", when, t("Break-even in time"), [ex.break_even_years].concat(sources));
+    $("#cost-verdict").innerHTML = doc.break_even_utilisation !== null
+      ? th("{verdict}. {time}; break-even utilisation {utilisation}.", { verdict: esc(s(doc.verdict)),
+        time: time, utilisation: num("cost", pct(doc.break_even_utilisation), t("Break-even utilisation"),
+          [ex.break_even_utilisation].concat(sources)) })
+      : th("{verdict}. {time}.", { verdict: esc(s(doc.verdict)), time: time });
+    const cols = series.map((x) => x[1]);
+    $("#cost-table").innerHTML = "<table id=\"cost\"><thead><tr><th>" + esc(t("year")) + "</th>" +
+      series.map((x) => '<th class="r">' + esc(w(x[0])) + "</th>").join("") + "</tr></thead><tbody>" +
+      doc.per_year.map((row) => "<tr><td>" + row.year + "</td>" + cols.map((key, j) =>
+        '<td class="r">' + num("cost", money(row[key]), t("{series}, cumulative to year {year}",
+          { series: w(series[j][0]), year: row.year }),
+          [ex[key] || t("cumulative cost to this year")].concat(sources)) + "</td>").join("") +
         "</tr>").join("") + "</tbody></table>";
   }
 
@@ -840,35 +864,46 @@
     if (mem) {
       const yes = mem.fits.filter((x) => x.fits).map((x) => x.gpu);
       const no = mem.fits.filter((x) => !x.fits).map((x) => x.gpu);
-      parts.push(esc(f.model) + " " + esc(taskName(f.task)) + " needs <strong>" +
-        gib(mem.total_bytes) + "</strong> per GPU" +
-        (f.gpus > 1 ? " (" + f.gpus + " GPUs)" : "") + ": " +
-        (yes.length ? "fits on " + esc(yes.join(", ")) : "fits on none of the cards") +
-        (no.length ? "; does not fit on " + esc(no.join(", ")) : "") + ".");
+      const on = { yes: esc(yes.join(", ")), no: esc(no.join(", ")) };
+      const fit = yes.length
+        ? (no.length ? th("fits on {yes}; does not fit on {no}", on) : th("fits on {yes}", on))
+        : (no.length ? th("fits on none of the cards; does not fit on {no}", on)
+          : th("fits on none of the cards", on));
+      const needs = { model: esc(f.model), task: esc(taskName(f.task)), fit: fit, gpus: f.gpus,
+        memory: "<strong>" + gib(mem.total_bytes) + "</strong>" };
+      parts.push(f.gpus > 1 ? th("{model} {task} needs {memory} per GPU ({gpus} GPUs): {fit}.", needs)
+        : th("{model} {task} needs {memory} per GPU: {fit}.", needs));
     }
     const blocked = perf ? cannotRun(perf, mem) : null;
     if (blocked) {
       // No speed and no time for a job that cannot run: say so, and what to change.
-      parts.push("<strong class=\"no\">It " + (blocked === "does not fit" ? blocked
-        : "is " + blocked) + " on " + esc(perf.gpu) +
-        "</strong>" + (perf.warnings && perf.warnings.length
-          ? ": " + perf.warnings.map(esc).join(" ") : " as given") + ".");
+      const head = { gpu: esc(perf.gpu) };
+      const it = "<strong class=\"no\">" + (blocked === "does not fit"
+        ? th("It does not fit on {gpu}", head) : th("It is not supported on {gpu}", head)) + "</strong>";
+      parts.push(perf.warnings && perf.warnings.length
+        ? th("{it}: {warnings}.", { it: it, warnings: perf.warnings.map((x) => esc(s(x))).join(" ") })
+        : th("{it} as given.", { it: it }));
     } else if (perf) {
-      parts.push(f.task === "infer"
-        ? "On " + esc(perf.gpu) + ": " + rate(perf.tokens_per_s) + " tokens/s, " +
-          dur(perf.tpot_s) + " per output token."
-        : "On " + esc(perf.gpu) + ": " + rate(perf.tokens_per_s) + " tokens/s (" + perf.bound +
-          "-bound)" + (perf.time_to_train_s ? ", " + dur(perf.time_to_train_s) + " to train." : "."));
+      const v = { gpu: esc(perf.gpu), rate: rate(perf.tokens_per_s), tpot: dur(perf.tpot_s),
+        bound: esc(w(perf.bound)), time: dur(perf.time_to_train_s) };
+      parts.push(f.task === "infer" ? th("On {gpu}: {rate} tokens/s, {tpot} per output token.", v)
+        : perf.time_to_train_s ? th("On {gpu}: {rate} tokens/s ({bound}-bound), {time} to train.", v)
+          : th("On {gpu}: {rate} tokens/s ({bound}-bound).", v));
     }
     if (plan && plan.rows && plan.rows.length && plan.rows[0].fits) {
-      parts.push("Best in the catalog: <strong>" + esc(plan.rows[0].gpu) + "</strong> (" +
-        esc(layoutText(plan.rows[0], plan.task === "infer")) + ").");
+      parts.push(th("Best in the catalog: {gpu} ({layout}).", {
+        gpu: "<strong>" + esc(plan.rows[0].gpu) + "</strong>",
+        layout: esc(layoutText(plan.rows[0], plan.task === "infer")) }));
     }
     $("#verdict").innerHTML = parts.join(" ");
   }
   // Why a speed answer cannot run as given ("does not fit", "not supported"), or null when it can.
   // The memory answer's verdict for the same card counts too, so the headline never says a card
   // does not fit and then gives its speed.
+  function blockedOn(blocked, gpu) {
+    return blocked === "does not fit" ? t("does not fit on {gpu}", { gpu: gpu })
+      : t("not supported on {gpu}", { gpu: gpu });
+  }
   function cannotRun(perf, mem) {
     if (perf.supported === false) return "not supported";
     if (perf.fits === false) return "does not fit";
@@ -877,8 +912,8 @@
     return null;
   }
   function taskName(task) {
-    return { lora: "LoRA fine-tune", qlora: "QLoRA fine-tune", full: "full fine-tune",
-      pretrain: "pretraining", infer: "inference" }[task] || task;
+    return { lora: t("LoRA fine-tune"), qlora: t("QLoRA fine-tune"), full: t("full fine-tune"),
+      pretrain: t("pretraining"), infer: t("inference") }[task] || task;
   }
 
   // --- refresh: debounced, stale answers dropped -----------------------------------------------
@@ -889,9 +924,11 @@
     state.pending = true;
     timer = setTimeout(refresh, 300);
   }
+  // An error: the API's English sentence, shown in the page's language (kept for a switch).
   function setError(card, message) {
     const el = document.querySelector("#" + card + " .error");
-    el.textContent = message || "";
+    el.dataset.en = message || "";
+    el.textContent = s(message || "");
     el.hidden = !message;
     document.getElementById(card).classList.toggle("failed", Boolean(message));
   }
@@ -912,18 +949,23 @@
       if (gen !== state.gen) return;
       state.last[name] = doc;
     };
-    const fail = (card, name) => (err) => {
+    const fail = (card, name) => async (err) => {
       if (gen !== state.gen || err.name === "AbortError") return;
       state.last[name] = null;
-      setError(card, err.message);
+      await window.suanliI18n.prepare([err.message]);
+      if (gen === state.gen) setError(card, err.message);
     };
-    const memory = api("/api/memory", req.memory, signal).then(done("memory")).then(() => {
-      if (gen === state.gen) { setError("mem-card"); renderMemory(state.last.memory); }
-    }).catch(fail("mem-card", "memory"));
-    const perf = api("/api/perf", req.perf, signal).then(done("perf")).then(() => {
+    // Each answer's sentences are fetched in the page's language before it is drawn.
+    const ready = (name) => () => gen === state.gen && window.suanliI18n.prepare(state.last[name]);
+    state.lastForm = f;
+    const memory = api("/api/memory", req.memory, signal).then(done("memory")).then(ready("memory"))
+      .then(() => {
+        if (gen === state.gen) { setError("mem-card"); renderMemory(state.last.memory); }
+      }).catch(fail("mem-card", "memory"));
+    const perf = api("/api/perf", req.perf, signal).then(done("perf")).then(ready("perf")).then(() => {
       if (gen === state.gen) { setError("speed-card"); renderPerf(state.last.perf, f); }
     }).catch(fail("speed-card", "perf"));
-    const plan = api("/api/plan", req.plan, signal).then(done("plan")).then(() => {
+    const plan = api("/api/plan", req.plan, signal).then(done("plan")).then(ready("plan")).then(() => {
       if (gen === state.gen) { setError("plan-card"); renderPlan(state.last.plan, f); }
     }).catch(fail("plan-card", "plan"));
     // The API line of the cost chart needs the tokens this setup produces (inference).
@@ -935,21 +977,22 @@
         req.cost.api = preset.name;
       }
       return api("/api/cost", req.cost, signal);
-    }).then(done("cost")).then(() => {
+    }).then(done("cost")).then(ready("cost")).then(() => {
       if (gen === state.gen) { setError("cost-card"); renderCost(state.last.cost); }
     }).catch(fail("cost-card", "cost"));
     await Promise.allSettled([memory, perf, plan, cost]);
     if (gen !== state.gen) return;
     renderVerdict(f);
     $("#status").className = "";
-    $("#status").textContent = "updated " + new Date().toLocaleTimeString();
+    state.updated = new Date();
+    $("#status").textContent = t("updated {time}", { time: state.updated.toLocaleTimeString() });
     document.body.dataset.ready = String(gen);
   }
 
   // --- live ----------------------------------------------------------------------------------
   function renderLive(doc) {
-    const t = (doc.time - state.live.start);
-    state.live.samples.push({ t: t, samples: doc.samples });
+    const at = (doc.time - state.live.start);
+    state.live.samples.push({ t: at, samples: doc.samples });
     if (state.live.samples.length > LIVE_POINTS) state.live.samples.shift();
     const devices = doc.samples.map((s) => s.index + ": " + s.name);
     const series = (field, scale) => devices.map((label, i) => ({
@@ -964,31 +1007,35 @@
       data: { datasets: series(field, scale) },
       options: baseOptions({
         parsing: false,
-        scales: { x: { type: "linear", title: { display: true, text: "seconds" } },
+        scales: { x: { type: "linear", title: { display: true, text: t("seconds") } },
           y: { beginAtZero: true, title: { display: true, text: unit } } },
         plugins: { title: { display: true, text: title } },
       }),
     });
-    make("live-util", "Utilisation", "utilization_pct", 1, "%");
-    make("live-mem", "Memory used", "memory_used_bytes", 1 / GiB, "GiB");
-    make("live-power", "Power", "power_w", 1, "W");
-    make("live-temp", "Temperature", "temperature_c", 1, "°C");
-    $("#live-note").textContent = doc.note || (doc.samples.length + " device(s), every 2 s");
-    $("#live-table").innerHTML = "<table><thead><tr><th>#</th><th>name</th><th class=\"r\">util</th>" +
-      "<th class=\"r\">memory</th><th class=\"r\">power</th><th class=\"r\">temp</th><th>flags</th>" +
+    make("live-util", t("Utilisation"), "utilization_pct", 1, "%");
+    make("live-mem", t("Memory used"), "memory_used_bytes", 1 / GiB, "GiB");
+    make("live-power", t("Power"), "power_w", 1, "W");
+    make("live-temp", t("Temperature"), "temperature_c", 1, "°C");
+    $("#live-note").textContent = doc.note ? w(doc.note)
+      : t("{n} device(s), every 2 s", { n: doc.samples.length });
+    $("#live-table").innerHTML = "<table><thead><tr><th>#</th><th>" + esc(t("name")) +
+      "</th><th class=\"r\">" + esc(t("util")) + "</th><th class=\"r\">" + esc(t("memory")) +
+      "</th><th class=\"r\">" + esc(t("power")) + "</th><th class=\"r\">" + esc(t("temp")) +
+      "</th><th>" + esc(t("flags")) + "</th>" +
       "</tr></thead><tbody>" + doc.samples.map((s) => "<tr><td>" + s.index + "</td><td>" +
         esc(s.name) + '</td><td class="r">' + (s.utilization_pct === null ? "N/A" : s.utilization_pct + "%") +
         '</td><td class="r">' + (s.memory_total_bytes ? gib(s.memory_used_bytes) + " / " +
           gib(s.memory_total_bytes) : "N/A") + '</td><td class="r">' +
         (s.power_w === null ? "N/A" : s.power_w.toFixed(0) + " W") + '</td><td class="r">' +
         (s.temperature_c === null ? "N/A" : s.temperature_c.toFixed(0) + " °C") + "</td><td>" +
-        esc((s.flags || []).map((x) => x.kind + ": " + x.message).join("; ")) + "</td></tr>").join("") +
+        esc((s.flags || []).map((x) => x.kind + ": " + w(x.message)).join("; ")) + "</td></tr>").join("") +
       "</tbody></table>";
   }
   async function pollLive() {
     try {
       const doc = await api("/api/live");
       if (state.live.start === null) state.live.start = doc.time;
+      await window.suanliI18n.prepare(doc);
       renderLive(doc);
     } catch (err) {
       $("#live-note").textContent = err.message;
@@ -1020,20 +1067,15 @@
     state.presets = presets;
     state.gpus = gpus;
     fill($("#dtype"), options.dtypes, "bf16");
-    fill($("#precision"), options.precisions.map((p) => [p, p === "mixed"
-      ? "mixed (fp32 master weights)" : "pure (all in dtype)"]), "mixed");
+    labelSelects("mixed", "hf", "bf16");
     fill($("#optimizer"), options.optimizers, "adamw");
     // Gradient checkpointing by default: what LoRA on a 24 GB card needs (and suanli card assumes).
     fill($("#recompute"), options.recompute, "full");
-    fill($("#framework"), (options.frameworks || [{ id: "hf", name: "Hugging Face" }]).map(
-      (fw) => [fw.id, fw.name + (fw.kind === "serve" ? " (serving)" : "")]), "hf");
     for (const id of ["precision", "recompute", "zero", "context", "kv_dtype"]) {
       const el = $("#" + id);
       if (el) el.addEventListener("change", () => { el.dataset.touched = "1"; });
     }
     fill($("#kv_dtype"), options.kv_dtypes, "bf16");
-    fill($("#quant"), options.quant.map((q) => [q.id, q.name + " (" + q.bits_per_weight + " bits)"]),
-      "bf16");
     $("#preset-list").innerHTML = presets.map((p) =>
       '<option value="' + esc(p.name) + '">' + esc(p.hf_id) + "</option>").join("");
     $("#gpu-list").innerHTML = gpus.map((g) =>
@@ -1054,20 +1096,57 @@
     form.addEventListener("submit", (ev) => ev.preventDefault());
     refresh();
     try {
-      const live = await api("/api/live");
-      if (live.gpus) {
-        $("#live-tab").hidden = false;
-        $("#machine").textContent = live.samples.length + " GPU(s) on this machine: see Live GPUs.";
-      } else {
-        const cpu = live.samples[0];
-        $("#machine").textContent = "No GPU found on this machine" +
-          (cpu ? " (" + cpu.name + ")" : "") + "; the Live tab appears when one is.";
-      }
+      state.machine = await api("/api/live");
+      $("#live-tab").hidden = !state.machine.gpus;
+      describeMachine();
     } catch (err) {
       $("#machine").textContent = "";
     }
   }
-  start().catch((err) => {
-    $("#status").textContent = "cannot reach the suanli server: " + err.message;
+  // The choices whose labels are words: written again in the page's language.
+  function labelSelects(precision, framework, quant) {
+    const options = state.options;
+    fill($("#precision"), options.precisions.map((p) => [p, p === "mixed"
+      ? t("mixed (fp32 master weights)") : t("pure (all in dtype)")]), precision);
+    fill($("#framework"), (options.frameworks || [{ id: "hf", name: "Hugging Face" }]).map(
+      (fw) => [fw.id, fw.kind === "serve" ? t("{name} (serving)", { name: fw.name }) : fw.name]), framework);
+    fill($("#quant"), options.quant.map((q) => [q.id, t("{name} ({bits} bits)",
+      { name: q.name, bits: q.bits_per_weight })]), quant);
+  }
+  function describeMachine() {
+    const live = state.machine;
+    if (!live) return;
+    const cpu = live.samples[0];
+    $("#machine").textContent = live.gpus
+      ? t("{n} GPU(s) on this machine: see Live GPUs.", { n: live.samples.length })
+      : cpu ? t("No GPU found on this machine ({cpu}); the Live tab appears when one is.", { cpu: cpu.name })
+        : t("No GPU found on this machine; the Live tab appears when one is.");
+  }
+  // Switching the language draws everything again from the answers already here.
+  async function relabel() {
+    if (!state.options) return;
+    const errors = Array.from(document.querySelectorAll("#results .error"));
+    await window.suanliI18n.prepare([state.last, errors.map((el) => el.dataset.en || "")]);
+    labelSelects($("#precision").value, $("#framework").value, $("#quant").value);
+    syncTask();
+    renderChips();
+    describeModel();
+    describeMachine();
+    errors.forEach((el) => { el.textContent = s(el.dataset.en || ""); });
+    const f = state.lastForm;
+    if (!f || state.pending) return;
+    const last = state.last;
+    if (last.memory) renderMemory(last.memory);
+    if (last.perf) renderPerf(last.perf, f);
+    if (last.plan) renderPlan(last.plan, f);
+    if (last.cost) renderCost(last.cost);
+    renderVerdict(f);
+    if (state.updated) {
+      $("#status").textContent = t("updated {time}", { time: state.updated.toLocaleTimeString() });
+    }
+  }
+  window.suanliI18n.onChange(relabel);
+  window.suanliI18n.ready.then(start).catch((err) => {
+    $("#status").textContent = t("cannot reach the suanli server: {error}", { error: err.message });
   });
 })();

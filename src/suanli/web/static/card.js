@@ -4,7 +4,8 @@
 
 (function () {
   const $ = (sel) => document.querySelector(sel);
-  const TASK = { full: "full fine-tune", lora: "LoRA", qlora: "QLoRA" };
+  const { t, s } = window.suanliI18n; // the page's language (lang.js)
+  const TASK = { full: () => t("full fine-tune"), lora: () => "LoRA", qlora: () => "QLoRA" };
   const state = { gen: 0, pending: false, doc: null };
   window.suanliCard = state; // for the end-to-end test
 
@@ -25,31 +26,41 @@
     return v.toFixed(0) + " tok/s";
   }
   function jobLabel(job) {
-    if (job.task === "infer") return "infer " + job.weights + ", " + job.tokens / 1024 + "k context";
-    return "train " + TASK[job.task] + ", seq " + job.tokens.toLocaleString("en-US");
+    if (job.task === "infer") {
+      return t("infer {weights}, {k}k context", { weights: job.weights, k: job.tokens / 1024 });
+    }
+    return t("train {task}, seq {seq}", { task: TASK[job.task] ? TASK[job.task]() : job.task,
+      seq: job.tokens.toLocaleString("en-US") });
   }
 
   function render(doc) {
     const rows = doc.capabilities.map((c) => {
-      const largest = c.largest_model === null ? "nothing (not even 0.5B)"
+      const largest = c.largest_model === null ? t("nothing (not even 0.5B)")
         : c.largest_model + " (" + params(c.largest_params) + ")";
       const about = c.largest_model === null ? "-"
-        : (c.about_params === null ? "more" : "~" + params(c.about_params));
+        : (c.about_params === null ? t("more") : "~" + params(c.about_params));
       return "<tr><td>" + esc(jobLabel(c.job)) + "</td><td>" + esc(largest) + '</td><td class="r">' +
         esc(about) + '</td><td class="r">' + esc(speed(c.tokens_per_s)) + "</td></tr>";
     });
-    const count = doc.gpus > 1 ? doc.gpus + " x " : "";
-    $("#card-title").textContent = "What " + count + doc.name + " can run";
-    $("#card-jobs").innerHTML = "<table><thead><tr><th>job</th><th>largest model that fits</th>" +
-      '<th class="r">size limit</th><th class="r">speed</th></tr></thead><tbody>' +
+    $("#card-title").textContent = doc.gpus > 1
+      ? t("What {gpus} x {name} can run", { gpus: doc.gpus, name: doc.name })
+      : t("What {name} can run", { name: doc.name });
+    $("#card-jobs").innerHTML = "<table><thead><tr><th>" + esc(t("job")) + "</th><th>" +
+      esc(t("largest model that fits")) + '</th><th class="r">' + esc(t("size limit")) +
+      '</th><th class="r">' + esc(t("speed")) + "</th></tr></thead><tbody>" +
       rows.join("") + "</tbody></table>";
     const heads = doc.jobs.map((j) => "<th class=\"r\">" + esc(jobLabel(j)) + "</th>").join("");
     const models = doc.models.map((m) => "<tr><td>" + esc(m.model) + '</td><td class="r">' +
       esc(params(m.params)) + "</td>" + m.fits.map((ok, i) => '<td class="r' + (ok ? "" : " no") +
-      '">' + esc(ok ? speed(m.tokens_per_s[i]) : "does not fit") + "</td>").join("") + "</tr>");
-    $("#card-models").innerHTML = "<table><thead><tr><th>model</th><th class=\"r\">size</th>" + heads +
-      "</tr></thead><tbody>" + models.join("") + "</tbody></table>";
-    $("#card-assumptions").innerHTML = doc.assumptions.map((a) => "<li>" + esc(a) + "</li>").join("");
+      '">' + esc(ok ? speed(m.tokens_per_s[i]) : t("does not fit")) + "</td>").join("") + "</tr>");
+    $("#card-models").innerHTML = "<table><thead><tr><th>" + esc(t("model")) + '</th><th class="r">' +
+      esc(t("size")) + "</th>" + heads + "</tr></thead><tbody>" + models.join("") + "</tbody></table>";
+    $("#card-assumptions").innerHTML = doc.assumptions.map((a) => "<li>" + esc(s(a)) + "</li>").join("");
+  }
+  function showError(message) {
+    state.error = message;
+    $("#card-error").textContent = s(message);
+    $("#card-error").hidden = false;
   }
 
   async function ask() {
@@ -64,12 +75,15 @@
       const doc = await res.json();
       if (gen !== state.gen) return;
       if (!res.ok) throw new Error(doc.error || res.statusText);
+      await window.suanliI18n.prepare(doc);
+      if (gen !== state.gen) return;
       state.doc = doc;
+      state.error = null;
       render(doc);
     } catch (err) {
       if (gen !== state.gen) return;
-      $("#card-error").textContent = err.message;
-      $("#card-error").hidden = false;
+      await window.suanliI18n.prepare([err.message]);
+      if (gen === state.gen) showError(err.message);
     } finally {
       if (gen === state.gen) {
         state.pending = false;
@@ -77,6 +91,13 @@
       }
     }
   }
+
+  // Switching the language draws the answer already here again.
+  window.suanliI18n.onChange(async () => {
+    await window.suanliI18n.prepare([state.doc, state.error]);
+    if (state.doc) render(state.doc);
+    if (state.error) showError(state.error);
+  });
 
   document.addEventListener("DOMContentLoaded", () => {
     $("#card-form").addEventListener("submit", (ev) => { ev.preventDefault(); ask(); });
