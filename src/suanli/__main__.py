@@ -2,4 +2,5 @@
 
 from suanli.cli.main import main
 
-main()
+if __name__ == "__main__":  # importing this module (tools, multiprocessing) runs nothing
+    main()
