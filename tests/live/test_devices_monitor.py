@@ -1,11 +1,9 @@
-"""Providers (fakes and the real CPU), flags, query fields and the Prometheus text."""
+"""Providers (fakes and the real CPU), flags and query fields (the Prometheus text and the
+exporter: tests/live/test_exporter.py)."""
 
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import urllib.request
 
 import pytest
 
@@ -73,15 +71,6 @@ def test_query_csv_and_json_match_nvidia_smi_units() -> None:
         monitor.parse_fields("memory.totl")
 
 
-def test_prometheus_text_skips_missing_and_reports_lost() -> None:
-    text = monitor.prometheus_text(fake_provider("problems").sample())
-    assert 'suanli_gpu_power_watts{gpu="0",name="NVIDIA H100 80GB HBM3"} 70' in text
-    assert 'suanli_gpu_power_watts{gpu="5"' not in text  # T4 does not report power
-    assert 'suanli_gpu_lost{gpu="4",name="unknown (lost)"} 1' in text
-    assert "suanli_scrape_error 0" in text
-    assert "suanli_scrape_error 1" in monitor.prometheus_text([], read_error="boom")
-
-
 def test_amd_json_parsing() -> None:
     data = [
         {
@@ -100,54 +89,6 @@ def test_amd_json_parsing() -> None:
     assert s.memory_total_bytes == 196592 * 2**20
 
 
-def test_exporter_serves_over_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from suanli.live import exporter
-
-    monkeypatch.setenv("SUANLI_FAKE_GPUS", "healthy-8xh100")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    thread = threading.Thread(target=exporter.serve, args=("127.0.0.1", port, 1), daemon=True)
-    thread.start()
-    for _ in range(50):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-                body = resp.read().decode()
-            break
-        except OSError:
-            threading.Event().wait(0.05)
-    thread.join(timeout=5)
-    assert body.count("suanli_gpu_utilization_ratio{") == 8
-
-
 def test_gpu_samples_uses_the_fake(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUANLI_FAKE_GPUS", "healthy-8xh100")
     assert len(gpu_samples()) == 8
-
-
-def test_exporter_keeps_answering_while_clients_hold_half_sent_requests(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """One thread per connection: 50 clients that send half a request and wait do not stop a
-    scrape (the old single-threaded server waited on the first of them forever)."""
-    from suanli.live import exporter
-
-    monkeypatch.setenv("SUANLI_FAKE_GPUS", "healthy-8xh100")
-    server = exporter.make_server("127.0.0.1", 0)
-    port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    held = []
-    try:
-        for _ in range(50):
-            s = socket.create_connection(("127.0.0.1", port))
-            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # no blank line: never ends
-            held.append(s)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-            assert resp.status == 200
-            assert "suanli_gpu_utilization_ratio{" in resp.read().decode()
-    finally:
-        for s in held:
-            s.close()
-        server.shutdown()
-        server.server_close()

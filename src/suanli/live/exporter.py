@@ -1,65 +1,214 @@
-"""A small Prometheus exporter: one HTTP endpoint, one scrape per request, never dies on a read.
+"""The Prometheus exporter behind ``suanli export``, built on ``prometheus_client``.
 
-The text follows the Prometheus exposition format (prometheus.io/docs/instrumenting/
-exposition_formats); it is produced by :func:`suanli.live.monitor.prometheus_text`, so the same
-code is tested without a server.
+A :class:`GpuCollector` reads the device providers on each scrape and yields metric families;
+``prometheus_client`` writes the exposition text, so label values are escaped and numbers keep
+full precision by construction (an H100's memory total is exact to the byte). The families are
+served by ``prometheus_client``'s WSGI app on a server with a thread per connection, so a client
+that stalls holds its own thread and nobody else's.
+
+This module imports ``prometheus_client`` at import time: import it only when exporting (the
+command line does, lazily; :func:`suanli.live.monitor.prometheus_text` too).
 """
 
 from __future__ import annotations
 
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+import logging
+import socket
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, cast
+from wsgiref.simple_server import WSGIRequestHandler
+from wsgiref.simple_server import make_server as make_wsgi_server
 
-#: Seconds a connection may take to send its request: a client that holds a half-sent request
-#: is dropped after this, and, one thread per connection, never delays the other scrapes.
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer, generate_latest, make_wsgi_app
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from suanli.live.samples import DeviceSample
+
+log = logging.getLogger(__name__)
+
+#: The default port. 9400 is dcgm-exporter's, and the Prometheus wiki's "Default port
+#: allocations" filled 9100-9999 by 2023 (later exporters got 10000 onwards, up to about 10050
+#: seen); 10422 is past them and is not an IANA service name in /etc/services.
+DEFAULT_PORT = 10422
+
+#: Seconds a connection may take to send its request: a client that holds a half-sent request is
+#: dropped after this, and, one thread per connection, never delays the other scrapes meanwhile.
 CONNECTION_TIMEOUT_S = 5.0
+
+#: The labels of every per-GPU series: the existing ``gpu`` (index) and ``name``, then the
+#: device's UUID (empty when the provider has none) and this machine's host name.
+LABELS = ("gpu", "name", "uuid", "hostname")
+
+#: Metric name -> (DeviceSample attribute, help text, multiplier, divisor): the exported value is
+#: ``reading * multiplier / divisor`` (a percentage / 100 is a ratio; MHz * 10^6 is Hz), and a
+#: reading whose factors are 1 is exported as the float of the integer itself.
+METRICS: dict[str, tuple[str, str, int, int]] = {
+    "suanli_gpu_utilization_ratio": ("utilization_pct", "GPU utilisation (0-1)", 1, 100),
+    "suanli_gpu_memory_used_bytes": ("memory_used_bytes", "Device memory used", 1, 1),
+    "suanli_gpu_memory_total_bytes": ("memory_total_bytes", "Device memory total", 1, 1),
+    "suanli_gpu_power_watts": ("power_w", "Power draw", 1, 1),
+    "suanli_gpu_power_limit_watts": ("power_limit_w", "Enforced power limit", 1, 1),
+    "suanli_gpu_temperature_celsius": ("temperature_c", "Core temperature", 1, 1),
+    "suanli_gpu_sm_clock_hertz": ("sm_clock_mhz", "SM clock", 1_000_000, 1),
+    "suanli_gpu_pcie_link_gen": ("pcie_gen", "Current PCIe generation", 1, 1),
+    "suanli_gpu_pcie_link_width": ("pcie_width", "Current PCIe width", 1, 1),
+}
+
+
+def label_text(value: object) -> str:
+    """A label value as text that always encodes to UTF-8 (a name decoded with
+    ``surrogateescape`` would otherwise make the whole scrape fail)."""
+    text = "" if value is None else str(value)
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def gpu_families(samples: Sequence[DeviceSample], hostname: str) -> list[GaugeMetricFamily]:
+    """The per-GPU families for one reading: a missing field is left out, a lost GPU has only
+    ``suanli_gpu_lost 1``."""
+    families = []
+    for metric, (attr, help_text, multiplier, divisor) in METRICS.items():
+        family = GaugeMetricFamily(metric, help_text, labels=LABELS)
+        for s in samples:
+            value = getattr(s, attr)
+            if value is None or s.lost:
+                continue
+            # float(int) is exact below 2**53 bytes; only scaled readings are multiplied
+            scaled = float(value) if multiplier == divisor == 1 else value * multiplier / divisor
+            family.add_metric(sample_labels(s, hostname), float(scaled))
+        families.append(family)
+    lost = GaugeMetricFamily("suanli_gpu_lost", "1 when the GPU stopped answering", labels=LABELS)
+    for s in samples:
+        lost.add_metric(sample_labels(s, hostname), 1.0 if s.lost else 0.0)
+    families.append(lost)
+    return families
+
+
+def sample_labels(sample: DeviceSample, hostname: str) -> list[str]:
+    """The values of :data:`LABELS` for one device."""
+    return [str(sample.index), label_text(sample.name), label_text(sample.uuid), hostname]
+
+
+def scrape_error_family(failed: bool) -> GaugeMetricFamily:
+    """The process-level ``suanli_scrape_error``: 1 when reading the devices failed."""
+    return GaugeMetricFamily(
+        "suanli_scrape_error", "1 when reading the devices failed", value=1.0 if failed else 0.0
+    )
+
+
+def read_gpu_samples() -> list[DeviceSample]:
+    """The default reader: every GPU the device providers see on this machine."""
+    from suanli.live.devices import gpu_samples
+
+    return gpu_samples()
+
+
+class GpuCollector(Collector):
+    """Reads the devices on each scrape; a failing read is ``suanli_scrape_error 1``, never an
+    HTTP error."""
+
+    def __init__(
+        self,
+        read: Callable[[], Iterable[DeviceSample]] = read_gpu_samples,
+        hostname: str | None = None,
+    ) -> None:
+        self.read = read
+        """Returns one reading of the GPUs (a fake in tests)."""
+        self.hostname = label_text(socket.gethostname() if hostname is None else hostname)
+        """The ``hostname`` label of every per-GPU series."""
+
+    def collect(self) -> Iterator[Metric]:
+        """The families of one scrape."""
+        try:
+            families = gpu_families(list(self.read()), self.hostname)
+            failed = False
+        except Exception as exc:  # keep serving: the failure is a metric
+            log.debug("reading the devices failed: %s", exc, exc_info=True)
+            families, failed = [], True
+        yield from families
+        yield scrape_error_family(failed)
+
+
+def registry_for(collector: Collector) -> CollectorRegistry:
+    """A registry holding only ``collector`` (no process or GC metrics of this Python)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry
+
+
+def render(
+    samples: Sequence[DeviceSample], read_error: str | None = None, hostname: str | None = None
+) -> str:
+    """The exposition text for a reading already taken (``read_error``: it failed)."""
+
+    def read() -> Sequence[DeviceSample]:
+        if read_error:
+            raise RuntimeError(read_error)
+        return samples
+
+    return generate_latest(registry_for(GpuCollector(read, hostname))).decode("utf-8")
 
 
 def scrape() -> str:
     """Read the devices and render the metrics; a failing read is reported, not raised."""
-    from suanli.live.devices import gpu_samples
-    from suanli.live.monitor import prometheus_text
-
-    try:
-        return prometheus_text(gpu_samples())
-    except Exception as exc:  # keep serving: the failure is a metric
-        return prometheus_text([], read_error=str(exc))
+    return generate_latest(registry_for(GpuCollector())).decode("utf-8")
 
 
-class _Handler(BaseHTTPRequestHandler):
-    timeout = CONNECTION_TIMEOUT_S  # socket timeout of each connection (StreamRequestHandler)
+def make_app(collector: Collector) -> Callable[..., Any]:
+    """``prometheus_client``'s WSGI app for ``collector`` at ``/`` and ``/metrics``; any other
+    path is a 404 (the library would answer metrics on every path)."""
+    metrics = make_wsgi_app(registry_for(collector))
 
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") not in ("", "/metrics"):
-            self.send_error(404)
-            return
-        body = scrape().encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "").rstrip("/") not in ("", "/metrics"):
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"not found: the metrics are at /metrics\n"]
+        result: Iterable[bytes] = metrics(environ, start_response)
+        return result
 
-    def log_message(self, *args: Any) -> None:  # quiet
-        return
+    return app
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class QuietHandler(WSGIRequestHandler):
+    """One connection: a socket timeout of :data:`CONNECTION_TIMEOUT_S`, no access log."""
+
+    timeout = CONNECTION_TIMEOUT_S  # applied to the socket by StreamRequestHandler.setup
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Log nothing: a scrape every few seconds is not news."""
+
+
+class ExporterServer(ThreadingWSGIServer):
+    """``prometheus_client``'s thread-per-connection WSGI server (daemon threads)."""
+
+    # socketserver's default backlog of 5 drops the SYN of a 7th connection arriving while the
+    # accept loop is busy, and that client waits a 1-second retransmission: measured with 50
+    # clients connecting at once, 7 of them waited 1 s each.
+    request_queue_size = socket.SOMAXCONN
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up or timed out is not an error worth a traceback on stderr."""
-        import sys
-
+        """A client that hung up, reset or timed out is not worth a traceback on stderr."""
         if isinstance(sys.exc_info()[1], OSError):
             return
         super().handle_error(request, client_address)
 
 
-def make_server(host: str, port: int) -> ThreadingHTTPServer:
-    """The exporter's server, bound (port 0: any free port): a thread per connection, each
-    with a :data:`CONNECTION_TIMEOUT_S` socket timeout."""
-    return _Server((host, port), _Handler)
+class ExporterServer6(ExporterServer):
+    """The same, for an IPv6 address."""
+
+    address_family = socket.AF_INET6
+
+
+def make_server(host: str, port: int, collector: Collector | None = None) -> ExporterServer:
+    """The exporter's server, bound (port 0: any free port) but not yet serving.
+
+    An IPv6 literal (``::1``) binds IPv6; any other host IPv4, as before.
+    """
+    server_class = ExporterServer6 if ":" in host else ExporterServer
+    app = make_app(collector if collector is not None else GpuCollector())
+    server = make_wsgi_server(host, port, app, server_class, handler_class=QuietHandler)
+    return cast(ExporterServer, server)  # wsgiref types it as its base class
 
 
 def serve(host: str, port: int, max_requests: int | None = None) -> None:
@@ -69,6 +218,9 @@ def serve(host: str, port: int, max_requests: int | None = None) -> None:
         if max_requests is None:
             server.serve_forever()
         else:
+            # the answers must be written before the process exits: join the handler threads
+            server.daemon_threads = False
+            server.block_on_close = True
             for _ in range(max_requests):
                 server.handle_request()
     finally:

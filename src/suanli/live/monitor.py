@@ -241,38 +241,12 @@ def format_rows(
 
 # --- export: Prometheus metrics --------------------------------------------------------------
 
-#: Metric name -> (attribute, help text, scale).
-METRICS: dict[str, tuple[str, str, float]] = {
-    "suanli_gpu_utilization_ratio": ("utilization_pct", "GPU utilisation (0-1)", 0.01),
-    "suanli_gpu_memory_used_bytes": ("memory_used_bytes", "Device memory used", 1),
-    "suanli_gpu_memory_total_bytes": ("memory_total_bytes", "Device memory total", 1),
-    "suanli_gpu_power_watts": ("power_w", "Power draw", 1),
-    "suanli_gpu_power_limit_watts": ("power_limit_w", "Enforced power limit", 1),
-    "suanli_gpu_temperature_celsius": ("temperature_c", "Core temperature", 1),
-    "suanli_gpu_sm_clock_hertz": ("sm_clock_mhz", "SM clock", 1e6),
-    "suanli_gpu_pcie_link_gen": ("pcie_gen", "Current PCIe generation", 1),
-    "suanli_gpu_pcie_link_width": ("pcie_width", "Current PCIe width", 1),
-}
-
 
 def prometheus_text(samples: Sequence[DeviceSample], read_error: str | None = None) -> str:
-    """The exposition text for one scrape; missing fields are left out, a failed read is a
-    metric (``suanli_scrape_error 1``) rather than an HTTP error."""
-    lines = []
-    for metric, (attr, help_text, scale) in METRICS.items():
-        lines.append(f"# HELP {metric} {help_text}")
-        lines.append(f"# TYPE {metric} gauge")
-        for s in samples:
-            value = getattr(s, attr)
-            if value is None or s.lost:
-                continue
-            labels = f'gpu="{s.index}",name="{s.name}"'
-            lines.append(f"{metric}{{{labels}}} {float(value) * scale:g}")
-    lines.append("# HELP suanli_gpu_lost 1 when the GPU stopped answering")
-    lines.append("# TYPE suanli_gpu_lost gauge")
-    for s in samples:
-        lines.append(f'suanli_gpu_lost{{gpu="{s.index}",name="{s.name}"}} {int(s.lost)}')
-    lines.append("# HELP suanli_scrape_error 1 when reading the devices failed")
-    lines.append("# TYPE suanli_scrape_error gauge")
-    lines.append(f"suanli_scrape_error {1 if read_error else 0}")
-    return "\n".join(lines) + "\n"
+    """The exposition text for one scrape, written by ``prometheus_client`` through the
+    exporter's collector (:mod:`suanli.live.exporter`, imported only when called): missing
+    fields are left out, a failed read is a metric (``suanli_scrape_error 1``) rather than an
+    HTTP error."""
+    from suanli.live.exporter import render
+
+    return render(samples, read_error=read_error)
