@@ -1,14 +1,17 @@
 """Device providers: one interface over NVML, AMD SMI, the CPU, and table-driven fakes.
 
 A field a device does not support comes back as ``None`` ("not available"), never as an
-exception: every read goes through one choke point (``_query``), the way nvitop's ``nvmlQuery``
-does. A GPU that stops answering is reported as ``lost`` rather than raising. Every import of a
-vendor library happens inside the provider that needs it.
+exception: every NVML read goes through one layer (:mod:`suanli.live.nvml`, init once, MIG,
+lost GPUs, memory info v2, UUIDs), the other reads through ``_query``, the way nvitop's
+``nvmlQuery`` does; each failure is logged at debug level (``--debug`` shows it). A GPU that
+stops answering is reported as ``lost`` rather than raising. Every import of a vendor library
+happens inside the provider that needs it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import shutil
@@ -16,12 +19,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-# The reading types live in samples.py (shared with the smi fallbacks); re-exported here.
 from suanli.i18n import N_
+from suanli.live import nvml
+
+# The reading types live in samples.py (shared with the smi fallbacks); re-exported here.
 from suanli.live.samples import NA as NA
 from suanli.live.samples import DeviceSample as DeviceSample
 from suanli.live.samples import DriverInfo as DriverInfo
 from suanli.live.samples import ProcessInfo as ProcessInfo
+
+log = logging.getLogger(__name__)
 
 
 class Provider(Protocol):
@@ -40,10 +47,12 @@ class Provider(Protocol):
 
 
 def _query(fn: Callable[..., Any], *args: Any, default: Any = NA) -> Any:
-    """Call a vendor function; any failure ("not supported", "unknown") yields ``default``."""
+    """Call a vendor function; any failure ("not supported", "unknown") yields ``default``,
+    logged at debug level."""
     try:
         value = fn(*args)
-    except Exception:  # vendor libraries raise many types for "not supported"
+    except Exception as exc:  # vendor libraries raise many types for "not supported"
+        log.debug("%s failed: %s: %s", getattr(fn, "__name__", fn), type(exc).__name__, exc)
         return default
     if isinstance(value, bytes):
         return value.decode(errors="replace")
@@ -74,20 +83,20 @@ def decode_throttle(mask: int | None) -> tuple[str, ...]:
 
 
 class NvmlProvider:
-    """NVIDIA GPUs through nvidia-ml-py (``pynvml``)."""
+    """NVIDIA GPUs through nvidia-ml-py (``pynvml``), read through :mod:`suanli.live.nvml`.
+
+    A GPU in MIG mode gives one sample per MIG instance (its name, ``MIG-`` UUID, memory and
+    processes; the GPU's temperature, clocks and link, which the instances share; no power, which
+    would be counted once per instance). Memory: with memory info v2 the total is what processes
+    can allocate (the driver's reservation taken out, as CUDA's ``total_memory``) and used is
+    what they hold, so total - used is NVML's free; with v1 the total is the whole memory.
+    """
 
     name = "nvml"
 
     def __init__(self) -> None:
-        self._nvml: Any = None
-        self._error: str | None = None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._nvml = pynvml
-        except Exception as exc:  # no library, no driver, no device
-            self._error = f"{type(exc).__name__}: {exc}".strip()
+        self._nvml: Any = nvml.library()  # once per process; shut down at exit
+        self._error: str | None = None if self._nvml is not None else nvml.init_error()
 
     def available(self) -> bool:
         """Whether NVML initialised."""
@@ -98,82 +107,96 @@ class NvmlProvider:
         nv = self._nvml
         if nv is None:
             return DriverInfo(self.name, error=self._error)
-        cuda = _query(nv.nvmlSystemGetCudaDriverVersion)
+        call = nvml.call
+        cuda = call(nv.nvmlSystemGetCudaDriverVersion)
         cuda_str = f"{cuda // 1000}.{(cuda % 1000) // 10}" if isinstance(cuda, int) else NA
         return DriverInfo(
             self.name,
-            driver_version=_query(nv.nvmlSystemGetDriverVersion),
+            driver_version=call(nv.nvmlSystemGetDriverVersion),
             cuda_driver_version=cuda_str,
-            nvml_version=_query(nv.nvmlSystemGetNVMLVersion),
-            device_count=_query(nv.nvmlDeviceGetCount, default=0),
+            nvml_version=call(nv.nvmlSystemGetNVMLVersion),
+            device_count=call(nv.nvmlDeviceGetCount, default=0),
         )
 
     def sample(self) -> list[DeviceSample]:
-        """Read every GPU; a GPU that fails its basic reads is reported as lost."""
-        nv = self._nvml
-        if nv is None:
+        """Read every GPU (or its MIG instances); a GPU that cannot be read is reported lost."""
+        if self._nvml is None:
             return []
         out = []
-        for i in range(_query(nv.nvmlDeviceGetCount, default=0)):
-            handle = _query(nv.nvmlDeviceGetHandleByIndex, i)
-            name = _query(nv.nvmlDeviceGetName, handle) if handle is not None else NA
-            if handle is None or name is NA:
-                out.append(DeviceSample(i, "unknown (lost)", "nvidia", lost=True))
-                continue
-            mem = _query(nv.nvmlDeviceGetMemoryInfo, handle)
-            util = _query(nv.nvmlDeviceGetUtilizationRates, handle)
-            power = _query(nv.nvmlDeviceGetPowerUsage, handle)
-            limit = _query(nv.nvmlDeviceGetEnforcedPowerLimit, handle)
-            clk = getattr(nv, "NVML_CLOCK_SM", 1)
-            mclk = getattr(nv, "NVML_CLOCK_MEM", 2)
-            reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-                nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
-            )
-            enc = _query(nv.nvmlDeviceGetEncoderUtilization, handle)
-            dec = _query(nv.nvmlDeviceGetDecoderUtilization, handle)
-            out.append(
-                DeviceSample(
-                    index=i,
-                    name=str(name),
-                    vendor="nvidia",
-                    uuid=_query(nv.nvmlDeviceGetUUID, handle),
-                    memory_total_bytes=getattr(mem, "total", NA),
-                    memory_used_bytes=getattr(mem, "used", NA),
-                    utilization_pct=getattr(util, "gpu", NA),
-                    memory_utilization_pct=getattr(util, "memory", NA),
-                    power_w=power / 1000 if isinstance(power, (int, float)) else NA,
-                    power_limit_w=limit / 1000 if isinstance(limit, (int, float)) else NA,
-                    temperature_c=_query(nv.nvmlDeviceGetTemperature, handle, 0),
-                    sm_clock_mhz=_query(nv.nvmlDeviceGetClockInfo, handle, clk),
-                    sm_clock_max_mhz=_query(nv.nvmlDeviceGetMaxClockInfo, handle, clk),
-                    memory_clock_mhz=_query(nv.nvmlDeviceGetClockInfo, handle, mclk),
-                    memory_clock_max_mhz=_query(nv.nvmlDeviceGetMaxClockInfo, handle, mclk),
-                    throttle_reasons=decode_throttle(
-                        _query(reasons_fn, handle) if reasons_fn else NA
-                    ),
-                    pcie_gen=_query(nv.nvmlDeviceGetCurrPcieLinkGeneration, handle),
-                    pcie_gen_max=_query(nv.nvmlDeviceGetMaxPcieLinkGeneration, handle),
-                    pcie_width=_query(nv.nvmlDeviceGetCurrPcieLinkWidth, handle),
-                    pcie_width_max=_query(nv.nvmlDeviceGetMaxPcieLinkWidth, handle),
-                    encoder_pct=enc[0] if isinstance(enc, (list, tuple)) else NA,
-                    decoder_pct=dec[0] if isinstance(dec, (list, tuple)) else NA,
-                    fan_pct=_query(nv.nvmlDeviceGetFanSpeed, handle),
-                    processes=self._processes(handle),
-                )
-            )
+        for dev in nvml.devices():
+            if dev.mig_enabled and dev.instances:
+                out.extend(_nvml_sample(inst, gpu=dev) for inst in dev.instances)
+            else:
+                out.append(_nvml_sample(dev))
         return out
 
-    def _processes(self, handle: Any) -> tuple[ProcessInfo, ...]:
-        nv = self._nvml
-        procs = []
-        for getter in (
-            "nvmlDeviceGetComputeRunningProcesses",
-            "nvmlDeviceGetGraphicsRunningProcesses",
-        ):
-            fn = getattr(nv, getter, None)
-            for p in (_query(fn, handle, default=[]) if fn else []) or []:
-                procs.append(_describe_process(int(p.pid), getattr(p, "usedGpuMemory", NA)))
-        return tuple(procs)
+
+def _nvml_sample(dev: Any, gpu: Any = None) -> DeviceSample:
+    """One :class:`~suanli.live.nvml.NvmlDevice` as a sample; ``gpu`` is a MIG instance's parent,
+    whose temperature, clocks and link the instance shares."""
+    dev, mem = nvml.with_memory(dev)
+    r = dev.reader
+    if dev.lost or r is None:
+        return _lost_sample(dev)
+    phys = gpu.reader if gpu is not None and gpu.reader is not None else r
+    nv = r.nv
+    clk = getattr(nv, "NVML_CLOCK_SM", 1)
+    mclk = getattr(nv, "NVML_CLOCK_MEM", 2)
+    reasons = phys.get("nvmlDeviceGetCurrentClocksEventReasons")
+    if reasons is None:
+        reasons = phys.get("nvmlDeviceGetCurrentClocksThrottleReasons")
+    util = r.get("nvmlDeviceGetUtilizationRates")
+    # Power is the whole GPU's: given once, on the GPU, never on each of its instances.
+    power = r.get("nvmlDeviceGetPowerUsage") if gpu is None else NA
+    limit = r.get("nvmlDeviceGetEnforcedPowerLimit") if gpu is None else NA
+    enc = r.get("nvmlDeviceGetEncoderUtilization")
+    dec = r.get("nvmlDeviceGetDecoderUtilization")
+    sample = DeviceSample(
+        index=dev.index,
+        name=str(dev.name),
+        vendor="nvidia",
+        uuid=dev.uuid,
+        memory_total_bytes=mem.usable_bytes if mem else NA,
+        memory_used_bytes=mem.used_bytes if mem else NA,
+        utilization_pct=getattr(util, "gpu", NA),
+        memory_utilization_pct=getattr(util, "memory", NA),
+        power_w=power / 1000 if isinstance(power, (int, float)) else NA,
+        power_limit_w=limit / 1000 if isinstance(limit, (int, float)) else NA,
+        temperature_c=phys.get("nvmlDeviceGetTemperature", 0),
+        sm_clock_mhz=phys.get("nvmlDeviceGetClockInfo", clk),
+        sm_clock_max_mhz=phys.get("nvmlDeviceGetMaxClockInfo", clk),
+        memory_clock_mhz=phys.get("nvmlDeviceGetClockInfo", mclk),
+        memory_clock_max_mhz=phys.get("nvmlDeviceGetMaxClockInfo", mclk),
+        throttle_reasons=decode_throttle(reasons),
+        pcie_gen=phys.get("nvmlDeviceGetCurrPcieLinkGeneration"),
+        pcie_gen_max=phys.get("nvmlDeviceGetMaxPcieLinkGeneration"),
+        pcie_width=phys.get("nvmlDeviceGetCurrPcieLinkWidth"),
+        pcie_width_max=phys.get("nvmlDeviceGetMaxPcieLinkWidth"),
+        encoder_pct=enc[0] if isinstance(enc, (list, tuple)) else NA,
+        decoder_pct=dec[0] if isinstance(dec, (list, tuple)) else NA,
+        fan_pct=phys.get("nvmlDeviceGetFanSpeed"),
+        processes=_nvml_processes(r),
+    )
+    if r.lost or phys.lost:  # it went away while being read
+        return _lost_sample(dev)
+    return sample
+
+
+def _lost_sample(dev: Any) -> DeviceSample:
+    from suanli.live.smi import lost_sample
+
+    return lost_sample(DeviceSample(dev.index, dev.name or "unknown", "nvidia", uuid=dev.uuid))
+
+
+def _nvml_processes(reader: Any) -> tuple[ProcessInfo, ...]:
+    procs = []
+    for getter in (
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetGraphicsRunningProcesses",
+    ):
+        for p in reader.get(getter, default=[]) or []:
+            procs.append(_describe_process(int(p.pid), getattr(p, "usedGpuMemory", NA)))
+    return tuple(procs)
 
 
 def _describe_process(pid: int, memory: int | None) -> ProcessInfo:
@@ -201,7 +224,9 @@ class AmdSmiProvider:
     --json``) or ``rocm-smi --showproductname --showmeminfo vram ... --json`` when installed.
 
     The tools run without a shell, for at most 5 s, their output capped
-    (:func:`suanli.live.smi.run_tool`).
+    (:func:`suanli.live.smi.run_tool`). Errors are handled as NVML's are: each is logged, none
+    is raised, and when the tool stops answering the GPUs it listed before are reported lost
+    (a hung GPU hangs the tool) rather than silently gone.
     """
 
     name = "amd-smi"
@@ -210,6 +235,7 @@ class AmdSmiProvider:
         self._run = runner or _run_json_tool
         self._tool = shutil.which("amd-smi") or shutil.which("rocm-smi")
         self._static: Any = None
+        self._seen: list[DeviceSample] = []
 
     def available(self) -> bool:
         """Whether an AMD SMI tool is on the PATH."""
@@ -233,7 +259,8 @@ class AmdSmiProvider:
                     self._static = json.loads(
                         self._run([self._tool, "static", "--asic", "--vram", "--json"])
                     )
-                except (ValueError, OSError, RuntimeError):
+                except (ValueError, OSError, RuntimeError) as exc:
+                    log.debug("amd-smi static failed: %s: %s", type(exc).__name__, exc)
                     self._static = []
             args = [self._tool, "metric", "--json"]
         else:
@@ -249,9 +276,16 @@ class AmdSmiProvider:
             ]
         try:
             data = json.loads(self._run(args))
-        except (ValueError, OSError, RuntimeError):
-            return []
-        return parse_amd_json(data, self._static)
+        except (ValueError, OSError, RuntimeError) as exc:
+            if not self._seen:
+                log.debug("%s failed: %s: %s", args[0], type(exc).__name__, exc)
+                return []
+            log.warning("%s stopped answering (%s); its GPUs are reported lost", args[0], exc)
+            from suanli.live.smi import lost_sample
+
+            return [lost_sample(s) for s in self._seen]
+        self._seen = parse_amd_json(data, self._static)
+        return list(self._seen)
 
 
 def _amd_items(data: Any) -> list[Any]:

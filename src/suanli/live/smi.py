@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -43,6 +44,8 @@ from pathlib import Path
 
 from suanli.i18n import N_
 from suanli.live.samples import NA, DeviceSample, DriverInfo
+
+log = logging.getLogger(__name__)
 
 #: Seconds a vendor tool may run.
 TOOL_TIMEOUT_S = 5.0
@@ -227,6 +230,12 @@ def cuda_for_driver(driver_version: str | None) -> str | None:
     return NA
 
 
+def lost_sample(sample: DeviceSample) -> DeviceSample:
+    """A device seen before that stopped answering, flagged lost (as the NVML provider does)."""
+    name = sample.name if sample.name.endswith("(lost)") else f"{sample.name} (lost)"
+    return DeviceSample(sample.index, name, sample.vendor, uuid=sample.uuid, lost=True)
+
+
 class _SmiTableProvider:
     """A vendor tool asked once at ``available()``; that reading is used by the first
     ``sample()``. Subclasses set ``name``/``tool`` and implement ``_parse``."""
@@ -242,6 +251,7 @@ class _SmiTableProvider:
         )
         self._seen: bool | None = None
         self._pending: list[DeviceSample] = []
+        self._last: list[DeviceSample] = []
         self._count = 0
         self._driver_version: str | None = NA
 
@@ -255,7 +265,13 @@ class _SmiTableProvider:
             samples, driver = self._parse(self._tool)
         except ToolError as exc:
             self._error = str(exc)
-            return []
+            if not self._last:
+                log.debug("%s failed: %s", self.tool, exc)
+                return []
+            # As with NVML: devices that stop answering are lost, not silently gone.
+            log.warning("%s stopped answering (%s); its devices are reported lost", self.tool, exc)
+            return [lost_sample(s) for s in self._last]
+        self._last = samples
         self._driver_version = driver or self._driver_version
         self._count = len(samples)
         if not samples:
@@ -303,8 +319,10 @@ class NvidiaSmiProvider(_SmiTableProvider):
         if not self.available():
             return DriverInfo(self.name, error=self._error)
         cuda: str | None = NA
-        with contextlib.suppress(ToolError):
+        try:
             cuda = parse_cuda_version(run_tool([str(self._tool)]))
+        except ToolError as exc:
+            log.debug("nvidia-smi header not read: %s", exc)
         return DriverInfo(
             self.name,
             driver_version=self._driver_version,

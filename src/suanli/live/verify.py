@@ -10,6 +10,7 @@ are imported inside the functions.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -179,13 +180,25 @@ def verify_training(
 
 
 def _nvml_used_bytes() -> float | None:
-    """Device memory in use as NVML sees it (GPU 0), or None without NVML."""
-    from suanli.live.devices import NvmlProvider
+    """Device memory in use as NVML sees it on torch's current GPU (found by UUID, or by its
+    place in ``CUDA_VISIBLE_DEVICES``), or None without NVML. With memory info v2 the driver's
+    reservation is not counted: it is not this process's."""
+    import torch
 
-    nvml = NvmlProvider()
-    samples = nvml.sample() if nvml.available() else []
-    used = samples[0].memory_used_bytes if samples else None
-    return float(used) if used is not None else None
+    from suanli.live import nvml
+
+    if nvml.library() is None:
+        return None
+    try:
+        index = torch.cuda.current_device()
+        uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", "") or "")
+    except Exception:
+        return None
+    unit = nvml.device_for_cuda(index, uuid, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if unit is None:
+        return None
+    _, mem = nvml.with_memory(unit)
+    return float(mem.used_bytes) if mem is not None else None
 
 
 def _context_bytes(estimate: Any) -> float:

@@ -3,78 +3,77 @@ busy the host CPUs are."""
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 import time
 from dataclasses import asdict
-from typing import Any
 
 from suanli.i18n import N_
 from suanli.live.bench.profile import Health
 
+log = logging.getLogger(__name__)
+
 # --------------------------------------------------------------------------- health (NVML)
+
+#: NVML clock-event reason bits (nvml.h) -> the cause a benchmark grade quotes.
+THROTTLE_NAMES = {
+    0x2: "application clocks set below max",
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "power brake",
+}
 
 
 def gpu_health(device: str) -> Health:
     """Read-only NVML queries (throttle reasons, clocks, other processes, PCIe link) for the
-    GPU behind ``device``; an empty :class:`Health` without CUDA or nvidia-ml-py."""
+    GPU behind ``device``, found through :mod:`suanli.live.nvml` (by the UUID torch reports, else
+    by its place in ``CUDA_VISIBLE_DEVICES``); an empty :class:`Health` without CUDA or NVML.
+
+    For a MIG instance the clocks, temperature and link are its GPU's (they are shared) and the
+    processes are the instance's own."""
     if not device.startswith("cuda"):
         return Health()
     try:
-        import pynvml  # type: ignore[import-untyped]
         import torch
     except ImportError:
         return Health()
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # NVML missing or no driver access
+    from suanli.live import nvml
+
+    if nvml.library() is None:  # NVML missing or no driver access; shut down once, at exit
         return Health()
     try:
-        # The same GPU as torch's: by UUID (CUDA_VISIBLE_DEVICES may renumber), else by index.
-        handle = None
-        uuid = str(getattr(torch.cuda.get_device_properties(device), "uuid", "") or "")
-        if uuid:
-            with contextlib.suppress(Exception):
-                handle = pynvml.nvmlDeviceGetHandleByUUID(
-                    uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
-                )
-        if handle is None:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(int(device.split(":")[1]))
-
-        def query(fn: str, *args: Any) -> Any:
-            try:
-                return getattr(pynvml, fn)(handle, *args)
-            except Exception:
-                return None
-
-        reasons_mask = query("nvmlDeviceGetCurrentClocksEventReasons")
-        if reasons_mask is None:
-            reasons_mask = query("nvmlDeviceGetCurrentClocksThrottleReasons")
-        names = {
-            0x2: "application clocks set below max",
-            0x4: "software power cap",
-            0x8: "hardware slowdown",
-            0x20: "software thermal slowdown",
-            0x40: "hardware thermal slowdown",
-            0x80: "power brake",
-        }
-        reasons = tuple(v for bit, v in names.items() if reasons_mask and reasons_mask & bit)
-        procs = query("nvmlDeviceGetComputeRunningProcesses")
-        others = None if procs is None else sum(1 for p in procs if p.pid != os.getpid())
-        return Health(
-            throttle_reasons=reasons,
-            other_processes=others,
-            sm_clock_mhz=query("nvmlDeviceGetClockInfo", pynvml.NVML_CLOCK_SM),
-            max_sm_clock_mhz=query("nvmlDeviceGetMaxClockInfo", pynvml.NVML_CLOCK_SM),
-            temperature_c=query("nvmlDeviceGetTemperature", pynvml.NVML_TEMPERATURE_GPU),
-            pcie_gen=query("nvmlDeviceGetCurrPcieLinkGeneration"),
-            pcie_width=query("nvmlDeviceGetCurrPcieLinkWidth"),
-            max_pcie_gen=query("nvmlDeviceGetMaxPcieLinkGeneration"),
-            max_pcie_width=query("nvmlDeviceGetMaxPcieLinkWidth"),
-        )
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
+        cuda_index = int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
+        uuid = str(getattr(torch.cuda.get_device_properties(cuda_index), "uuid", "") or "")
+    except Exception as exc:  # torch without CUDA, a bad index
+        log.debug("no CUDA device %s: %s", device, exc)
+        return Health()
+    devs = nvml.devices()
+    unit = nvml.device_for_cuda(cuda_index, uuid, os.environ.get("CUDA_VISIBLE_DEVICES"), devs)
+    if unit is None or unit.reader is None or unit.lost:
+        log.debug("no NVML device for %s (torch UUID %r)", device, uuid)
+        return Health()
+    parent = next((d for d in devs if unit.parent_uuid and d.uuid == unit.parent_uuid), None)
+    phys = parent.reader if parent is not None and parent.reader is not None else unit.reader
+    sm = getattr(phys.nv, "NVML_CLOCK_SM", 1)
+    reasons_mask = phys.get("nvmlDeviceGetCurrentClocksEventReasons")
+    if reasons_mask is None:
+        reasons_mask = phys.get("nvmlDeviceGetCurrentClocksThrottleReasons")
+    reasons = tuple(v for bit, v in THROTTLE_NAMES.items() if reasons_mask and reasons_mask & bit)
+    procs = unit.reader.get("nvmlDeviceGetComputeRunningProcesses")
+    others = None if procs is None else sum(1 for p in procs if p.pid != os.getpid())
+    return Health(
+        throttle_reasons=reasons,
+        other_processes=others,
+        sm_clock_mhz=phys.get("nvmlDeviceGetClockInfo", sm),
+        max_sm_clock_mhz=phys.get("nvmlDeviceGetMaxClockInfo", sm),
+        temperature_c=phys.get("nvmlDeviceGetTemperature", 0),  # NVML_TEMPERATURE_GPU
+        pcie_gen=phys.get("nvmlDeviceGetCurrPcieLinkGeneration"),
+        pcie_width=phys.get("nvmlDeviceGetCurrPcieLinkWidth"),
+        max_pcie_gen=phys.get("nvmlDeviceGetMaxPcieLinkGeneration"),
+        max_pcie_width=phys.get("nvmlDeviceGetMaxPcieLinkWidth"),
+    )
 
 
 def _proc_stat() -> tuple[int, int] | None:

@@ -6,7 +6,6 @@ measured device (CPU name, catalog GPU, the profile's path) and the calibration 
 from __future__ import annotations
 
 import json
-import os
 import platform
 import re
 import socket
@@ -186,16 +185,14 @@ def local_gpu(name: str) -> tuple[Any, str]:
     return gpu, gpu.id
 
 
-def _config_home() -> Path:
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    return Path(xdg) if xdg else Path.home() / ".config"
-
-
 def local_calibration_path(gpu_id: str) -> Path:
     """Where ``suanli bench`` saves the profile of ``gpu_id`` and perf/plan look for it:
-    ``$XDG_CONFIG_HOME/suanli/calibration/<gpu_id>.toml`` (``~/.config`` by default)."""
+    ``calibration/<gpu_id>.toml`` in the platform's config directory (:mod:`suanli.paths`:
+    ``~/.config/suanli`` on Linux, ``$XDG_CONFIG_HOME`` and ``SUANLI_CONFIG`` honoured)."""
+    from suanli.paths import calibration_dir
+
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", gpu_id).strip("-") or "device"
-    return _config_home() / "suanli" / "calibration" / f"{safe}.toml"
+    return calibration_dir() / f"{safe}.toml"
 
 
 # --------------------------------------------------------------------------- calibration
