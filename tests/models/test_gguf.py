@@ -192,11 +192,10 @@ class _CountingFile:
         self.f.close()
 
 
-def test_hub_gguf_reads_only_the_header_and_caches_it(
+def test_hub_gguf_reads_only_the_header_and_keeps_it_by_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sys
-    import types
+    from tests.models.fake_hub import FakeHub, hf
 
     path = tmp_path / "tiny.gguf"
     data_bytes = write_llama(path)
@@ -209,24 +208,52 @@ def test_hub_gguf_reads_only_the_header_and_caches_it(
             opened.append(name)
             return _CountingFile(path, log)
 
-    fake = types.ModuleType("huggingface_hub")
-    fake.HfFileSystem = FakeFS  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
-    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    fake = FakeHub(tmp_path / "hf-cache").install(monkeypatch)
+    monkeypatch.setattr(hf, "HfFileSystem", FakeFS)
+    commit = fake.add("someone/tiny-GGUF", {"sub/tiny-Q4_K_M.gguf": "binary"}, "v1")
     local = load_model(str(path))
-    first = load_model("someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf")
-    assert opened == ["someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf"]
+    first = load_model("someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf", revision="v1")
+    assert fake.info_calls == [("someone/tiny-GGUF", "v1")]  # the revision reaches the hub
+    assert opened == [f"someone/tiny-GGUF@{commit}/sub/tiny-Q4_K_M.gguf"]
     assert first.source == "hub" and first.params.total == local.params.total
     assert first.quantization == local.quantization
     # the header only: far less than the file's tensor data
     assert 0 < log["bytes"] < path.stat().st_size - data_bytes + 64
-    second = load_model("someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf")  # from the cache
-    assert len(opened) == 1 and second.params.total == first.params.total
+    second = load_model("someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf", revision="v1")
+    assert len(opened) == 1 and second.params.total == first.params.total  # same commit
+    monkeypatch.setenv("HF_HUB_OFFLINE", "yes")  # offline: the commit noted last time
+    third = load_model("someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf", revision="v1")
+    assert len(opened) == 1 and len(fake.info_calls) == 2 and third.params == first.params
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    fake.add("someone/tiny-GGUF", {"sub/tiny-Q4_K_M.gguf": "moved"}, "v1")
+    load_model("someone/tiny-GGUF/sub/tiny-Q4_K_M.gguf", revision="v1")
+    assert len(opened) == 2  # the branch moved: read again
 
 
 def test_hub_gguf_offline_is_one_sentence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SUANLI_CACHE", str(tmp_path))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelSourceError, match="download the file and pass its path"):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "true")
+    with pytest.raises(
+        ModelSourceError,
+        match=r"not cached from the Hugging Face hub and offline mode is on \(HF_HUB_OFFLINE\)",
+    ):
         load_model("someone/tiny-GGUF/tiny.gguf")
+
+
+def test_hub_gguf_missing_file_and_gated_repo(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests.models.fake_hub import FakeHub, hf, hub_exception
+
+    class MissingFS:
+        def open(self, name: str, mode: str, block_size: int) -> None:
+            raise FileNotFoundError(name)
+
+    fake = FakeHub(tmp_path / "hf-cache").install(monkeypatch)
+    monkeypatch.setattr(hf, "HfFileSystem", MissingFS)
+    fake.add("someone/tiny-GGUF", {"a.gguf": "x"})
+    with pytest.raises(ModelSourceError, match=r"has no file b\.gguf at main"):
+        load_model("someone/tiny-GGUF/b.gguf")
+    fake.fail = hub_exception("GatedRepoError")
+    with pytest.raises(ModelSourceError, match="gated model"):
+        load_model("someone/tiny-GGUF/b.gguf")

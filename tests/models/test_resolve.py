@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import sys
-import types
 from pathlib import Path
 
 import pytest
 
-from suanli.models import resolve
 from suanli.models.resolve import ModelSourceError, load_model
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "configs"
@@ -60,76 +56,4 @@ def test_missing_file() -> None:
         load_model("./nope/config.json")
 
 
-def _fake_hub(monkeypatch: pytest.MonkeyPatch, config: Path, calls: list[str]) -> None:
-    fake = types.ModuleType("huggingface_hub")
-
-    def hf_hub_download(repo_id: str, filename: str) -> str:
-        calls.append(f"{repo_id}:{filename}")
-        return str(config)
-
-    def get_safetensors_metadata(repo_id: str) -> object:
-        calls.append(f"{repo_id}:safetensors")
-        return types.SimpleNamespace(
-            parameter_count={"BF16": 8_030_261_248}, files_metadata={"a": 1, "b": 2, "c": 3, "d": 4}
-        )
-
-    fake.hf_hub_download = hf_hub_download  # type: ignore[attr-defined]
-    fake.get_safetensors_metadata = get_safetensors_metadata  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
-
-
-def test_hub_id_fetches_config_only_once_and_caches(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    calls: list[str] = []
-    _fake_hub(monkeypatch, FIXTURES / "llama-3-8b.json", calls)
-    first = load_model("someone/my-llama")
-    assert calls == ["someone/my-llama:config.json", "someone/my-llama:safetensors"]
-    assert first.source == "hub" and first.params.total == 8_030_261_248
-    assert first.stored is not None and first.stored.total == 8_030_261_248
-    second = load_model("someone/my-llama")
-    assert len(calls) == 2  # served from the cache
-    assert second.params == first.params
-    assert (resolve.cache_dir() / "someone--my-llama" / "config.json").is_file()
-
-
-def test_hub_failure_is_one_sentence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    fake = types.ModuleType("huggingface_hub")
-
-    def fail(*args: object, **kwargs: object) -> str:
-        raise OSError("connection refused")
-
-    fake.hf_hub_download = fail  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
-    with pytest.raises(ModelSourceError, match="use a preset") as err:
-        load_model("someone/absent")
-    assert "local path" in str(err.value)
-
-
-def test_offline_mode_never_calls_the_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    calls: list[str] = []
-    _fake_hub(monkeypatch, FIXTURES / "llama-3-8b.json", calls)
-    with pytest.raises(ModelSourceError, match="offline"):
-        load_model("someone/my-llama")
-    assert calls == []
-
-
-def test_hub_config_with_remote_code_is_read_as_json_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A config that asks for custom code (auto_map) is still read as plain JSON."""
-    monkeypatch.setenv("SUANLI_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    cfg = json.loads((FIXTURES / "qwen2.5-0.5b.json").read_text())
-    cfg["auto_map"] = {"AutoModelForCausalLM": "evil.EvilModel"}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    _fake_hub(monkeypatch, path, [])
-    assert load_model("someone/custom").params.total == 494_032_768
-    assert "evil" not in sys.modules
+# Hub ids (revisions, offline mode, each failure's sentence): tests/models/test_hub.py.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.cli.options import given_options
+from suanli.cli.options import given_options, revision_option
 from suanli.cli.render import count_column, print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.estimate.workload import KV_DTYPES
@@ -108,6 +108,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     ),
 )
 @click.argument("model")
+@revision_option
 @click.option(
     "--rate",
     type=FloatRange(min=0, min_open=True, allow_inf=True),

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from suanli.cli.options import revision_option
 from suanli.cli.render import print_json, print_table
 from suanli.i18n import N_, _, sentence
 from suanli.units import fmt_count
@@ -36,6 +37,7 @@ COMPONENT_WORDS = (
     ),
 )
 @click.argument("model")
+@revision_option
 @click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def model_cmd(model: str, as_json: bool) -> None:
     """``suanli model``: its help is the ``help=`` above (translated with --lang zh)."""

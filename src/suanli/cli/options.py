@@ -32,7 +32,29 @@ from suanli.i18n import N_
 if TYPE_CHECKING:
     from suanli.answers.request import WorkRequest
 
+
+def _enter_revision(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """Read hub ids at ``value`` for the rest of the command (the answers' loaders and the
+    diffusion hub reader take it from :func:`suanli.models.hub.hub_revision`)."""
+    if value is not None:
+        from suanli.models.hub import hub_revision
+
+        ctx.with_resource(hub_revision(value))
+
+
+#: ``--revision REV``: the branch, tag or commit of a Hugging Face model. Not a workload option
+#: (it never reaches the request): it scopes the hub reads of the command it decorates.
+revision_option = click.option(
+    "--revision",
+    metavar="REV",
+    default=None,
+    expose_value=False,
+    callback=_enter_revision,
+    help=N_("Branch, tag or commit of a Hugging Face model id (default: main)."),
+)
+
 _OPTIONS: list[Callable[[Any], Any]] = [
+    revision_option,
     click.option(
         "--framework",
         default="hf",
@@ -361,6 +383,7 @@ def workload_options(func: Callable[..., Any]) -> Callable[..., Any]:
 #: The options that describe the work itself (not its layout), for ``plan``, which searches the
 #: layout and would otherwise have to ignore --tp, --batch and the like.
 SHAPE_OPTIONS = (
+    "revision",
     "framework",
     "images",
     "image_size",

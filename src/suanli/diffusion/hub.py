@@ -1,81 +1,94 @@
 """Text-to-image pipelines from the Hugging Face hub: ``model_index.json`` and each component's
-``config.json`` are fetched (JSON only: no weights, no code), cached like a local diffusers
-folder and read by :func:`suanli.diffusion.pipeline.read_diffusers_folder`."""
+``config.json`` are fetched through huggingface_hub's own cache (JSON only: no weights, no code;
+refreshed when the branch moves, read from the cache offline) and read like a local diffusers
+folder by :func:`suanli.diffusion.pipeline.read_diffusers_folder`."""
 
 from __future__ import annotations
 
 import json
-import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from suanli.diffusion.pipeline import (
     DENOISERS,
+    PIPELINE_DEFAULTS,
     TEXT_ENCODERS,
     Pipeline,
     PipelineError,
     read_diffusers_folder,
 )
 from suanli.i18n import N_
+from suanli.models.hub import HubError, current_revision, hub_file, snapshot_commit
+
+#: The component classes whose config is read (the rest hold no weights on the GPU).
+READ_CLASSES = (*DENOISERS, *TEXT_ENCODERS, "AutoencoderKL")
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("SUANLI_CACHE")
-    root = Path(base) if base else Path.home() / ".cache" / "suanli"
-    return root / "hub-pipelines"
-
-
-def hub_pipeline(repo_id: str) -> Pipeline:
-    """The pipeline of hub repo ``repo_id`` (PipelineError with one sentence when it cannot be
-    fetched or is not a text-to-image pipeline suanli reads)."""
-    folder = _cache_root() / repo_id.replace("/", "--")
-    if (folder / "model_index.json").is_file():
-        return _named(read_diffusers_folder(folder), repo_id)
-    hint = N_(
-        "cannot fetch model_index.json of {repo!r} from the Hugging Face hub (offline, "
-        "private or not a diffusers repo); download the configs and pass the folder"
-    ).format(repo=repo_id)
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise PipelineError(hint)
+def hub_pipeline(repo_id: str, revision: str | None = None) -> Pipeline:
+    """The pipeline of hub repo ``repo_id`` at ``revision`` (default: the enclosing
+    :func:`suanli.models.hub.hub_revision` block, else main). PipelineError with one sentence
+    when it cannot be fetched or is not a text-to-image pipeline suanli reads; its ``__cause__``
+    is the typed :class:`suanli.models.hub.HubError` when the hub refused."""
     try:
-        import huggingface_hub
-    except ImportError:
-        raise PipelineError(
-            N_(
-                "reading {name!r} from the hub needs huggingface_hub: pip install 'suanli[hub]'"
-            ).format(name=repo_id)
-        ) from None
+        revision = current_revision(revision)
+        index_path = hub_file(
+            repo_id,
+            "model_index.json",
+            revision=revision,
+            missing=N_(
+                "{repo!r} has no model_index.json at {revision}, so it is not a diffusers "
+                "pipeline; give a pipeline repo or a local diffusers folder"
+            ).format(repo=repo_id, revision=revision or "main"),
+        )
+    except HubError as exc:
+        raise PipelineError(str(exc)) from exc
     try:
-        index_path = huggingface_hub.hf_hub_download(repo_id, "model_index.json")
-        index = json.loads(Path(index_path).read_text(encoding="utf-8"))
-    except Exception:  # every hub failure means the same thing to the user
-        raise PipelineError(hint) from None
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        index = None
     if not isinstance(index, dict):
         raise PipelineError(
             N_("{repo}: model_index.json is not a JSON object").format(repo=repo_id)
         )
-    staging = folder.with_name(folder.name + ".partial")
-    staging.mkdir(parents=True, exist_ok=True)
+    pipeline_class = str(index.get("_class_name", ""))
+    if pipeline_class not in PIPELINE_DEFAULTS:  # refused before any component is fetched
+        raise PipelineError(
+            N_("{folder} is a {cls} pipeline; suanli reads {known}").format(
+                folder=repo_id, cls=pipeline_class or "?", known=", ".join(PIPELINE_DEFAULTS)
+            )
+        )
+    # Every component at the commit the index came from, so a branch moving mid-way cannot mix.
+    commit = snapshot_commit(index_path) or revision
+    folder = index_path.parent
+    fetched: dict[str, Path] = {}
     for name, value in index.items():
         if name.startswith("_") or not isinstance(value, list) or len(value) != 2:
             continue
-        if str(value[1]) not in (*DENOISERS, *TEXT_ENCODERS, "AutoencoderKL"):
+        if str(value[1]) not in READ_CLASSES:
             continue
         try:
-            path = huggingface_hub.hf_hub_download(repo_id, f"{name}/config.json")
-        except Exception:
-            raise PipelineError(
-                N_("{repo}: cannot fetch {name}/config.json; {hint}").format(
-                    repo=repo_id, name=name, hint=hint
-                )
-            ) from None
-        (staging / name).mkdir(exist_ok=True)
-        (staging / name / "config.json").write_text(
-            Path(path).read_text(encoding="utf-8"), encoding="utf-8"
-        )
-    (staging / "model_index.json").write_text(json.dumps(index), encoding="utf-8")
-    pipe = read_diffusers_folder(staging)  # refuses what suanli does not read, before caching
-    staging.rename(folder)
-    return _named(pipe, repo_id)
+            fetched[name] = hub_file(
+                repo_id,
+                f"{name}/config.json",
+                revision=commit,
+                missing=N_(
+                    "{repo!r} has no {name}/config.json at {revision}; pass a local diffusers "
+                    "folder"
+                ).format(repo=repo_id, name=name, revision=commit or "main"),
+            )
+        except HubError as exc:
+            raise PipelineError(str(exc)) from exc
+    if all(path == folder / name / "config.json" for name, path in fetched.items()):
+        return _named(read_diffusers_folder(folder), repo_id)
+    # Files outside one snapshot folder (a cache laid out otherwise): read them side by side.
+    with tempfile.TemporaryDirectory(prefix="suanli-pipeline-") as tmp:
+        staging = Path(tmp)
+        shutil.copyfile(index_path, staging / "model_index.json")
+        for name, path in fetched.items():
+            (staging / name).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, staging / name / "config.json")
+        return _named(read_diffusers_folder(staging), repo_id)
 
 
 def _named(pipe: Pipeline, repo_id: str) -> Pipeline:

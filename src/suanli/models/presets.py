@@ -6,7 +6,9 @@ and the published parameter count with its source (``docs/models.md`` shows the 
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,3 +74,25 @@ def find_preset(name: str) -> Preset | None:
         if key in (_key(preset.name), _key(preset.hf_id), _key(preset.hf_id.split("/")[-1])):
             return preset
     return None
+
+
+def _squash(name: str) -> str:
+    """Letters and digits only, lower-cased: ``Llama3.1_8B`` -> ``llama318b``."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _similarity(query: str, preset: Preset) -> tuple[float, float]:
+    """How alike ``query`` and the preset's names are: first with case, separators and dots set
+    aside (``llama3.1-8b`` and ``llama-3.1-8b`` are the same), then as typed (a tie breaker)."""
+    names = (preset.name, preset.hf_id, preset.hf_id.split("/")[-1])
+    squashed = _squash(query)
+    loose = max(difflib.SequenceMatcher(None, squashed, _squash(n)).ratio() for n in names)
+    exact = max(difflib.SequenceMatcher(None, query.lower(), n.lower()).ratio() for n in names)
+    return loose, exact
+
+
+def similar_presets(name: str, limit: int = 8) -> list[str]:
+    """The ``limit`` preset names most like ``name``, most alike first (for "did you mean"):
+    ``similar_presets("llama3.1-8b")[0] == "llama-3.1-8b"``."""
+    ranked = sorted(presets().values(), key=lambda p: (*(-x for x in _similarity(name, p)), p.name))
+    return [p.name for p in ranked[:limit]]

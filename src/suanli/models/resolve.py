@@ -3,8 +3,10 @@
 - A preset name (``llama-3.1-8b``) reads a bundled ``config.json`` copy: offline, instant.
 - A path to a ``config.json``, or a folder that holds one: the folder's ``*.safetensors`` headers
   (never the weights) give the stored parameter count, reported next to ours.
-- A hub id (``org/name``) downloads ``config.json`` only (and the safetensors headers through the
-  hub's metadata call), caches both under ``~/.cache/suanli/hub``, and never runs remote code.
+- A hub id (``org/name``, at ``--revision`` when given) reads ``config.json`` through
+  huggingface_hub's own cache (refreshed when the branch moves, served from the cache offline)
+  and the safetensors headers through the hub's metadata call, whose summary suanli keeps by
+  commit under its cache directory; no remote code is ever run (see :mod:`suanli.models.hub`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,23 @@ from typing import Any
 from suanli.i18n import N_
 from suanli.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 from suanli.models.config import ModelConfigError, spec_from_config
+from suanli.models.hub import (
+    HubError,
+    HubOfflineError,
+    HubUnreachableError,
+    current_revision,
+    hub_error,
+    hub_file,
+    is_commit,
+    is_offline,
+    library,
+    offline_error,
+    resolved_commit,
+    safetensors_summary,
+    snapshot_commit,
+)
 from suanli.models.params import ParamCount, count_params
-from suanli.models.presets import Preset, find_preset, presets
+from suanli.models.presets import Preset, find_preset, similar_presets
 from suanli.models.safetensors import SafetensorsError, StoredParams, stored_params
 from suanli.models.spec import ModelSpec
 
@@ -54,10 +72,44 @@ class LoadedModel:
 
 
 def cache_dir() -> Path:
-    """Where hub configs are cached: ``$SUANLI_CACHE`` or ``~/.cache/suanli``."""
-    base = os.environ.get("SUANLI_CACHE") or os.environ.get("XDG_CACHE_HOME")
-    root = Path(base) if base else Path.home() / ".cache"
-    return (root if os.environ.get("SUANLI_CACHE") else root / "suanli") / "hub"
+    """Where suanli keeps what it derives from hub files (safetensors summaries, GGUF headers),
+    one folder per repo and commit: ``hub`` under :func:`suanli.paths.cache_dir` (which honours
+    ``$SUANLI_CACHE``). The hub's files themselves stay in huggingface_hub's cache."""
+    from suanli.paths import cache_dir as suanli_cache
+
+    return suanli_cache() / "hub"
+
+
+def _repo_dir(repo_id: str) -> Path:
+    return cache_dir() / repo_id.replace("/", "--")
+
+
+def _ref_file(repo_id: str, revision: str | None) -> Path:
+    """Where the commit a branch or tag last pointed to is noted (like the hub cache's refs/)."""
+    return _repo_dir(repo_id) / "refs" / (revision or "main").replace("/", "--")
+
+
+def _commit_of(repo_id: str, revision: str | None) -> str:
+    """The commit ``revision`` points to: asked of the hub, or (offline, unreachable) the one
+    noted when it was last read."""
+    if revision is not None and is_commit(revision):
+        return revision
+    try:
+        return resolved_commit(repo_id, revision)
+    except (HubOfflineError, HubUnreachableError):
+        with suppress(OSError, UnicodeDecodeError):
+            noted = _ref_file(repo_id, revision).read_text(encoding="utf-8").strip()
+            if is_commit(noted):
+                return noted
+        raise
+
+
+def _note(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError:
+        pass  # a read-only cache: the answer stands
 
 
 def path_exists(path: Path) -> bool:
@@ -149,50 +201,49 @@ def _from_gguf_header(header: Any, name: str, source: str, location: str) -> Loa
 GGUF_BLOCK_BYTES = 1 << 20
 
 
-def load_gguf_from_hub(arg: str) -> LoadedModel:
-    """``org/name/file.gguf`` on the hub: only the file's header is read, through HTTP range
-    requests (``HfFileSystem``), and cached as JSON; the tensor data is never downloaded."""
+def load_gguf_from_hub(arg: str, revision: str | None = None) -> LoadedModel:
+    """``org/name/file.gguf`` on the hub, at ``revision`` (default: main): only the file's header
+    is read, through HTTP range requests (``HfFileSystem``), and kept as JSON by commit, so a
+    moved branch is read again; the tensor data is never downloaded."""
     from suanli.models.gguf import GGUFError, GGUFHeader, GGUFTensor, read_gguf_stream
 
     parts = arg.split("/")
     repo_id, filename = "/".join(parts[:2]), "/".join(parts[2:])
-    cached = cache_dir() / repo_id.replace("/", "--") / f"gguf--{filename.replace('/', '--')}.json"
+    revision = current_revision(revision)
+    try:
+        commit = _commit_of(repo_id, revision)
+    except HubOfflineError:
+        offline = offline_error(repo_id, filename, revision)
+        raise ModelSourceError(str(offline)) from offline
+    except HubError as exc:
+        raise ModelSourceError(str(exc)) from exc
+    cached = _repo_dir(repo_id) / commit / f"gguf--{filename.replace('/', '--')}.json"
     if cached.is_file():
         raw = _read_json(cached)
         tensors = tuple(GGUFTensor(t[0], tuple(t[1]), int(t[2])) for t in raw["tensors"])
         header = GGUFHeader(int(raw["version"]), raw["metadata"], tensors)
+        _note(_ref_file(repo_id, revision), commit)
         return _from_gguf_header(header, arg, "hub", arg)
-    hint = N_(
-        "cannot read the GGUF header of {name!r} from the Hugging Face hub (offline, private or "
-        "not found); download the file and pass its path"
-    ).format(name=arg)
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise ModelSourceError(hint)
+    if is_offline():
+        offline = offline_error(repo_id, filename, revision)
+        raise ModelSourceError(str(offline)) from offline
     try:
-        from huggingface_hub import HfFileSystem
-    except ImportError:
-        raise ModelSourceError(
-            N_(
-                "reading {name!r} from the hub needs huggingface_hub: pip install 'suanli[hub]'"
-            ).format(name=arg)
-        ) from None
-    try:
-        with HfFileSystem().open(f"{repo_id}/{filename}", "rb", block_size=GGUF_BLOCK_BYTES) as f:
+        fs = library().HfFileSystem()
+        path = f"{repo_id}@{commit}/{filename}"
+        with fs.open(path, "rb", block_size=GGUF_BLOCK_BYTES) as f:
             header = read_gguf_stream(f, arg)
     except GGUFError as exc:
         raise ModelSourceError(str(exc)) from None
-    except Exception:  # every hub failure means the same thing to the user
-        raise ModelSourceError(hint) from None
+    except Exception as exc:  # a typed sentence for each hub failure
+        error = hub_error(exc, repo_id, revision=revision, filename=filename)
+        raise ModelSourceError(str(error)) from error
     doc = {
         "version": header.version,
         "metadata": header.metadata,
         "tensors": [[t.name, list(t.shape), t.ggml_type] for t in header.tensors],
     }
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps(doc), encoding="utf-8")
-    except OSError:
-        pass  # a read-only cache: the answer stands
+    _note(cached, json.dumps(doc))
+    _note(_ref_file(repo_id, revision), commit)
     return _from_gguf_header(header, arg, "hub", arg)
 
 
@@ -227,54 +278,38 @@ def _from_path(path: Path) -> LoadedModel:
     return LoadedModel(spec, count_params(spec), "path", str(path), stored=stored)
 
 
-def load_from_hub(repo_id: str) -> LoadedModel:
-    """A hub id read as JSON: config.json and the safetensors headers, cached; never remote code."""
-    cached = cache_dir() / repo_id.replace("/", "--")
-    config_path = cached / "config.json"
-    stored_path = cached / "safetensors.json"
-    if not config_path.is_file():
-        _download(repo_id, cached)
+def load_from_hub(repo_id: str, revision: str | None = None) -> LoadedModel:
+    """A hub id at ``revision`` (default: main) read as JSON: ``config.json`` through
+    huggingface_hub's cache, and the safetensors headers' summary kept by commit; never remote
+    code. Raises :class:`ModelSourceError` whose ``__cause__`` is the typed
+    :class:`suanli.models.hub.HubError` (gated, not found, no such revision, offline...)."""
+    revision = current_revision(revision)
+    missing = N_(
+        "{repo!r} has no config.json at {revision}, so it is not a transformers model; use a "
+        "preset ('suanli models') or pass a local path to its config.json"
+    ).format(repo=repo_id, revision=revision or "main")
+    try:
+        config_path = hub_file(repo_id, "config.json", revision=revision, missing=missing)
+    except HubError as exc:
+        raise ModelSourceError(str(exc)) from exc
+    # Only the JSON is read: a repo's custom modelling code (``auto_map``) is never imported.
     cfg = _read_json(config_path)
     spec = _spec(cfg, repo_id)
+    commit = snapshot_commit(config_path)
+    summary: dict[str, Any] | None = None
+    noted = _repo_dir(repo_id) / commit / "safetensors.json" if commit else None
+    if noted is not None and noted.is_file():
+        with suppress(ModelSourceError):
+            summary = _read_json(noted)
+    if summary is None:
+        summary = safetensors_summary(repo_id, commit or revision)
+        if summary is not None and noted is not None:
+            _note(noted, json.dumps(summary))
     stored = None
-    if stored_path.is_file():
-        raw = _read_json(stored_path)
-        by_dtype = {str(k): int(v) for k, v in raw.get("by_dtype", {}).items()}
-        stored = StoredParams(sum(by_dtype.values()), by_dtype, int(raw.get("files", 1)))
+    if summary is not None:
+        by_dtype = {str(k): int(v) for k, v in summary.get("by_dtype", {}).items()}
+        stored = StoredParams(sum(by_dtype.values()), by_dtype, int(summary.get("files", 1)))
     return LoadedModel(spec, count_params(spec), "hub", repo_id, stored=stored)
-
-
-def _download(repo_id: str, target: Path) -> None:
-    """Fetch ``config.json`` and the safetensors header summary of ``repo_id`` into ``target``."""
-    offline_hint = N_(
-        "cannot fetch config.json for {repo!r} from the Hugging Face hub (offline, private "
-        "or not found); use a preset ('suanli models') or pass a local path to its config.json"
-    ).format(repo=repo_id)
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise ModelSourceError(offline_hint)
-    try:
-        import huggingface_hub
-    except ImportError:
-        raise ModelSourceError(
-            N_(
-                "reading {name!r} from the hub needs huggingface_hub: pip install 'suanli[hub]', "
-                "or pass a local path to its config.json"
-            ).format(name=repo_id)
-        ) from None
-    try:
-        downloaded = huggingface_hub.hf_hub_download(repo_id, "config.json")
-    except Exception:  # every hub failure means the same thing to the user
-        raise ModelSourceError(offline_hint) from None
-    # Only the JSON is read: a repo's custom modelling code (``auto_map``) is never imported.
-    cfg = _read_json(Path(downloaded))
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
-    try:
-        meta = huggingface_hub.get_safetensors_metadata(repo_id)
-        summary = {"by_dtype": dict(meta.parameter_count), "files": len(meta.files_metadata)}
-        (target / "safetensors.json").write_text(json.dumps(summary), encoding="utf-8")
-    except Exception:  # no safetensors, or the header call failed: the stored count is optional
-        pass
 
 
 _OLLAMA_NAME = re.compile(
@@ -308,8 +343,22 @@ def ollama_blob(arg: str) -> Path | None:
     return None
 
 
-def load_model(arg: str) -> LoadedModel:
-    """Resolve a model argument: preset name, local path, or hub id (see module docstring)."""
+def _hub_gguf(arg: str) -> bool:
+    """Whether ``arg`` names a GGUF file of a hub repo (``org/name/file.gguf``)."""
+    return (
+        arg.lower().endswith(".gguf")
+        and arg.count("/") >= 2
+        and not arg.startswith((".", "/", "~"))
+        and bool(_HUB_ID.match("/".join(arg.split("/")[:2])))
+    )
+
+
+def load_model(arg: str, revision: str | None = None) -> LoadedModel:
+    """Resolve a model argument: preset name, local path, or hub id (see module docstring).
+
+    ``revision`` (a branch, tag or commit; default: the enclosing
+    :func:`suanli.models.hub.hub_revision` block, else main) sends a hub id to the hub even when
+    a preset has the same id; it applies to hub ids only."""
     if not arg or not arg.strip():
         raise ModelSourceError(
             N_("empty model name; pass a preset ('suanli models'), a path or org/name")
@@ -320,6 +369,21 @@ def load_model(arg: str) -> LoadedModel:
                 "the model name is {length:,} characters long; give a preset, a path or org/name"
             ).format(length=len(arg))
         )
+    try:
+        revision = current_revision(revision)
+    except ValueError as exc:
+        raise ModelSourceError(str(exc)) from None
+    if revision is not None:
+        if _hub_gguf(arg):
+            return load_gguf_from_hub(arg, revision)
+        if _HUB_ID.match(arg):
+            return load_from_hub(arg, revision)
+        raise ModelSourceError(
+            N_(
+                "a revision ({revision}) applies to a Hugging Face id org/name, not to {name!r}; "
+                "drop --revision or give the hub id"
+            ).format(revision=revision, name=arg)
+        )
     path = Path(arg).expanduser()
     if path_exists(path):
         return _from_path(path)
@@ -327,12 +391,7 @@ def load_model(arg: str) -> LoadedModel:
     if preset is not None:
         spec = _spec(preset.config(), preset.name)
         return LoadedModel(spec, count_params(spec), "preset", preset.name, preset=preset)
-    if (
-        arg.lower().endswith(".gguf")
-        and arg.count("/") >= 2
-        and not arg.startswith((".", "/", "~"))
-        and _HUB_ID.match("/".join(arg.split("/")[:2]))
-    ):
+    if _hub_gguf(arg):
         return load_gguf_from_hub(arg)
     if arg.endswith(".json") or arg.startswith((".", "/", "~")) or arg.count("/") > 1:
         raise ModelSourceError(N_("no such file {path!r}; check the path").format(path=arg))
@@ -359,7 +418,7 @@ def load_model(arg: str) -> LoadedModel:
         )
     if _HUB_ID.match(arg):
         return load_from_hub(arg)
-    names = ", ".join(sorted(presets())[:8])
+    names = ", ".join(similar_presets(arg))
     raise ModelSourceError(
         N_(
             "unknown model {name!r}: not a preset (e.g. {examples}; 'suanli models' lists all), "

@@ -14,7 +14,8 @@ only architectures transformers ships can be built). On meta tensors suanli then
   (``b``: the attention scores). On real tensors the same hooks give the same bytes (tested);
 - reads the KV cache a forward pass leaves, per token.
 
-The profile is cached under ``~/.cache/suanli/traced`` by a hash of the config, so the second
+The profile is cached under ``traced/`` in suanli's cache directory (:func:`suanli.paths.cache_dir`:
+``~/.cache/suanli`` on Linux, ``$SUANLI_CACHE`` when set) by a hash of the config, so the second
 call costs what a preset costs. Nothing here is imported unless the generic path needs it.
 """
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,9 @@ TRACE_SEQS = (32, 64)
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("SUANLI_CACHE")
-    root = Path(base) if base else Path.home() / ".cache" / "suanli"
-    return root / "traced"
+    from suanli.paths import cache_dir
+
+    return cache_dir() / "traced"
 
 
 def config_hash(cfg: dict[str, Any]) -> str:
