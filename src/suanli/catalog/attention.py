@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
 from suanli.i18n import N_
@@ -90,7 +91,6 @@ FLASH3_ARCHITECTURES = frozenset({"Hopper"})
 #: Never returned above this: no kernel runs at the datasheet rate.
 MAX_EFFICIENCY = 0.98
 
-DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 KERNEL_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 
 
@@ -225,12 +225,9 @@ def parse_attention(data: Mapping[str, Any], origin: str = DATA_FILE) -> tuple[A
                     where=where
                 )
             )
-        if not isinstance(raw["date"], str) or not DATE_RE.match(raw["date"]):
-            raise CatalogError(
-                N_("{where}: date {date!r} must be YYYY-MM or YYYY-MM-DD").format(
-                    where=where, date=raw["date"]
-                )
-            )
+        problem = date_problem(raw["date"], "date")
+        if problem:
+            raise CatalogError(f"{where}: {problem}")
         card = cards.get(gpu_id) if isinstance(gpu_id, str) else None
         if card is None:
             raise CatalogError(

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from suanli.catalog.attention import DATE_RE, KERNEL_RE, interpolate
+from suanli.catalog.attention import KERNEL_RE, interpolate
+from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
 from suanli.i18n import N_
@@ -208,12 +209,9 @@ def parse_decode_attention(
                 raise CatalogError(
                     N_("{where}: {key} must be non-empty text").format(where=where, key=key)
                 )
-        if not isinstance(raw["date"], str) or not DATE_RE.match(raw["date"]):
-            raise CatalogError(
-                N_("{where}: date {date!r} must be YYYY-MM or YYYY-MM-DD").format(
-                    where=where, date=raw["date"]
-                )
-            )
+        problem = date_problem(raw["date"], "date")
+        if problem:
+            raise CatalogError(f"{where}: {problem}")
         layout = (dtype, q_heads, kv_heads, head_dim, page_size)
         if layouts.setdefault((kernel, gpu_id), layout) != layout:
             raise CatalogError(

@@ -1,14 +1,17 @@
 """Load and validate the GPU catalog from TOML files.
 
 The bundled files live in ``suanli/catalog/data``. A user adds or overrides entries with their own
-file (``--catalog FILE``, or ``$SUANLI_CATALOG``, or ``~/.config/suanli/gpus.toml``); an entry with
-the id of a bundled one replaces it. Every file is validated the same way on load.
+file (``--catalog FILE``, or ``$SUANLI_CATALOG``, or ``gpus.toml`` in the user's configuration
+directory, ``~/.config/suanli`` on Linux); an entry with the id of a bundled one replaces it. Every
+file is validated the same way on load: the typed schema (:mod:`suanli.catalog.schema`) checks
+types, enumerations, ranges and date shapes, then :func:`check_entry` checks what involves more
+than one field, and the dates against the calendar.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
-import re
 import sys
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -16,20 +19,28 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from suanli.catalog.gpu import (
-    ALL_FIELDS,
-    BOOL_FIELDS,
-    FORM_FACTORS,
-    GPU,
-    INTERCONNECT_KINDS,
-    NUMERIC_FIELDS,
-    REQUIRED_FIELDS,
-    SOFTWARE_STACKS,
-    VENDORS,
-    Source,
-)
+import msgspec
+
+from suanli.catalog.dates import calendar_problem, utc_today
+from suanli.catalog.explain import entry_label, explain_gpu_error
+from suanli.catalog.gpu import BOOL_FIELDS, GPU, NUMERIC_FIELDS, REQUIRED_FIELDS, Source
 from suanli.catalog.names import normalize
+from suanli.catalog.schema import DATE_FIELDS, PRICE_KINDS, convert_gpu_file
 from suanli.i18n import N_
+from suanli.paths import config_dir
+
+__all__ = [
+    "MAX_CATALOG_ENTRIES",
+    "NON_GPU_DATA_FILES",
+    "PRICE_KINDS",
+    "USER_CATALOG_ENV",
+    "CatalogError",
+    "bundled_gpus",
+    "load_catalog",
+    "parse_catalog_text",
+    "read_catalog_file",
+    "user_catalog_path",
+]
 
 #: Data files beside the GPU files that hold other tables (weight formats, runtime overheads).
 NON_GPU_DATA_FILES = frozenset(
@@ -46,9 +57,6 @@ NON_GPU_DATA_FILES = frozenset(
     }
 )
 
-#: Allowed ``price_kind`` values.
-PRICE_KINDS = ("launch-msrp", "street", "list")
-
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
@@ -58,9 +66,6 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 class CatalogError(ValueError):
     """A catalog file or entry is invalid; the message names the file, the entry and the fix."""
 
-
-_ID_RE = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
-_DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 #: Sparse field -> its dense counterpart; the sparse figure must be exactly twice the dense one.
 _SPARSE_PAIRS = {
@@ -81,133 +86,39 @@ USER_CATALOG_ENV = "SUANLI_CATALOG"
 
 
 def user_catalog_path() -> Path:
-    """The per-user catalog file: ``$XDG_CONFIG_HOME/suanli/gpus.toml`` (or ``~/.config``)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "suanli" / "gpus.toml"
+    """The per-user catalog file: ``gpus.toml`` in :func:`suanli.paths.config_dir`
+    (``$XDG_CONFIG_HOME/suanli`` or ``~/.config/suanli`` on Linux)."""
+    return config_dir() / "gpus.toml"
 
 
 def _fail(origin: str, entry: str, message: str) -> CatalogError:
-    if entry:
-        return CatalogError(
-            N_("{origin}, entry {entry!r}: {message}").format(
-                origin=origin, entry=entry, message=message
-            )
-        )
-    return CatalogError(f"{origin}: {message}")
+    return CatalogError(entry_label(origin, entry, message))
 
 
-def _check_number(origin: str, gid: str, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _fail(
-            origin, gid, N_("{key} must be a number, got {value!r}").format(key=key, value=value)
-        )
-    low, high = NUMERIC_FIELDS[key]
-    if not low <= value <= high:
-        raise _fail(
-            origin,
-            gid,
-            N_(
-                "{key} = {value:g} is outside the plausible range [{low:g}, {high:g}]; "
-                "check the unit (bytes, bytes/s, FLOP/s)"
-            ).format(key=key, value=value, low=low, high=high),
-        )
-    return float(value)
-
-
-def _parse_sources(origin: str, gid: str, raw: Any, keys: Iterable[str]) -> tuple[Source, ...]:
-    if not isinstance(raw, list) or not raw:
-        raise _fail(origin, gid, N_("needs a non-empty [[gpu.sources]] list"))
+def _check_sources(
+    entry: Any, keys: Iterable[str], origin: str, today: dt.date
+) -> tuple[Source, ...]:
+    """Real dates, and a source for every figure (unless one source covers ``*``)."""
     sources = []
-    for item in raw:
-        if not isinstance(item, Mapping):
-            raise _fail(origin, gid, N_("each source must be a table with fields, ref and date"))
-        unknown = set(item) - {"fields", "ref", "date"}
-        if unknown:
-            raise _fail(
-                origin, gid, N_("unknown source key(s) {keys}").format(keys=sorted(unknown))
-            )
-        fields = item.get("fields")
-        ref = item.get("ref")
-        date = item.get("date")
-        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-            raise _fail(origin, gid, N_("source 'fields' must be a list of field names"))
-        if not isinstance(ref, str) or not ref.strip():
-            raise _fail(origin, gid, N_("source 'ref' must name the document"))
-        if not isinstance(date, str) or not _DATE_RE.match(date):
-            raise _fail(
-                origin,
-                gid,
-                N_("source date {date!r} must be YYYY-MM or YYYY-MM-DD").format(date=date),
-            )
-        for name in fields:
-            if name != "*" and name not in ALL_FIELDS:
-                raise _fail(
-                    origin, gid, N_("source names unknown field {name!r}").format(name=name)
-                )
-        sources.append(Source(tuple(fields), ref.strip(), date))
+    for item in entry.sources:
+        problem = calendar_problem(item.date, _SOURCE_DATE, today)
+        if problem:
+            raise _fail(origin, entry.id, problem)
+        sources.append(Source(tuple(item.fields), item.ref.strip(), item.date))
     covered = {f for s in sources for f in s.fields}
     if "*" not in covered:
-        missing = [
-            k for k in keys if (k in NUMERIC_FIELDS or k in BOOL_FIELDS) and k not in covered
-        ]
+        missing = [k for k in keys if k in _NEED_SOURCE and k not in covered]
         if missing:
             raise _fail(
                 origin,
-                gid,
+                entry.id,
                 N_("figures without a source: {fields}").format(fields=", ".join(missing)),
             )
     return tuple(sources)
 
 
-def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
-    """Validate one ``[[gpu]]`` table and build a :class:`GPU`; raises :class:`CatalogError`."""
-    gid = str(raw.get("id", ""))
-    unknown = sorted(set(raw) - ALL_FIELDS)
-    if unknown:
-        raise _fail(
-            origin,
-            gid,
-            N_("unknown key(s) {keys}; see docs/catalog.md").format(keys=", ".join(unknown)),
-        )
-    for key in REQUIRED_FIELDS:
-        if key not in raw:
-            raise _fail(origin, gid, N_("missing required field {key!r}").format(key=key))
-    if not _ID_RE.match(gid):
-        raise _fail(origin, gid, N_("id must be lower-case letters, digits, '.' and '-'"))
-    enums = {
-        "vendor": VENDORS,
-        "form_factor": FORM_FACTORS,
-        "software_stack": SOFTWARE_STACKS,
-        "interconnect_kind": INTERCONNECT_KINDS,
-    }
-    for key, allowed in enums.items():
-        if key in raw and raw[key] not in allowed:
-            raise _fail(
-                origin,
-                gid,
-                N_("{key} = {value!r}; use one of {allowed}").format(
-                    key=key, value=raw[key], allowed=", ".join(allowed)
-                ),
-            )
-    if "price_kind" in raw and raw["price_kind"] not in PRICE_KINDS:
-        raise _fail(
-            origin,
-            gid,
-            N_("{key} = {value!r}; use one of {allowed}").format(
-                key="price_kind", value=raw["price_kind"], allowed=", ".join(PRICE_KINDS)
-            ),
-        )
-    for key in ("price_date", "cloud_price_date"):
-        if key in raw and not _DATE_RE.match(str(raw[key])):
-            raise _fail(origin, gid, N_("{key} must be YYYY-MM or YYYY-MM-DD").format(key=key))
-    numbers = {k: _check_number(origin, gid, k, v) for k, v in raw.items() if k in NUMERIC_FIELDS}
-    for key in BOOL_FIELDS:
-        if key in raw and not isinstance(raw[key], bool):
-            raise _fail(
-                origin,
-                gid,
-                N_("{key} must be true or false, got {value!r}").format(key=key, value=raw[key]),
-            )
+def _check_physics(gid: str, numbers: dict[str, float], origin: str) -> None:
+    """Sparse figures twice the dense ones; dense 16-bit FLOP/s per watt below the bound."""
     for sparse, dense in _SPARSE_PAIRS.items():
         if sparse in numbers:
             if dense not in numbers:
@@ -236,49 +147,52 @@ def parse_entry(raw: Mapping[str, Any], origin: str) -> GPU:
                     "*_sparse_* field"
                 ).format(key=key, value=numbers[key], tdp=tdp),
             )
+
+
+#: Figures that a source must cover.
+_NEED_SOURCE = frozenset(NUMERIC_FIELDS) | frozenset(BOOL_FIELDS)
+#: The name of a source's date in messages.
+_SOURCE_DATE = N_("source date")
+#: Keys of a ``[[gpu]]`` table that are not kept in :attr:`GPU.figures`.
+_NOT_FIGURES = frozenset({*REQUIRED_FIELDS, "aliases", "sources", "uncertain"})
+
+
+def check_entry(
+    entry: Any, raw: Mapping[str, Any], origin: str, today: dt.date | None = None
+) -> GPU:
+    """The cross-field checks of one schema-valid ``[[gpu]]`` table (``entry``, a
+    :data:`~suanli.catalog.schema.GpuEntry`, parsed from the TOML table ``raw``), and the
+    :class:`GPU` it describes; raises :class:`CatalogError`. ``today`` (UTC) bounds the dates."""
+    now = today if today is not None else utc_today()
+    gid = entry.id
+    for key in DATE_FIELDS:
+        if key in raw:
+            problem = calendar_problem(getattr(entry, key), key, now)
+            if problem:
+                raise _fail(origin, gid, problem)
+    # Figures in file order, as the schema converted them (floats, or ints for counts).
+    figures = {k: getattr(entry, k) for k in raw if k not in _NOT_FIGURES}
+    _check_physics(gid, figures, origin)  # the physics involves optional figures only
     if ("price_usd" in raw) != ("price_date" in raw):
         raise _fail(origin, gid, N_("price_usd and price_date go together"))
     if ("cloud_usd_per_hour" in raw) != ("cloud_price_date" in raw):
         raise _fail(origin, gid, N_("cloud_usd_per_hour and cloud_price_date go together"))
-    aliases = raw.get("aliases", [])
-    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise _fail(origin, gid, N_("aliases must be a list of strings"))
-    uncertain = raw.get("uncertain", [])
-    if not isinstance(uncertain, list) or not all(u in raw for u in uncertain):
+    if not all(u in raw for u in entry.uncertain):
         raise _fail(origin, gid, N_("uncertain must list fields that this entry has"))
-    sources = _parse_sources(origin, gid, raw.get("sources"), raw.keys())
-    core = set(REQUIRED_FIELDS)
-    figures = {
-        k: (numbers[k] if k in numbers and k not in ("pcie_gen", "pcie_lanes") else v)
-        for k, v in raw.items()
-        if k not in core and k not in ("aliases", "sources", "uncertain")
-    }
-    for key in (
-        "pcie_gen",
-        "pcie_lanes",
-        "launch_year",
-        "nvenc_engines",
-        "nvdec_engines",
-        "rt_cores",
-        "cores",
-        "memory_channels",
-    ):
-        if key in figures:
-            figures[key] = int(figures[key])
     return GPU(
         id=gid,
-        name=str(raw["name"]),
-        vendor=str(raw["vendor"]),
-        form_factor=str(raw["form_factor"]),
-        memory_bytes=int(numbers["memory_bytes"]),
-        memory_type=str(raw["memory_type"]),
-        memory_bandwidth_bytes_per_s=numbers["memory_bandwidth_bytes_per_s"],
-        launch_year=int(numbers["launch_year"]),
-        software_stack=str(raw["software_stack"]),
+        name=entry.name,
+        vendor=entry.vendor,
+        form_factor=entry.form_factor,
+        memory_bytes=entry.memory_bytes,
+        memory_type=entry.memory_type,
+        memory_bandwidth_bytes_per_s=entry.memory_bandwidth_bytes_per_s,
+        launch_year=entry.launch_year,
+        software_stack=entry.software_stack,
         figures=figures,
-        aliases=tuple(aliases),
-        sources=sources,
-        uncertain=tuple(uncertain),
+        aliases=tuple(entry.aliases),
+        sources=_check_sources(entry, raw, origin, now),
+        uncertain=tuple(entry.uncertain),
         origin=origin,
     )
 
@@ -297,25 +211,21 @@ def parse_catalog_text(text: str, origin: str) -> list[GPU]:
                 origin=origin, error=exc
             )
         ) from None
-    unknown_top = set(doc) - {"gpu"}
-    if unknown_top:
-        raise CatalogError(
-            N_("{origin}: unknown top-level key(s) {keys}; use [[gpu]]").format(
-                origin=origin, keys=sorted(unknown_top)
-            )
-        )
-    entries = doc.get("gpu", [])
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise CatalogError(
-            N_("{origin}: 'gpu' must be an array of tables ([[gpu]])").format(origin=origin)
-        )
-    if len(entries) > MAX_CATALOG_ENTRIES:
+    raw_entries = doc.get("gpu", [])
+    if isinstance(raw_entries, list) and len(raw_entries) > MAX_CATALOG_ENTRIES:
         raise CatalogError(
             N_("{origin}: {count:,} entries; a catalog holds at most {most:,}").format(
-                origin=origin, count=len(entries), most=MAX_CATALOG_ENTRIES
+                origin=origin, count=len(raw_entries), most=MAX_CATALOG_ENTRIES
             )
         )
-    gpus = [parse_entry(e, origin) for e in entries]
+    try:
+        parsed = convert_gpu_file(doc)
+    except msgspec.ValidationError as exc:
+        raise CatalogError(explain_gpu_error(str(exc), doc, origin)) from None
+    today = utc_today()
+    gpus = [
+        check_entry(e, raw, origin, today) for e, raw in zip(parsed.gpu, raw_entries, strict=True)
+    ]
     seen: set[str] = set()
     for gpu in gpus:
         if gpu.id in seen:
@@ -380,7 +290,7 @@ def _check_unique(gpus: Iterable[GPU]) -> None:
 def load_catalog(extra: str | Path | None = None, use_user_file: bool = True) -> list[GPU]:
     """The bundled catalog, overridden by the user's files.
 
-    Order: bundled data, then ``~/.config/suanli/gpus.toml`` (or ``$SUANLI_CATALOG``), then
+    Order: bundled data, then :func:`user_catalog_path` (or ``$SUANLI_CATALOG``), then
     ``extra``. A later entry with the same id replaces an earlier one.
     """
     by_id = {g.id: g for g in bundled_gpus()}

@@ -28,7 +28,7 @@ from suanli.catalog.loader import CatalogError
 from suanli.catalog.names import normalize, strip_vendor_words
 from suanli.i18n import N_
 
-__all__ = ["find_gpu", "model_key", "normalize"]
+__all__ = ["find_gpu", "model_key", "normalize", "similar_gpus"]
 
 #: Family words that prefix a model number without changing the card ("RTX 4090" is "4090").
 FAMILY_PREFIXES = frozenset({"rtx", "gtx", "rx", "arc", "tesla", "quadro"})
@@ -125,14 +125,34 @@ def find_gpu(name: str, gpus: Sequence[GPU]) -> GPU:
                 "no GPU is named {name!r}; did you mean {id} ({full_name})? Use its id if so"
             ).format(name=name, id=containing[0].id, full_name=containing[0].name)
         )
-    names = {normalize(g.id): g.id for g in gpus}
-    near = difflib.get_close_matches(query, list(names), n=4, cutoff=0.5)
+    near = similar_gpus(name, gpus)
     if near:
         raise CatalogError(
             N_(
                 "unknown GPU {name!r} (did you mean {near}?); run 'suanli gpus' to list the catalog"
-            ).format(name=name, near=", ".join(names[n] for n in near))
+            ).format(name=name, near=", ".join(g.id for g in near))
         )
     raise CatalogError(
         N_("unknown GPU {name!r}; run 'suanli gpus' to list the catalog").format(name=name)
     )
+
+
+def similar_gpus(name: str, gpus: Sequence[GPU], limit: int = 4, cutoff: float = 0.5) -> list[GPU]:
+    """The GPUs most like ``name``, most alike first: at most ``limit``, none below ``cutoff``
+    (difflib's ratio, 0 to 1), case, spaces, dashes and vendor words set aside.
+
+    Ids are compared first (``"4090x"`` -> ``rtx-4090-24gb``); when no id is near, names and
+    aliases are (``"Tesla V1OO"`` -> ``v100-...``). Ties go to the id first in order.
+    """
+    query = normalize(name)
+    for keys in (lambda g: (g.id,), _keys):
+        scored = []
+        for gpu in gpus:
+            score = max(
+                difflib.SequenceMatcher(None, query, normalize(k)).ratio() for k in keys(gpu)
+            )
+            if score >= cutoff:
+                scored.append((-score, gpu.id, gpu))
+        if scored:
+            return [gpu for _, _, gpu in sorted(scored, key=lambda row: row[:2])[:limit]]
+    return []

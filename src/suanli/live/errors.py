@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from suanli.catalog.dates import date_problem
 from suanli.catalog.loader import CatalogError
 from suanli.i18n import N_
 
@@ -41,7 +42,6 @@ _REQUIRED_KEYS = ("id", "title", "patterns", "samples", "cause", "fix", "source"
 _CHINESE_KEYS = ("title_zh", "cause_zh", "fix_zh")
 _ALLOWED_KEYS = frozenset((*_REQUIRED_KEYS, "notes", *_CHINESE_KEYS))
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_DATE_RE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 #: Matched lines longer than this are cut (a minified JSON log line can be megabytes).
 MAX_LINE_CHARS = 400
@@ -173,12 +173,9 @@ def _parse_entry(raw: Any, origin: str, index: int) -> ErrorEntry:
             N_("{where}: id must be lowercase letters, digits and dashes").format(where=where)
         )
     date = _text(raw, "date", where)
-    if not _DATE_RE.match(date):
-        raise CatalogError(
-            N_("{where}: date {date!r} must look like 2026-11 or 2026-11-30").format(
-                where=where, date=date
-            )
-        )
+    problem = date_problem(date, "date")
+    if problem:
+        raise CatalogError(f"{where}: {problem}")
     notes = raw.get("notes", "")
     if not isinstance(notes, str):
         raise CatalogError(N_("{where}: 'notes' must be a string").format(where=where))

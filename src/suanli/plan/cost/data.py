@@ -13,14 +13,24 @@ the spot check never mix the two markets.
 
 from __future__ import annotations
 
-import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any, TypeVar
 
+import msgspec
+
+from suanli.catalog.costs_schema import (
+    CLOUD_KINDS,
+    COSTS_TABLES,
+    FX_ID,
+    convert_costs_file,
+    explain_costs_error,
+    row_values,
+)
+from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
 from suanli.i18n import N_
@@ -33,8 +43,6 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 #: The bundled data file.
 COSTS_FILE = "costs.toml"
 
-#: Allowed ``kind`` values of a cloud price.
-CLOUD_KINDS = ("on-demand", "reserved", "spot")
 
 #: Defaults by catalog form factor: (server id, PUE id, facility id).
 FORM_FACTOR_DEFAULTS: dict[str, tuple[str, str, str]] = {
@@ -58,8 +66,6 @@ CURRENCIES = ("usd", "cny")
 
 #: Cloud markets: ``global`` (rows in USD) and ``cn`` (Chinese clouds, rows in CNY).
 MARKETS = ("global", "cn")
-
-_DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 _Row = TypeVar("_Row")
 
@@ -228,63 +234,6 @@ class CostData:
 # ---------------------------------------------------------------------------------------------
 # Loader
 
-_TEXT = "text"
-_NUM = "number"
-_INT = "integer"
-_BOOL = "bool"
-
-#: Per table: key -> (type, required, (low, high) for numbers).
-_SCHEMA: dict[str, dict[str, tuple[str, bool, tuple[float, float] | None]]] = {
-    "pue": {
-        "id": (_TEXT, True, None),
-        "value": (_NUM, True, (1.0, 3.0)),
-    },
-    "electricity": {
-        "region": (_TEXT, True, None),
-        "usd_per_kwh": (_NUM, False, (0.005, 2.0)),
-        "cny_per_kwh": (_NUM, False, (0.03, 15.0)),
-        "description": (_TEXT, True, None),
-    },
-    "cloud": {
-        "gpu_id": (_TEXT, True, None),
-        "provider": (_TEXT, True, None),
-        "kind": (_TEXT, True, None),
-        "usd_per_gpu_hour": (_NUM, False, (0.01, 100.0)),
-        "cny_per_gpu_hour": (_NUM, False, (0.05, 700.0)),
-        "serverless": (_BOOL, False, None),
-    },
-    "server": {
-        "id": (_TEXT, True, None),
-        "gpus_per_server": (_INT, True, (1, 64)),
-        "usd_per_gpu": (_NUM, True, (0.0, 100_000.0)),
-        "watts_per_gpu_overhead": (_NUM, True, (0.0, 5_000.0)),
-        "description": (_TEXT, True, None),
-    },
-    "facility": {
-        "id": (_TEXT, True, None),
-        "usd_per_kw_year": (_NUM, True, (0.0, 50_000.0)),
-        "description": (_TEXT, True, None),
-    },
-    "api": {
-        "id": (_TEXT, True, None),
-        "provider": (_TEXT, True, None),
-        "usd_per_million_input_tokens": (_NUM, False, (0.0, 1_000.0)),
-        "usd_per_million_output_tokens": (_NUM, False, (0.0, 1_000.0)),
-        "cny_per_million_input_tokens": (_NUM, False, (0.0, 7_000.0)),
-        "cny_per_million_output_tokens": (_NUM, False, (0.0, 7_000.0)),
-    },
-    "purchase": {
-        "gpu_id": (_TEXT, True, None),
-        "kind": (_TEXT, True, None),
-        "usd_per_gpu": (_NUM, False, (10.0, 1_000_000.0)),
-        "cny_per_gpu": (_NUM, False, (70.0, 7_000_000.0)),
-    },
-    "fx": {
-        "id": (_TEXT, True, None),
-        "cny_per_usd": (_NUM, True, (1.0, 20.0)),
-    },
-}
-
 #: Per table: the money keys as (USD key, CNY key) pairs; a row gives one of each pair, all in
 #: the same currency.
 _MONEY: dict[str, tuple[tuple[str, str], ...]] = {
@@ -297,17 +246,6 @@ _MONEY: dict[str, tuple[tuple[str, str], ...]] = {
     "purchase": (("usd_per_gpu", "cny_per_gpu"),),
 }
 
-#: Allowed ``kind`` values of a purchase price.
-PURCHASE_KINDS = ("street", "launch", "msrp")
-
-#: The one exchange rate id.
-FX_ID = "usd-cny"
-_COMMON: dict[str, tuple[str, bool, tuple[float, float] | None]] = {
-    "source": (_TEXT, True, None),
-    "date": (_TEXT, True, None),
-    "notes": (_TEXT, False, None),
-    "uncertain": (_BOOL, False, None),
-}
 _ROW_TYPES: dict[str, type] = {
     "pue": Pue,
     "electricity": Electricity,
@@ -331,105 +269,25 @@ _UNIQUE: dict[str, tuple[str, ...]] = {
 }
 
 
-def _label(table: str, raw: Mapping[str, Any]) -> str:
-    return "/".join(str(raw.get(k, "?")) for k in _UNIQUE[table])
-
-
-def _parse_row(
+def _make_row(
     table: str,
-    raw: Any,
+    values: dict[str, Any],
     origin: str,
     gpu_ids: frozenset[str] | None,
     cny_per_usd: float | None = None,
 ) -> tuple[tuple[Any, ...], Any]:
-    if not isinstance(raw, Mapping):
-        raise CatalogError(
-            N_("{origin}: each [[{table}]] entry must be a table").format(
-                origin=origin, table=table
-            )
-        )
-    label = _label(table, raw)
+    """What the schema cannot check of one row (its values, schema-valid): a real date, a
+    catalog GPU, one currency; then the row's unique key and the row."""
+    label = "/".join(str(values.get(k, "?")) for k in _UNIQUE[table])
     where = f"{origin}, [[{table}]] {label!r}"
-    schema = {**_SCHEMA[table], **_COMMON}
-    unknown = sorted(set(raw) - set(schema))
-    if unknown:
-        raise CatalogError(
-            N_("{where}: unknown key(s) {keys}; allowed: {allowed}").format(
-                where=where, keys=", ".join(unknown), allowed=", ".join(schema)
-            )
-        )
-    values: dict[str, Any] = {}
-    for key, (kind, required, bounds) in schema.items():
-        if key not in raw:
-            if required:
-                raise CatalogError(
-                    N_("{where}: missing required key {key!r}").format(where=where, key=key)
-                )
-            continue
-        value = raw[key]
-        if kind == _TEXT:
-            if not isinstance(value, str) or not value.strip():
-                raise CatalogError(
-                    N_("{where}: {key} must be a non-empty string").format(where=where, key=key)
-                )
-            values[key] = value.strip()
-        elif kind == _BOOL:
-            if not isinstance(value, bool):
-                raise CatalogError(
-                    N_("{where}: {key} must be true or false").format(where=where, key=key)
-                )
-            values[key] = value
-        else:
-            is_int = isinstance(value, int) and not isinstance(value, bool)
-            if kind == _INT and not is_int:
-                raise CatalogError(
-                    N_("{where}: {key} must be an integer, got {value!r}").format(
-                        where=where, key=key, value=value
-                    )
-                )
-            if not is_int and not isinstance(value, float):
-                raise CatalogError(
-                    N_("{where}: {key} must be a number, got {value!r}").format(
-                        where=where, key=key, value=value
-                    )
-                )
-            assert bounds is not None
-            if not bounds[0] <= value <= bounds[1]:
-                raise CatalogError(
-                    N_(
-                        "{where}: {key} = {value:g} is outside [{low:g}, {high:g}]; check the unit"
-                    ).format(where=where, key=key, value=value, low=bounds[0], high=bounds[1])
-                )
-            values[key] = int(value) if kind == _INT else float(value)
-    if not _DATE_RE.match(values["date"]):
-        raise CatalogError(
-            N_("{where}: date {date!r} must be YYYY, YYYY-MM or YYYY-MM-DD").format(
-                where=where, date=values["date"]
-            )
-        )
-    if table == "cloud" and values["kind"] not in CLOUD_KINDS:
-        raise CatalogError(
-            N_("{where}: kind must be one of {kinds}").format(
-                where=where, kinds=", ".join(CLOUD_KINDS)
-            )
-        )
+    problem = date_problem(values["date"], "date", year_only=True)
+    if problem:
+        raise CatalogError(f"{where}: {problem}")
     in_catalog = gpu_ids is None or values.get("gpu_id") in gpu_ids
     if table in ("cloud", "purchase") and not in_catalog:
         raise CatalogError(
             N_("{where}: gpu_id {gpu!r} is not in the GPU catalog").format(
                 where=where, gpu=values["gpu_id"]
-            )
-        )
-    if table == "purchase" and values["kind"] not in PURCHASE_KINDS:
-        raise CatalogError(
-            N_("{where}: kind must be one of {kinds}").format(
-                where=where, kinds=", ".join(PURCHASE_KINDS)
-            )
-        )
-    if table == "fx" and values["id"] != FX_ID:
-        raise CatalogError(
-            N_("{where}: the only exchange rate id is {fx!r} (CNY per USD)").format(
-                where=where, fx=FX_ID
             )
         )
     _money(table, values, where, cny_per_usd)
@@ -485,28 +343,18 @@ def parse_costs_text(
                 origin=origin, error=exc
             )
         ) from None
-    unknown = sorted(set(doc) - set(_SCHEMA))
-    if unknown:
-        raise CatalogError(
-            N_("{origin}: unknown table(s) {tables}; use {known}").format(
-                origin=origin, tables=", ".join(unknown), known=", ".join(_SCHEMA)
-            )
-        )
+    try:
+        parsed = convert_costs_file(doc)
+    except msgspec.ValidationError as exc:
+        raise CatalogError(explain_costs_error(str(exc), doc, origin)) from None
     ids = frozenset(gpu_ids) if gpu_ids is not None else None
     tables: dict[str, tuple[Any, ...]] = {}
     rate: float | None = None
-    for table in ("fx", *(t for t in _SCHEMA if t != "fx")):
-        entries = doc.get(table, [])
-        if not isinstance(entries, list):
-            raise CatalogError(
-                N_("{origin}: {table!r} must be an array of tables ([[{table}]])").format(
-                    origin=origin, table=table
-                )
-            )
+    for table in ("fx", *(t for t in COSTS_TABLES if t != "fx")):
         seen: set[tuple[Any, ...]] = set()
         rows = []
-        for raw in entries:
-            key, row = _parse_row(table, raw, origin, ids, rate)
+        for struct in getattr(parsed, table):
+            key, row = _make_row(table, row_values(table, struct), origin, ids, rate)
             if key in seen:
                 raise CatalogError(
                     N_("{origin}: duplicate [[{table}]] {key}").format(
