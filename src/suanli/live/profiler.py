@@ -11,12 +11,19 @@ One mechanism serves every way of attaching: the Python API (``with profile() as
   time the optimizer and mark the end of each step; backward is the time between the end of the
   forward and the optimizer step.
 
+The hooks only take marks (:mod:`suanli.live.step_clock`): host time on the CPU, CUDA events
+recorded on the current stream on a GPU. Nothing waits for the GPU inside a step: a closed step
+is read when its events have completed (polled at the next step's end), and the last few when a
+report is asked for or the block ends. So the overlap of data loading with GPU work that the
+verdict is about is left as it is, and the times are those of the GPU timeline.
+
 Instrumentation never breaks training: every hook body is guarded, and a failure is recorded in
 ``errors`` and the hook disables itself. torch is imported inside the functions.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +32,7 @@ from typing import Any
 
 from suanli.i18n import N_
 from suanli.live.diagnosis import Report, StepRecord, diagnose_steps
+from suanli.live.step_clock import HostClock, Mark, make_clock
 
 
 class StopProfiling(BaseException):
@@ -34,11 +42,28 @@ class StopProfiling(BaseException):
 
 @dataclass
 class _Pending:
-    data: float = 0.0
-    forward: float = 0.0
-    forward_end: float | None = None
-    optimizer_start: float | None = None
+    """The marks of the step being run."""
+
+    fetches: list[tuple[Mark, Mark]] = field(default_factory=list)
+    forwards: list[tuple[Mark, Mark]] = field(default_factory=list)
+    optimizer_start: Mark | None = None
     syncs: int = 0
+
+
+@dataclass
+class _Closed:
+    """A finished step whose marks may not be readable yet (CUDA events still queued)."""
+
+    start: Mark
+    end: Mark
+    marks: _Pending
+    replay: bool
+
+    def inner(self) -> list[Mark]:
+        """Every mark but the end (which is the next step's start)."""
+        p = self.marks
+        pairs = [m for pair in (*p.fetches, *p.forwards) for m in pair]
+        return [self.start, *pairs, *([p.optimizer_start] if p.optimizer_start else [])]
 
 
 @dataclass
@@ -56,11 +81,14 @@ class Recorder:
     batch_size: int | None = None
     last_input_shape: tuple[int, ...] | None = None
     _pending: _Pending = field(default_factory=_Pending)
-    _step_start: float = field(default_factory=time.perf_counter)
+    _clock: HostClock = field(default_factory=HostClock)
+    _step_start: Mark = field(default_factory=lambda: Mark(time.perf_counter()))
     _depth: int = 0
-    _forward_start: float = 0.0
+    _forward_start: Mark | None = None
     _cache: list[Any] = field(default_factory=list)
     _cuda: bool = False
+    _unresolved: list[_Closed] = field(default_factory=list)
+    _pid: int = field(default_factory=os.getpid)
     model: Any = None
     """The outermost module seen in a forward (for the memory breakdown)."""
     optimizer: Any = None
@@ -70,18 +98,46 @@ class Recorder:
     """Called after each recorded step (``suanli doctor run`` saves the steps so far with it,
     so that a process ending by ``os._exit`` or a signal still leaves them behind)."""
 
+    def _check_fork(self) -> None:
+        if self._pid != os.getpid():
+            # A fork (a DataLoader worker, a forking trainer) cannot use its parent's CUDA
+            # events: it drops them, as it drops the parent's records, and times on the host.
+            self._pid = os.getpid()
+            if type(self._clock) is HostClock:
+                return
+            self._unresolved.clear()
+            self._clock = HostClock()
+            self._forward_start = None
+            self._step_start = Mark(time.perf_counter())
+
+    def _closed(self, replay: bool) -> int:
+        """Steps run so far, real or replayed, read or not."""
+        self._check_fork()
+        done = self.replay_records if replay else self.records
+        return len(done) + sum(1 for c in self._unresolved if c.replay == replay)
+
     @property
     def replaying(self) -> bool:
         """Whether the loader now feeds cached batches."""
         if not self.replay_steps or self.max_steps is None:
             return False
-        return len(self.records) >= self.max_steps - self.replay_steps
+        return self._closed(False) >= self.max_steps - self.replay_steps
 
-    def _sync(self) -> None:
+    def _mark(self) -> Mark:
+        """A mark from the clock; a clock that fails falls back to host time for that mark."""
         if self._cuda:
-            import torch
+            self._check_fork()
+        try:
+            return self._clock.mark()
+        except Exception as exc:  # instrumentation must never break the user's training
+            self._note_error(exc)
+            return Mark(time.perf_counter())
 
-            torch.cuda.synchronize()
+    def _note_error(self, exc: Exception) -> None:
+        """Keep an instrumentation error once (a failing hook fails at every step)."""
+        text = f"{type(exc).__name__}: {exc}"
+        if text not in self.errors and len(self.errors) < 20:
+            self.errors.append(text)
 
     def _guard(self, fn: Callable[[], None]) -> None:
         try:
@@ -89,24 +145,27 @@ class Recorder:
         except StopProfiling:
             raise
         except Exception as exc:  # instrumentation must never break the user's training
-            self.errors.append(f"{type(exc).__name__}: {exc}")
+            self._note_error(exc)
 
     # -- data
     def wrap_iterator(self, iterator: Iterator[Any]) -> Iterator[Any]:
         """Time each batch fetch; in replay mode, yield cached batches instead."""
         while True:
             if self.replaying and self._cache:
-                start = time.perf_counter()
-                batch = self._cache[len(self.replay_records) % len(self._cache)]
-                self._pending.data += time.perf_counter() - start
+                start = self._mark()
+                batch = self._cache[self._closed(True) % len(self._cache)]
+                self._pending.fetches.append((start, self._mark()))
                 yield batch
                 continue
-            start = time.perf_counter()
+            # On CUDA the two events bracket the wait: when the GPU still has queued work the
+            # second follows the first at once (the wait is hidden); when it ran dry, the GPU
+            # time between them is the part of the wait that left it idle.
+            start = self._mark()
             try:
                 batch = next(iterator)
             except StopIteration:
                 return
-            self._pending.data += time.perf_counter() - start
+            self._pending.fetches.append((start, self._mark()))
             if len(self._cache) < self.cache_batches and self.replay_steps:
                 self._cache.append(batch)
             self._note_batch(batch)
@@ -127,8 +186,7 @@ class Recorder:
     def forward_pre(self, module: Any, args: Any) -> None:
         """Global forward pre-hook: start timing the outermost module call."""
         if self._depth == 0:
-            self._sync()
-            self._forward_start = time.perf_counter()
+            self._forward_start = self._mark()
             if self.model is None:
                 self.model = module
             try:
@@ -142,56 +200,92 @@ class Recorder:
     def forward_post(self, module: Any, args: Any, output: Any) -> None:
         """Global forward hook: stop timing when the outermost call returns."""
         self._depth = max(self._depth - 1, 0)
-        if self._depth == 0:
-            self._sync()
-            now = time.perf_counter()
-            self._pending.forward += now - self._forward_start
-            self._pending.forward_end = now
+        if self._depth == 0 and self._forward_start is not None:
+            self._pending.forwards.append((self._forward_start, self._mark()))
+            self._forward_start = None
 
     # -- optimizer
     def optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Global optimizer pre-hook: backward ends here."""
         self.optimizer = optimizer
-        self._sync()
-        self._pending.optimizer_start = time.perf_counter()
+        self._pending.optimizer_start = self._mark()
 
     def optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """Global optimizer hook: close the step."""
+        """Global optimizer hook: close the step, and read the closed steps that are ready."""
         if self.finished:  # a script that swallowed the stop: record nothing more, stop again
             raise StopProfiling
-        self._sync()
-        now = time.perf_counter()
-        p = self._pending
-        opt_start = p.optimizer_start or now
-        backward = opt_start - p.forward_end if p.forward_end else 0.0
-        total = now - self._step_start
-        optimizer = now - opt_start
-        other = max(total - p.data - p.forward - backward - optimizer, 0.0)
-        record = StepRecord(
-            data=p.data,
-            forward=p.forward,
-            backward=max(backward, 0.0),
-            optimizer=optimizer,
-            other=other,
-            syncs=p.syncs,
-        )
-        (self.replay_records if self.replaying else self.records).append(record)
+        end = self._mark()
+        self._unresolved.append(_Closed(self._step_start, end, self._pending, self.replaying))
         self._pending = _Pending()
-        self._step_start = now
+        self._step_start = end
+        # Polls only; the last step waits, since nothing runs after it.
+        self._resolve(wait=self.finished)
         if self.on_step is not None:
             self.on_step(self)
         if self.finished:
             raise StopProfiling
 
+    def _resolve(self, wait: bool) -> None:
+        """Turn closed steps into records, oldest first, while their marks are readable (or,
+        with ``wait``, after waiting for them: at report time, never inside a step)."""
+        clock = self._clock
+        while self._unresolved:
+            step = self._unresolved[0]
+            if clock.lazy:
+                inner = step.inner()
+                if wait:
+                    for mark in (step.end, *inner):
+                        clock.wait(mark)
+                elif not clock.ready(step.end) or not all(map(clock.ready, inner)):
+                    return  # still queued on the GPU: read at a later step, or at report time
+            self._unresolved.pop(0)
+            try:
+                record = self._record_of(step)
+            except Exception as exc:  # a step that cannot be read is dropped, not retried
+                self._note_error(exc)
+                continue
+            (self.replay_records if step.replay else self.records).append(record)
+            if clock.lazy:
+                clock.release(inner)
+
+    def _record_of(self, step: _Closed) -> StepRecord:
+        """The phases of a closed step from its marks (the same rules on the host and GPU)."""
+        elapsed, p = self._clock.elapsed_s, step.marks
+        total = elapsed(step.start, step.end)
+        data = forward = 0.0
+        for a, b in p.fetches:
+            data += elapsed(a, b)
+        for a, b in p.forwards:
+            forward += elapsed(a, b)
+        opt_start = p.optimizer_start or step.end
+        backward = elapsed(p.forwards[-1][1], opt_start) if p.forwards else 0.0
+        optimizer = elapsed(opt_start, step.end)
+        other = max(total - data - forward - backward - optimizer, 0.0)
+        return StepRecord(
+            data=data,
+            forward=forward,
+            backward=max(backward, 0.0),
+            optimizer=optimizer,
+            other=other,
+            syncs=p.syncs,
+        )
+
+    def flush(self) -> None:
+        """Read every closed step, waiting for the GPU if need be (once, after the steps)."""
+        self._guard(lambda: self._resolve(wait=True))
+
     @property
     def finished(self) -> bool:
         """Whether every step asked for is recorded (replay included)."""
-        done = len(self.records) + len(self.replay_records)
-        return self.max_steps is not None and done >= self.max_steps
+        if self.max_steps is None:
+            return False
+        return self._closed(False) + self._closed(True) >= self.max_steps
 
     def snapshot(self, memory: dict[str, float] | None = None) -> dict[str, Any]:
         """What was recorded, as plain JSON-ready data (:func:`report_from_snapshot` reads it
-        back, in this process or in the ``suanli doctor run`` parent)."""
+        back, in this process or in the ``suanli doctor run`` parent). Steps whose CUDA events
+        are still queued are left for a later snapshot: taking one never waits for the GPU."""
+        self._guard(lambda: self._resolve(wait=False))
         return {
             "records": [asdict(r) for r in self.records],
             "replay_records": [asdict(r) for r in self.replay_records],
@@ -199,10 +293,12 @@ class Recorder:
             "batch_size": self.batch_size,
             "memory_bytes": self.memory_breakdown() if memory is None else memory,
             "sync_sites": dict(sorted(self.sync_sites.items(), key=lambda kv: -kv[1])[:10]),
+            "timing": self._clock.kind,
         }
 
     def report(self, warmup: int = 1) -> Report:
         """The verdict over the recorded steps (replayed steps give the data-free time)."""
+        self.flush()
         return report_from_snapshot(self.snapshot(), warmup)
 
     def note_sync(self, site: str) -> None:
@@ -252,6 +348,7 @@ def report_from_snapshot(snapshot: dict[str, Any], warmup: int = 1) -> Report:
     report.extras["memory_bytes"] = dict(snapshot.get("memory_bytes") or {})
     if snapshot.get("sync_sites"):
         report.extras["sync_sites"] = dict(snapshot["sync_sites"])
+    report.extras["timing"] = snapshot.get("timing", "host")
     return report
 
 
@@ -274,6 +371,7 @@ def profile(
 
     rec = Recorder(max_steps=max_steps, replay_steps=replay_steps, on_step=on_step)
     rec._cuda = torch.cuda.is_available()
+    rec._clock = make_clock(rec._cuda)
     handles = [
         nn_module.register_module_forward_pre_hook(
             lambda m, a: rec._guard(lambda: rec.forward_pre(m, a))
@@ -294,7 +392,7 @@ def profile(
         return rec.wrap_iterator(original_iter(loader))
 
     DataLoader.__iter__ = timed_iter  # type: ignore[method-assign,assignment]
-    rec._step_start = time.perf_counter()
+    rec._step_start = rec._mark()
     restore_sync = _watch_syncs(rec) if rec._cuda else None
     try:
         yield rec
@@ -306,11 +404,13 @@ def profile(
             handle.remove()
         if restore_sync is not None:
             restore_sync()
+        rec.flush()  # the steps still queued on the GPU: one wait, after the loop
 
 
 def _watch_syncs(rec: Recorder) -> Callable[[], None]:
     """CUDA only: turn on ``torch.cuda.set_sync_debug_mode('warn')`` and count each warning at
-    its call site; returns a function that restores the previous state."""
+    its call site; returns a function that restores the previous state. A caller's own
+    ``"error"`` mode is kept (its syncs raise instead of being counted)."""
     import warnings
 
     import torch
@@ -327,7 +427,8 @@ def _watch_syncs(rec: Recorder) -> Callable[[], None]:
         previous_show(message, category, filename, lineno, *args, **kwargs)
 
     warnings.showwarning = show
-    torch.cuda.set_sync_debug_mode("warn")
+    if previous_mode < 1:  # 0 "default", 1 "warn", 2 "error": never weaken the caller's
+        torch.cuda.set_sync_debug_mode("warn")
 
     def restore() -> None:
         torch.cuda.set_sync_debug_mode(previous_mode)
