@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("fastapi", reason="the web extra (fastapi) is not installed")
 from fastapi.testclient import TestClient
 
+from suanli.answers.base import SCHEMA_VERSION
 from suanli.i18n import sentence, translate_to
 from suanli.web.app import create_app
 from suanli.web.page_messages import PAGE_MESSAGES, PAGE_WORDS, SCRIPT_MESSAGES
@@ -72,7 +73,7 @@ def test_sentences_translate_an_answers_error(client: TestClient) -> None:
     assert doc["texts"][1] == "上传的 config.json 是空的"
     assert doc["texts"][2:] == texts[2:]  # unknown sentences come back as they were
     en = client.post("/api/sentences", json={"lang": "en", "texts": texts}).json()
-    assert en == {"lang": "en", "texts": texts}
+    assert en == {"schema_version": SCHEMA_VERSION, "lang": "en", "texts": texts}
 
 
 def test_sentences_translate_an_answers_assumptions(client: TestClient) -> None:

@@ -69,6 +69,17 @@ def _list_schema(title: str, description: str, item: Any) -> dict[str, Any]:
     }
 
 
+def _gpu_row(gpu: dict[str, Any]) -> dict[str, Any]:
+    """A row of the GPU list: the one-GPU document without ``schema_version`` (the fixed
+    fields; the figures that follow vary by GPU)."""
+    properties = {k: v for k, v in gpu["properties"].items() if k != "schema_version"}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [k for k in gpu["required"] if k != "schema_version"],
+    }
+
+
 def document_schemas() -> dict[str, dict[str, Any]]:
     """Document name -> JSON Schema, for every document a front-end serves."""
     from suanli.answers.live import DeviceReading
@@ -81,6 +92,7 @@ def document_schemas() -> dict[str, dict[str, Any]]:
         "units (see docs/catalog.md for the fields).",
         dict[str, Any],
     )
+    out["gpus"]["items"] = _gpu_row(out["gpu"])
     out["models"] = _list_schema(
         "PresetList", "suanli models --json and GET /api/presets: the bundled presets.", PresetRow
     )

@@ -28,6 +28,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
@@ -62,6 +63,18 @@ from suanli.models.resolve import LoadedModel
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.models import Models
 from suanli.web.page_messages import PAGE_MESSAGES, PAGE_WORDS, SCRIPT_MESSAGES
+from suanli.web.responses import (
+    BODY_ERRORS,
+    GET_ERRORS,
+    FrameworkOption,
+    MessagesAnswer,
+    OptionsAnswer,
+    QuantOption,
+    SentencesAnswer,
+    WebLimits,
+    documented,
+    openapi_document,
+)
 from suanli.web.schemas import (
     PLAN_MAX_GPUS_INFER,
     PLAN_MAX_GPUS_TRAIN,
@@ -300,7 +313,12 @@ def create_app(
             swagger_favicon_url="/static/favicon.svg",
         )
 
-    @app.get("/api/presets", summary="The bundled model presets (suanli models --json)")
+    @app.get(
+        "/api/presets",
+        summary="The bundled model presets (suanli models --json)",
+        response_model=None,
+        responses=documented("models", errors=GET_ERRORS),
+    )
     def api_presets() -> list[dict[str, Any]]:
         return [jsonable(row) for row in preset_rows()]
 
@@ -311,50 +329,71 @@ def create_app(
     @app.get(
         "/api/gpus",
         summary="The GPU catalog, fastest bf16 first (suanli gpus --json)",
-        response_model=list[dict[str, Any]],
+        response_model=None,
+        responses=documented("gpus", errors=GET_ERRORS),
     )
     async def api_gpus() -> Response:
         return Response(gpus_body, media_type="application/json")
 
-    @app.get("/api/frameworks", summary="The frameworks and their defaults (suanli frameworks)")
+    @app.get(
+        "/api/frameworks",
+        summary="The frameworks and their defaults (suanli frameworks)",
+        response_model=None,
+        responses=documented("frameworks", errors=GET_ERRORS),
+    )
     def api_frameworks() -> dict[str, Any]:
         return framework_list().to_json()
 
-    @app.get("/api/options", summary="The choices the form offers, and the web limits")
+    @app.get(
+        "/api/options",
+        summary="The choices the form offers, and the web limits",
+        response_model=None,
+        responses=documented("web-options", errors=GET_ERRORS),
+    )
     def api_options() -> dict[str, Any]:
-        return {
-            "tasks": list(TASKS),
-            "dtypes": list(DTYPES),
-            "precisions": list(PRECISIONS),
-            "optimizers": list(OPTIMIZERS),
-            "recompute": list(RECOMPUTE),
-            "frameworks": [
-                {"id": fw.id, "name": fw.name, "kind": fw.kind}
+        return OptionsAnswer(
+            tasks=TASKS,
+            dtypes=DTYPES,
+            precisions=PRECISIONS,
+            optimizers=OPTIMIZERS,
+            recompute=RECOMPUTE,
+            frameworks=tuple(
+                FrameworkOption(id=fw.id, name=fw.name, kind=fw.kind)
                 for fw in framework_list().frameworks
-            ],
-            "attention": list(ATTENTION),
-            "kv_dtypes": list(KV_DTYPES),
-            "quant": [
-                {"id": f.id, "name": f.name, "bits_per_weight": f.bits_per_weight}
+            ),
+            attention=ATTENTION,
+            kv_dtypes=KV_DTYPES,
+            quant=tuple(
+                QuantOption(id=f.id, name=f.name, bits_per_weight=f.bits_per_weight)
                 for f in weight_formats().values()
-            ],
-            "scenarios": {k: s.reasoning for k, s in SCENARIOS.items()},
-            "vendors": list(VENDORS),
-            "form_factors": list(FORM_FACTORS),
-            "limits": {
-                "body_bytes": BODY_LIMIT,
-                "plan_max_gpus_train": PLAN_MAX_GPUS_TRAIN,
-                "plan_max_gpus_infer": PLAN_MAX_GPUS_INFER,
-            },
-            "hub": allow_hub,
-        }
+            ),
+            scenarios={k: s.reasoning for k, s in SCENARIOS.items()},
+            vendors=tuple(VENDORS),
+            form_factors=tuple(FORM_FACTORS),
+            limits=WebLimits(
+                body_bytes=BODY_LIMIT,
+                plan_max_gpus_train=PLAN_MAX_GPUS_TRAIN,
+                plan_max_gpus_infer=PLAN_MAX_GPUS_INFER,
+            ),
+            hub=allow_hub,
+        ).to_json()
 
-    @app.post("/api/memory", summary="Memory per GPU and the fit (suanli mem --json)")
+    @app.post(
+        "/api/memory",
+        summary="Memory per GPU and the fit (suanli mem --json)",
+        response_model=None,
+        responses=documented("memory"),
+    )
     def api_memory(req: MemoryRequest) -> dict[str, Any]:
         _no_local_cpu(req.gpu, *req.cards)
         return memory(req.to_request(), loader=models.resolve).to_json()
 
-    @app.post("/api/perf", summary="Speed, the bound and a roofline (suanli perf --json)")
+    @app.post(
+        "/api/perf",
+        summary="Speed, the bound and a roofline (suanli perf --json)",
+        response_model=None,
+        responses=documented("perf-train", "perf-infer"),
+    )
     def api_perf(req: PerfRequest) -> dict[str, Any]:
         _no_local_cpu(req.gpu)
         return perf(req.to_request(), loader=models.resolve).to_json()
@@ -362,6 +401,8 @@ def create_app(
     @app.post(
         "/api/image",
         summary="Seconds per image and the fit (suanli perf --task generate-image --json)",
+        response_model=None,
+        responses=documented("perf-image"),
     )
     def api_image(req: ImageRequest) -> dict[str, Any]:
         _no_local_cpu(req.gpu)
@@ -370,7 +411,8 @@ def create_app(
     @app.post(
         "/api/plan",
         summary="GPUs ranked with their best layout (suanli plan --json)",
-        response_model=dict[str, Any],
+        response_model=None,
+        responses=documented("plan", "plan-rendering", errors=(*BODY_ERRORS, 503)),
     )
     async def api_plan(req: PlanRequest) -> Response:
         # A hit is answered on the event loop. The model is resolved in the thread pool (an
@@ -388,12 +430,18 @@ def create_app(
             cache.put(key, body)
         return Response(body, media_type="application/json")
 
-    @app.get("/api/messages", summary="The page's labels in a language (zh or en)")
+    @app.get(
+        "/api/messages",
+        summary="The page's labels in a language (zh or en)",
+        response_model=None,
+        responses=documented("web-messages", errors=(*GET_ERRORS, 422)),
+    )
     def api_messages(request: Request, lang: str | None = None) -> dict[str, Any]:
         # An explicit ?lang= wins; otherwise the browser's first Accept-Language.
         chosen = lang if lang is not None else accept_language(request.headers)
         code = _lang(chosen)
-        return {"lang": code, "messages": {m: translate_to(code, m) for m in MESSAGES}}
+        messages = {m: translate_to(code, m) for m in MESSAGES}
+        return MessagesAnswer(lang=code, messages=messages).to_json()
 
     @app.post(
         "/api/sentences",
@@ -402,17 +450,30 @@ def create_app(
         "warnings, reasons, error messages), each in `lang`, in the same order; a sentence the "
         f"catalog does not know comes back unchanged. At most {SENTENCES_MAX_TEXTS} texts of "
         f"at most {SENTENCES_MAX_CHARS} characters. The answers themselves stay English.",
+        response_model=None,
+        responses=documented("web-sentences"),
     )
     def api_sentences(req: SentencesRequest) -> dict[str, Any]:
         code = _lang(req.lang)
-        return {"lang": code, "texts": [translated(text, code) for text in req.texts]}
+        texts = tuple(translated(text, code) for text in req.texts)
+        return SentencesAnswer(lang=code, texts=texts).to_json()
 
-    @app.post("/api/card", summary="What a card can run (suanli card --json)")
+    @app.post(
+        "/api/card",
+        summary="What a card can run (suanli card --json)",
+        response_model=None,
+        responses=documented("card"),
+    )
     def api_card(req: CardRequest) -> dict[str, Any]:
         _no_local_cpu(req.gpu)
         return card(req.to_request(), loader=models.resolve).to_json()
 
-    @app.post("/api/cost", summary="Buy vs rent vs API over the years (suanli cost --json)")
+    @app.post(
+        "/api/cost",
+        summary="Buy vs rent vs API over the years (suanli cost --json)",
+        response_model=None,
+        responses=documented("cost"),
+    )
     def api_cost(req: CostRequest) -> dict[str, Any]:
         return cost(req.to_request()).to_json()
 
@@ -421,6 +482,8 @@ def create_app(
         summary="Upload a config.json (multipart field 'file', or a JSON body)",
         description="Parsed as JSON only, never executed, kept in memory. Returns the model "
         "summary (suanli model --json) and the 'model' id to use in the other endpoints.",
+        response_model=None,
+        responses=documented("config", errors=(*BODY_ERRORS, 415)),
     )
     async def api_config(request: Request) -> dict[str, Any]:
         ctype = request.headers.get("content-type", "").lower()
@@ -456,7 +519,12 @@ def create_app(
         model_id, loaded = models.add(raw, filename)
         return {**model_info(loaded).to_json(), "model": model_id, "filename": filename}
 
-    @app.get("/api/live", summary="Live GPU readings (suanli top --json), else the CPU")
+    @app.get(
+        "/api/live",
+        summary="Live GPU readings (suanli top --json), else the CPU",
+        response_model=None,
+        responses=documented("live", errors=GET_ERRORS),
+    )
     def api_live() -> dict[str, Any]:
         with providers_lock:
             if not providers:
@@ -465,4 +533,18 @@ def create_app(
                 providers.extend(find_providers())
         return live_report(providers).to_json()
 
+    def openapi() -> dict[str, Any]:
+        # Built on the first GET /openapi.json: the answers' schemas take most of a second.
+        if app.openapi_schema is None:
+            base = get_openapi(
+                title=app.title,
+                version=app.version,
+                summary=app.summary,
+                description=app.description,
+                routes=app.routes,
+            )
+            app.openapi_schema = openapi_document(base)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

@@ -15,7 +15,7 @@ from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 from suanli.models.config import spec_from_config
 from suanli.models.params import count_params
-from suanli.models.presets import find_preset, presets
+from suanli.models.presets import find_preset, similar_presets
 from suanli.models.resolve import LoadedModel, load_from_hub
 from suanli.web.security import ApiError
 
@@ -92,7 +92,7 @@ class Models:
                     ).format(name=name),
                 )
             return self.hub_loader(name)
-        names = ", ".join(sorted(presets())[:6])
+        names = ", ".join(similar_presets(name, 6))
         raise ApiError(
             400,
             N_(
