@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+
 import pytest
 
 
@@ -19,3 +22,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason="needs a CUDA GPU")
         for item in gpu_items:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _logging_disable_is_restored() -> Iterator[None]:
+    """Tests that quiet transformers with ``logging.disable(...)`` leave the process-wide
+    switch as they found it (it would silence the logging tests that run after them)."""
+    before = logging.root.manager.disable
+    yield
+    logging.disable(before)

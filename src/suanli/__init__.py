@@ -7,6 +7,7 @@ bench, verify, live readings) import them when called.
 """
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from suanli.catalog import GPU, CatalogError, find_gpu, load_catalog
@@ -19,6 +20,10 @@ from suanli.models.params import ParamCount, count_params
 from suanli.models.presets import Preset, presets
 from suanli.models.resolve import LoadedModel, ModelSourceError, load_model, model_from_module
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
+
+# A library logs, the application decides where it goes (the logging HOWTO's rule): without a
+# handler of the caller's, suanli's records are dropped rather than printed by logging's fallback.
+logging.getLogger("suanli").addHandler(logging.NullHandler())
 
 # The answers load on first use (PEP 562), so that ``suanli <command>`` imports only its own.
 _LAZY: dict[str, tuple[str, str]] = {

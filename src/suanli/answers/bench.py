@@ -36,7 +36,8 @@ class BenchRequest:
     sizes: str | None = None
     """All-reduce message sizes, e.g. ``1M,16M,256M`` (bytes; K/M/G are binary)."""
     save: bool = True
-    """Save the calibration to ``~/.config/suanli/calibration/<gpu_id>.toml``."""
+    """Save the calibration to ``calibration/<gpu_id>.toml`` in
+    :func:`suanli.paths.config_dir` (``~/.config/suanli`` on Linux)."""
     output: str | None = None
     """Write the calibration TOML to this file instead (written even when ``save`` is off)."""
 

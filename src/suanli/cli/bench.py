@@ -235,7 +235,10 @@ def _print_tables(result: Any, saved: str | None) -> None:
     "--save/--no-save",
     default=True,
     show_default=True,
-    help=N_("Save the calibration to ~/.config/suanli/calibration/<gpu_id>.toml."),
+    help=N_(
+        "Save the calibration to calibration/<gpu_id>.toml in suanli's config directory "
+        "(~/.config/suanli on Linux; SUANLI_CONFIG moves it)."
+    ),
 )
 @click.option(
     "--output",

@@ -423,7 +423,15 @@ def query_cmd(fields: str | None, interval: float, count: int, fmt: str, timesta
         "suanli_scrape_error 1, and the server keeps serving."
     ),
 )
-@click.option("--port", type=IntRange(1, 65535), default=9400, show_default=True)
+# 10422 = suanli.live.exporter.DEFAULT_PORT (kept literal: that module imports prometheus_client;
+# a test keeps the two equal). 9400 was dcgm-exporter's.
+@click.option(
+    "--port",
+    type=IntRange(1, 65535),
+    default=10422,
+    show_default=True,
+    help=N_("Port to listen on (9400 is dcgm-exporter's, so suanli has its own)."),
+)
 @click.option(
     "--host",
     default="127.0.0.1",

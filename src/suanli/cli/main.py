@@ -6,6 +6,8 @@ with status 2; a missing optional extra exits with status 1. No traceback reache
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -16,6 +18,11 @@ import click
 from suanli import __version__
 from suanli.errors import MissingExtra
 from suanli.i18n import N_, _, sentence
+from suanli.log import configure, level_from_environment
+
+log = logging.getLogger(__name__)
+#: The variable click reads to answer a shell's completion request (see README, "Shell completion").
+COMPLETE_ENV = "_SUANLI_COMPLETE"
 
 
 def _usage_message(text: str) -> str:
@@ -102,6 +109,7 @@ class SuanliGroup(click.Group):
             click.echo(_("aborted"), err=True)
             sys.exit(1)
         except click.UsageError as exc:
+            log.debug("usage error", exc_info=True)
             where = exc.ctx.command_path if exc.ctx else "suanli"
             message = _usage_message(exc.format_message())
             click.echo(
@@ -112,9 +120,11 @@ class SuanliGroup(click.Group):
             )
             sys.exit(2)
         except MissingExtra as exc:
+            log.debug("missing extra", exc_info=True)
             click.echo(_("error: {message}").format(message=sentence(str(exc))), err=True)
             sys.exit(1)
         except ValueError as exc:
+            log.debug("refused input", exc_info=True)  # --debug shows where it was refused
             click.echo(_("error: {message}").format(message=sentence(str(exc))), err=True)
             sys.exit(2)
         except BrokenPipeError:
@@ -138,6 +148,16 @@ class SuanliGroup(click.Group):
     help=N_(
         "Language of the output: zh or en (default: SUANLI_LANG, then the locale); also "
         "accepted after the subcommand."
+    ),
+)
+@click.option(
+    "--debug",
+    is_flag=True,
+    default=False,
+    expose_value=False,
+    help=N_(
+        "Print suanli's debug log on stderr (SUANLI_LOG=debug, info, warning or error sets a "
+        "level too); also accepted after the subcommand."
     ),
 )
 def cli() -> None:
@@ -191,13 +211,15 @@ def _register() -> None:
 
 
 def _bind_caps(command: click.Command) -> None:
-    """Every number option takes the bound suanli.limits gives its name (help shows it), and
-    every command's help page speaks the language chosen."""
-    from suanli.cli.types import bind_named_cap
+    """Every number option takes the bound suanli.limits gives its name (help shows it), every
+    model or GPU parameter completes preset and GPU names, and every command's help page speaks
+    the language chosen."""
+    from suanli.cli.types import bind_completion, bind_named_cap
 
     command.context_class = SuanliContext  # help pages in the language chosen
     for param in command.params:
         bind_named_cap(param)
+        bind_completion(param, command.name)
     for sub in getattr(command, "commands", {}).values():
         _bind_caps(sub)
 
@@ -230,6 +252,37 @@ def take_lang(argv: list[str]) -> tuple[str | None, list[str]]:
     return lang, rest
 
 
+def take_debug(argv: list[str]) -> tuple[bool, list[str]]:
+    """Whether ``--debug`` is anywhere before the arguments passed on to a script (as for
+    :func:`take_lang`), and the rest."""
+    rest: list[str] = []
+    debug = False
+    for i, arg in enumerate(argv):
+        if arg == "--" or arg.endswith(".py"):
+            rest += argv[i:]
+            break
+        if arg == "--debug":
+            debug = True
+        else:
+            rest.append(arg)
+    return debug, rest
+
+
+def start_log(debug: bool) -> None:
+    """Show the ``suanli`` log on stderr at the level ``--debug`` (debug) or ``SUANLI_LOG``
+    asks for, and nothing otherwise. Raises ``ValueError`` for a bad ``SUANLI_LOG``, except
+    while a shell asks for completions (a completion never prints an error)."""
+    if debug:
+        configure(logging.DEBUG)
+        return
+    try:
+        configure(level_from_environment())
+    except ValueError:
+        configure(None)
+        if not os.environ.get(COMPLETE_ENV):
+            raise
+
+
 def translate_help(command: click.Command) -> None:
     """Every command's and option's help in the current language (their English text is the
     message id), before click formats any of it."""
@@ -257,10 +310,13 @@ def main(argv: list[str] | None = None) -> None:
         lang, args = take_lang(args)
         if lang is not None:
             set_lang(lang)
+        debug, args = take_debug(args)
+        start_log(debug)
     except (ValueError, click.UsageError) as exc:
         message = exc.format_message() if isinstance(exc, click.UsageError) else str(exc)
         click.echo(_("error: {message}").format(message=sentence(message)), err=True)
         sys.exit(2)
+    log.debug("suanli %s, Python %s, arguments %s", __version__, sys.version.split()[0], args)
     if current() != "en":
         translate_help(cli)
     cli.main(args=args, prog_name="suanli")

@@ -1,9 +1,9 @@
 """This machine's CPU as a device like any catalog GPU (``--gpu local-cpu``).
 
 Its peaks are measured, not looked up: a ``suanli bench`` profile for this host when one exists
-(``~/.config/suanli/calibration/cpu-<host>.toml``), otherwise a quick measurement here (a few
-matmuls per dtype with the BLAS torch uses, and a large copy), about two seconds. Memory is the
-host's RAM. torch and psutil are imported inside the functions.
+(``cpu-<host>.toml`` in :func:`suanli.paths.calibration_dir`), otherwise a quick measurement here
+(a few matmuls per dtype with the BLAS torch uses, and a large copy), about two seconds. Memory
+is the host's RAM. torch and psutil are imported inside the functions.
 """
 
 from __future__ import annotations
