@@ -8,7 +8,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 # torch is pinned here (a CPU build on this project's machines); the package itself asks torch>=2.1.
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 'torch==2.13.0'
+.venv/bin/python -m pip install -q --disable-pip-version-check -U 'pip>=25.1'
+# The test tools are the `test` dependency group of pyproject.toml (PEP 735), not a user extra.
+.venv/bin/python -m pip install -q --disable-pip-version-check -e . --group test 'torch==2.13.0'
 .venv/bin/ruff check src tests benchmarks scripts
 .venv/bin/ruff format --check src tests benchmarks scripts
 .venv/bin/mypy
