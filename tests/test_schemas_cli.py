@@ -1,5 +1,6 @@
-"""Every ``--json`` the command line prints is versioned: ``schema_version`` first, equal to the
-one constant, and the document valid against its published schema (docs/schemas/)."""
+"""Every ``--json`` the command line prints is versioned: a JSON object (the lists too), with
+``schema_version`` first, equal to the one constant, and the document valid against its
+published schema (docs/schemas/)."""
 
 from __future__ import annotations
 
@@ -48,23 +49,32 @@ def test_every_json_document_starts_with_the_schema_version(
     jsonschema.validate(doc, SCHEMAS[schema])
 
 
-def test_every_published_object_schema_pins_the_version() -> None:
-    objects = [name for name, s in SCHEMAS.items() if s["type"] == "object"]
-    assert len(objects) >= 20
-    for name in objects:
-        schema = SCHEMAS[name]
+def test_every_published_schema_is_an_object_that_pins_the_version() -> None:
+    """No document is a bare list (the lists keep their rows under one key since version 3)."""
+    assert len(SCHEMAS) >= 25
+    for name, schema in SCHEMAS.items():
+        assert schema["type"] == "object", name
         assert schema["properties"]["schema_version"] == {"const": SCHEMA_VERSION}, name
         assert schema["required"][0] == "schema_version", name
         assert next(iter(schema["properties"])) == "schema_version", name
-    for schema in SCHEMAS.values():  # the list documents carry it in their $id
         assert schema["$id"] == f"suanli/{SCHEMA_VERSION}/{schema['title']}"
 
 
-def test_the_list_documents_are_the_known_three() -> None:
-    """``gpus``, ``models`` and ``top`` print JSON lists (kept for scripts written against them,
-    docs/changelog.md); no other document may be a list without a version."""
-    lists = sorted(name for name, s in SCHEMAS.items() if s["type"] == "array")
-    assert lists == ["gpus", "models", "top"]
-    rows = json.loads(run("gpus", "--json").stdout)
-    assert isinstance(rows, list) and len(rows) > 100
-    jsonschema.validate(rows, SCHEMAS["gpus"])
+@pytest.mark.parametrize(
+    ("args", "key", "least"),
+    [(("gpus",), "gpus", 100), (("models",), "models", 30), (("top",), "devices", 6)],
+)
+def test_the_lists_keep_their_rows_under_one_key(
+    args: tuple[str, ...], key: str, least: int
+) -> None:
+    out = run(*args, "--json", env={"SUANLI_FAKE_GPUS": "problems"})
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert list(doc)[:2] == ["schema_version", key] and doc["schema_version"] == SCHEMA_VERSION
+    jsonschema.validate(doc, SCHEMAS[args[0]])
+    rows = doc[key]
+    assert isinstance(rows, list) and len(rows) >= least
+    assert all(isinstance(r, dict) and "schema_version" not in r for r in rows)
+    broken = {**doc, key: [{"no": "fields"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, SCHEMAS[args[0]])

@@ -33,9 +33,10 @@ def test_cli_list_json_equals_the_answer() -> None:
         GpuListRequest(vendors=("nvidia",), min_memory=40, sort="memory", ascending=True)
     )
     doc = cli_json(gpus_cmd, *args)
-    assert isinstance(doc, list)  # the document stays a JSON list
-    assert doc == answer.rows()
-    assert [g["id"] for g in doc] == [g.id for g in answer.devices]
+    assert doc == answer.to_json()
+    assert list(doc) == ["schema_version", "gpus", "sort", "ascending"]
+    assert doc["sort"] == "memory" and doc["ascending"] is True
+    assert [g["id"] for g in doc["gpus"]] == [g.id for g in answer.devices]
 
 
 def test_filters_and_order() -> None:

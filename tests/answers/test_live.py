@@ -31,11 +31,14 @@ def test_cli_top_json_equals_the_answer_rows() -> None:
     out = run("top", "--json", env=env)
     assert out.returncode == 0, out.stderr
     answer = live_report([fake_provider("problems")])
-    assert json.loads(out.stdout) == answer.rows()
-    # Same keys in the same order as before, and the web document's samples are the same rows.
+    doc = json.loads(out.stdout)
+    assert doc == answer.top().to_json()
+    assert list(doc) == ["schema_version", "devices"] and doc["schema_version"] == SCHEMA_VERSION
+    # Each row has the same keys in the same order as before, and the web document's samples
+    # are the same rows.
     old = _old_top_rows(fake_provider("problems").sample())
-    assert json.dumps(answer.rows()) == json.dumps(old)
-    assert answer.to_json()["samples"] == answer.rows()
+    assert json.dumps(doc["devices"]) == json.dumps(old)
+    assert answer.to_json()["samples"] == doc["devices"]
 
 
 def test_flags_and_numbers_of_the_problem_scenario() -> None:
@@ -69,7 +72,7 @@ def test_no_gpu_falls_back_to_the_cpu() -> None:
     answer = live_report([fake_provider("no-gpu"), Cpu()])
     assert answer.gpus is False and answer.note == CPU_NOTE and not answer.missing_extra
     assert [r.sample.vendor for r in answer.samples] == ["cpu"]
-    assert answer.rows()[0]["memory_total_bytes"] == 2**34
+    assert answer.top().to_json()["devices"][0]["memory_total_bytes"] == 2**34
 
 
 def test_no_gpu_and_no_psutil_says_what_to_install() -> None:

@@ -11,7 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from suanli.answers.base import SCHEMA_VERSION, json_schema, jsonable
-from suanli.answers.model import ModelAnswer, ModelRequest, PresetRow, model, preset_rows
+from suanli.answers.model import (
+    ModelAnswer,
+    ModelRequest,
+    PresetRow,
+    model,
+    preset_list,
+    preset_rows,
+)
 from suanli.cli.model import model_cmd, models_cmd
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "configs"
@@ -76,7 +83,8 @@ def test_bad_model_is_a_value_error() -> None:
 
 def test_models_json_is_the_preset_rows() -> None:
     rows = preset_rows()
-    assert cli_json(models_cmd) == jsonable(rows)
+    assert cli_json(models_cmd) == {"schema_version": SCHEMA_VERSION, "models": jsonable(rows)}
+    assert preset_list().to_json() == cli_json(models_cmd)
     by_name = {r.name: r for r in rows}
     assert len(rows) >= 30
     assert by_name["llama-3.1-8b"].params_total == 8_030_261_248

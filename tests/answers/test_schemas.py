@@ -84,7 +84,10 @@ def test_plan_inference_rows_validate() -> None:
 
 
 def test_list_documents_validate() -> None:
-    jsonschema.validate([jsonable(r) for r in preset_rows()], SCHEMAS["models"])
+    doc = {"schema_version": SCHEMA_VERSION, "models": [jsonable(r) for r in preset_rows()]}
+    jsonschema.validate(doc, SCHEMAS["models"])
+    with pytest.raises(jsonschema.ValidationError):  # a bare list is not the document
+        jsonschema.validate(doc["models"], SCHEMAS["models"])
 
 
 @pytest.mark.parametrize(

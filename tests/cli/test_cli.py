@@ -56,17 +56,17 @@ def test_model_table_from_a_config_path() -> None:
 def test_models_lists_at_least_30_presets() -> None:
     out = run("models", "--json")
     assert out.returncode == 0, out.stderr
-    assert len(json.loads(out.stdout)) >= 30
+    assert len(json.loads(out.stdout)["models"]) >= 30
 
 
 def test_gpus_filters_and_sorts() -> None:
     out = run("gpus", "--vendor", "amd", "--sort", "memory", "--json")
     assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)
+    rows = json.loads(out.stdout)["gpus"]
     assert rows and all(r["vendor"] == "amd" for r in rows)
     memory = [r["memory_bytes"] for r in rows]
     assert memory == sorted(memory, reverse=True)
-    big = json.loads(run("gpus", "--min-memory", "100", "--json").stdout)
+    big = json.loads(run("gpus", "--min-memory", "100", "--json").stdout)["gpus"]
     assert big and all(r["memory_bytes"] >= 100 * 2**30 for r in big)
 
 

@@ -50,7 +50,7 @@ def test_explain_json_shape() -> None:
 def test_no_match_gives_empty_matches() -> None:
     out = run("explain", "epoch 3 loss 0.42", "--json")
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"schema_version": 2, "matches": []}
+    assert json.loads(out.stdout) == {"schema_version": 3, "matches": []}
     plain = run("explain", "epoch 3 loss 0.42")
     assert plain.returncode == 0 and "no known error matched" in plain.stdout
 

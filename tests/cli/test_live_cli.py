@@ -17,7 +17,7 @@ def test_doctor_json_and_exit_code_on_this_machine() -> None:
 def test_top_once_with_fake_gpus_flags_problems() -> None:
     out = run("top", "--json", env={"SUANLI_FAKE_GPUS": "problems"})
     assert out.returncode == 0, out.stderr
-    devices = json.loads(out.stdout)
+    devices = json.loads(out.stdout)["devices"]
     assert len(devices) == 6
     assert {f["kind"] for d in devices for f in d["flags"]} >= {"throttling", "lost"}
     table = run("top", "--once", env={"SUANLI_FAKE_GPUS": "problems"})

@@ -22,7 +22,7 @@ def test_plan_with_no_arguments_is_a_meaningful_demo() -> None:
 
 def _forms() -> dict[str, str]:
     out = run("gpus", "--json")
-    return {g["id"]: g["form_factor"] for g in json.loads(out.stdout)}
+    return {g["id"]: g["form_factor"] for g in json.loads(out.stdout)["gpus"]}
 
 
 def test_plan_json_has_all_rows_ranked() -> None:

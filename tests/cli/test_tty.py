@@ -166,7 +166,7 @@ def _capacity(text: str, doc: Any) -> list[str]:
 
 
 def _gpus(text: str, doc: Any) -> list[str]:
-    return [g["id"] for g in doc]
+    return [g["id"] for g in doc["gpus"]]
 
 
 def _compare(text: str, doc: Any) -> list[str]:

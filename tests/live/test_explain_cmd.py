@@ -60,7 +60,7 @@ def test_no_match_is_one_line_and_exit_0() -> None:
     assert result.output.strip() == NO_MATCH
     as_json = CliRunner().invoke(explain_cmd, ["everything is fine", "--json"])
     assert as_json.exit_code == 0
-    assert json.loads(as_json.output) == {"schema_version": 2, "matches": []}
+    assert json.loads(as_json.output) == {"schema_version": 3, "matches": []}
 
 
 def test_nothing_to_explain_is_a_value_error() -> None:

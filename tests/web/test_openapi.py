@@ -98,6 +98,30 @@ def test_every_api_response_declares_a_schema_that_says_something(
     assert seen >= 14 * 3  # every endpoint: its answer and at least two errors
 
 
+def test_every_declared_answer_is_an_object_with_the_version_first(
+    openapi: dict[str, Any],
+) -> None:
+    seen = 0
+    for path, method, _op in operations(openapi):
+        ok = resolve(openapi, declared(openapi, path, method, 200))
+        for schema in [resolve(openapi, s) for s in ok.get("anyOf", [ok])]:
+            if "allOf" in schema:  # /api/config: the model document and the upload's id
+                schema = resolve(openapi, schema["allOf"][0])
+            assert schema["type"] == "object", (method, path)
+            assert next(iter(schema["properties"])) == "schema_version", (method, path)
+            assert schema["properties"]["schema_version"] == {"const": SCHEMA_VERSION}
+            seen += 1
+    assert seen >= 14
+    assert list(openapi["components"]["schemas"]["gpus"]["properties"])[:2] == [
+        "schema_version",
+        "gpus",
+    ]
+    assert list(openapi["components"]["schemas"]["models"]["properties"]) == [
+        "schema_version",
+        "models",
+    ]
+
+
 def test_errors_are_the_error_object_not_fastapis(openapi: dict[str, Any]) -> None:
     components = openapi["components"]["schemas"]
     assert "HTTPValidationError" not in components and "ValidationError" not in components
@@ -170,8 +194,8 @@ def test_get_answers_validate(client: TestClient, openapi: dict[str, Any], path:
     response = client.get(path)
     assert response.status_code == 200, response.text
     body = check(openapi, path.split("?")[0], "get", response)
-    if isinstance(body, dict):
-        assert next(iter(body)) == "schema_version" and body["schema_version"] == SCHEMA_VERSION
+    assert isinstance(body, dict)  # the lists too: {"schema_version": ..., "gpus": [...]}
+    assert next(iter(body)) == "schema_version" and body["schema_version"] == SCHEMA_VERSION
 
 
 @pytest.mark.parametrize(("path", "body"), POSTS)

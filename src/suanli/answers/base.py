@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 #: Bumped when a key of any answer is renamed, removed or changes meaning (docs/changelog.md).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Field metadata helpers (see the module docstring).
 NOT_IN_JSON: Mapping[str, Any] = types.MappingProxyType({"json": False})

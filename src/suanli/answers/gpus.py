@@ -39,7 +39,8 @@ class GpuListRequest:
 class GpuListAnswer(Answer):
     """The GPUs that pass the filters, in the order asked for.
 
-    Its document (:meth:`rows`) is a JSON list: one :meth:`GPU.as_dict` object per GPU.
+    Its document (``suanli gpus --json``, ``GET /api/gpus``) is ``schema_version``, then
+    ``gpus``: one object per GPU, the catalog's fields in base units (docs/catalog.md).
     """
 
     schema_name = "gpus"
@@ -47,13 +48,11 @@ class GpuListAnswer(Answer):
     gpus: tuple[dict[str, Any], ...]
     """One object per GPU (the catalog's fields, base units)."""
     sort: str
+    """The metric the GPUs are sorted by (as asked: an alias or a field name)."""
     ascending: bool
+    """Whether the smallest come first."""
     devices: tuple[GPU, ...] = field(default=(), metadata=NOT_IN_JSON)
     """The catalog records, for renderers."""
-
-    def rows(self) -> list[dict[str, Any]]:
-        """The document of ``suanli gpus --json`` (a JSON list)."""
-        return [dict(g) for g in self.gpus]
 
 
 def gpu_list(req: GpuListRequest) -> GpuListAnswer:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from suanli.answers.base import FLATTEN, NOT_IN_JSON, Answer, jsonable
+from suanli.answers.base import FLATTEN, NOT_IN_JSON, Answer
 from suanli.i18n import N_
 from suanli.live.devices import DeviceSample, gpu_samples
 from suanli.live.devices import providers as find_providers
@@ -50,9 +50,20 @@ class LiveAnswer(Answer):
     missing_extra: str = field(default="", metadata=NOT_IN_JSON)
     """The install command when nothing could be read for want of psutil ("" otherwise)."""
 
-    def rows(self) -> list[dict[str, Any]]:
-        """The document of ``suanli top --json``: one object per device (a JSON list)."""
-        return [jsonable(r) for r in self.samples]
+    def top(self) -> TopAnswer:
+        """The document of ``suanli top --json``: this reading's devices."""
+        return TopAnswer(devices=self.samples)
+
+
+@dataclass(frozen=True)
+class TopAnswer(Answer):
+    """One reading of every device (``suanli top --json``; ``GET /api/live`` serves the same
+    readings as ``samples`` with the time and a note)."""
+
+    schema_name = "top"
+
+    devices: tuple[DeviceReading, ...]
+    """One object per device: its reading's fields, then its flags."""
 
 
 def live_report(

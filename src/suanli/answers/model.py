@@ -202,7 +202,7 @@ def model(req: ModelRequest, *, loader: Callable[[str], LoadedModel] = load_mode
 
 @dataclass(frozen=True)
 class PresetRow:
-    """One bundled model preset (a row of ``suanli models --json``, a JSON list)."""
+    """One bundled model preset (an item of ``models`` in ``suanli models --json``)."""
 
     name: str
     family: str
@@ -236,3 +236,18 @@ def preset_rows() -> tuple[PresetRow, ...]:
             )
         )
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class PresetListAnswer(Answer):
+    """The bundled model presets (``suanli models --json``, ``GET /api/presets``)."""
+
+    schema_name = "models"
+
+    models: tuple[PresetRow, ...]
+    """One object per preset, in the order ``suanli models`` lists them."""
+
+
+def preset_list() -> PresetListAnswer:
+    """Every bundled preset (:func:`preset_rows`) as one versioned document."""
+    return PresetListAnswer(models=preset_rows())

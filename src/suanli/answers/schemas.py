@@ -1,8 +1,8 @@
 """Every document the front-ends serve, and its JSON Schema (published in docs/schemas/).
 
-An answer type's document is ``to_json()``; three documents are JSON lists of rows instead
-(``suanli gpus --json``, ``suanli models --json``, ``suanli top --json``), kept as lists so that
-scripts written against them keep working.
+A document is an answer type's ``to_json()``: a JSON object with ``schema_version`` first. The
+lists (``suanli gpus``, ``suanli models``, ``suanli top``) are objects too, their rows under one
+key (``gpus``, ``models``, ``devices``), so every document says its version.
 """
 
 from __future__ import annotations
@@ -54,21 +54,6 @@ def answer_types() -> list[type[Answer]]:
     return found
 
 
-def _list_schema(title: str, description: str, item: Any) -> dict[str, Any]:
-    from dataclasses import make_dataclass
-
-    holder = make_dataclass(title, [("rows", list[item])])
-    schema = json_schema(holder)
-    return {
-        "$schema": schema["$schema"],
-        "title": title,
-        "description": description,
-        "type": "array",
-        "items": schema["properties"]["rows"]["items"],
-        **({"$defs": schema["$defs"]} if "$defs" in schema else {}),
-    }
-
-
 def _gpu_row(gpu: dict[str, Any]) -> dict[str, Any]:
     """A row of the GPU list: the one-GPU document without ``schema_version`` (the fixed
     fields; the figures that follow vary by GPU)."""
@@ -82,26 +67,9 @@ def _gpu_row(gpu: dict[str, Any]) -> dict[str, Any]:
 
 def document_schemas() -> dict[str, dict[str, Any]]:
     """Document name -> JSON Schema, for every document a front-end serves."""
-    from suanli.answers.live import DeviceReading
-    from suanli.answers.model import PresetRow
-
     out = {cls.schema_name: json_schema(cls) for cls in answer_types()}
-    out["gpus"] = _list_schema(
-        "GpuList",
-        "suanli gpus --json and GET /api/gpus: one object per GPU, the catalog's fields in base "
-        "units (see docs/catalog.md for the fields).",
-        dict[str, Any],
-    )
-    out["gpus"]["items"] = _gpu_row(out["gpu"])
-    out["models"] = _list_schema(
-        "PresetList", "suanli models --json and GET /api/presets: the bundled presets.", PresetRow
-    )
-    out["top"] = _list_schema(
-        "DeviceReadings",
-        "suanli top --json: one reading per device (GET /api/live wraps the same rows in the "
-        "'live' document).",
-        DeviceReading,
-    )
+    # A GPU row has the one-GPU document's fixed fields (the figures after them vary by GPU).
+    out["gpus"]["properties"]["gpus"]["items"] = _gpu_row(out["gpu"])
     for schema in out.values():
         schema["$id"] = f"suanli/{SCHEMA_VERSION}/{schema['title']}"
     return dict(sorted(out.items()))

@@ -92,7 +92,7 @@ def gpus_cmd(
         )
     )
     if as_json:
-        print_json(answer.rows())
+        print_json(answer.to_json())
         return
     gpus = answer.devices
     rows = [

@@ -365,7 +365,7 @@ def top_cmd(interval: float, count: int | None, once: bool, as_json: bool) -> No
 
     provs = providers()
     if as_json:
-        print_json(_reading(provs).rows())
+        print_json(_reading(provs).top().to_json())
         return
     n = 1 if once else count
     i = 0

@@ -139,13 +139,13 @@ def model_cmd(model: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def models_cmd(as_json: bool) -> None:
     """``suanli models``: its help is the ``help=`` above (translated with --lang zh)."""
-    from suanli.answers.base import jsonable
-    from suanli.answers.model import preset_rows
+    from suanli.answers.model import preset_list
 
-    out = preset_rows()
+    answer = preset_list()
     if as_json:
-        print_json(jsonable(out))
+        print_json(answer.to_json())
         return
+    out = answer.models
     rows = [
         [
             m.name,

@@ -35,7 +35,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from suanli import __version__
-from suanli.answers.base import jsonable
 from suanli.answers.card import card
 from suanli.answers.cost import cost
 from suanli.answers.frameworks import framework_list
@@ -43,7 +42,7 @@ from suanli.answers.gpus import GpuListRequest, gpu_list
 from suanli.answers.image import generate_image
 from suanli.answers.live import live_report
 from suanli.answers.memory import memory
-from suanli.answers.model import model_info, preset_rows
+from suanli.answers.model import model_info, preset_list
 from suanli.answers.perf import perf
 from suanli.answers.plan import plan
 from suanli.catalog.formats import weight_formats
@@ -319,12 +318,12 @@ def create_app(
         response_model=None,
         responses=documented("models", errors=GET_ERRORS),
     )
-    def api_presets() -> list[dict[str, Any]]:
-        return [jsonable(row) for row in preset_rows()]
+    def api_presets() -> dict[str, Any]:
+        return preset_list().to_json()
 
     # The catalog never changes while the server runs: rendered once, answered on the event
     # loop, so it stays fast while searches occupy the worker threads.
-    gpus_body = render_json(gpu_list(GpuListRequest()).rows())
+    gpus_body = render_json(gpu_list(GpuListRequest()).to_json())
 
     @app.get(
         "/api/gpus",

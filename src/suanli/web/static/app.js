@@ -1060,9 +1060,11 @@
 
   // --- start ---------------------------------------------------------------------------------
   async function start() {
-    const [options, presets, gpus] = await Promise.all([
+    const [options, presetDoc, gpuDoc] = await Promise.all([
       api("/api/options"), api("/api/presets"), api("/api/gpus"),
     ]);
+    const presets = presetDoc.models;
+    const gpus = gpuDoc.gpus;
     state.options = options;
     state.presets = presets;
     state.gpus = gpus;
