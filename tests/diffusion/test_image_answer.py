@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from suanli.answers.base import SCHEMA_VERSION
 from suanli.answers.image import ImageRequest, generate_image
 from suanli.diffusion.pipeline import find_pipeline
 from tests.cli.test_cli import run
@@ -142,7 +143,7 @@ def test_cli_perf_json_and_table() -> None:
     )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert doc["schema_version"] == 2 and doc["task"] == "generate-image"
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["task"] == "generate-image"
     assert doc["steps"] == 30 and doc["fits"] is True
     assert doc["seconds_per_image"] == pytest.approx(doc["seconds_per_batch"])
     assert {c["role"] for c in doc["components"]} == {"encode", "denoise", "decode"}
