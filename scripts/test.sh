@@ -18,4 +18,7 @@ fi
 # be installed here, that one test skips and the run goes on.
 command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
   || echo "chromium could not be installed: the browser test will skip" >&2
+# tests/live/test_prometheus_real.py runs Debian's prometheus and promtool; without them it skips.
+command -v prometheus >/dev/null || (apt-get update -qq && apt-get install -y -qq prometheus >/dev/null) \
+  || echo "prometheus could not be installed: the Prometheus tests will skip" >&2
 .venv/bin/python -m pytest -q "$@"

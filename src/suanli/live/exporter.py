@@ -82,6 +82,88 @@ def gpu_families(samples: Sequence[DeviceSample], hostname: str) -> list[GaugeMe
     for s in samples:
         lost.add_metric(sample_labels(s, hostname), 1.0 if s.lost else 0.0)
     families.append(lost)
+    families.append(throttle_family(samples, hostname))
+    families.extend(dcgm_families(samples, hostname))
+    return families
+
+
+def throttle_family(samples: Sequence[DeviceSample], hostname: str) -> GaugeMetricFamily:
+    """``suanli_gpu_throttle_reason{reason=...} 1`` for each clock-event reason a GPU reports now
+    (NVML's bits decoded: ``sw_power_cap``, ``hw_thermal_slowdown`` ...); a GPU that is not held
+    back, or whose provider cannot tell, has no series (so the alert rules need no ``== 1``)."""
+    family = GaugeMetricFamily(
+        "suanli_gpu_throttle_reason",
+        "1 for each reason the GPU's clocks are held back now",
+        labels=(*LABELS, "reason"),
+    )
+    for s in samples:
+        if s.lost:
+            continue
+        for reason in s.throttle_reasons:
+            family.add_metric([*sample_labels(s, hostname), reason], 1.0)
+    return family
+
+
+#: The labels of the DCGM-compatible series, spelled as NVIDIA's dcgm-exporter spells them, so
+#: that its dashboards and alert rules work unchanged.
+DCGM_LABELS = ("gpu", "UUID", "modelName", "Hostname")
+
+MIB = 2**20
+
+#: DCGM field -> (help text as in dcgm-exporter's counters CSV, the value in DCGM's unit or None).
+#: Units are DCGM's, not Prometheus' base units: %, MiB, C, W, MHz (dcgm-exporter's
+#: etc/default-counters.csv; PCIe link and power limit from dcgm_fields.h).
+DCGM_METRICS: dict[str, tuple[str, Callable[[DeviceSample], float | None]]] = {
+    "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (in %).", lambda s: s.utilization_pct),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("Memory utilization (in %).", lambda s: s.memory_utilization_pct),
+    "DCGM_FI_DEV_ENC_UTIL": ("Encoder utilization (in %).", lambda s: s.encoder_pct),
+    "DCGM_FI_DEV_DEC_UTIL": ("Decoder utilization (in %).", lambda s: s.decoder_pct),
+    "DCGM_FI_DEV_FB_USED": (
+        "Framebuffer memory used (in MiB).",
+        lambda s: None if s.memory_used_bytes is None else s.memory_used_bytes // MIB,
+    ),
+    "DCGM_FI_DEV_FB_FREE": ("Framebuffer memory free (in MiB).", lambda s: fb_free_mib(s)),
+    "DCGM_FI_DEV_FB_TOTAL": (
+        "Framebuffer memory total (in MiB).",
+        lambda s: None if s.memory_total_bytes is None else s.memory_total_bytes // MIB,
+    ),
+    "DCGM_FI_DEV_GPU_TEMP": ("GPU temperature (in C).", lambda s: s.temperature_c),
+    "DCGM_FI_DEV_POWER_USAGE": ("Power draw (in W).", lambda s: s.power_w),
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("Power management limit (in W).", lambda s: s.power_limit_w),
+    "DCGM_FI_DEV_SM_CLOCK": ("SM clock frequency (in MHz).", lambda s: s.sm_clock_mhz),
+    "DCGM_FI_DEV_MEM_CLOCK": ("Memory clock frequency (in MHz).", lambda s: s.memory_clock_mhz),
+    "DCGM_FI_DEV_PCIE_LINK_GEN": ("PCIe current link generation.", lambda s: s.pcie_gen),
+    "DCGM_FI_DEV_PCIE_LINK_WIDTH": ("PCIe current link width.", lambda s: s.pcie_width),
+    "DCGM_FI_DEV_PCIE_MAX_LINK_GEN": ("PCIe maximum link generation.", lambda s: s.pcie_gen_max),
+    "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH": ("PCIe maximum link width.", lambda s: s.pcie_width_max),
+}
+
+
+def fb_free_mib(sample: DeviceSample) -> int | None:
+    """Free device memory in whole MiB (total - used: the total already excludes what the driver
+    reserves when the provider reads memory info v2), or None when either is unknown."""
+    if sample.memory_total_bytes is None or sample.memory_used_bytes is None:
+        return None
+    return max(sample.memory_total_bytes - sample.memory_used_bytes, 0) // MIB
+
+
+def dcgm_labels(sample: DeviceSample, hostname: str) -> list[str]:
+    """The values of :data:`DCGM_LABELS` for one device."""
+    return [str(sample.index), label_text(sample.uuid), label_text(sample.name), hostname]
+
+
+def dcgm_families(samples: Sequence[DeviceSample], hostname: str) -> list[GaugeMetricFamily]:
+    """The DCGM-exporter-compatible families: only the fields a GPU reports, none for a lost one.
+    A family no GPU has is left out entirely (dcgm-exporter writes no empty families either)."""
+    families = []
+    for metric, (help_text, read) in DCGM_METRICS.items():
+        family = GaugeMetricFamily(metric, help_text, labels=DCGM_LABELS)
+        for s in samples:
+            value = None if s.lost else read(s)
+            if value is not None:
+                family.add_metric(dcgm_labels(s, hostname), float(value))
+        if family.samples:
+            families.append(family)
     return families
 
 
