@@ -81,11 +81,21 @@ def _na(value: Any, fmt: str = "{}") -> str:
     ),
 )
 @click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
+@click.option(
+    "--all-ranks",
+    is_flag=True,
+    help=N_(
+        "Run under torchrun or srun, one process per rank: gather every rank's driver, CUDA, "
+        "NCCL, PyTorch, GPU and network facts and report where they disagree (rank 0 prints)."
+    ),
+)
 @click.pass_context
-def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
+def doctor_cmd(ctx: click.Context, as_json: bool, all_ranks: bool) -> None:
     """``suanli doctor``: its help is the ``help=`` above (translated with --lang zh)."""
     if ctx.invoked_subcommand is not None:
         return
+    if all_ranks:
+        _doctor_all_ranks(as_json)
     from suanli.answers.doctor import doctor
 
     answer = doctor()
@@ -104,6 +114,53 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
                 )
         click.echo(_("healthy") if answer.healthy else _("problems found: apply the fixes above"))
     sys.exit(0 if answer.healthy else 1)
+
+
+def _doctor_all_ranks(as_json: bool) -> None:
+    """``suanli doctor --all-ranks``: rank 0 prints and carries the exit code; the other ranks
+    exit 0 silently, because torchrun kills the remaining ranks when one fails, which could stop
+    rank 0 before it printed."""
+    from suanli.answers.doctor import doctor_ranks
+    from suanli.live.ranks import rank_ranges
+
+    answer = doctor_ranks()
+    code = 0 if answer.healthy else 1
+    if answer.rank != 0:
+        sys.exit(0)
+    if as_json:
+        print_json(answer.to_json())
+        sys.exit(code)
+    hosts: dict[str, list[int]] = {}
+    for r in answer.ranks:
+        hosts.setdefault(r.hostname, []).append(r.rank)
+    rows = []
+    for d in answer.disagreements:
+        for i, group in enumerate(d.values):
+            status = ("fail" if d.critical else "warn") if i == 0 else None
+            rows.append(
+                [
+                    _(_STATUS[status]) if status else "",
+                    sentence(d.label) if i == 0 else "",
+                    _na(group.value),
+                    rank_ranges(group.ranks),
+                ]
+            )
+    title = _("suanli doctor --all-ranks: {world} ranks on {hosts} host(s), {backend}").format(
+        world=answer.world_size, hosts=len(hosts), backend=answer.backend
+    )
+    if rows:
+        print_table(title, ["", _("fact"), _("value"), _("ranks")], rows)
+    else:
+        click.echo(title)
+    for host, ranks in hosts.items():
+        click.echo(_("{host}: ranks {ranks}").format(host=host, ranks=rank_ranges(ranks)))
+    if not answer.disagreements:
+        click.echo(_("all ranks agree"))
+    elif answer.healthy:
+        click.echo(_("the ranks differ only where nodes may differ on purpose (warnings)"))
+    else:
+        click.echo(_("critical facts disagree: make those ranks' software the same"))
+    sys.exit(code)
 
 
 @doctor_cmd.command(
