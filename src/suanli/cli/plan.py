@@ -125,6 +125,15 @@ def _money(usd: float | None) -> str:
 @click.option("--top", type=IntRange(min=1), default=10, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document (all rows)."))
+@click.option(
+    "--emit",
+    type=click.Choice(["slurm", "k8s", "kubeflow"]),
+    default=None,
+    help=N_(
+        "Print the chosen layout as a job instead of the table: an sbatch script (slurm), a "
+        "Kubernetes Indexed Job (k8s) or a Kubeflow PyTorchJob (kubeflow)."
+    ),
+)
 @click.pass_context
 def plan_cmd(
     ctx: click.Context,
@@ -147,6 +156,7 @@ def plan_cmd(
     top: int,
     catalog_file: str | None,
     as_json: bool,
+    emit: str | None,
     **opts: Any,
 ) -> None:
     """``suanli plan``: its help is the ``help=`` above (translated with --lang zh)."""
@@ -184,6 +194,13 @@ def plan_cmd(
             catalog_file=catalog_file,
         )
     )
+    if emit is not None:
+        from suanli.plan.emit import emit as emit_job
+
+        if isinstance(answer, RenderingPlanAnswer):
+            raise ValueError(N_("--emit needs a training plan; the rendering scenario has none"))
+        click.echo(emit_job(answer, emit, opts["framework"]), nl=False)
+        return
     if as_json:
         print_json(answer.to_json())
         return
