@@ -235,6 +235,11 @@ def test_a_sentence_written_from_a_template_comes_back_in_chinese() -> None:
     # "A; B" is taken apart when the whole is unknown; "where: what" keeps its "where".
     assert sentence("does not fit; does not fit", "zh") == "放不下；放不下"
     assert sentence("model.json: does not fit", "zh") == "model.json：放不下"
+    # A hole must not swallow a "; " join: two known reasons come back as two translations.
+    assert sentence("3.1x slower; 1.2x cost/token", "zh") == (
+        sentence("3.1x slower", "zh") + "；" + sentence("1.2x cost/token", "zh")
+    )
+    assert "3.1" in sentence("3.1x slower", "zh") and "slower" not in sentence("3.1x slower", "zh")
 
 
 def test_every_error_template_in_the_catalog_round_trips() -> None:

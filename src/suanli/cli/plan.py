@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -284,21 +283,12 @@ def _row_cells(doc: PlanAnswer, r: Any) -> list[str]:
 
 #: The answer's ranking reasons that a view translates (plan.search.rank writes them).
 REASON_WORDS = (N_("no price known"), N_("ranked after CUDA"), N_("ranked by speed"))
-_RATIO = re.compile(r"^(\d+(?:\.\d+)?)x (slower|cost/token)$")
 
 
 def reason_text(reason: str) -> str:
-    """A row's reason (English in the JSON) in the current language, part by part."""
-    parts = []
-    for part in reason.split("; ") if reason else []:
-        ratio = _RATIO.match(part)
-        if ratio and ratio.group(2) == "slower":
-            parts.append(_("{ratio}x slower").format(ratio=ratio.group(1)))
-        elif ratio:
-            parts.append(_("{ratio}x cost/token").format(ratio=ratio.group(1)))
-        else:
-            parts.append(sentence(part))
-    return _("; ").join(parts)
+    """A row's reason (English in the JSON) in the current language (the ranking reasons are
+    catalog templates: ``{ratio}x slower``, ``ranked after CUDA``...)."""
+    return sentence(reason)
 
 
 def _layout_cell(lay: Any) -> str:
