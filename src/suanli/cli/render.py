@@ -110,14 +110,22 @@ def table_layout(
     return widths
 
 
+#: A token a line may break before: a run of non-space Latin text, or one CJK character (Chinese
+#: has no spaces between words; a line breaks between any two of its characters), each keeping
+#: the closing punctuation after it (a line never starts with "，" or "。").
+_CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
+_CLOSING = "，。；：、！？）」』】》”’"
+_TOKEN = re.compile(rf"\s*(?:[{_CJK}]|[^\s{_CJK}]+)[{_CLOSING}]*\s*")
+
+
 def _breaks(line: str, width: int) -> list[int]:
-    """Where to break one line to keep it within ``width`` cells: at spaces only, so a word
-    longer than ``width`` stays whole on a line of its own."""
+    """Where to break one line to keep it within ``width`` cells: at spaces, or between CJK
+    characters, so a Latin word longer than ``width`` stays whole on a line of its own."""
     from rich.cells import cell_len
 
     offsets: list[int] = []
     used = 0
-    for match in re.finditer(r"\s*\S+\s*", line):
+    for match in _TOKEN.finditer(line):
         word = match.group(0)
         if used and used + cell_len(word.rstrip()) > width:
             offsets.append(match.start())
@@ -224,7 +232,8 @@ def _print_records(
                 continue
             key = Text(f"{col}: " if col else "", style="bold")
             if hanging and col:
-                key = Text(f"{col}:".ljust(key_width), style="bold")
+                # padded in cells, not characters: a Chinese heading is two cells a character
+                key = Text(f"{col}:" + " " * (key_width - cell_len(f"{col}:")), style="bold")
                 lines = _wrap_text(cell, width - key_width)
                 for i, line in enumerate(lines):
                     lead = key if i == 0 else Text(" " * key_width)

@@ -1,0 +1,39 @@
+"""Chinese text wraps inside the terminal's width: a line may break between any two CJK
+characters (Chinese has no spaces), never before closing punctuation, and a Chinese field name
+in the narrow record view is padded in cells."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.text import Text
+
+from suanli.cli.render import _print_records, _wrap_text
+
+SENTENCE = "一次原生 CUDA 分配在 PyTorch 缓存分配器之外失败，通常发生在启动时创建上下文或句柄。" * 3
+
+
+def test_a_chinese_sentence_breaks_between_characters_within_the_width() -> None:
+    lines = [line.plain for line in _wrap_text(Text(SENTENCE), 30)]
+    assert len(lines) > 3
+    assert all(cell_len(line) <= 30 for line in lines), [cell_len(x) for x in lines]
+    assert not any(line.startswith(("，", "。")) for line in lines)
+    assert "".join(lines).replace(" ", "") == SENTENCE.replace(" ", "")
+
+
+def test_a_latin_word_longer_than_the_line_stays_whole() -> None:
+    word = "torch.cuda.set_device(local_rank)_and_more_text"
+    lines = [line.plain for line in _wrap_text(Text(f"用 {word} 绑定"), 20)]
+    assert word in lines
+
+
+def test_chinese_field_names_line_up_in_cells() -> None:
+    console = Console(width=60, record=True, color_system=None)
+    _print_records(console, "t", ["原因", "解决办法"], [[Text("甲" * 50), Text("乙" * 50)]], None)
+    rows = [r for r in console.export_text().splitlines() if r.strip() and r != "t"]
+    assert all(cell_len(r) <= 60 for r in rows)
+    # every value starts in the same cell column: the longest name plus two cells
+    column = cell_len("解决办法") + 2
+    for row in rows:
+        first_value = next(i for i, c in enumerate(row) if c in "甲乙")
+        assert cell_len(row[:first_value]) == column, row
