@@ -136,6 +136,37 @@ def test_doctor_scaling_in_chinese(monkeypatch: pytest.MonkeyPatch, zh: None) ->
     assert json.loads(as_json.stdout) == json.loads(english.stdout)
 
 
+def test_doctor_scaling_nodes_in_chinese_with_the_speed_model_columns(
+    monkeypatch: pytest.MonkeyPatch, zh: None
+) -> None:
+    from suanli.answers import scaling as answers_scaling
+    from suanli.answers.scaling import nodes_answer
+    from suanli.cli.live import doctor_cmd
+    from suanli.live.multinode import NodesResult, Tier, tier_point
+
+    # A synthetic 2-node NCCL result whose network reaches a quarter of the model's figure.
+    tiers = (
+        Tier("intra-node", 8, "NVLink 4", (tier_point(1 << 30, 8, 0.0030, 0.0029),)),
+        Tier("inter-node", 2, "InfiniBand NDR", (tier_point(1 << 30, 2, 0.0900, 0.0225),)),
+    )
+    result = NodesResult(
+        "torchrun", "nccl", ("a", "b"), 8, "h100-sxm-80gb", tiers, 1000, 0.1, 0.2, 0.15, 0.19, None
+    )
+    monkeypatch.setattr(answers_scaling, "scaling_nodes", lambda req: nodes_answer(result))
+    out = CliRunner().invoke(doctor_cmd, ["scaling", "--nnodes", "2"], env={"COLUMNS": "120"})
+    assert out.exit_code == 0, out.output
+    for word in (
+        "2 个节点 × 每节点 8 个 rank 上的 all-reduce（torchrun，nccl）",
+        "节点间（2）",
+        "实测/模型",
+        "25%",
+        "每步，仅节点 0",
+        "节点之间的 all-reduce 只达到速度模型对 InfiniBand NDR 预期总线带宽的 25%",
+    ):
+        assert word in out.stdout, word
+    assert "模拟节点" not in out.stdout  # a real launch is not called simulated
+
+
 def _report() -> object:
     from suanli.live.diagnosis import Fix, Report
 

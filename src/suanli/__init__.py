@@ -88,6 +88,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ScalingAnswer": ("suanli.answers.scaling", "ScalingAnswer"),
     "ScalingRequest": ("suanli.answers.scaling", "ScalingRequest"),
     "doctor_scaling": ("suanli.answers.scaling", "scaling"),
+    "NodesScalingAnswer": ("suanli.answers.scaling", "NodesScalingAnswer"),
+    "NodesScalingRequest": ("suanli.answers.scaling", "NodesScalingRequest"),
+    "doctor_scaling_nodes": ("suanli.answers.scaling", "scaling_nodes"),
     "StencilAnswer": ("suanli.answers.stencil", "StencilAnswer"),
     "StencilRequest": ("suanli.answers.stencil", "StencilRequest"),
     "stencil": ("suanli.answers.stencil", "stencil"),
@@ -124,8 +127,14 @@ if TYPE_CHECKING:
     from suanli.answers.plan import PlanAnswer, PlanRequest, RenderingPlanAnswer
     from suanli.answers.plan import plan as plan_gpus
     from suanli.answers.request import WorkRequest
-    from suanli.answers.scaling import ScalingAnswer, ScalingRequest
+    from suanli.answers.scaling import (
+        NodesScalingAnswer,
+        NodesScalingRequest,
+        ScalingAnswer,
+        ScalingRequest,
+    )
     from suanli.answers.scaling import scaling as doctor_scaling
+    from suanli.answers.scaling import scaling_nodes as doctor_scaling_nodes
     from suanli.answers.stencil import StencilAnswer, StencilRequest, stencil
     from suanli.answers.verify import VerifyAnswer, VerifyRequest, verify
 
@@ -179,6 +188,8 @@ __all__ = [
     "ModelSourceError",
     "ModelSpec",
     "ModuleParams",
+    "NodesScalingAnswer",
+    "NodesScalingRequest",
     "NormSpec",
     "Overheads",
     "Parallelism",
@@ -207,6 +218,7 @@ __all__ = [
     "doctor",
     "doctor_run",
     "doctor_scaling",
+    "doctor_scaling_nodes",
     "explain",
     "find_gpu",
     "fit",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.cli.render import print_json, print_table, write_json_file
+from suanli.cli.scaling import scaling_cmd
 from suanli.cli.types import FloatRange, IntRange
 from suanli.errors import MissingExtra
 from suanli.i18n import N_, _, sentence
@@ -114,6 +115,10 @@ def doctor_cmd(ctx: click.Context, as_json: bool, all_ranks: bool) -> None:
                 )
         click.echo(_("healthy") if answer.healthy else _("problems found: apply the fixes above"))
     sys.exit(0 if answer.healthy else 1)
+
+
+# ``doctor scaling`` (1 and N processes, 1 and N nodes) lives in its own module.
+doctor_cmd.add_command(scaling_cmd)
 
 
 def _doctor_all_ranks(as_json: bool) -> None:
@@ -580,55 +585,3 @@ def json_dumps(doc: Any) -> str:
     import json
 
     return json.dumps(doc, default=str)
-
-
-@doctor_cmd.command(
-    "scaling",
-    help=N_(
-        "The same DDP training step on 1 and N processes: speed-up, efficiency, communication "
-        "share and its cause, next to what the speed model predicts from the measured all-reduce."
-    ),
-)
-@click.option(
-    "--procs",
-    type=IntRange(min=2, max=64),
-    default=2,
-    show_default=True,
-    help=N_("Ranks in the multi-process run (gloo on the CPU, NCCL on GPUs)."),
-)
-@click.option("--hidden", type=IntRange(min=8), default=1024, show_default=True)
-@click.option("--layers", type=IntRange(min=1), default=4, show_default=True)
-@click.option("--batch", type=IntRange(min=1), default=16, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
-def doctor_scaling_cmd(procs: int, hidden: int, layers: int, batch: int, as_json: bool) -> None:
-    """``suanli doctor scaling``: its help is the ``help=`` above (translated with --lang zh)."""
-    from suanli.answers.scaling import ScalingRequest, scaling
-
-    answer = scaling(ScalingRequest(procs=procs, hidden=hidden, layers=layers, batch=batch))
-    if as_json:
-        print_json(answer.to_json())
-        return
-    rows = [
-        [_("step, 1 process"), f"{answer.step_1_s * 1e3:.1f} ms"],
-        [_("step, {procs} processes").format(procs=procs), f"{answer.step_n_s * 1e3:.1f} ms"],
-        [
-            _("predicted (speed model)"),
-            f"{answer.predicted_step_n_s * 1e3:.1f} ms ({answer.prediction_error:+.0%})",
-        ],
-        [_("bare all-reduce of the gradients"), f"{answer.allreduce_s * 1e3:.1f} ms"],
-        [
-            _("speed-up"),
-            _("{speedup}x ({efficiency} efficiency)").format(
-                speedup=f"{answer.speedup:.2f}", efficiency=f"{answer.efficiency:.0%}"
-            ),
-        ],
-        [_("communication share"), f"{answer.communication_share:.0%}"],
-    ]
-    print_table(
-        _("scaling over {procs} {backend} processes ({params} params)").format(
-            procs=procs, backend=answer.backend, params=f"{answer.params:,}"
-        ),
-        ["", ""],
-        rows,
-    )
-    click.echo(_("cause: {cause}").format(cause=sentence(answer.cause)))

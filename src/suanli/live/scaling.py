@@ -72,10 +72,56 @@ class ScalingResult:
         }
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the ranks' rendezvous)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def build_mlp(hidden: int, layers: int, device: Any) -> Any:
+    """The scaling checks' model: ``layers`` square Linear + ReLU blocks on ``device``."""
+    import torch
+
+    mods: list[Any] = []
+    for _ in range(layers):
+        mods += [torch.nn.Linear(hidden, hidden), torch.nn.ReLU()]
+    return torch.nn.Sequential(*mods).to(device)
+
+
+def time_ddp_steps(
+    model: Any, batch: int, hidden: int, steps: int, device: Any, group: Any = None
+) -> float:
+    """Median seconds of a DistributedDataParallel SGD step over ``group`` (default: the whole
+    world), the first two steps (bucket set-up, allocator warm-up) left out."""
+    import torch
+
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    x = torch.randn(batch, hidden, device=device)
+    on_gpu = device.type == "cuda"
+    times = []
+    for _ in range(steps):
+        if on_gpu:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        loss = ddp(x).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if on_gpu:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[2:] or times)
+
+
+def predicted_step_s(step_alone_s: float, allreduce_s: float) -> float:
+    """The speed model's data-parallel rule (docs/speed.md): buckets reduce during the backward
+    pass (2/3 of the step) and hide 90% of it; the rest of the gradient all-reduce adds to the
+    step measured without the other ranks."""
+    from suanli.estimate.perf import DP_OVERLAP
+
+    return step_alone_s + max(0.0, allreduce_s - DP_OVERLAP * step_alone_s * 2 / 3)
 
 
 def _worker(
@@ -90,25 +136,8 @@ def _worker(
     dist.init_process_group(backend, rank=rank, world_size=world)
     device = torch.device(f"cuda:{rank}") if backend == "nccl" else torch.device("cpu")
     torch.manual_seed(rank)
-    mods: list[Any] = []
-    for _ in range(layers):
-        mods += [torch.nn.Linear(hidden, hidden), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*mods).to(device)
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
-    x = torch.randn(batch, hidden, device=device)
-    times = []
-    for _ in range(steps):
-        if backend == "nccl":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        loss = ddp(x).square().mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if backend == "nccl":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
+    model = build_mlp(hidden, layers, device)
+    step_s = time_ddp_steps(model, batch, hidden, steps, device)
     params = sum(p.numel() for p in model.parameters())
     buf = torch.zeros(params, device=device)
     ar = []
@@ -122,7 +151,7 @@ def _worker(
     if rank == 0:
         queue.put(
             {
-                "step_s": statistics.median(times[2:] or times),
+                "step_s": step_s,
                 "params": params,
                 "allreduce_s": statistics.median(ar[1:]),
                 "backend": backend,
@@ -143,7 +172,7 @@ def _run(world: int, hidden: int, layers: int, batch: int, steps: int) -> dict[s
 
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    port = _free_port()
+    port = free_port()
     mp.start_processes(
         _worker,
         args=(world, port, hidden, layers, batch, steps, queue),
@@ -163,11 +192,6 @@ def measure_scaling(
         raise ValueError(N_("--procs must be at least 2 to measure scaling"))
     one = _run(1, hidden, layers, batch, steps)
     many = _run(processes, hidden, layers, batch, steps)
-    # The speed model's DDP rule: buckets reduce during the backward pass (2/3 of the step)
-    # and hide 90% of it; the rest of the all-reduce adds to the step.
-    from suanli.estimate.perf import DP_OVERLAP
-
-    exposed = max(0.0, many["allreduce_s"] - DP_OVERLAP * one["step_s"] * 2 / 3)
     return ScalingResult(
         processes,
         many["backend"],
@@ -175,5 +199,5 @@ def measure_scaling(
         one["step_s"],
         many["step_s"],
         many["allreduce_s"],
-        one["step_s"] + exposed,
+        predicted_step_s(one["step_s"], many["allreduce_s"]),
     )
