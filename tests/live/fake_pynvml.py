@@ -10,6 +10,7 @@ shutdown is written to.
 from __future__ import annotations
 
 import os
+import time
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +20,12 @@ NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_TIMEOUT = 10
 NVML_ERROR_UNKNOWN = 999
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
 NVML_DEVICE_MIG_ENABLE = 1
+nvmlEventTypeXidCriticalError = 0x8
 nvmlMemory_v2 = 0x02000028
 
 GiB = 2**30
@@ -67,6 +70,11 @@ class Gpu:
     """MIG mode on: the instances by slot (``None``: an empty slot)."""
     gi: int = 0
     ci: int = 0
+    ecc: tuple[int, int, int, int] | None = (3, 0, 41, 1)
+    """Corrected and uncorrected volatile, corrected and uncorrected aggregate ECC errors
+    (None: no ECC, NOT_SUPPORTED as on GeForce boards)."""
+    events: bool = True
+    """The GPU accepts Xid event registration."""
 
 
 @dataclass
@@ -77,6 +85,9 @@ class State:
     init_fails: bool = False
     init_calls: int = 0
     shutdown_calls: int = 0
+    xid_events: list[tuple[int, int]] = field(default_factory=list)
+    """(GPU index, Xid) events the next waits deliver, in order."""
+    event_sets_freed: int = 0
 
 
 def _log(event: str) -> None:
@@ -90,7 +101,7 @@ def load(state: State) -> types.ModuleType:
     """A module object that behaves like ``pynvml`` over ``state``."""
     mod = types.ModuleType("pynvml")
     for name, value in globals().items():
-        if name.startswith(("NVML_", "nvmlMemory")) or name == "NVMLError":
+        if name.startswith(("NVML_", "nvmlMemory", "nvmlEventType")) or name == "NVMLError":
             setattr(mod, name, value)
     mod.state = state  # type: ignore[attr-defined]
 
@@ -142,6 +153,29 @@ def load(state: State) -> types.ModuleType:
             raise NVMLError(NVML_ERROR_NOT_FOUND)
         return slot
 
+    def nvmlDeviceGetTotalEccErrors(handle: Gpu, error_type: int, counter_type: int) -> int:
+        gpu = dev(handle, "nvmlDeviceGetTotalEccErrors")
+        if gpu.ecc is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return gpu.ecc[error_type + 2 * counter_type]
+
+    def nvmlDeviceRegisterEvents(handle: Gpu, kinds: int, event_set: Any) -> None:
+        gpu = dev(handle, "nvmlDeviceRegisterEvents")
+        if not gpu.events or kinds != nvmlEventTypeXidCriticalError:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+
+    def nvmlEventSetWait_v2(event_set: Any, timeout_ms: int) -> Any:
+        if state.xid_events:
+            index, xid = state.xid_events.pop(0)
+            return types.SimpleNamespace(
+                device=state.gpus[index], eventType=nvmlEventTypeXidCriticalError, eventData=xid
+            )
+        time.sleep(min(timeout_ms, 20) / 1000)
+        raise NVMLError(NVML_ERROR_TIMEOUT)
+
+    def nvmlEventSetFree(event_set: Any) -> None:
+        state.event_sets_freed += 1
+
     def simple(attr: str | None, value: Any = None) -> Any:
         def fn(handle: Gpu, *args: Any) -> Any:
             gpu = dev(handle, fn.__name__)
@@ -182,6 +216,12 @@ def load(state: State) -> types.ModuleType:
         "nvmlDeviceGetMaxPcieLinkWidth": simple(None, 16),
         "nvmlDeviceGetFanSpeed": simple(None),  # not supported (a passively cooled card)
         "nvmlDeviceGetComputeRunningProcesses": simple(None, []),
+        "nvmlDeviceGetTotalEccErrors": nvmlDeviceGetTotalEccErrors,
+        "nvmlEventSetCreate": lambda: object(),
+        "nvmlDeviceRegisterEvents": nvmlDeviceRegisterEvents,
+        "nvmlEventSetWait_v2": nvmlEventSetWait_v2,
+        "nvmlEventSetFree": nvmlEventSetFree,
+        "nvmlDeviceGetIndex": lambda handle: state.gpus.index(handle),
     }
     for name, fn in functions.items():
         fn.__name__ = name

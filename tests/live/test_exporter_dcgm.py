@@ -5,15 +5,20 @@ expression over series the exporter really exposes."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from suanli.live import exporter
+from suanli.live.jobs import JobReport, job_families
 from suanli.live.samples import DeviceSample
 
 MONITORING = Path(__file__).resolve().parents[2] / "monitoring"
@@ -40,6 +45,11 @@ def full_gpu(index: int = 0, **kw: Any) -> DeviceSample:
         pcie_width=16,
         pcie_width_max=16,
         throttle_reasons=("sw_power_cap", "hw_thermal_slowdown"),
+        ecc_corrected_volatile=3,
+        ecc_uncorrected_volatile=0,
+        ecc_corrected_aggregate=41,
+        ecc_uncorrected_aggregate=1,
+        xid_last=79,
     )
     fields.update(kw)
     return DeviceSample(index, "NVIDIA H100 80GB HBM3", "nvidia", **fields)
@@ -53,9 +63,31 @@ def parsed(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     }
 
 
+def job_report(**kw: Any) -> JobReport:
+    """A training rank's report, fresh and from this (live) process."""
+    fields: dict[str, Any] = dict(
+        job="llama-sft",
+        rank=0,
+        hostname=socket.gethostname(),
+        pid=os.getpid(),
+        updated_unix_s=time.time(),
+        steps=120,
+        step_s=0.85,
+        data_wait_share=0.4,
+        mfu=0.38,
+    )
+    fields.update(kw)
+    return JobReport(**fields)
+
+
 def exposed_names() -> set[str]:
-    """Every family name the exporter writes for a fully reported (and a lost) GPU."""
-    text = exporter.render([full_gpu(0), DeviceSample(1, "lost", "nvidia", lost=True)])
+    """Every family name the exporter writes for a fully reported (and a lost) GPU and a job
+    that reports through the training callbacks."""
+    collector = exporter.GpuCollector(
+        read=lambda: [full_gpu(0), DeviceSample(1, "lost", "nvidia", lost=True)],
+        jobs=lambda: job_families([job_report()]),
+    )
+    text = generate_latest(exporter.registry_for(collector)).decode()
     return set(parsed(text))
 
 
@@ -89,6 +121,11 @@ def test_dcgm_names_units_and_labels() -> None:
     assert value("DCGM_FI_DEV_PCIE_LINK_GEN") == 4
     assert value("DCGM_FI_DEV_PCIE_MAX_LINK_GEN") == 5
     assert value("DCGM_FI_DEV_PCIE_LINK_WIDTH") == 16
+    assert value("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL") == 3
+    assert value("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL") == 0
+    assert value("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL") == 41
+    assert value("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL") == 1
+    assert value("DCGM_FI_DEV_XID_ERRORS") == 79
     # suanli's own series stay as they were, in base units, next to the DCGM ones
     assert [v for lab, v in got["suanli_gpu_sm_clock_hertz"] if lab["gpu"] == "0"] == [1.98e9]
     reasons = {lab["reason"] for lab, v in got["suanli_gpu_throttle_reason"] if lab["gpu"] == "0"}
@@ -203,8 +240,12 @@ def test_dashboard_imports_and_reads_only_exported_series() -> None:
         "DCGM_FI_DEV_SM_CLOCK",
         "DCGM_FI_DEV_PCIE_LINK_GEN",
         "DCGM_FI_DEV_PCIE_LINK_WIDTH",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
         "suanli_gpu_throttle_reason",
         "suanli_scrape_error",
+        "suanli_job_data_wait_ratio",
+        "suanli_job_mfu_ratio",
     ):
         assert name in read
 
@@ -224,8 +265,43 @@ def test_alert_rules_read_only_exported_series() -> None:
         "GpuMemoryNearlyFull",
         "GpuThermalThrottling",
         "GpuPcieLinkDownTrained",
+        "GpuXidError",
+        "GpuUncorrectedEccErrors",
+        "TrainingJobDataBound",
         "SuanliScrapeError",
     } <= set(alerts)
     known = exposed_names() | {"up"}
     for name, expr in alerts.items():
         assert metric_names(expr) and metric_names(expr) <= known, name
+
+
+def test_job_series_next_to_the_gpus_and_a_broken_job_reader_spares_them() -> None:
+    def broken() -> list[Any]:
+        raise OSError("the jobs folder went away")
+
+    collector = exporter.GpuCollector(
+        read=lambda: [full_gpu(0)], hostname="n1", jobs=lambda: job_families([job_report()])
+    )
+    got = parsed(generate_latest(exporter.registry_for(collector)).decode())
+    ((labels, ratio),) = got["suanli_job_data_wait_ratio"]
+    assert labels == {"training_job": "llama-sft", "rank": "0", "hostname": socket.gethostname()}
+    assert ratio == 0.4
+    assert got["suanli_job_mfu_ratio"][0][1] == 0.38
+    assert got["suanli_job_step_seconds"][0][1] == 0.85
+    spared = exporter.GpuCollector(read=lambda: [full_gpu(0)], hostname="n1", jobs=broken)
+    got = parsed(generate_latest(exporter.registry_for(spared)).decode())
+    assert "suanli_job_data_wait_ratio" not in got
+    assert got["DCGM_FI_DEV_GPU_UTIL"] and got["suanli_scrape_error"][0][1] == 0.0
+
+
+def test_no_ecc_or_xid_series_where_the_gpu_reports_none() -> None:
+    geforce = full_gpu(
+        0,
+        ecc_corrected_volatile=None,
+        ecc_uncorrected_volatile=None,
+        ecc_corrected_aggregate=None,
+        ecc_uncorrected_aggregate=None,
+        xid_last=None,
+    )
+    got = parsed(exporter.render([geforce]))
+    assert not any(name.startswith(("DCGM_FI_DEV_ECC", "DCGM_FI_DEV_XID")) for name in got)

@@ -6,6 +6,7 @@ skips cleanly where its binary is not installed (``apt-get install prometheus``)
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from suanli.live import exporter
+from suanli.live.jobs import JobReport, jobs_collector, write_report
 from suanli.live.samples import DeviceSample
 
 MONITORING = Path(__file__).resolve().parents[2] / "monitoring"
@@ -64,6 +66,8 @@ def samples() -> list[DeviceSample]:
         pcie_width=8,
         pcie_width_max=16,
         throttle_reasons=("hw_thermal_slowdown",),
+        ecc_uncorrected_volatile=2,
+        xid_last=79,
     )
     return [hot, DeviceSample(1, "unknown (lost)", "nvidia", lost=True)]
 
@@ -89,7 +93,10 @@ def api(port: int, path: str, **query: str) -> Any:
 @pytest.fixture
 def prometheus(tmp_path: Path) -> Iterator[int]:
     """A Prometheus scraping a fake-GPU exporter every second; yields its API port."""
-    collector = exporter.GpuCollector(read=samples, hostname="node-7")
+    jobs = tmp_path / "jobs"
+    report = JobReport("llama-sft", 3, socket.gethostname(), os.getpid(), time.time(), 50, 0.9, 0.6)
+    write_report(report, jobs)
+    collector = exporter.GpuCollector(read=samples, hostname="node-7", jobs=jobs_collector(jobs))
     server = exporter.make_server("127.0.0.1", 0, collector)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -163,6 +170,11 @@ def test_real_prometheus_stores_dcgm_series_and_evaluates_the_rules(
     assert float(query("DCGM_FI_DEV_SM_CLOCK")[0]["value"][1]) == 1200.0
     assert float(query("DCGM_FI_DEV_PCIE_LINK_WIDTH")[0]["value"][1]) == 8.0
     assert float(query('up{job="suanli"}')[0]["value"][1]) == 1.0
+    assert float(query("DCGM_FI_DEV_XID_ERRORS")[0]["value"][1]) == 79.0
+    (wait,) = query("suanli_job_data_wait_ratio")
+    assert wait["metric"]["training_job"] == "llama-sft"
+    assert wait["metric"]["job"] == "suanli"  # Prometheus' own, not overwritten
+    assert (wait["metric"]["rank"], float(wait["value"][1])) == ("3", 0.6)
 
     # every rule evaluates without error over the scraped series, and the problems in the
     # samples put their alerts in the pending state (each has a `for:` longer than this test)
@@ -170,7 +182,15 @@ def test_real_prometheus_stores_dcgm_series_and_evaluates_the_rules(
         data = api(prometheus, "alerts")
         return {a["labels"]["alertname"] for a in (data or {}).get("alerts", [])}
 
-    expected = {"GpuMemoryNearlyFull", "GpuThermalThrottling", "GpuPcieLinkDownTrained", "GpuLost"}
+    expected = {
+        "GpuMemoryNearlyFull",
+        "GpuThermalThrottling",
+        "GpuPcieLinkDownTrained",
+        "GpuLost",
+        "GpuXidError",
+        "GpuUncorrectedEccErrors",
+        "TrainingJobDataBound",
+    }
     wait_for(f"alerts {sorted(expected)}", lambda: expected <= pending(), log)
     assert "GpuIdleHoldingMemory" not in pending()  # 99% busy is not idle
 
@@ -182,5 +202,5 @@ def test_real_prometheus_stores_dcgm_series_and_evaluates_the_rules(
 
     # "unknown" until a rule's group is first evaluated, "err" with lastError if it fails
     wait_for("a first evaluation of every rule", lambda: "unknown" not in str(health()), log)
-    assert len(health()) == 9
+    assert len(health()) == 12
     assert all(h == "ok" for h, _ in health().values()), health()

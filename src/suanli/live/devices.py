@@ -175,6 +175,7 @@ def _nvml_sample(dev: Any, gpu: Any = None) -> DeviceSample:
         encoder_pct=enc[0] if isinstance(enc, (list, tuple)) else NA,
         decoder_pct=dec[0] if isinstance(dec, (list, tuple)) else NA,
         fan_pct=phys.get("nvmlDeviceGetFanSpeed"),
+        **nvml.ecc_counts(phys),
         processes=_nvml_processes(r),
     )
     if r.lost or phys.lost:  # it went away while being read

@@ -16,6 +16,7 @@ import logging
 import socket
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, cast
 from wsgiref.simple_server import WSGIRequestHandler
 from wsgiref.simple_server import make_server as make_wsgi_server
@@ -25,6 +26,7 @@ from prometheus_client.exposition import ThreadingWSGIServer, generate_latest, m
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from suanli.live.samples import DeviceSample
+from suanli.live.xid import XidWatcher
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,25 @@ DCGM_METRICS: dict[str, tuple[str, Callable[[DeviceSample], float | None]]] = {
     "DCGM_FI_DEV_PCIE_LINK_WIDTH": ("PCIe current link width.", lambda s: s.pcie_width),
     "DCGM_FI_DEV_PCIE_MAX_LINK_GEN": ("PCIe maximum link generation.", lambda s: s.pcie_gen_max),
     "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH": ("PCIe maximum link width.", lambda s: s.pcie_width_max),
+    # ECC totals are counters in DCGM but keep its names (no "_total" suffix prometheus_client's
+    # counters would add), so they are written as gauges: increase() reads them the same.
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": (
+        "Total number of single-bit volatile ECC errors.",
+        lambda s: s.ecc_corrected_volatile,
+    ),
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": (
+        "Total number of double-bit volatile ECC errors.",
+        lambda s: s.ecc_uncorrected_volatile,
+    ),
+    "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": (
+        "Total number of single-bit persistent ECC errors.",
+        lambda s: s.ecc_corrected_aggregate,
+    ),
+    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": (
+        "Total number of double-bit persistent ECC errors.",
+        lambda s: s.ecc_uncorrected_aggregate,
+    ),
+    "DCGM_FI_DEV_XID_ERRORS": ("Value of the last XID error encountered.", lambda s: s.xid_last),
 }
 
 
@@ -194,16 +215,35 @@ class GpuCollector(Collector):
         self,
         read: Callable[[], Iterable[DeviceSample]] = read_gpu_samples,
         hostname: str | None = None,
+        xid: XidWatcher | None = None,
+        jobs: Callable[[], Iterable[Metric]] | None = None,
     ) -> None:
         self.read = read
         """Returns one reading of the GPUs (a fake in tests)."""
         self.hostname = label_text(socket.gethostname() if hostname is None else hostname)
         """The ``hostname`` label of every per-GPU series."""
+        self.xid = xid
+        """The Xid events watched while serving (None: not watched, no XID series)."""
+        self.jobs = jobs
+        """The training jobs' families (:func:`suanli.live.jobs.job_families` over the reports
+        in the jobs folder), or None."""
+
+    def _samples(self) -> list[DeviceSample]:
+        samples = list(self.read())
+        if self.xid is None:
+            return samples
+        watcher = self.xid
+        return [replace(s, xid_last=watcher.last(s.index)) for s in samples]
 
     def collect(self) -> Iterator[Metric]:
         """The families of one scrape."""
+        if self.jobs is not None:
+            try:
+                yield from self.jobs()
+            except Exception as exc:  # a job's report never breaks the GPU series
+                log.debug("reading the job reports failed: %s", exc, exc_info=True)
         try:
-            families = gpu_families(list(self.read()), self.hostname)
+            families = gpu_families(self._samples(), self.hostname)
             failed = False
         except Exception as exc:  # keep serving: the failure is a metric
             log.debug("reading the devices failed: %s", exc, exc_info=True)
@@ -293,9 +333,20 @@ def make_server(host: str, port: int, collector: Collector | None = None) -> Exp
     return cast(ExporterServer, server)  # wsgiref types it as its base class
 
 
+def serving_collector() -> tuple[GpuCollector, XidWatcher]:
+    """The collector ``suanli export`` serves: the devices, Xid events watched from now on, and
+    the training jobs' reports in :func:`suanli.live.jobs.jobs_dir`."""
+    from suanli.live.jobs import jobs_collector
+
+    watcher = XidWatcher()
+    watched = watcher.start()
+    return GpuCollector(xid=watcher if watched else None, jobs=jobs_collector()), watcher
+
+
 def serve(host: str, port: int, max_requests: int | None = None) -> None:
     """Serve until interrupted (or ``max_requests`` requests, for tests)."""
-    server = make_server(host, port)
+    collector, watcher = serving_collector()
+    server = make_server(host, port, collector)
     try:
         if max_requests is None:
             server.serve_forever()
@@ -307,3 +358,4 @@ def serve(host: str, port: int, max_requests: int | None = None) -> None:
                 server.handle_request()
     finally:
         server.server_close()
+        watcher.stop()

@@ -176,6 +176,26 @@ class DeviceReader:
             log.debug("%s: %s failed: %s", self.label, what, _describe(exc))
 
 
+#: nvml.h: ``nvmlMemoryErrorType_t`` (corrected 0, uncorrected 1) and ``nvmlEccCounterType_t``
+#: (volatile 0: since the driver loaded; aggregate 1: the board's life).
+ECC_COUNTERS = {
+    "ecc_corrected_volatile": (0, 0),
+    "ecc_uncorrected_volatile": (1, 0),
+    "ecc_corrected_aggregate": (0, 1),
+    "ecc_uncorrected_aggregate": (1, 1),
+}
+
+
+def ecc_counts(reader: DeviceReader) -> dict[str, int | None]:
+    """The four ECC error totals (``nvmlDeviceGetTotalEccErrors``); None where the board has no
+    ECC or it is off (GeForce cards answer NOT_SUPPORTED)."""
+    out: dict[str, int | None] = {}
+    for name, (error_type, counter_type) in ECC_COUNTERS.items():
+        value = reader.get("nvmlDeviceGetTotalEccErrors", error_type, counter_type)
+        out[name] = int(value) if isinstance(value, int) else None
+    return out
+
+
 @dataclass(frozen=True)
 class MemoryInfo:
     """Device memory as NVML reports it, in bytes."""

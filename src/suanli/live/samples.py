@@ -49,6 +49,16 @@ class DeviceSample:
     encoder_pct: float | None = NA
     decoder_pct: float | None = NA
     fan_pct: float | None = NA
+    ecc_corrected_volatile: int | None = NA
+    """Corrected (single-bit) memory errors since the driver loaded (NVML's volatile count)."""
+    ecc_uncorrected_volatile: int | None = NA
+    """Uncorrected (double-bit) memory errors since the driver loaded."""
+    ecc_corrected_aggregate: int | None = NA
+    """Corrected memory errors over the board's life (NVML's aggregate count)."""
+    ecc_uncorrected_aggregate: int | None = NA
+    xid_last: int | None = NA
+    """The last Xid error the driver reported since the exporter started watching (0: none;
+    None: not watched)."""
     processes: tuple[ProcessInfo, ...] = ()
     lost: bool = False
     """The device stopped answering (NVML's GPU_IS_LOST)."""
