@@ -75,6 +75,10 @@ class Gpu:
     (None: no ECC, NOT_SUPPORTED as on GeForce boards)."""
     events: bool = True
     """The GPU accepts Xid event registration."""
+    nvlinks: tuple[bool, ...] = (True,) * 18
+    """Each NVLink's state (up or down); empty for a GPU without NVLink."""
+    pcie: tuple[int, int] = (5, 16)
+    """Current PCIe generation and width."""
 
 
 @dataclass
@@ -159,6 +163,12 @@ def load(state: State) -> types.ModuleType:
             raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
         return gpu.ecc[error_type + 2 * counter_type]
 
+    def nvmlDeviceGetNvLinkState(handle: Gpu, link: int) -> int:
+        gpu = dev(handle, "nvmlDeviceGetNvLinkState")
+        if link >= len(gpu.nvlinks):
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED if not gpu.nvlinks else 2)
+        return 1 if gpu.nvlinks[link] else 0
+
     def nvmlDeviceRegisterEvents(handle: Gpu, kinds: int, event_set: Any) -> None:
         gpu = dev(handle, "nvmlDeviceRegisterEvents")
         if not gpu.events or kinds != nvmlEventTypeXidCriticalError:
@@ -210,13 +220,14 @@ def load(state: State) -> types.ModuleType:
         "nvmlDeviceGetClockInfo": simple(None, 1980),
         "nvmlDeviceGetMaxClockInfo": simple(None, 1980),
         "nvmlDeviceGetCurrentClocksEventReasons": simple(None, 0x4),
-        "nvmlDeviceGetCurrPcieLinkGeneration": simple(None, 5),
+        "nvmlDeviceGetCurrPcieLinkGeneration": lambda h: dev(h, "pcie").pcie[0],
         "nvmlDeviceGetMaxPcieLinkGeneration": simple(None, 5),
-        "nvmlDeviceGetCurrPcieLinkWidth": simple(None, 16),
+        "nvmlDeviceGetCurrPcieLinkWidth": lambda h: dev(h, "pcie").pcie[1],
         "nvmlDeviceGetMaxPcieLinkWidth": simple(None, 16),
         "nvmlDeviceGetFanSpeed": simple(None),  # not supported (a passively cooled card)
         "nvmlDeviceGetComputeRunningProcesses": simple(None, []),
         "nvmlDeviceGetTotalEccErrors": nvmlDeviceGetTotalEccErrors,
+        "nvmlDeviceGetNvLinkState": nvmlDeviceGetNvLinkState,
         "nvmlEventSetCreate": lambda: object(),
         "nvmlDeviceRegisterEvents": nvmlDeviceRegisterEvents,
         "nvmlEventSetWait_v2": nvmlEventSetWait_v2,

@@ -86,3 +86,19 @@ def test_no_events_without_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
         watcher.stop()  # harmless
     finally:
         nvml.shutdown()
+
+
+def test_topology_summary_groups_gpus_and_shows_the_odd_one(install: Install) -> None:
+    links_down = (True,) * 16 + (False, False)
+    install(
+        [Gpu(), Gpu(uuid=UUID_B), Gpu(uuid="GPU-c", nvlinks=links_down, pcie=(5, 8)), Gpu(uuid="d")]
+    )
+    assert nvml.topology_summary() == "3x(NVLink 18, PCIe 5x16) 1x(NVLink 16, PCIe 5x8)"
+
+
+def test_topology_summary_of_pcie_cards_and_of_no_gpu(install: Install) -> None:
+    install([Gpu(name="NVIDIA L40S", nvlinks=(), pcie=(4, 16))] * 2)
+    assert nvml.topology_summary() == "2x(PCIe 4x16)"
+    nvml.shutdown()  # a fresh NVML session over the next fake
+    install([])
+    assert nvml.topology_summary() is None

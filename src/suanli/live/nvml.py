@@ -430,3 +430,46 @@ def with_memory(dev: NvmlDevice) -> tuple[NvmlDevice, MemoryInfo | None]:
     if reader.lost:
         return replace(dev, lost=True, error=reader.error), None
     return dev, mem
+
+
+#: nvml.h ``NVML_NVLINK_MAX_LINKS`` (18 on Hopper; older GPUs answer an error past their last).
+NVLINK_MAX_LINKS = 18
+#: ``nvmlDeviceGetNvLinkState``'s answer for an active link (``NVML_FEATURE_ENABLED``).
+FEATURE_ENABLED = 1
+
+
+def active_nvlinks(reader: DeviceReader) -> int:
+    """How many of a GPU's NVLinks are up (0 without NVLink, or where NVML cannot tell)."""
+    nv = reader.nv
+    up = 0
+    for link in range(int(getattr(nv, "NVML_NVLINK_MAX_LINKS", NVLINK_MAX_LINKS))):
+        state = reader.get("nvmlDeviceGetNvLinkState", link)
+        if state is None:  # past the GPU's last link, or no NVLink at all
+            break
+        up += state == getattr(nv, "NVML_FEATURE_ENABLED", FEATURE_ENABLED)
+    return up
+
+
+def topology_summary() -> str | None:
+    """This node's GPU links, one entry per kind of GPU with its count: ``8x(NVLink 18, PCIe
+    5x16)``. A GPU with a link down or a PCIe slot trained below the others makes its own
+    entry, so nodes that should match compare equal. None without NVML or GPUs."""
+    kinds: dict[str, int] = {}
+    for dev in devices():
+        reader = dev.reader
+        if reader is None or dev.lost:
+            kinds["lost"] = kinds.get("lost", 0) + 1
+            continue
+        parts = []
+        links = active_nvlinks(reader)
+        if links:
+            parts.append(f"NVLink {links}")
+        gen = reader.get("nvmlDeviceGetCurrPcieLinkGeneration")
+        width = reader.get("nvmlDeviceGetCurrPcieLinkWidth")
+        if gen is not None and width is not None:
+            parts.append(f"PCIe {gen}x{width}")
+        key = ", ".join(parts) or "?"
+        kinds[key] = kinds.get(key, 0) + 1
+    if not kinds:
+        return None
+    return " ".join(f"{n}x({k})" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))

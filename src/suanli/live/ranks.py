@@ -37,6 +37,7 @@ FACTS: dict[str, tuple[str, bool]] = {
     "gpu_models": (N_("GPU models"), True),
     "python": (N_("Python"), False),
     "gpu_count": (N_("GPUs on the node"), False),
+    "gpu_topology": (N_("GPU links (NVLink, PCIe)"), False),
     "network_interfaces": (N_("network interfaces"), False),
     "infiniband": (N_("InfiniBand devices"), False),
     "nccl_env": (N_("NCCL_* environment"), False),
@@ -205,6 +206,15 @@ def network_interfaces(root: str = "/sys/class/net") -> str | None:
     return ",".join(names) or None
 
 
+def _topology() -> str | None:
+    from suanli.live import nvml
+
+    try:
+        return nvml.topology_summary()
+    except Exception:  # a fact, not a reason to fail the gathering
+        return None
+
+
 def _injected(rank: int, environ: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in environ.get(INJECT_ENV, "").split(";"):
@@ -237,6 +247,7 @@ def collect_facts(
         "gpu_models": ",".join(sorted(set(env.gpu_names))) or None,
         "python": ".".join(platform.python_version_tuple()[:2]),
         "gpu_count": str(len(env.gpu_names)),
+        "gpu_topology": _topology(),
         "network_interfaces": network_interfaces(),
         "infiniband": infiniband_devices(),
         "nccl_env": " ".join(nccl) or None,
