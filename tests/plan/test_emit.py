@@ -179,5 +179,5 @@ def test_cli_emit_and_its_bad_combinations() -> None:
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and "--emit" in out.stderr
     assert "Traceback" not in out.stderr
-    out = run("plan", "llama-3.1-8b", "--task", "infer", "--emit", "slurm")
+    out = run("plan", "llama-3.1-8b", "--task", "infer", "--emit", "kubeflow")
     assert out.returncode == 2 and "serving plan" in out.stderr

@@ -185,6 +185,8 @@ class PlanAnswer(Answer):
     """GPU id -> why it ranks after the CUDA cards (a Hugging Face-family framework on another
     software stack; ``stack_ok`` lifts it); absent when none is."""
     seq: int = field(default=2048, metadata=NOT_IN_JSON)
+    context: int = field(default=0, metadata=NOT_IN_JSON)
+    """Inference: tokens per sequence the KV cache holds (0 for training)."""
     inference: bool = field(default=False, metadata=NOT_IN_JSON)
     best_command: str | None = field(default=None, metadata=NOT_IN_JSON)
     """``suanli perf`` options for the winner."""
@@ -601,6 +603,7 @@ def plan(
         rows=rows,
         capped=capped,
         seq=work.seq if isinstance(work, TrainWork) else 0,
+        context=work.context if isinstance(work, InferWork) else 0,
         inference=isinstance(work, InferWork),
         best_command=command,
         cheapest=cheapest,

@@ -449,7 +449,12 @@ def _manifest(job: JobShape, objects: list[dict[str, Any]], note: str) -> str:
 
 
 def emit(answer: PlanAnswer, kind: str, framework: str = "hf") -> str:
-    """The plan's chosen layout as a Slurm script, a Kubernetes or a Kubeflow manifest."""
+    """The plan's chosen layout as a Slurm script, a Kubernetes or a Kubeflow manifest (a
+    serving plan: :func:`suanli.plan.emit_serve.emit_serving`)."""
+    if answer.inference:
+        from suanli.plan.emit_serve import emit_serving
+
+        return emit_serving(answer, kind, framework)
     job = job_shape(answer, framework)
     if kind == "slurm":
         return slurm_script(job)
