@@ -246,6 +246,7 @@ def test_dashboard_imports_and_reads_only_exported_series() -> None:
         "suanli_scrape_error",
         "suanli_job_data_wait_ratio",
         "suanli_job_mfu_ratio",
+        "suanli_gpu_flag",
     ):
         assert name in read
 
@@ -305,3 +306,15 @@ def test_no_ecc_or_xid_series_where_the_gpu_reports_none() -> None:
     )
     got = parsed(exporter.render([geforce]))
     assert not any(name.startswith(("DCGM_FI_DEV_ECC", "DCGM_FI_DEV_XID")) for name in got)
+
+
+def test_top_flags_are_series_too() -> None:
+    idle_full = DeviceSample(
+        2, "NVIDIA A100", "nvidia", memory_total_bytes=80 * 2**30,
+        memory_used_bytes=76 * 2**30, utilization_pct=3.0,
+    )  # fmt: skip
+    got = parsed(exporter.render([full_gpu(0), idle_full], hostname="n"))
+    kinds = {(lab["gpu"], lab["kind"]) for lab, v in got["suanli_gpu_flag"] if v == 1.0}
+    # the same rules as suanli top: the idle-but-allocated GPU, and GPU 0 throttled on a link
+    # at Gen4 of Gen5 while busy
+    assert kinds == {("2", "idle-memory-full"), ("0", "throttling"), ("0", "pcie-downtrained")}

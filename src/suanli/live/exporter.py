@@ -85,6 +85,7 @@ def gpu_families(samples: Sequence[DeviceSample], hostname: str) -> list[GaugeMe
         lost.add_metric(sample_labels(s, hostname), 1.0 if s.lost else 0.0)
     families.append(lost)
     families.append(throttle_family(samples, hostname))
+    families.append(flag_family(samples, hostname))
     families.extend(dcgm_families(samples, hostname))
     return families
 
@@ -103,6 +104,24 @@ def throttle_family(samples: Sequence[DeviceSample], hostname: str) -> GaugeMetr
             continue
         for reason in s.throttle_reasons:
             family.add_metric([*sample_labels(s, hostname), reason], 1.0)
+    return family
+
+
+def flag_family(samples: Sequence[DeviceSample], hostname: str) -> GaugeMetricFamily:
+    """``suanli_gpu_flag{kind=...} 1`` for each problem ``suanli top`` flags on a GPU now
+    (``idle-memory-full``: memory over 80% full at under 30% utilisation, the idle-but-allocated
+    GPU; ``throttling``, ``pcie-downtrained``, ``unknown-process``, ``lost``), the same rules
+    (:func:`suanli.live.monitor.flags`); no series for a GPU without any."""
+    from suanli.live.monitor import flags
+
+    family = GaugeMetricFamily(
+        "suanli_gpu_flag",
+        "1 for each problem suanli top flags on the GPU now",
+        labels=(*LABELS, "kind"),
+    )
+    for s in samples:
+        for kind in sorted({f.kind for f in flags(s)}):
+            family.add_metric([*sample_labels(s, hostname), kind], 1.0)
     return family
 
 
