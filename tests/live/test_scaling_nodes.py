@@ -25,6 +25,7 @@ from suanli.live.multinode import (
     placement,
     tier_point,
 )
+from suanli.live.ranks import SLURM_PORT_BASE
 
 pytest.importorskip("torch")
 
@@ -162,22 +163,39 @@ def test_two_simulated_nodes_of_two_gloo_ranks() -> None:
     )
 
 
-def _launch(nodes: list[str], *args: str) -> list[subprocess.CompletedProcess[str]]:
-    """One ``suanli doctor scaling --nnodes`` process per rank, as torchrun would start them."""
+def _launcher_env(launcher: str, rank: int, world: int, port: int) -> dict[str, str]:
+    """The variables torchrun or srun sets for one rank (two ranks per node)."""
+    if launcher == "torchrun":
+        return {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "LOCAL_RANK": str(rank % 2),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
+    return {
+        "SLURM_PROCID": str(rank),
+        "SLURM_NTASKS": str(world),
+        "SLURM_LOCALID": str(rank % 2),
+        "SLURM_JOB_NODELIST": "localhost",
+        "SLURM_JOB_ID": str(port - SLURM_PORT_BASE),  # srun ranks meet on a port from the job id
+    }
+
+
+def _launch(
+    nodes: list[str], *args: str, launcher: str = "torchrun"
+) -> list[subprocess.CompletedProcess[str]]:
+    """One ``suanli doctor scaling --nnodes`` process per rank, as the launcher starts them."""
     from tests.live.test_doctor_ranks import _free_port
 
     base = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS and "SLURM" not in k}
-    port = str(_free_port(30000, 40000))
+    port = _free_port(SLURM_PORT_BASE + 5000, SLURM_PORT_BASE + 19000)
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "suanli", "doctor", "scaling", *args],
             env={
                 **base,
-                "RANK": str(rank),
-                "WORLD_SIZE": str(len(nodes)),
-                "LOCAL_RANK": str(rank % 2),
-                "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": port,
+                **_launcher_env(launcher, rank, len(nodes), port),
                 NODE_ENV: node,
                 "SUANLI_LANG": "en",
             },
@@ -209,7 +227,8 @@ def test_four_torchrun_ranks_on_two_named_nodes() -> None:
 
 
 def test_ranks_on_more_nodes_than_asked_say_so_and_exit_2() -> None:
-    results = _launch(["nA", "nB", "nC", "nC"], "--nnodes", "2", *SMALL)
+    # under srun's variables this time (the rendezvous is the one doctor --all-ranks uses)
+    results = _launch(["nA", "nB", "nC", "nC"], "--nnodes", "2", *SMALL, launcher="slurm")
     for r in results:
         assert r.returncode == 2, r.stderr
         assert "Traceback" not in r.stderr
