@@ -233,3 +233,20 @@ def test_ranks_on_more_nodes_than_asked_say_so_and_exit_2() -> None:
         assert r.returncode == 2, r.stderr
         assert "Traceback" not in r.stderr
         assert "the ranks are on 3 node(s), not 2" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"nnodes": 1}, "at least 2"),
+        ({"nnodes": 64, "procs_per_node": 2}, "starts 128 processes here \\(at most 64\\)"),
+        ({"nnodes": 2, "sizes_bytes": (0,)}, "--sizes takes"),
+        ({"nnodes": 2, "sizes_bytes": (2 << 30,)}, "--sizes takes"),
+        ({"nnodes": 2, "inter_node": "ib-xyz"}, "unknown interconnect 'ib-xyz'"),
+    ],
+)
+def test_bad_requests_are_refused_before_any_process_starts(
+    kwargs: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(ValueError, match=words):
+        measure_nodes(environ={}, **kwargs)

@@ -52,6 +52,8 @@ TIERS: tuple[str, ...] = ("intra-node", "inter-node", "all")
 DEFAULT_SIZES_BYTES: tuple[int, ...] = (64 * 1024, 1024 * 1024, 16 * 1024 * 1024)
 #: The largest message a sweep may use (each rank allocates it once).
 MAX_SIZE_BYTES = 1024 * 1024 * 1024
+#: The most local processes a simulated run starts (the single-node ``--procs`` cap).
+MAX_SIMULATED_PROCESSES = 64
 #: Timed all-reduces per size (after two untimed ones).
 REPEATS = 5
 
@@ -420,11 +422,29 @@ def measure_nodes(
         raise ValueError(
             N_("--sizes takes 1 to 8 message sizes from 4 bytes to 1 GiB, e.g. 0.0625,1,16 (MiB)")
         )
+    inter = kwargs.get("inter_node")
+    if inter is not None:
+        from suanli.catalog.network import get_link
+
+        get_link(inter)  # an unknown link is one sentence listing the known ones, before any rank
     env = os.environ if environ is None else environ
     try:
         rdv = rendezvous(env)
     except ValueError:
         if "RANK" in env or "SLURM_PROCID" in env:
             raise  # a launcher set something unreadable: say so
+        if nnodes * procs_per_node > MAX_SIMULATED_PROCESSES:
+            raise ValueError(
+                N_(
+                    "simulating {nnodes} nodes of {per} processes starts {total} processes here "
+                    "(at most {cap}): lower --nnodes or --procs-per-node, or launch with torchrun "
+                    "or srun"
+                ).format(
+                    nnodes=nnodes,
+                    per=procs_per_node,
+                    total=nnodes * procs_per_node,
+                    cap=MAX_SIMULATED_PROCESSES,
+                )
+            ) from None
         return measure_simulated(nnodes, procs_per_node, **kwargs)
     return measure_rank(rdv, nnodes, environ=env, **kwargs)
