@@ -250,3 +250,17 @@ def test_bad_requests_are_refused_before_any_process_starts(
 ) -> None:
     with pytest.raises(ValueError, match=words):
         measure_nodes(environ={}, **kwargs)
+
+
+def test_an_mlp_past_the_bound_is_refused_in_both_modes() -> None:
+    from suanli.answers.scaling import (
+        NodesScalingRequest,
+        ScalingRequest,
+        scaling,
+        scaling_nodes,
+    )
+
+    with pytest.raises(ValueError, match="at most 67,108,864"):
+        scaling(ScalingRequest(hidden=16384, layers=64))
+    with pytest.raises(ValueError, match="lower --hidden or --layers"):
+        scaling_nodes(NodesScalingRequest(hidden=8192, layers=2))

@@ -60,6 +60,22 @@ class ScalingAnswer(Answer):
     cause: str
 
 
+#: The largest MLP a scaling run builds (256 MiB of fp32 weights per rank, as much again for the
+#: gradients and DDP's buckets): bounded work on any machine.
+MAX_MLP_PARAMS = 64 * 2**20
+
+
+def check_mlp(hidden: int, layers: int) -> None:
+    """ValueError with one sentence when the MLP would be larger than :data:`MAX_MLP_PARAMS`."""
+    params = layers * (hidden * hidden + hidden)
+    if params > MAX_MLP_PARAMS:
+        raise ValueError(
+            N_(
+                "the MLP would have {params} parameters (at most {cap}): lower --hidden or --layers"
+            ).format(params=f"{params:,}", cap=f"{MAX_MLP_PARAMS:,}")
+        )
+
+
 def scaling_answer(result: ScalingResult) -> ScalingAnswer:
     """The answer's view of a measured :class:`ScalingResult`."""
     return ScalingAnswer(**result.as_dict())
@@ -70,6 +86,7 @@ def scaling(req: ScalingRequest) -> ScalingAnswer:
     :class:`MissingExtra` without PyTorch."""
     if importlib.util.find_spec("torch") is None:
         raise MissingExtra(N_("suanli doctor scaling needs PyTorch: pip install 'suanli[torch]'"))
+    check_mlp(req.hidden, req.layers)
     return scaling_answer(measure_scaling(req.procs, req.hidden, req.layers, req.batch, req.steps))
 
 
@@ -195,6 +212,7 @@ def scaling_nodes(req: NodesScalingRequest) -> NodesScalingAnswer | None:
     sizes or placements; :class:`MissingExtra` without PyTorch."""
     if importlib.util.find_spec("torch") is None:
         raise MissingExtra(N_("suanli doctor scaling needs PyTorch: pip install 'suanli[torch]'"))
+    check_mlp(req.hidden, req.layers)
     result = measure_nodes(
         req.nnodes,
         req.procs_per_node,
