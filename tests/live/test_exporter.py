@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from suanli.live import exporter, monitor
+from suanli.live import exporter
 from suanli.live.devices import fake_provider
 from suanli.live.samples import DeviceSample
 
@@ -115,7 +115,7 @@ def test_uuid_and_hostname_labels_next_to_gpu_and_name() -> None:
 
 
 def test_missing_fields_are_left_out_and_a_lost_gpu_reported() -> None:
-    text = monitor.prometheus_text(fake_provider("problems").sample())
+    text = exporter.render(fake_provider("problems").sample())
     power = values(text, "suanli_gpu_power_watts")
     assert power["0"] == 70.0
     assert "5" not in power  # the T4 does not report power
@@ -131,7 +131,7 @@ def test_a_read_error_is_the_scrape_error_metric() -> None:
 
     for text in (
         exporter.render([], read_error="boom"),
-        monitor.prometheus_text([], read_error="boom"),
+        exporter.render([], read_error="boom"),
         exporter.generate_latest(exporter.registry_for(exporter.GpuCollector(broken))).decode(),
     ):
         assert series(text) == {("suanli_scrape_error", ()): 1.0}

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,20 +38,6 @@ def _propagate(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let caplog see suanli's records even after a CLI test ran with ``--debug`` (which stops
     the ``suanli`` logger from propagating)."""
     monkeypatch.setattr(logging.getLogger("suanli"), "propagate", True)
-
-
-@pytest.fixture
-def install(monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Put a fake ``pynvml`` over the given GPUs in ``sys.modules``, with a fresh NVML session."""
-    nvml.shutdown()
-
-    def _install(gpus: list[Gpu], **kw: object) -> State:
-        state = State(gpus, **kw)  # type: ignore[arg-type]
-        monkeypatch.setitem(sys.modules, "pynvml", fake.load(state))
-        return state
-
-    yield _install
-    nvml.shutdown()
 
 
 def _mig_gpu() -> Gpu:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -14,25 +14,10 @@ from suanli.live import exporter, nvml
 from suanli.live.devices import NvmlProvider
 from suanli.live.xid import XidWatcher
 
-from . import fake_pynvml as fake
 from .fake_pynvml import Gpu, State
 
 Install = Callable[..., State]
 UUID_B = "GPU-bbbbbbbb-0000-0000-0000-000000000000"
-
-
-@pytest.fixture
-def install(monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
-    """Put a fake ``pynvml`` over the given GPUs in ``sys.modules``, with a fresh NVML session."""
-    nvml.shutdown()
-
-    def _install(gpus: list[Gpu], **kw: object) -> State:
-        state = State(gpus, **kw)  # type: ignore[arg-type]
-        monkeypatch.setitem(sys.modules, "pynvml", fake.load(state))
-        return state
-
-    yield _install
-    nvml.shutdown()
 
 
 def test_ecc_totals_by_kind_and_none_without_ecc(install: Install) -> None:

@@ -15,7 +15,7 @@ from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.errors import MissingExtra
 from suanli.i18n import N_
 from suanli.live.multinode import DEFAULT_SIZES_BYTES, NodesResult, Tier, measure_nodes
-from suanli.live.scaling import ScalingResult, measure_scaling
+from suanli.live.scaling import ScalingResult, measure_scaling, share_cause
 
 
 @dataclass(frozen=True)
@@ -173,9 +173,7 @@ def _nodes_cause(result: NodesResult, share: float) -> str:
             ).format(
                 where=_WHERE[tier.name], ratio=f"{last.measured_over_predicted:.0%}", link=tier.link
             )
-    if share > 0.3:
-        return N_("communication: the gradient all-reduce does not hide behind the backward pass")
-    return N_("scales well: communication is mostly hidden")
+    return share_cause(share)
 
 
 def nodes_answer(result: NodesResult, rank: int = 0) -> NodesScalingAnswer:

@@ -14,7 +14,7 @@ from suanli.i18n import N_, _, sentence
 from suanli.units import MiB, fmt_bytes, fmt_rate
 
 if TYPE_CHECKING:
-    from suanli.answers.scaling import NodesScalingAnswer
+    from suanli.answers.scaling import NodesScalingAnswer, ScalingAnswer
 
 #: Tier names as shown (translated when shown).
 _TIER = {"intra-node": N_("intra-node"), "inter-node": N_("inter-node"), "all": N_("all ranks")}
@@ -111,9 +111,29 @@ def scaling_cmd(
     if as_json:
         print_json(answer.to_json())
         return
-    rows = [
+    rows = _step_rows(
         [_("step, 1 process"), f"{answer.step_1_s * 1e3:.1f} ms"],
         [_("step, {procs} processes").format(procs=procs), f"{answer.step_n_s * 1e3:.1f} ms"],
+        answer,
+    )
+    print_table(
+        _("scaling over {procs} {backend} processes ({params} params)").format(
+            procs=procs, backend=answer.backend, params=f"{answer.params:,}"
+        ),
+        ["", ""],
+        rows,
+    )
+    click.echo(_("cause: {cause}").format(cause=sentence(answer.cause)))
+
+
+def _step_rows(
+    one: list[str], many: list[str], answer: ScalingAnswer | NodesScalingAnswer
+) -> list[list[str]]:
+    """The step table of both views: the two measured steps, then the prediction, the bare
+    all-reduce, the speed-up and the communication share (the answer's numbers)."""
+    return [
+        one,
+        many,
         [
             _("predicted (speed model)"),
             f"{answer.predicted_step_n_s * 1e3:.1f} ms ({answer.prediction_error:+.0%})",
@@ -127,14 +147,6 @@ def scaling_cmd(
         ],
         [_("communication share"), f"{answer.communication_share:.0%}"],
     ]
-    print_table(
-        _("scaling over {procs} {backend} processes ({params} params)").format(
-            procs=procs, backend=answer.backend, params=f"{answer.params:,}"
-        ),
-        ["", ""],
-        rows,
-    )
-    click.echo(_("cause: {cause}").format(cause=sentence(answer.cause)))
 
 
 def _nodes(
@@ -216,25 +228,14 @@ def _print_nodes(answer: NodesScalingAnswer) -> None:
             )
     if answer.prediction_note:
         click.echo(sentence(answer.prediction_note))
-    step_rows = [
+    step_rows = _step_rows(
         [_("step, node 0 alone"), f"{answer.step_1_node_s * 1e3:.1f} ms"],
         [
             _("step, {nnodes} nodes").format(nnodes=answer.nnodes),
             f"{answer.step_n_nodes_s * 1e3:.1f} ms",
         ],
-        [
-            _("predicted (speed model)"),
-            f"{answer.predicted_step_n_s * 1e3:.1f} ms ({answer.prediction_error:+.0%})",
-        ],
-        [_("bare all-reduce of the gradients"), f"{answer.allreduce_s * 1e3:.1f} ms"],
-        [
-            _("speed-up"),
-            _("{speedup}x ({efficiency} efficiency)").format(
-                speedup=f"{answer.speedup:.2f}", efficiency=f"{answer.efficiency:.0%}"
-            ),
-        ],
-        [_("communication share"), f"{answer.communication_share:.0%}"],
-    ]
+        answer,
+    )
     print_table(
         _("training step: 1 node against {nnodes} ({params} params)").format(
             nnodes=answer.nnodes, params=f"{answer.params:,}"

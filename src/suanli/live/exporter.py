@@ -7,7 +7,7 @@ served by ``prometheus_client``'s WSGI app on a server with a thread per connect
 that stalls holds its own thread and nobody else's.
 
 This module imports ``prometheus_client`` at import time: import it only when exporting (the
-command line does, lazily; :func:`suanli.live.monitor.prometheus_text` too).
+command line does, lazily).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""What a reading means: flags for people (``top``), fields for scripts (``query``), metrics for
-Prometheus (``export``). Pure functions over :class:`~suanli.live.devices.DeviceSample`."""
+"""What a reading means: flags for people (``top``, and ``export``'s ``suanli_gpu_flag``), fields
+for scripts (``query``). Pure functions over :class:`~suanli.live.devices.DeviceSample`; the
+Prometheus text is :mod:`suanli.live.exporter`'s."""
 
 from __future__ import annotations
 
@@ -237,16 +238,3 @@ def format_rows(
         values = ["[N/A]" if (v := field_value(s, f)) is None else v for f in fields]
         writer.writerow(([timestamp] if timestamp else []) + values)
     return buf.getvalue()
-
-
-# --- export: Prometheus metrics --------------------------------------------------------------
-
-
-def prometheus_text(samples: Sequence[DeviceSample], read_error: str | None = None) -> str:
-    """The exposition text for one scrape, written by ``prometheus_client`` through the
-    exporter's collector (:mod:`suanli.live.exporter`, imported only when called): missing
-    fields are left out, a failed read is a metric (``suanli_scrape_error 1``) rather than an
-    HTTP error."""
-    from suanli.live.exporter import render
-
-    return render(samples, read_error=read_error)

@@ -35,11 +35,10 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from suanli.i18n import N_
-from suanli.live.ranks import RENDEZVOUS_TIMEOUT_S, Rendezvous, rendezvous
+from suanli.live.ranks import Rendezvous, join_group, rendezvous
 
 #: Where a rank says which node it counts as (containers sharing a hostname, simulated nodes).
 NODE_ENV = "SUANLI_NODE"
@@ -246,19 +245,11 @@ def measure_rank(
     import torch.distributed as dist
 
     env = os.environ if environ is None else environ
-    if backend == "auto":
-        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(rdv.local_rank % torch.cuda.device_count())
-        device = torch.device("cuda", torch.cuda.current_device())
-    else:
-        device = torch.device("cpu")
-    dist.init_process_group(
-        backend,
-        init_method=f"tcp://{rdv.master_addr}:{rdv.master_port}",
-        rank=rdv.rank,
-        world_size=rdv.world_size,
-        timeout=timedelta(seconds=RENDEZVOUS_TIMEOUT_S),
+    backend = join_group(rdv, backend)
+    device = (
+        torch.device("cuda", torch.cuda.current_device())
+        if backend == "nccl"
+        else torch.device("cpu")
     )
     try:
         return _measure(

@@ -285,16 +285,18 @@ def rank_ranges(ranks: Sequence[int]) -> str:
     return ",".join(parts)
 
 
-def gather(rdv: Rendezvous, mine: RankFacts) -> tuple[str, list[RankFacts]]:
-    """Every rank's facts, in rank order, and the backend used (joins and leaves the group)."""
+def join_group(rdv: Rendezvous, backend: str = "auto") -> str:
+    """Join the default process group as ``rdv`` says (``auto``: NCCL when this rank sees a GPU,
+    else gloo; 120 s to meet the others) and return the backend. With NCCL the current device is
+    the local rank's GPU, where NCCL's object collectives run."""
     from datetime import timedelta
 
     import torch
     import torch.distributed as dist
 
-    backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
     if backend == "nccl":
-        # NCCL's object collectives run on the current device: one GPU per local rank.
         torch.cuda.set_device(rdv.local_rank % torch.cuda.device_count())
     dist.init_process_group(
         backend,
@@ -303,6 +305,14 @@ def gather(rdv: Rendezvous, mine: RankFacts) -> tuple[str, list[RankFacts]]:
         world_size=rdv.world_size,
         timeout=timedelta(seconds=RENDEZVOUS_TIMEOUT_S),
     )
+    return backend
+
+
+def gather(rdv: Rendezvous, mine: RankFacts) -> tuple[str, list[RankFacts]]:
+    """Every rank's facts, in rank order, and the backend used (joins and leaves the group)."""
+    import torch.distributed as dist
+
+    backend = join_group(rdv)
     try:
         everyone: list[RankFacts | None] = [None] * rdv.world_size
         dist.all_gather_object(everyone, mine)

@@ -51,11 +51,7 @@ class ScalingResult:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, with the cause in one line."""
-        cause = (
-            N_("communication: the gradient all-reduce does not hide behind the backward pass")
-            if self.communication_share > 0.3
-            else N_("scales well: communication is mostly hidden")
-        )
+        cause = share_cause(self.communication_share)
         return {
             "processes": self.processes,
             "backend": self.backend,
@@ -70,6 +66,17 @@ class ScalingResult:
             "communication_share": self.communication_share,
             "cause": cause,
         }
+
+
+#: Above this communication share the all-reduce is called the cause.
+COMMUNICATION_BOUND_SHARE = 0.3
+
+
+def share_cause(share: float) -> str:
+    """The cause in one line from the communication share of the N-rank step."""
+    if share > COMMUNICATION_BOUND_SHARE:
+        return N_("communication: the gradient all-reduce does not hide behind the backward pass")
+    return N_("scales well: communication is mostly hidden")
 
 
 def free_port() -> int:

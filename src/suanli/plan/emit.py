@@ -10,13 +10,12 @@ The emitted text is not translated (it is code); errors are catalog sentences.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from suanli.i18n import N_
+from suanli.plan.manifests import K8S_GPU_RESOURCE, dns_label, to_yaml
 
 if TYPE_CHECKING:
     from suanli.answers.plan import PlanAnswer
@@ -28,8 +27,6 @@ RDZV_PORT = 29500
 #: loading and checkpoints are outside the speed model.
 TIME_MARGIN = 1.25
 TIME_SLACK_S = 15 * 60
-#: The extended resource each vendor's Kubernetes device plugin advertises.
-K8S_GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "habana.ai/gaudi"}
 #: A placeholder the user replaces: the training image (any image with PyTorch and the script).
 IMAGE = "REPLACE-ME/your-training-image:tag"
 
@@ -84,13 +81,6 @@ def _network_kind(link_id: str) -> str:
     if link_id.startswith("roce"):
         return "roce"
     return "ethernet"
-
-
-def _label(text: str) -> str:
-    """``text`` as a DNS-1123 label of at most 52 characters (room for an Indexed Job's index
-    suffix and Kubernetes' generated pod names)."""
-    label = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
-    return label[:52].rstrip("-") or "suanli-job"
 
 
 def _framework_flags(fw: Any, values: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -167,7 +157,7 @@ def job_shape(answer: PlanAnswer, framework: str = "hf") -> JobShape:
             f"--seq-length {answer.seq}",
         )
     return JobShape(
-        name=_label(f"{answer.model}-{answer.task}-{row.gpu}"),
+        name=dns_label(f"{answer.model}-{answer.task}-{row.gpu}"),
         model=answer.model,
         task=answer.task,
         gpu=row.gpu,
@@ -406,39 +396,6 @@ def kubeflow_object(job: JobShape) -> dict[str, Any]:
         "metadata": {"name": job.name},
         "spec": {"nprocPerNode": str(job.gpus_per_node), "pytorchReplicaSpecs": specs},
     }
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(str(value))  # a double-quoted YAML scalar is a JSON string
-
-
-def to_yaml(value: Any, indent: int = 0) -> list[str]:
-    """``value`` (dicts, lists, scalars) as block YAML lines; strings with newlines as ``|``."""
-    pad = " " * indent
-    lines: list[str] = []
-    items = value.items() if isinstance(value, dict) else [(None, v) for v in value]
-    for key, item in items:
-        lead = f"{pad}{key}:" if key is not None else f"{pad}-"
-        if isinstance(item, str) and "\n" in item:
-            lines.append(f"{lead} |")
-            lines += [f"{pad}  {line}" for line in item.rstrip("\n").split("\n")]
-        elif isinstance(item, (dict, list)) and item:
-            nested = to_yaml(item, indent + 2)
-            if key is None:  # "- first: ..." then the rest aligned under it
-                lines.append(f"{pad}- {nested[0].lstrip()}")
-                lines += nested[1:]
-            else:
-                lines.append(lead)
-                lines += nested
-        elif isinstance(item, (dict, list)):
-            lines.append(f"{lead} {'{}' if isinstance(item, dict) else '[]'}")
-        else:
-            lines.append(f"{lead} {_scalar(item)}")
-    return lines
 
 
 def _manifest(job: JobShape, objects: list[dict[str, Any]], note: str) -> str:

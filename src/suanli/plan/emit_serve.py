@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from suanli.i18n import N_
-from suanli.plan.emit import K8S_GPU_RESOURCE, _label, to_yaml
+from suanli.plan.manifests import K8S_GPU_RESOURCE, dns_label, to_yaml
 
 if TYPE_CHECKING:
     from suanli.answers.plan import PlanAnswer
@@ -93,7 +93,7 @@ def serve_shape(answer: PlanAnswer, framework: str = "hf") -> ServeShape:
         )
     preset = find_preset(answer.model)
     return ServeShape(
-        name=_label(f"{answer.model}-serve-{row.gpu}"),
+        name=dns_label(f"{answer.model}-serve-{row.gpu}"),
         model=answer.model,
         hf_id=preset.hf_id if preset is not None else answer.model,
         gpu=row.gpu,
