@@ -15,12 +15,12 @@ import pytest
 
 from suanli.answers.scaling import SLOW_LINK_RATIO, nodes_answer
 from suanli.estimate.comm import all_reduce_s
+from suanli.live.bench.grading import busbw
 from suanli.live.multinode import (
     NODE_ENV,
     NodesResult,
     Tier,
     _model_links,
-    bus_bandwidth,
     measure_nodes,
     placement,
     tier_point,
@@ -59,9 +59,9 @@ def test_placement_refuses_what_the_launch_did_not_give(
 def test_bus_bandwidth_is_nccl_tests_definition() -> None:
     # nccl-tests doc/PERFORMANCE.md: busbw = algbw x 2(n-1)/n for all-reduce; 1 GB in 10 ms on
     # 8 ranks is 100 GB/s of algorithm bandwidth and 175 GB/s on each link.
-    assert bus_bandwidth(1e9, 8, 0.010) == pytest.approx(175e9)
-    assert bus_bandwidth(1e9, 2, 0.010) == pytest.approx(100e9)
-    assert bus_bandwidth(1e9, 1, 0.010) == 0.0
+    assert busbw(1e9 / 0.010, 8) == pytest.approx(175e9)
+    assert busbw(1e9 / 0.010, 2) == pytest.approx(100e9)
+    assert busbw(1e9 / 0.010, 1) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_speed_model_links_per_tier_on_two_dgx_nodes(gpu: str, published_bus_gbs
     assert "x8 per node" in links["all"].name and "x8" not in links["inter-node"].name
     gib = 1 << 30
     bus = {
-        tier: bus_bandwidth(gib, n, all_reduce_s(gib, n, links[tier]))
+        tier: busbw(gib / all_reduce_s(gib, n, links[tier]), n)
         for tier, n in (("intra-node", 8), ("inter-node", 2), ("all", 16))
     }
     assert bus["inter-node"] < bus["all"] <= bus["intra-node"]

@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from datetime import timedelta
 from typing import Any
 
 from suanli.i18n import N_
+from suanli.live.allreduce_timing import time_allreduce
+from suanli.live.bench.grading import busbw
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -57,14 +58,11 @@ def main(argv: list[str] | None = None) -> None:
     else:
         dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timeout)
 
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     # Correctness once: every rank contributes 1.
     check = torch.ones(1024, device=device)
     dist.all_reduce(check)
-    sync()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
     if not bool((check == world).all()):
         raise RuntimeError(
             N_("all-reduce returned {got}, expected {want}").format(got=check[0].item(), want=world)
@@ -75,27 +73,12 @@ def main(argv: list[str] | None = None) -> None:
         numel = max(1, size // 4)
         buf = torch.zeros(numel, dtype=torch.float32, device=device)
         nbytes = numel * 4
-        for _ in range(args.warmup):
-            dist.all_reduce(buf)
-        sync()
-        dist.barrier()
-        t0 = time.perf_counter()
-        dist.all_reduce(buf)
-        sync()
-        probe = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
-        dist.all_reduce(probe, op=dist.ReduceOp.MAX)  # every rank runs the same count
-        iterations = max(3, min(args.max_iterations, int(args.target_seconds / probe.item())))
-        dist.barrier()
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(iterations):
-            dist.all_reduce(buf)
-        sync()
-        elapsed = torch.tensor(
-            [(time.perf_counter() - t0) / iterations], dtype=torch.float64, device=device
+        per_op, iterations = time_allreduce(
+            buf,
+            warmup=args.warmup,
+            target_s=args.target_seconds,
+            max_iterations=args.max_iterations,
         )
-        dist.all_reduce(elapsed)
-        per_op = elapsed.item() / world
         algbw = nbytes / per_op
         rows.append(
             {
@@ -103,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
                 "iterations": iterations,
                 "time_s": per_op,
                 "algbw_bytes_per_s": algbw,
-                "busbw_bytes_per_s": algbw * 2 * (world - 1) / world,
+                "busbw_bytes_per_s": busbw(algbw, world),
             }
         )
         del buf

@@ -63,10 +63,10 @@ def gpu_peak_flops(precision: str) -> float | None:
     try:
         if torch is None or not torch.cuda.is_available():
             return None
-        from suanli.catalog import bundled_gpus, find_gpu
+        from suanli.live.bench.profile import local_gpu
 
-        gpu = find_gpu(torch.cuda.get_device_name(), bundled_gpus())
-        return gpu.peak_flops(precision)
+        gpu, _gpu_id = local_gpu(torch.cuda.get_device_name())
+        return None if gpu is None else gpu.peak_flops(precision)
     except Exception:  # unknown GPU or precision: no MFU, training goes on
         return None
 

@@ -8,8 +8,10 @@ nodes over loopback (how the tests run several "nodes" on one machine; the numbe
 loopback, not a network).
 
 Each rank joins the world group and one group per node; the first rank of each node also joins
-the "leaders" group. Three tiers are timed at each message size, the nccl-tests way (bus
-bandwidth = ``2(n-1)/n x size / time``, NVIDIA/nccl-tests doc/PERFORMANCE.md):
+the "leaders" group. Three tiers are timed at each message size, the nccl-tests way
+(:mod:`suanli.live.allreduce_timing`: warm-up, a loop of about :data:`TARGET_S`, the time averaged
+over the ranks; bus bandwidth ``2(n-1)/n x size / time``, NVIDIA/nccl-tests
+doc/PERFORMANCE.md):
 
 - ``intra-node``: every node's own all-reduce, all nodes at once (the links inside a node);
 - ``inter-node``: one rank per node (the network alone);
@@ -22,22 +24,22 @@ step from the 1-node step and the measured all-reduce of the gradients
 the speed model's all-reduce time for its link (:mod:`suanli.estimate.comm`), so a slow fabric
 shows as a measured/predicted ratio well below 1.
 
-PyTorch is imported inside the ranks, never when this module is imported; :func:`placement` and
-:func:`bus_bandwidth` are pure.
+PyTorch is imported inside the ranks, never when this module is imported; :func:`placement` is pure.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import statistics
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from suanli.i18n import N_
+from suanli.live.allreduce_timing import time_allreduce
+from suanli.live.bench.collectives import free_port
+from suanli.live.bench.grading import busbw
 from suanli.live.ranks import Rendezvous, join_group, rendezvous
 
 #: Where a rank says which node it counts as (containers sharing a hostname, simulated nodes).
@@ -53,8 +55,8 @@ DEFAULT_SIZES_BYTES: tuple[int, ...] = (64 * 1024, 1024 * 1024, 16 * 1024 * 1024
 MAX_SIZE_BYTES = 1024 * 1024 * 1024
 #: The most local processes a simulated run starts (the single-node ``--procs`` cap).
 MAX_SIMULATED_PROCESSES = 64
-#: Timed all-reduces per size (after two untimed ones).
-REPEATS = 5
+#: How long each size's timed loop lasts (seconds, nccl-tests' way: :mod:`allreduce_timing`).
+TARGET_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -111,21 +113,13 @@ def placement(node_names: Sequence[str], nnodes: int) -> Placement:
     return Placement(tuple(nodes), tuple(nodes.index(n) for n in node_names))
 
 
-def bus_bandwidth(nbytes: float, ranks: int, seconds: float) -> float:
-    """All-reduce bus bandwidth (bytes/s): ``2(n-1)/n x size / time`` (nccl-tests), the rate
-    each link carries, comparable across rank counts; 0 for one rank."""
-    if ranks <= 1 or seconds <= 0:
-        return 0.0
-    return 2 * (ranks - 1) / ranks * nbytes / seconds
-
-
 @dataclass(frozen=True)
 class TierPoint:
     """One message size on one tier."""
 
     nbytes: int
     seconds: float
-    """Median all-reduce time on rank 0."""
+    """Seconds per all-reduce, averaged over the tier's ranks (rank 0's group)."""
     bus_bytes_per_s: float
     predicted_s: float | None = None
     """The speed model's all-reduce time for this tier's link (NCCL on a catalog GPU)."""
@@ -137,10 +131,10 @@ class TierPoint:
 
 def tier_point(nbytes: int, ranks: int, seconds: float, predicted_s: float | None) -> TierPoint:
     """A measured size with its bus bandwidth and, given a prediction, the ratio to it."""
-    bus = bus_bandwidth(nbytes, ranks, seconds)
+    bus = busbw(nbytes / seconds, ranks) if seconds > 0 else 0.0
     if predicted_s is None or predicted_s <= 0:
         return TierPoint(nbytes, seconds, bus)
-    predicted_bus = bus_bandwidth(nbytes, ranks, predicted_s)
+    predicted_bus = busbw(nbytes / predicted_s, ranks)
     return TierPoint(nbytes, seconds, bus, predicted_s, predicted_bus, bus / predicted_bus)
 
 
@@ -182,41 +176,23 @@ def _node_name(environ: Mapping[str, str]) -> str:
     return environ.get(NODE_ENV) or socket.gethostname()
 
 
-def _timed_allreduce(dist: Any, buf: Any, group: Any, on_gpu: bool) -> float:
-    import torch
-
-    for _ in range(2):  # set-up of the communicator and the buffers: not timed
-        dist.all_reduce(buf, group=group)
-    times = []
-    for _ in range(REPEATS):
-        if on_gpu:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        dist.all_reduce(buf, group=group)
-        if on_gpu:
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def _model_links(
     backend: str, gpu_name: str | None, place: Placement, inter_node: str | None
 ) -> tuple[str | None, dict[str, Any], str | None]:
     """The catalog GPU and the speed model's link per tier, or why there is none."""
     if backend != "nccl" or not gpu_name:
         return None, {}, N_("the speed model describes NCCL on GPUs: gloo on CPUs has no figure")
-    from suanli.catalog import bundled_gpus, find_gpu
     from suanli.catalog.network import network_for
+    from suanli.live.bench.profile import local_gpu
 
-    try:
-        gpu = find_gpu(gpu_name, bundled_gpus())
-        net = network_for(gpu, place.ranks_per_node, inter_node, stripe_nics=True)
-    except (KeyError, ValueError):
+    gpu, _gpu_id = local_gpu(gpu_name)
+    if gpu is None:
         return (
             None,
             {},
             N_("{gpu} is not in the catalog: no speed-model figure").format(gpu=gpu_name),
         )
+    net = network_for(gpu, place.ranks_per_node, inter_node, stripe_nics=True)
     per = place.ranks_per_node
     links = {
         "intra-node": net.link_for(per),
@@ -307,7 +283,6 @@ def _measure(
         "all": place.nnodes * place.ranks_per_node,
     }
     tiers = []
-    on_gpu = backend == "nccl"
     for tier in TIERS:
         if sizes[tier] < 2:
             continue  # one rank per node: nothing to reduce inside a node
@@ -316,7 +291,9 @@ def _measure(
             buf = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32, device=device)
             dist.barrier()
             seconds = (
-                _timed_allreduce(dist, buf, my_tiers[tier], on_gpu) if tier in my_tiers else 0.0
+                time_allreduce(buf, my_tiers[tier], warmup=2, target_s=TARGET_S).seconds
+                if tier in my_tiers
+                else 0.0
             )
             link = links.get(tier)
             predicted = all_reduce_s(nbytes, sizes[tier], link) if link else None
@@ -337,7 +314,7 @@ def _measure(
     params = sum(p.numel() for p in model.parameters())
     grads = torch.zeros(params, dtype=torch.float32, device=device)
     dist.barrier()
-    allreduce = _timed_allreduce(dist, grads, None, on_gpu)
+    allreduce = time_allreduce(grads, warmup=2, target_s=TARGET_S).seconds
     dist.barrier()
     if rdv.rank != 0:
         return None
@@ -379,8 +356,6 @@ def measure_simulated(nnodes: int, procs_per_node: int, **kwargs: Any) -> NodesR
     """Start ``nnodes x procs_per_node`` local processes that count as ``nnodes`` nodes
     (loopback, gloo unless ``backend`` says otherwise) and return rank 0's result."""
     import torch.multiprocessing as mp
-
-    from suanli.live.scaling import free_port
 
     world = nnodes * procs_per_node
     ctx = mp.get_context("spawn")

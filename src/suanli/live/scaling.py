@@ -11,7 +11,6 @@ backward, docs/speed.md) then predicts the N-rank step from the 1-rank step. Bou
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import sys
 import time
@@ -19,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from suanli.i18n import N_
+from suanli.live.allreduce_timing import time_allreduce
+from suanli.live.bench.collectives import free_port
 
 
 @dataclass(frozen=True)
@@ -77,13 +78,6 @@ def share_cause(share: float) -> str:
     if share > COMMUNICATION_BOUND_SHARE:
         return N_("communication: the gradient all-reduce does not hide behind the backward pass")
     return N_("scales well: communication is mostly hidden")
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the ranks' rendezvous)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def build_mlp(hidden: int, layers: int, device: Any) -> Any:
@@ -147,20 +141,13 @@ def _worker(
     step_s = time_ddp_steps(model, batch, hidden, steps, device)
     params = sum(p.numel() for p in model.parameters())
     buf = torch.zeros(params, device=device)
-    ar = []
-    for _ in range(5):
-        dist.barrier()
-        start = time.perf_counter()
-        dist.all_reduce(buf)
-        if backend == "nccl":
-            torch.cuda.synchronize()
-        ar.append(time.perf_counter() - start)
+    allreduce_s = time_allreduce(buf, warmup=1, target_s=0.2).seconds
     if rank == 0:
         queue.put(
             {
                 "step_s": step_s,
                 "params": params,
-                "allreduce_s": statistics.median(ar[1:]),
+                "allreduce_s": allreduce_s,
                 "backend": backend,
             }
         )
