@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -261,15 +262,15 @@ def count_column() -> Any:
 
 
 def print_line(text: str, *, err: bool = False, fg: str | None = None) -> None:
-    """One line of prose, wrapped at word boundaries to the terminal's width (80 when piped),
-    continuation lines indented by two spaces."""
+    """One line of prose, wrapped to the terminal's width (80 when piped) by display cells, at
+    spaces or between CJK characters (the tables' rule, :func:`_breaks`), continuation lines
+    indented by two spaces."""
     import shutil
-    import textwrap
 
     import click
 
-    width = shutil.get_terminal_size((80, 24)).columns
-    wrapped = textwrap.fill(
-        text, width=max(width, 40), subsequent_indent="  ", break_on_hyphens=False
-    )
-    click.secho(wrapped, err=err, fg=fg)
+    width = max(shutil.get_terminal_size((80, 24)).columns, 40) - 2  # room for the indent
+    line = " ".join(text.split())  # as textwrap did: runs of whitespace are one space
+    cuts = [0, *_breaks(line, width), len(line)]
+    pieces = [line[a:b].strip() for a, b in itertools.pairwise(cuts)]
+    click.secho("\n  ".join(p for p in pieces if p), err=err, fg=fg)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
 from suanli.i18n import N_, _, sentence
 from suanli.units import MiB, fmt_bytes, fmt_rate
@@ -123,7 +123,7 @@ def scaling_cmd(
         ["", ""],
         rows,
     )
-    click.echo(_("cause: {cause}").format(cause=sentence(answer.cause)))
+    print_line(_("cause: {cause}").format(cause=sentence(answer.cause)))
 
 
 def _step_rows(
@@ -215,19 +215,19 @@ def _print_nodes(answer: NodesScalingAnswer) -> None:
         launcher=answer.launcher,
         backend=answer.backend,
     )
-    headers = [_("tier (ranks)"), _("size"), _("time"), _("bus bandwidth")]
+    headers = [_("tier (ranks)"), _("message size"), _("time"), _("bus bandwidth")]
     if modelled:
         headers += [_("speed model"), _("measured/model")]
     print_table(title, headers, rows)
     for tier in answer.tiers:
         if tier.link:
-            click.echo(
+            print_line(
                 _("{tier}: the speed model's link is {link}").format(
                     tier=_(_TIER[tier.name]), link=sentence(tier.link)
                 )
             )
     if answer.prediction_note:
-        click.echo(sentence(answer.prediction_note))
+        print_line(sentence(answer.prediction_note))
     step_rows = _step_rows(
         [_("step, node 0 alone"), f"{answer.step_1_node_s * 1e3:.1f} ms"],
         [
@@ -244,5 +244,5 @@ def _print_nodes(answer: NodesScalingAnswer) -> None:
         step_rows,
     )
     if answer.launcher == "simulated":
-        click.echo(_("simulated nodes: local processes over loopback, not your network"))
-    click.echo(_("cause: {cause}").format(cause=sentence(answer.cause)))
+        print_line(_("simulated nodes: local processes over loopback, not your network"))
+    print_line(_("cause: {cause}").format(cause=sentence(answer.cause)))
