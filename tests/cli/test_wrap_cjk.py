@@ -1,6 +1,6 @@
 """Chinese text wraps inside the terminal's width: a line may break between any two CJK
-characters (Chinese has no spaces), never before closing punctuation, and a Chinese field name
-in the narrow record view is padded in cells."""
+characters (Chinese has no spaces), never before closing or after opening punctuation, and a
+Chinese field name in the narrow record view is padded in cells."""
 
 from __future__ import annotations
 
@@ -19,6 +19,17 @@ def test_a_chinese_sentence_breaks_between_characters_within_the_width() -> None
     assert all(cell_len(line) <= 30 for line in lines), [cell_len(x) for x in lines]
     assert not any(line.startswith(("，", "。")) for line in lines)
     assert "".join(lines).replace(" ", "") == SENTENCE.replace(" ", "")
+
+
+def test_a_line_never_ends_with_opening_punctuation() -> None:
+    text = (
+        "改进：显存访问占每步的 42%：融合非矩阵乘算子（torch.compile；--kernels fused）"
+        " -> 4,611（1.03x）"
+    )
+    for width in range(12, 60):
+        lines = [line.plain for line in _wrap_text(Text(text), width)]
+        assert not any(line.rstrip().endswith(("（", "「", "《")) for line in lines), (width, lines)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", "")
 
 
 def test_a_latin_word_longer_than_the_line_stays_whole() -> None:

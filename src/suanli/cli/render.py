@@ -113,10 +113,12 @@ def table_layout(
 
 #: A token a line may break before: a run of non-space Latin text, or one CJK character (Chinese
 #: has no spaces between words; a line breaks between any two of its characters), each keeping
-#: the closing punctuation after it (a line never starts with "，" or "。").
+#: the closing punctuation after it and the opening punctuation before it (a line never starts
+#: with "，" or "。" and never ends with "（").
 _CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
 _CLOSING = "，。；：、！？）」』】》”’"
-_TOKEN = re.compile(rf"\s*(?:[{_CJK}]|[^\s{_CJK}]+)[{_CLOSING}]*\s*")
+_OPENING = "（「『【《“‘"
+_TOKEN = re.compile(rf"\s*[{_OPENING}]*(?:[{_CJK}]|[^\s{_CJK}]+)[{_CLOSING}]*\s*")
 
 
 def _breaks(line: str, width: int) -> list[int]:
