@@ -20,7 +20,8 @@ HERE = Path(__file__).resolve().parent.parent
 CODE = """
 import timeit
 from suanli.catalog import bundled_gpus, find_gpu
-from suanli.estimate.perf import inference_perf, training_perf
+from suanli.estimate.perf import training_perf
+from suanli.estimate.inference import inference_perf
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
 from suanli.hardware import device_for
 from suanli.models.resolve import load_model

@@ -76,6 +76,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "kv_dtype": str,
     "load": str,
     "shard_group": int,
+    "fp8_scaling": str,
 }
 
 #: How an inference row's requests were run (the ``load`` option): ``decode`` (default) reads

@@ -13,7 +13,9 @@ steering repository's shared/reference/kernel-profiles/network/), and:
   and prints the ``[[collective_fit]]`` rows for interconnect.toml and a Markdown error table;
 - fits each link's per-collective base latency and per-step latency (``base_latency_s``,
   ``latency_s``) jointly on the small-message all-reduces of 2, 4 and 8 GPUs
-  (:func:`fit_base_latency`, printed as ``# base-latency fit`` lines).
+  (:func:`fit_base_latency`, printed as ``# base-latency fit`` lines);
+- with ``--oneshot``, fits the serving engines' one-shot all-reduce on the H100 latencies of
+  ``tests/fixtures/oneshot-allreduce.csv`` (:func:`fit_oneshot`; sgl-project/sglang#2904).
 
 Times in the CSVs are milliseconds (median of three runs of the median of 11 back-to-back
 kernels, kineto kernel time on rank 0); ``size`` is bytes (fp16 elements x 2).
@@ -165,6 +167,37 @@ def base_latency_fits(base: Path) -> list[str]:
     return out
 
 
+ONESHOT_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce.csv"
+
+
+def fit_oneshot(path: Path = ONESHOT_FIXTURE) -> tuple[float, float, float]:
+    """(base_s, step_s, bytes_per_s) of ``t = base + step · log2(n) + (n-1)/n · S / B``, least
+    squares on the one-shot all-reduce latencies of ``tests/fixtures/oneshot-allreduce.csv``
+    (sgl-project/sglang#2904, H100): the ``oneshot_*`` fields of the nvlink4 link."""
+    import math
+
+    with path.open(encoding="utf-8") as f:
+        rows = [
+            (int(r["gpus"]), float(r["bytes"]), float(r["latency_us"]) * 1e-6)
+            for r in csv.DictReader(f)
+        ]
+    # Normal equations of the 3-parameter linear model (no numpy in this tool).
+    xs = [(1.0, math.log2(n), (n - 1) / n * size) for n, size, _ in rows]
+    ata = [[sum(x[i] * x[j] for x in xs) for j in range(3)] for i in range(3)]
+    aty = [sum(x[i] * t for x, (_, _, t) in zip(xs, rows, strict=True)) for i in range(3)]
+    for col in range(3):  # Gauss-Jordan elimination
+        pivot = ata[col][col]
+        ata[col] = [v / pivot for v in ata[col]]
+        aty[col] /= pivot
+        for row in range(3):
+            if row != col:
+                factor = ata[row][col]
+                ata[row] = [a - factor * b for a, b in zip(ata[row], ata[col], strict=True)]
+                aty[row] -= factor * aty[col]
+    base, step, per_byte = aty
+    return base, step, 1 / per_byte
+
+
 def main(folder: str) -> int:
     sys.path.insert(0, str(ROOT / "src"))
     from suanli.catalog import bundled_gpus, find_gpu
@@ -300,4 +333,8 @@ def _toml(
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--oneshot"]:
+        b, st, bw = fit_oneshot()
+        print(f"oneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}\noneshot_bytes_per_s = {bw:.3g}")
+        sys.exit(0)
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "../shared/reference/kernel-profiles"))

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from suanli.catalog.attention import attention_efficiency
+from suanli.catalog.attention import attention_efficiency, reference_for
 from suanli.catalog.decode_attention import decode_attention_efficiency
 from suanli.catalog.gpu import GPU
 from suanli.catalog.kernels import kernel_model
@@ -121,14 +121,25 @@ def _attention_for(gpu: GPU, precision: str, kernel: str | None = None) -> tuple
     return lru_cache(maxsize=256)(efficiency), source
 
 
+def _sdpa_attention_for(gpu: GPU, precision: str) -> tuple[Any, str]:
+    """PyTorch ``scaled_dot_product_attention`` on ``gpu`` where it is slower than the
+    generation's best kernel, else ``(None, "")``. Its flash backend is FlashAttention-2 on every
+    card (PyTorch does not ship FlashAttention-3) and its cuDNN backend is opt-in: on an H100 the
+    default SDPA ran at 329 TFLOPS where cuDNN and FlashAttention-3 ran at 631-632
+    (pytorch/pytorch#142132, nightly 2024-12-04; cuDNN made opt-in in #138649)."""
+    if gpu.form_factor == "cpu" or reference_for(gpu)[1] == "flash2":
+        return None, ""
+    return _attention_for(gpu, precision, kernel="flash2")
+
+
 def sdpa_device(device: Device, gpu: GPU) -> Device:
-    """``device`` with PyTorch's own fused attention: ``scaled_dot_product_attention``'s flash
-    backend is FlashAttention-2 on every card (PyTorch does not ship FlashAttention-3), which is
-    what eager diffusers pipelines run."""
-    attention, source = _attention_for(gpu, device.precision, kernel="flash2")
-    if attention is None:
+    """``device`` with PyTorch's own fused attention for every pass (what eager diffusers
+    pipelines run): see :func:`_sdpa_attention_for`."""
+    if device.sdpa_attention is None:
         return device
-    return replace(device, attention=attention, attention_source=source)
+    return replace(
+        device, attention=device.sdpa_attention, attention_source=device.sdpa_attention_source
+    )
 
 
 def device_for(
@@ -177,6 +188,7 @@ def device_for(
         else kernel_model(gpu, Ceiling(matmul_fraction, memory_fraction, source))
     )
     attention, attention_source = _attention_for(gpu, precision)
+    sdpa_attention, sdpa_source = _sdpa_attention_for(gpu, precision)
     return Device(
         name=gpu.id,
         peak_flops=peak,
@@ -190,6 +202,8 @@ def device_for(
         gemm=gemm,
         attention=attention,
         attention_source=attention_source,
+        sdpa_attention=sdpa_attention,
+        sdpa_attention_source=sdpa_source,
         decode_attention=None if gpu.form_factor == "cpu" else _decode_attention_for(gpu),
         precision=precision,
         host_bytes_per_s=0.0 if gpu.form_factor == "cpu" else host_copy_bytes_per_s(gpu),

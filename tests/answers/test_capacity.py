@@ -21,7 +21,7 @@ from suanli.answers.capacity import (
 )
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli.capacity import capacity_cmd
-from suanli.estimate.perf import inference_perf
+from suanli.estimate.inference import inference_perf
 from suanli.estimate.serving import Lengths, device_dtype, make_requests
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for

@@ -10,7 +10,8 @@ import pytest
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.estimate.elementwise import eager_bytes_per_token
 from suanli.estimate.flops import step_flops
-from suanli.estimate.perf import inference_perf, scaling, training_perf
+from suanli.estimate.inference import inference_perf
+from suanli.estimate.perf import scaling, training_perf
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.models.resolve import load_model
@@ -219,3 +220,25 @@ def test_decode_attention_reads_the_kv_cache_at_the_measured_kernel_rate() -> No
         )
     assert decode_attention_efficiency(h100, batch=1, context=1088)[0] < 0.3
     assert decode_attention_efficiency(h100, batch=64, context=4160)[0] > 0.8
+
+
+def test_pytorch_sdpa_runs_at_flash_attention_2_rates_on_hopper() -> None:
+    """PyTorch's SDPA picks its FlashAttention-2 backend (cuDNN is opt-in): on an H100 the
+    default SDPA measured 329 TFLOPS where FlashAttention-3 and cuDNN reached 631-632
+    (pytorch/pytorch#142132). The FlashAttention-3 paper's H100 figures give FlashAttention-2
+    319 and FlashAttention-3 579 TFLOPS (causal forward, head dim 128, seq 4k)."""
+    peak = H100.peak_flops
+    sdpa = H100.attention_efficiency(4096, 128, True, False, "sdpa") * peak
+    flash = H100.attention_efficiency(4096, 128, True, False, "flash") * peak
+    assert sdpa == pytest.approx(319e12, rel=0.02)
+    assert flash == pytest.approx(579e12, rel=0.02)
+    work = TrainWork(task="full", batch=2, seq=8192, kernels="fused", recompute="full")
+    with_sdpa = training_perf(LLAMA8, replace(work, attention="sdpa"), H100)
+    with_flash = training_perf(LLAMA8, replace(work, attention="flash"), H100)
+    assert with_sdpa.step_time_s > 1.05 * with_flash.step_time_s
+    # Ampere has no faster kernel than FlashAttention-2: the two options are one speed.
+    a100 = device_for(find_gpu("a100", GPUS), "bf16")
+    assert a100.sdpa_attention is None
+    assert training_perf(LLAMA8, replace(work, attention="sdpa"), a100).step_time_s == (
+        training_perf(LLAMA8, replace(work, attention="flash"), a100).step_time_s
+    )

@@ -22,7 +22,7 @@ from suanli.answers.capacity import CapacityRequest, CapacitySimulation, capacit
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli.capacity import capacity_cmd
 from suanli.cli.main import cli
-from suanli.estimate.perf import inference_perf
+from suanli.estimate.inference import inference_perf
 from suanli.estimate.serving import (
     POLICIES,
     EngineConfig,

@@ -113,7 +113,7 @@ def test_vector_equals_scalar(model: str, base: TrainWork, gpu: str) -> None:
 
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3"])
 def test_vector_inference_equals_scalar(model: str) -> None:
-    from suanli.estimate.perf import inference_perf
+    from suanli.estimate.inference import inference_perf
     from suanli.estimate.workload import InferWork
 
     spec = load_model(model).spec

@@ -17,8 +17,9 @@ from suanli.answers.base import NOT_IN_JSON, Answer
 from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.formats import get_format
+from suanli.estimate.inference import inference_perf
 from suanli.estimate.memory import inference_memory, training_memory
-from suanli.estimate.perf import inference_perf, training_perf
+from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for
 from suanli.i18n import N_

@@ -15,7 +15,8 @@ from suanli.answers.devices import resolve_gpu
 from suanli.answers.request import WorkRequest, build_work
 from suanli.answers.validity import check_job
 from suanli.catalog.formats import get_format
-from suanli.estimate.perf import Device, inference_perf, training_perf
+from suanli.estimate.inference import inference_perf
+from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
 from suanli.i18n import N_

@@ -323,7 +323,7 @@ def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
     estimates a static batch of up to 16 requests in bf16."""
     from suanli.answers.request import WorkRequest, build_work
     from suanli.estimate.fitting import fit_inference
-    from suanli.estimate.perf import inference_perf
+    from suanli.estimate.inference import inference_perf
     from suanli.estimate.workload import InferWork
     from suanli.hardware import device_for
     from suanli.models.resolve import load_model

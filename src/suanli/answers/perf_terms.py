@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from suanli.estimate.perf import Device, InferPerf, TrainPerf
+from suanli.estimate.inference import InferPerf
+from suanli.estimate.perf import Device, TrainPerf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 
@@ -67,6 +68,14 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
         )
     if work.task == "qlora":
         formula = N_("{formula} ; NF4 weights dequantized before each GEMM").format(formula=formula)
+    if work.attention == "sdpa" and device.sdpa_attention is not None:
+        # PyTorch's SDPA defaults to its FlashAttention-2 backend even where a faster kernel
+        # exists (FlashAttention-3, cuDNN on Hopper): say which rates were used.
+        formula = N_(
+            "{formula} ; attention by PyTorch SDPA: its FlashAttention-2 backend ({source}), "
+            "not the generation's fastest kernel (cuDNN attention is opt-in; "
+            "pytorch/pytorch#142132)"
+        ).format(formula=formula, source=device.sdpa_attention_source)
     terms = [
         TimeTerm(
             N_("compute (GEMMs and attention)"),
@@ -186,6 +195,21 @@ def infer_terms(
             )
         group, stride = (work.tp, 1) if work.tp > 1 else (work.pp, work.tp)
         efficiency, source = _link_source(device, group, stride)
+        shot = device.network.link_for(group, stride).oneshot if work.tp > 1 else None
+        if shot is not None:
+            parts.append(
+                N_(
+                    "each all-reduce of at most {max_kib:,} KiB the faster of NCCL and the serving "
+                    "engines' one-shot kernel: {base:.2f} + {step:.2f} x log2(tp) us + (tp - 1) / "
+                    "tp x bytes / {rate:.1f} GB/s ({source})"
+                ).format(
+                    max_kib=shot.max_bytes // 1024,
+                    base=shot.base_s * 1e6,
+                    step=shot.step_s * 1e6,
+                    rate=shot.bytes_per_s / 1e9,
+                    source=shot.source,
+                )
+            )
         terms.append(
             TimeTerm(
                 N_("communication: {kind}").format(

@@ -42,6 +42,9 @@ class WorkRequest:
     recompute: str = "none"
     attention: str = "sdpa"
     kernels: str = "eager"
+    fp8_scaling: str = "delayed"
+    """fp8 training: ``delayed`` (Transformer Engine, Megatron) or ``dynamic`` (torchao,
+    torchtitan)."""
     zero: int = 0
     tp: int = 1
     pp: int = 1
@@ -379,6 +382,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         dropout=req.dropout,
         overheads=overheads,
         kernels=req.kernels,
+        fp8_scaling=req.fp8_scaling,
         recompute_every=req.recompute_every,
         activation_offload=req.activation_offload,
         loss=req.loss,

@@ -16,7 +16,7 @@ from typing import Any
 from suanli.catalog.gpu import GPU, PRECISION_FIELDS
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.toml_data import read_data
-from suanli.estimate.comm import Link, Network
+from suanli.estimate.comm import Link, Network, OneShot
 from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
@@ -42,11 +42,49 @@ class LinkSpec:
     base_latency_source: str = ""
     """Where the base latency (and the per-step latency fitted with it) comes from."""
     base_latency_date: str = ""
+    oneshot: OneShot | None = None
+    """The serving engines' one-shot all-reduce over this link, where measured."""
 
     def link(self, bandwidth: float | None = None) -> Link:
         """As a :class:`Link`, optionally with a GPU-specific bandwidth."""
         bw = bandwidth if bandwidth is not None else self.unidirectional_bytes_per_s
-        return Link(self.name, bw, self.latency_s, self.bus_efficiency, self.base_latency_s)
+        return Link(
+            self.name, bw, self.latency_s, self.bus_efficiency, self.base_latency_s, self.oneshot
+        )
+
+
+def _oneshot(raw: dict[str, Any], lid: str) -> OneShot | None:
+    """The ``oneshot_*`` fields of a link, validated (None when the link has none)."""
+    if "oneshot_base_s" not in raw:
+        return None
+    try:
+        shot = OneShot(
+            base_s=float(raw["oneshot_base_s"]),
+            step_s=float(raw["oneshot_step_s"]),
+            bytes_per_s=float(raw["oneshot_bytes_per_s"]),
+            max_bytes=int(raw["oneshot_max_bytes"]),
+            source=str(raw["oneshot_source"]),
+            date=str(raw["oneshot_date"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise CatalogError(
+            N_(
+                "interconnect.toml, link {id!r}: a one-shot all-reduce needs numeric "
+                "oneshot_base_s, oneshot_step_s, oneshot_bytes_per_s, oneshot_max_bytes and a "
+                "source and date"
+            ).format(id=lid)
+        ) from None
+    plausible = (
+        0 <= shot.base_s <= 1e-3
+        and 0 <= shot.step_s <= 1e-3
+        and 1e8 <= shot.bytes_per_s <= 2e13
+        and 0 < shot.max_bytes <= 1 << 30
+    )
+    if not plausible or not (shot.source and shot.date):
+        raise CatalogError(
+            N_("interconnect.toml, link {id!r}: implausible one-shot all-reduce").format(id=lid)
+        )
+    return shot
 
 
 @lru_cache(maxsize=1)
@@ -68,6 +106,7 @@ def links() -> dict[str, LinkSpec]:
                 base_latency_s=float(raw.get("base_latency_s", 0.0)),
                 base_latency_source=str(raw.get("base_latency_source", "")),
                 base_latency_date=str(raw.get("base_latency_date", "")),
+                oneshot=_oneshot(raw, lid),
             )
         except KeyError as exc:
             raise CatalogError(

@@ -14,6 +14,7 @@ from suanli.cli.types import FloatRange, IntRange
 from suanli.estimate.workload import (
     ATTENTION,
     DTYPES,
+    FP8_SCALING,
     KERNELS,
     KV_DTYPES,
     LORA_TARGETS,
@@ -194,7 +195,11 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         type=click.Choice(ATTENTION),
         default="sdpa",
         show_default=True,
-        help=N_("eager materialises the s x s scores."),
+        help=N_(
+            "eager materialises the s x s scores; sdpa: PyTorch's scaled_dot_product_attention "
+            "(FlashAttention-2 kernels); flash: the generation's fastest fused kernel "
+            "(FlashAttention-3, or cuDNN through Transformer Engine, on Hopper)."
+        ),
     ),
     click.option(
         "--kernels",
@@ -204,6 +209,17 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         help=N_(
             "eager: one kernel per op (HF, torchtune); fused: Megatron, torch.compile or "
             "Liger (fewer kernels, and fused norms and SwiGLU keep fewer tensors)."
+        ),
+    ),
+    click.option(
+        "--fp8-scaling",
+        type=click.Choice(FP8_SCALING),
+        default="delayed",
+        show_default=True,
+        help=N_(
+            "With --dtype fp8: delayed scales from the amax history, one pass per cast "
+            "(Transformer Engine, Megatron); dynamic reads each tensor for its amax first "
+            "(torchao float8, torchtitan)."
         ),
     ),
     click.option(
@@ -401,6 +417,7 @@ SHAPE_OPTIONS = (
     "optimizer",
     "attention",
     "kernels",
+    "fp8_scaling",
     "lora_rank",
     "lora_targets",
     "dropout",

@@ -33,6 +33,24 @@ from suanli.i18n import N_
 
 
 @dataclass(frozen=True)
+class OneShot:
+    """The serving engines' one-shot all-reduce over one link (TensorRT-LLM's custom all-reduce
+    kernels, also used by vLLM and SGLang): every GPU reads its peers' buffers in one kernel.
+    ``t = base_s + step_s · log2(n) + (n - 1) / n · bytes / bytes_per_s`` up to ``max_bytes``."""
+
+    base_s: float
+    step_s: float
+    bytes_per_s: float
+    max_bytes: int
+    source: str = ""
+    date: str = ""
+
+    def seconds(self, nbytes: Any, n: Any, *, log2: Callable[[Any], Any] = math.log2) -> Any:
+        """One all-reduce of ``nbytes`` over ``n`` GPUs (ints, or arrays with numpy's log2)."""
+        return self.base_s + self.step_s * log2(n) + (n - 1) / n * nbytes / self.bytes_per_s
+
+
+@dataclass(frozen=True)
 class Link:
     """One tier of the network as seen by one GPU."""
 
@@ -45,6 +63,8 @@ class Link:
     base_latency_s: float = 0.0
     """Fixed cost paid once per collective (or point-to-point transfer), on top of the
     per-step ``latency_s``."""
+    oneshot: OneShot | None = None
+    """The serving engines' one-shot all-reduce over this link, where measured."""
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -160,6 +180,17 @@ class Network:
             link=self.inter.name, nics=self.nics_per_node, gpus=m
         )
         return Link(name, bandwidth, self.inter.latency_s, 1.0, self.inter.base_latency_s)
+
+
+def tp_all_reduce_s(nbytes: float, n: int, link: Link) -> float:
+    """A tensor-parallel all-reduce of a serving engine: the one-shot kernel where the link has
+    a measured one and the message is within its measured range and it beats NCCL, else NCCL
+    (:func:`all_reduce_s`)."""
+    nccl = all_reduce_s(nbytes, n, link)
+    shot = link.oneshot
+    if shot is None or n <= 1 or nbytes <= 0 or nbytes > shot.max_bytes:
+        return nccl
+    return min(nccl, float(shot.seconds(nbytes, n)))
 
 
 def all_reduce_s(nbytes: float, n: int, link: Link) -> float:

@@ -3,7 +3,7 @@
 llama.cpp runs the layers it offloads on the GPU and the others on the CPU from system memory,
 one after another for every token, so a pass takes the GPU's time for its share of the layers
 plus the CPU's time for the rest. Both times come from the same kernel-level model
-(:func:`suanli.estimate.perf.inference_perf`) on each device, scaled by the share of layers it
+(:func:`suanli.estimate.inference.inference_perf`) on each device, scaled by the share of layers it
 runs; the CPU's decode is bound by its memory bandwidth, which is why a model a few layers too
 big for the card loses most of its speed.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from suanli.estimate.perf import InferPerf
+from suanli.estimate.inference import InferPerf
 
 
 def split_layers(on_gpu: InferPerf, on_cpu: InferPerf, gpu_share: float, batch: int) -> InferPerf:

@@ -31,19 +31,16 @@ from suanli.estimate.elementwise import (
 from suanli.estimate.flops import forward_flops_per_token, step_flops
 from suanli.estimate.kernels import (
     GemmModel,
-    ServeKernels,
     fp8_cast_seconds,
     gemm_seconds,
     layer_gemms,
     nf4_dequant_seconds,
-    serve_forward,
 )
-from suanli.estimate.memory import kv_bytes_per_token, offloaded_activation_bytes
+from suanli.estimate.memory import offloaded_activation_bytes
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.sizes import lora_adapter_params, param_split
-from suanli.estimate.workload import InferWork, Parallelism, TrainWork
+from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.i18n import N_
-from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
 #: Fraction of the gradient all-reduce that overlaps the backward pass with bucketing
@@ -72,6 +69,11 @@ class Device:
     """Measured fused-attention efficiency as a fraction of the 16-bit dense peak, by
     ``(seq_len, head_dim, causal, backward)`` (None: the GEMM model's compute efficiency)."""
     attention_source: str = ""
+    sdpa_attention: Callable[[int, int, bool, bool], float] | None = None
+    """PyTorch ``scaled_dot_product_attention``'s efficiency where it differs from ``attention``:
+    its flash backend is FlashAttention-2 on every card and its cuDNN backend is opt-in, so on
+    Hopper it runs at FlashAttention-2's rates, not FlashAttention-3's (None: as ``attention``)."""
+    sdpa_attention_source: str = ""
     decode_attention: Callable[[int, int], float] | None = None
     """Measured paged decode-attention bandwidth utilization by ``(batch, context)``."""
     precision: str = ""
@@ -82,10 +84,17 @@ class Device:
     """The host CPU's memory bandwidth available to this GPU (an offloaded optimizer steps
     there); 0: unknown."""
 
-    def attention_efficiency(self, seq: int, head_dim: int, causal: bool, backward: bool) -> float:
-        """The attention core's efficiency (of the 16-bit peak) for one pass."""
+    def attention_efficiency(
+        self, seq: int, head_dim: int, causal: bool, backward: bool, kernel: str = "flash"
+    ) -> float:
+        """The attention core's efficiency (of the 16-bit peak) for one pass; ``kernel`` is the
+        work's attention option: ``sdpa`` (PyTorch's own kernels) or ``flash`` (the
+        generation's fastest fused kernel: FlashAttention-3 or cuDNN through Transformer Engine
+        on Hopper)."""
         if self.attention is None:
             return self.gemm_model.compute_efficiency
+        if kernel == "sdpa" and self.sdpa_attention is not None:
+            return self.sdpa_attention(seq, head_dim, causal, backward)
         return self.attention(seq, head_dim, causal, backward)
 
     @property
@@ -204,8 +213,8 @@ def train_matmul_seconds(
         # Fused kernels (FlashAttention, SDPA), measured: the backward pass recomputes the
         # scores and does 2.5x the forward's FLOPs (Dao 2023, §4.1).
         head_dim = spec.attention.head_dim
-        fwd = device.attention_efficiency(work.seq, head_dim, causal, False)
-        bwd = device.attention_efficiency(work.seq, head_dim, causal, True)
+        fwd = device.attention_efficiency(work.seq, head_dim, causal, False, work.attention)
+        bwd = device.attention_efficiency(work.seq, head_dim, causal, True, work.attention)
         core = core_flops / (bf16_peak * fwd)
         core_back = 2.5 * core_flops / (bf16_peak * bwd)
     forward, backward = g.forward_s + core, g.backward_s + core_back
@@ -219,6 +228,7 @@ def train_matmul_seconds(
             bw,
             model,
             expert_share=share,
+            scaling=work.fp8_scaling,
             maximum=maximum,
         )
     if work.task == "qlora":
@@ -540,203 +550,3 @@ def scaling(spec: ModelSpec, work: TrainWork, device: Device) -> dict[str, float
         "speedup": speedup,
         "efficiency": speedup / work.parallel.gpus,
     }
-
-
-# --- inference -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class InferPerf:
-    """Latency and throughput of serving."""
-
-    prefill_flops: float
-    decode_flops_per_token: float
-    ttft_s: float
-    tpot_s: float
-    tokens_per_s: float
-    bound: str
-    """What limits decode: ``compute`` or ``memory``."""
-    decode_bytes_per_step: float
-    compute_bound_batch: int
-    """The batch from which a decode step is limited by compute rather than memory."""
-    breakdown_s: dict[str, float]
-    request_s: float = 0.0
-    """One request end to end: TTFT + (output - 1) x TPOT."""
-    batch_tokens_per_s: float = 0.0
-    """Output tokens/s of a static batch (every sequence starts together and the prefill runs
-    first): batch x output / request_s."""
-
-
-def weight_bytes(spec: ModelSpec, work: InferWork) -> float:
-    """Weight bytes on one GPU of ``work.tp`` in ``work.weight_format``: the linear layers
-    quantized, the rest (embeddings, LM head, norms) in 16 bits; GGUF and 16-bit formats whole."""
-    from suanli.catalog.formats import get_format
-
-    fmt = get_format(work.weight_format)
-    split = param_split(spec, work.tp)
-    if fmt.kind == "gguf" or fmt.bits_per_weight >= 16:
-        return split.total * fmt.bits_per_weight / 8
-    return split.layer_linear * fmt.bits_per_weight / 8 + split.other * 2
-
-
-def active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
-    """Weights a decode step reads: all dense weights, and the experts the batch touches."""
-    total = weight_bytes(spec, work)
-    if not spec.is_moe or spec.moe is None:
-        return total
-    counts = count_params(spec).by_component
-    experts = counts["experts"]
-    touched = 1 - (1 - spec.moe.experts_per_token / spec.moe.num_experts) ** batch
-    return total * (1 - experts / count_params(spec).total * (1 - touched))
-
-
-def serve_kernels(
-    spec: ModelSpec,
-    weight_format: str,
-    kv_bytes_per_seq: Any,
-    batch: Any,
-    tp: Any,
-    prompt: int,
-    device: Device,
-    *,
-    kv_efficiency: Any = None,
-    maximum: Callable[[Any, Any], Any] = max,
-    ceil: Callable[[Any], Any] = math.ceil,
-) -> tuple[ServeKernels, ServeKernels]:
-    """Kernel-level seconds of the prefill of ``batch`` prompts and of one decode step
-    (:func:`suanli.estimate.kernels.serve_forward`); ``kv_bytes_per_seq`` is the KV cache one
-    sequence holds on one GPU at the average decode context. Floats or numpy arrays."""
-    from suanli.catalog.formats import get_format
-
-    fmt = get_format(weight_format)
-    weight_bytes_per_element = fmt.bits_per_weight / 8
-    shapes = linear_shapes(spec)
-    moe = spec.moe
-    share = moe.experts_per_token / moe.num_experts if moe is not None else 1.0
-    common = {
-        "shapes": shapes,
-        "num_layers": spec.num_layers,
-        "hidden": spec.hidden_size,
-        "vocab": spec.vocab_size if spec.is_decoder else 0,
-        "tp": tp,
-        "weight_bytes": weight_bytes_per_element,
-        "peak_flops": device.peak_flops,
-        "bandwidth_bytes_per_s": device.memory_bytes_per_s,
-        "model": device.gemm_model,
-        "expert_share": share,
-        "num_experts": moe.num_experts if moe is not None else 1,
-        "maximum": maximum,
-        "ceil": ceil,
-    }
-    core = forward_flops_per_token(spec, prompt, causal=True)["attention_core"]
-    # Attention stays in 16 bits with fp8 weights: half the fp8 tensor rate.
-    bf16_peak = device.peak_flops / 2 if device.precision == "fp8" else device.peak_flops
-    rate = bf16_peak * device.attention_efficiency(prompt, spec.attention.head_dim, True, False)
-    prefill = serve_forward(
-        rows=batch * prompt,
-        sequences=batch,
-        attention_flops=core * prompt * batch,
-        attention_flops_per_s=rate,
-        **common,
-    )
-    touched = 1 - (1 - share) ** batch if moe is not None else 1.0
-    decode = serve_forward(
-        rows=batch,
-        sequences=batch,
-        kv_bytes=kv_bytes_per_seq * batch,
-        kv_efficiency=kv_efficiency,
-        touched_share=touched,
-        **common,
-    )
-    return prefill, decode
-
-
-def inference_perf(
-    spec: ModelSpec, work: InferWork, device: Device, prompt: int, output: int
-) -> InferPerf:
-    """Prefill ``prompt`` tokens, then decode ``output`` tokens, for ``work.batch`` sequences."""
-    tp = work.tp
-    b = 2
-    # Prefill: compute-bound matmuls over the whole prompt (causal attention).
-    per_token = forward_flops_per_token(spec, prompt, causal=True)
-    prefill_flops = sum(per_token.values()) * prompt * work.batch
-    prefill_compute = prefill_flops / tp / device.matmul_flops
-    weights = weight_bytes(spec, work)
-    prefill_memory = weights / device.bandwidth
-    net = device.network
-    link = net.link_for(tp)
-    tp_comm = (
-        2 * spec.num_layers * all_reduce_s(work.batch * prompt * spec.hidden_size * b, tp, link)
-        if tp > 1
-        else 0.0
-    )
-    # Pipeline stages run in turn for every token (no micro-batch overlap, as llama.cpp's layer
-    # split): the pass costs what one GPU holding every layer would, plus one activation hop
-    # between neighbouring stages.
-    hops = work.pp - 1
-    pp_link = net.point_to_point_link(work.pp, tp) if hops else link
-    pp_prefill = hops * p2p_s(work.batch * prompt * spec.hidden_size * b / tp, pp_link)
-    pp_decode = hops * p2p_s(work.batch * spec.hidden_size * b / tp, pp_link)
-    tp_comm += pp_prefill
-    context = prompt + output / 2
-    per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
-    kv_eff = (
-        device.decode_attention(work.batch, int(context))
-        if device.decode_attention is not None
-        else None
-    )
-    prefill_k, decode_k = serve_kernels(
-        spec, work.weight_format, per_seq_kv, work.batch, tp, prompt, device, kv_efficiency=kv_eff
-    )
-    # Kernel by kernel (GEMMs by shape, attention, element-wise floors), never faster than the
-    # roofline of the whole pass.
-    ttft = max(prefill_compute, prefill_memory, prefill_k.total_s) + tp_comm
-    # Decode: one token per sequence per step, attending to the average context.
-    decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
-    decode_flops = decode_per_token * work.batch
-    kv = per_seq_kv * work.batch
-    step_bytes = active_weight_bytes(spec, work, work.batch) + kv
-    decode_compute = decode_flops / tp / device.matmul_flops
-    decode_memory = step_bytes / device.bandwidth
-    decode_comm = (
-        2 * spec.num_layers * all_reduce_s(work.batch * spec.hidden_size * b, tp, link)
-        if tp > 1
-        else 0.0
-    ) + pp_decode
-    tpot = max(decode_compute, decode_memory, decode_k.total_s) + decode_comm
-    bound = "compute" if decode_compute >= decode_memory else "memory"
-    # Smallest batch where compute time per step reaches memory time.
-    per_seq_flops = decode_per_token / tp / device.matmul_flops
-    per_seq_mem = per_seq_kv / device.bandwidth
-    weights_s = weights / device.bandwidth
-    crossover = (
-        math.inf if per_seq_flops <= per_seq_mem else weights_s / (per_seq_flops - per_seq_mem)
-    )
-    compute_bound_batch = int(min(math.ceil(crossover), 1 << 20)) if math.isfinite(crossover) else 0
-    tokens_per_s = work.batch / tpot
-    # A static batch (offline benchmarks such as TensorRT-LLM's gptSessionBenchmark or vLLM's
-    # benchmark_latency) prefills every prompt, then decodes: its rate counts the prefill too.
-    request_s = ttft + max(output - 1, 0) * tpot
-    return InferPerf(
-        prefill_flops,
-        decode_per_token,
-        ttft,
-        tpot,
-        tokens_per_s,
-        bound,
-        step_bytes,
-        compute_bound_batch,
-        {
-            "prefill_compute": prefill_compute,
-            "prefill_memory": prefill_memory,
-            "decode_compute": decode_compute,
-            "decode_memory": decode_memory,
-            "communication": tp_comm + decode_comm,
-            "prefill_kernels": prefill_k.total_s,
-            "decode_gemms": decode_k.gemm_s,
-            "decode_attention": decode_k.attention_s,
-            "decode_small_ops": decode_k.small_ops_s,
-        },
-        request_s,
-        work.batch * output / request_s,
-    )

@@ -97,6 +97,21 @@ def _all_reduce(nbytes: Array, n: Array, bw: Array, lat: Array, base: Array) -> 
     return np.where((n <= 1) | (nbytes <= 0), 0.0, np.minimum(ring, tree) + base)
 
 
+def _tp_all_reduce(
+    nbytes: Array, n: Array, net: Network, bw: Array, lat: Array, base: Array
+) -> Array:
+    """:func:`suanli.estimate.comm.tp_all_reduce_s` per element: NCCL, or the serving engines'
+    one-shot kernel inside a node whose link has one, where it is faster."""
+    nccl = _all_reduce(nbytes, n, bw, lat, base)
+    shot = net.intra.oneshot
+    if shot is None:
+        return nccl
+    n_f = np.maximum(n.astype(np.float64), 1.0)
+    inside = n <= net.gpus_per_node
+    usable = inside & (n > 1) & (nbytes > 0) & (nbytes <= shot.max_bytes)
+    return np.where(usable, np.minimum(nccl, shot.seconds(nbytes, n_f, log2=np.log2)), nccl)
+
+
 def _reduce_scatter(nbytes: Array, n: Array, bw: Array, lat: Array, base: Array) -> Array:
     n_f = n.astype(np.float64)
     t = (n_f - 1) / n_f * nbytes / bw + (n_f - 1) * lat + base
@@ -424,10 +439,10 @@ def infer_speed(
     output: int,
     device: Device,
 ) -> dict[str, Array]:
-    """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.perf.inference_perf`) per (batch, tp)."""
+    """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per (batch, tp)."""
     from suanli.estimate.flops import forward_flops_per_token
+    from suanli.estimate.inference import active_weight_bytes, serve_kernels, weight_bytes
     from suanli.estimate.memory import kv_bytes_per_token
-    from suanli.estimate.perf import active_weight_bytes, serve_kernels, weight_bytes
     from suanli.estimate.workload import InferWork
 
     batch = np.asarray(batch, dtype=np.int64)
@@ -453,7 +468,9 @@ def infer_speed(
     layers = spec.num_layers
     h = spec.hidden_size
     prefill_comm = np.where(
-        tp > 1, 2 * layers * _all_reduce(batch * prompt * h * b, tp, bw, lat, base), 0.0
+        tp > 1,
+        2 * layers * _tp_all_reduce(batch * prompt * h * b, tp, device.network, bw, lat, base),
+        0.0,
     )
     kv_eff = None
     if device.decode_attention is not None:
@@ -475,7 +492,9 @@ def infer_speed(
     kv = kv_tok * context * batch
     decode_compute = decode_per_token * batch / tp / device.matmul_flops
     decode_memory = (active + kv) / device.bandwidth
-    decode_comm = np.where(tp > 1, 2 * layers * _all_reduce(batch * h * b, tp, bw, lat, base), 0.0)
+    decode_comm = np.where(
+        tp > 1, 2 * layers * _tp_all_reduce(batch * h * b, tp, device.network, bw, lat, base), 0.0
+    )
     tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s) + decode_comm
     return {
         "ttft_s": ttft,

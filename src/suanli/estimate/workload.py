@@ -27,6 +27,11 @@ SAVED_TENSORS = ("hf", "megatron")
 ZERO_BUCKETS = ("none", "deepspeed")
 ATTENTION = ("eager", "sdpa", "flash")
 KERNELS = ("eager", "fused")
+#: fp8 scaling recipes: ``delayed`` takes each tensor's scale from its amax history and casts in
+#: one pass (Transformer Engine's DelayedScaling, Megatron's default ``--fp8-recipe delayed``);
+#: ``dynamic`` reads each tensor for its amax before casting it (torchao float8, torchtitan;
+#: Megatron's ``--fp8-recipe tensorwise``).
+FP8_SCALING = ("delayed", "dynamic")
 DEVICES = ("cuda", "cpu")
 KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
@@ -205,10 +210,13 @@ class TrainWork:
     """``eager``: one kernel per PyTorch op (Hugging Face, torchtune without compile);
     ``fused``: fused norms, activations and RoPE (Megatron, torch.compile, Liger). Changes the
     memory traffic of the non-matmul ops, and what the norms and SwiGLU keep for backward."""
+    fp8_scaling: str = "delayed"
+    """How fp8 training scales its casts (:data:`FP8_SCALING`); only read when ``dtype`` is fp8."""
 
     def __post_init__(self) -> None:
         _choice("task", self.task, TRAIN_TASKS)
         _choice("kernels", self.kernels, KERNELS)
+        _choice("fp8_scaling", self.fp8_scaling, FP8_SCALING)
         _positive("batch", self.batch)
         _positive("seq", self.seq)
         _positive("grad_accum", self.grad_accum)

@@ -20,6 +20,7 @@ from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.estimate.workload import (
     ATTENTION,
     DTYPES,
+    FP8_SCALING,
     KERNELS,
     KV_DTYPES,
     LOSSES,
@@ -63,6 +64,7 @@ Optimizer = Annotated[str, _one_of(OPTIMIZERS)]
 Recompute = Annotated[str, _one_of(RECOMPUTE)]
 Attention = Annotated[str, _one_of(ATTENTION)]
 Kernels = Annotated[str, _one_of(KERNELS)]
+Fp8Scaling = Annotated[str, _one_of(FP8_SCALING)]
 KvDtype = Annotated[str, _one_of(KV_DTYPES)]
 Loss = Annotated[str, _one_of(LOSSES)]
 SavedTensors = Annotated[str, _one_of(SAVED_TENSORS)]
@@ -95,6 +97,7 @@ class _Shape(BaseModel):
     optimizer: Optimizer = "adamw"
     attention: Attention = "sdpa"
     kernels: Kernels = "eager"
+    fp8_scaling: Fp8Scaling = "delayed"
     lora_rank: int = Field(16, ge=1, le=4096)
     lora_targets: str = Field("q,k,v,o", max_length=100)
     dropout: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from suanli.estimate.comm import all_reduce_s
+from suanli.estimate.comm import tp_all_reduce_s
 from suanli.estimate.flops import forward_flops_per_token
+from suanli.estimate.inference import weight_bytes
 from suanli.estimate.kernels import SERVING_SMALL_OPS
 from suanli.estimate.memory import inference_memory, kv_bytes_per_token
-from suanli.estimate.perf import Device, weight_bytes
+from suanli.estimate.perf import Device
 from suanli.estimate.serving.config import EngineConfig
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import KV_DTYPES, InferWork, check_tensor_parallel
@@ -114,9 +115,8 @@ class ReplicaCost:
         if self.tp <= 1 or tokens <= 0:
             return 0.0
         link = self.device.network.link_for(self.tp)
-        return (
-            2 * self.layers * all_reduce_s(tokens * self.allreduce_bytes_per_token, self.tp, link)
-        )
+        message_bytes = tokens * self.allreduce_bytes_per_token
+        return 2 * self.layers * tp_all_reduce_s(message_bytes, self.tp, link)
 
     def iteration_s(
         self, tokens: int, logits: int, keys: float, kv_positions: float, overhead: float = 0.0

@@ -1,0 +1,113 @@
+"""The serving engines' one-shot all-reduce (TensorRT-LLM's custom kernels, in vLLM and SGLang)
+against the latencies measured on H100 (tests/fixtures/oneshot-allreduce.csv, sglang#2904)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from suanli.catalog import bundled_gpus, find_gpu
+from suanli.catalog.network import get_link
+from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
+from suanli.estimate.vector import _pick, _tp_all_reduce
+from suanli.hardware import device_for
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce.csv"
+with FIXTURE.open(encoding="utf-8") as _f:
+    MEASURED = [
+        (int(r["gpus"]), int(r["bytes"]), float(r["latency_us"]) * 1e-6) for r in csv.DictReader(_f)
+    ]
+NVLINK4 = get_link("nvlink4").link()
+
+
+def test_fit_is_close_to_every_measured_point() -> None:
+    shot = NVLINK4.oneshot
+    assert shot is not None
+    errors = [abs(shot.seconds(size, n) - t) / t for n, size, t in MEASURED]
+    assert statistics.median(errors) < 0.10
+    assert max(errors) < 0.5
+
+
+def test_catalog_fields_are_what_the_research_fit_gives() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "derive_collective_fits", ROOT / "docs" / "research" / "derive_collective_fits.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    base, step, bandwidth = module.fit_oneshot(FIXTURE)
+    shot = NVLINK4.oneshot
+    assert shot is not None
+    assert shot.base_s == pytest.approx(base, rel=0.01)
+    assert shot.step_s == pytest.approx(step, rel=0.01)
+    assert shot.bytes_per_s == pytest.approx(bandwidth, rel=0.01)
+
+
+def test_small_tensor_parallel_all_reduce_is_a_few_microseconds_on_h100() -> None:
+    """A decode step's all-reduce (one token of a 70B model: 16 KiB) on 2 H100s: the measured
+    kernel takes ~4 us where NCCL's ring or tree costs tens of microseconds."""
+    nbytes = 8192 * 2
+    assert tp_all_reduce_s(nbytes, 2, NVLINK4) == pytest.approx(4.2e-6, rel=0.15)
+    assert all_reduce_s(nbytes, 2, NVLINK4) > 4 * tp_all_reduce_s(nbytes, 2, NVLINK4)
+
+
+def test_large_messages_and_unmeasured_links_stay_on_nccl() -> None:
+    big = 64 * 2**20
+    assert tp_all_reduce_s(big, 8, NVLINK4) == all_reduce_s(big, 8, NVLINK4)
+    # Beyond the measured 1 MiB the fit is not used even where it would be cheaper.
+    just_over = 2**20 + 2
+    assert tp_all_reduce_s(just_over, 2, NVLINK4) == all_reduce_s(just_over, 2, NVLINK4)
+    nvlink3 = get_link("nvlink3").link()
+    assert nvlink3.oneshot is None
+    assert tp_all_reduce_s(16384, 8, nvlink3) == all_reduce_s(16384, 8, nvlink3)
+
+
+@pytest.mark.parametrize("gpu", ["h100", "a100", "l40s"])
+def test_vectorized_equals_scalar(gpu: str) -> None:
+    net: Network = device_for(find_gpu(gpu, bundled_gpus()), "bf16").network
+    tp = np.array([1, 2, 4, 8, 2, 8, 16])
+    nbytes = np.array([16384, 16384, 65536, 262144, 4e6, 1.5e6, 16384], dtype=float)
+    bw, lat, base = _pick(net, tp, np.ones_like(tp))
+    vector = _tp_all_reduce(nbytes, tp, net, bw, lat, base)
+    for i in range(len(tp)):
+        n = int(tp[i])
+        scalar = tp_all_reduce_s(float(nbytes[i]), n, net.link_for(n)) if n > 1 else 0.0
+        assert vector[i] == pytest.approx(scalar, rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"oneshot_bytes_per_s": "fast"}, "needs numeric"),
+        ({"oneshot_source": None}, "needs numeric"),
+        ({"oneshot_base_s": -1.0}, "implausible"),
+        ({"oneshot_max_bytes": 0}, "implausible"),
+        ({"oneshot_date": ""}, "implausible"),
+    ],
+)
+def test_a_bad_one_shot_row_is_one_sentence(change: dict[str, object], match: str) -> None:
+    from suanli.catalog import CatalogError
+    from suanli.catalog.network import _oneshot
+
+    raw: dict[str, object] = {
+        "oneshot_base_s": 2e-6,
+        "oneshot_step_s": 1e-6,
+        "oneshot_bytes_per_s": 3e10,
+        "oneshot_max_bytes": 2**20,
+        "oneshot_source": "a measurement",
+        "oneshot_date": "2025-01",
+    }
+    for key, value in change.items():
+        if value is None:
+            del raw[key]
+        else:
+            raw[key] = value
+    with pytest.raises(CatalogError, match=match):
+        _oneshot(raw, "x")
+    assert _oneshot({}, "x") is None
