@@ -439,7 +439,8 @@ def infer_speed(
     output: int,
     device: Device,
 ) -> dict[str, Array]:
-    """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per (batch, tp)."""
+    """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
+    (batch, tp)."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.inference import active_weight_bytes, serve_kernels, weight_bytes
     from suanli.estimate.memory import kv_bytes_per_token
