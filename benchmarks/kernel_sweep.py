@@ -58,6 +58,7 @@ try:  # an installed suanli, else the checkout's
 except ImportError:  # pragma: no cover - depends on the environment
     sys.path.insert(0, str(ROOT / "src"))
 
+from suanli.estimate.kernels import PROFILE_BLEND as BLEND  # noqa: E402
 from suanli.estimate.kernels import TILE, GemmModel, gemm_seconds  # noqa: E402
 
 SOURCE = "measured by benchmarks/kernel_sweep.py"
@@ -647,7 +648,7 @@ def fit_gemm(
     half = len(rows) // 2
 
     def predict(ce: float, me: float, launch: float) -> Any:
-        model = GemmModel(ce, me, launch, TILE, "fit")
+        model = GemmModel(ce, me, launch, TILE, "fit", blend=BLEND)
         return gemm_seconds(
             m, n, k, dtype_bytes, peak, bandwidth, model, maximum=np.maximum, ceil=np.ceil
         )
@@ -687,7 +688,9 @@ def fit_gemm(
 
 
 def errors_of(rows: list[dict[str, Any]], fit: dict[str, Any], dtype_bytes: float) -> Any:
-    model = GemmModel(fit["compute_efficiency"], fit["memory_efficiency"], fit["launch_s"], TILE)
+    model = GemmModel(
+        fit["compute_efficiency"], fit["memory_efficiency"], fit["launch_s"], TILE, blend=BLEND
+    )
     return sorted(
         abs(
             gemm_seconds(
@@ -886,6 +889,7 @@ def kernels_toml(state: dict[str, Any], meta: dict[str, Any]) -> str:
         f"memory_efficiency = {fit['memory_efficiency']}",
         f"launch_s = {fit['launch_s']:.2g}",
         f"tile = {TILE}",
+        f"blend = {BLEND}",
         f"gemms = {fit['gemms']}",
         f"median_error = {fit['median_error']:.3f}",
         f"p90_error = {fit['p90_error']:.3f}",

@@ -54,7 +54,8 @@ def test_cli_infer_json_equals_the_answer() -> None:
     ]
     assert all(r["fits"] and r["supported"] and r["warnings"] == [] for r in doc["rows"])
     slow = answer.rows[answer.slowest]
-    assert slow.device == "rtx-4090-24gb" and slow.reason == "" and slow.speedup_vs_slowest == 1
+    assert slow.tokens_per_s == min(r.tokens_per_s for r in answer.rows)
+    assert slow.reason == "" and slow.speedup_vs_slowest == 1
     for row in answer.rows:
         assert row.request_s == pytest.approx((row.ttft_s or 0) + 16 * (row.tpot_s or 0))
         assert row.speedup_vs_slowest == pytest.approx(row.tokens_per_s / slow.tokens_per_s)

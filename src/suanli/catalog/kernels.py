@@ -76,6 +76,7 @@ def kernel_model(gpu: GPU, ceiling: Ceiling, reference_ceiling: Ceiling | None =
         launch_s=float(fit["launch_s"]),
         tile=int(fit["tile"]),
         small_op_s=float(fit["small_op_s"]),
+        blend=float(fit.get("blend", 0.0)),
         source=N_(
             "GEMM kernel model, {how}: {gemms:,} measured GEMMs, median error "
             "{error:.0%} ({source})"
