@@ -21,7 +21,10 @@ CODE = """
 import timeit
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.estimate.perf import training_perf
-from suanli.estimate.inference import inference_perf
+try:
+    from suanli.estimate.inference import inference_perf
+except ImportError:  # a checkout from before 2026-12-02 keeps it in estimate/perf.py
+    from suanli.estimate.perf import inference_perf
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
 from suanli.hardware import device_for
 from suanli.models.resolve import load_model
