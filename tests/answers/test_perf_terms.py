@@ -46,3 +46,40 @@ def test_cli_explain_prints_each_term_and_json_carries_them() -> None:
 
     terms = json.loads(doc.stdout)["terms"]
     assert {"term", "seconds", "efficiency", "source", "formula"} <= set(terms[0])
+
+
+def test_explain_names_the_kernel_choices_it_made() -> None:
+    """The attention kernel SDPA runs on Hopper, the fp8 scaling recipe and the serving engines'
+    one-shot all-reduce are each said in the formula of the term they change."""
+    train = perf(
+        PerfRequest(
+            "llama-3.1-8b",
+            WorkRequest(
+                task="pretrain",
+                dtype="fp8",
+                fp8_scaling="dynamic",
+                gpus=8,
+                zero=3,
+                recompute="full",
+                attention="sdpa",
+            ),
+            gpu="h100",
+        )
+    )
+    assert isinstance(train, TrainPerfAnswer)
+    formula = train.terms[0].formula
+    assert "FlashAttention-2 backend" in formula and "pytorch/pytorch#142132" in formula
+    assert "dynamic scaling: 5 bytes" in formula
+    flash = perf(
+        PerfRequest(
+            "llama-3.1-8b",
+            WorkRequest(task="pretrain", gpus=8, zero=3, recompute="full", attention="flash"),
+            gpu="h100",
+        )
+    )
+    assert "FlashAttention-2 backend" not in flash.terms[0].formula
+    serve = perf(PerfRequest("llama-3.1-70b", WorkRequest(task="infer", tp=2, gpus=2), gpu="h100"))
+    comm = [t for t in serve.terms if t.term.startswith("communication")]
+    assert comm and "one-shot" in comm[0].formula and "sglang" in comm[0].formula
+    a100 = perf(PerfRequest("llama-3.1-70b", WorkRequest(task="infer", tp=4, gpus=4), gpu="a100"))
+    assert not any("one-shot" in t.formula for t in a100.terms)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from suanli.estimate.inference import InferPerf
+from suanli.estimate.kernels import FP8_CAST_BYTES
 from suanli.estimate.perf import Device, TrainPerf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
@@ -63,8 +64,11 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
     par = work.parallel
     formula = GEMM_FORMULA
     if work.dtype == "fp8":
-        formula = N_("{formula} ; fp8: linear layers only, with operand casts").format(
-            formula=formula
+        formula = N_(
+            "{formula} ; fp8: linear layers only, with operand casts ({scaling} scaling: "
+            "{cast_bytes:g} bytes moved per element cast)"
+        ).format(
+            formula=formula, scaling=work.fp8_scaling, cast_bytes=FP8_CAST_BYTES[work.fp8_scaling]
         )
     if work.task == "qlora":
         formula = N_("{formula} ; NF4 weights dequantized before each GEMM").format(formula=formula)
