@@ -804,3 +804,41 @@ def test_page_messages_come_from_the_catalog() -> None:
         assert en["lang"] == "en" and en["messages"]["Plan"] == "Plan"
         bad = c.get("/api/messages?lang=fr")
         assert bad.status_code == 400 and "zh or en" in bad.json()["error"]
+
+
+def test_fp8_scaling_is_an_option_of_the_api_too(client: TestClient) -> None:
+    body = {
+        "model": "llama-3.1-8b",
+        "task": "pretrain",
+        "dtype": "fp8",
+        "gpu": "h100",
+        "gpus": 8,
+        "zero": 3,
+        "recompute": "full",
+    }
+    delayed = client.post("/api/perf", json=body)
+    dynamic = client.post("/api/perf", json={**body, "fp8_scaling": "dynamic"})
+    assert delayed.status_code == dynamic.status_code == 200, dynamic.text
+    assert dynamic.json()["step_time_s"] > delayed.json()["step_time_s"]
+    assert dynamic.json() == cli_json(
+        "perf",
+        "llama-3.1-8b",
+        "--task",
+        "pretrain",
+        "--dtype",
+        "fp8",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8",
+        "--zero",
+        "3",
+        "--recompute",
+        "full",
+        "--fp8-scaling",
+        "dynamic",
+    )
+    message = assert_one_sentence(
+        client.post("/api/perf", json={**body, "fp8_scaling": "bogus"}), (400, 422)
+    )
+    assert "fp8_scaling" in message
