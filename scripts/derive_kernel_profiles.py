@@ -25,6 +25,10 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from suanli.estimate.kernels import PROFILE_BLEND  # noqa: E402
+
 #: Catalog ids of the profiled cards (fp16 dense peak, bytes/s).
 CARDS = {"a100": "a100-sxm-80gb", "h100": "h100-sxm-80gb", "a40": "a40-48gb"}
 #: Token counts kept in the test fixture (the profiles step by 1-32 tokens up to 16k).
@@ -56,7 +60,7 @@ def gemms(row: dict[str, str]) -> list[tuple[str, int, int, int, float]]:
 #: ``suanli.estimate.kernels.PROFILE_BLEND``. Largest |bias| on A100 / H100 / A40 (2026-12-02
 #: run): max 8.4% / 8.1% / 7.7%; 1.5: 7.2% / 6.0% / 6.3%; 2: 2.3% / 4.4% / 3.0%; 2.5: 4.5% /
 #: 5.0% / 3.5%; 3: 4.4% / 5.5% / 4.2%.
-BLEND = 2.0
+BLEND = PROFILE_BLEND
 #: Blends printed for comparison.
 BLENDS = (0.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 #: Ranges of rows (M) the bias is reported over.
@@ -89,7 +93,6 @@ def fit(m: Any, n: Any, k: Any, s: Any, peak: float, bw: float, p: float) -> tup
 
 
 def main(folder: str) -> int:
-    sys.path.insert(0, str(ROOT / "src"))
     from suanli.catalog import find_gpu, load_catalog
     from suanli.estimate.kernels import GemmModel, gemm_seconds
 

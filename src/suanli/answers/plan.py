@@ -110,6 +110,11 @@ class TrainPlanRow:
     """``buy-or-rent`` (consumer and workstation cards, ranked first for a personal fine-tune,
     each group compared within itself) or ``datacenter``; absent when the plan is not grouped."""
 
+    @property
+    def runnable(self) -> bool:
+        """A layout that fits and was not ruled out: one the plan can recommend or emit."""
+        return self.fits and not self.reason and self.layout is not None
+
 
 @dataclass(frozen=True)
 class ServeLayout:
@@ -141,6 +146,11 @@ class ServePlanRow:
     fits: bool
     reason: str
     layout: ServeLayout | None = field(default=None, metadata=FLATTEN_OPTIONAL)
+
+    @property
+    def runnable(self) -> bool:
+        """A layout that fits and was not ruled out: one the plan can recommend or emit."""
+        return self.fits and not self.reason and self.layout is not None
 
 
 @dataclass(frozen=True)
@@ -485,7 +495,7 @@ def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
 def _best(
     rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...],
 ) -> tuple[TrainPlanRow | ServePlanRow | None, TrainPlanRow | ServePlanRow | None]:
-    winners = [r for r in rows if r.fits and not r.reason and r.layout is not None]
+    winners = [r for r in rows if r.runnable]
     if not winners:
         return None, None
     # The cheapest per token among every row that can run it (not only the winner), leaving out

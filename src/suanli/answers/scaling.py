@@ -15,7 +15,13 @@ from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.errors import MissingExtra
 from suanli.i18n import N_
 from suanli.live.multinode import DEFAULT_SIZES_BYTES, NodesResult, Tier, measure_nodes
-from suanli.live.scaling import ScalingResult, measure_scaling, share_cause
+from suanli.live.scaling import (
+    ScalingResult,
+    communication_share,
+    measure_scaling,
+    share_cause,
+    step_speedup,
+)
 
 
 @dataclass(frozen=True)
@@ -179,8 +185,8 @@ def _nodes_cause(result: NodesResult, share: float) -> str:
 def nodes_answer(result: NodesResult, rank: int = 0) -> NodesScalingAnswer:
     """The answer's view of rank 0's :class:`NodesResult`."""
     nnodes = len(result.nodes)
-    speedup = nnodes * result.step_1_node_s / result.step_n_nodes_s
-    share = max(result.step_n_nodes_s - result.step_1_node_s, 0.0) / result.step_n_nodes_s
+    speedup = step_speedup(nnodes, result.step_1_node_s, result.step_n_nodes_s)
+    share = communication_share(result.step_1_node_s, result.step_n_nodes_s)
     return NodesScalingAnswer(
         launcher=result.launcher,
         backend=result.backend,

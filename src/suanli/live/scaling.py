@@ -38,7 +38,7 @@ class ScalingResult:
     @property
     def speedup(self) -> float:
         """Throughput of N ranks over one (same per-rank batch)."""
-        return self.processes * self.step_1_s / self.step_n_s
+        return step_speedup(self.processes, self.step_1_s, self.step_n_s)
 
     @property
     def efficiency(self) -> float:
@@ -48,7 +48,7 @@ class ScalingResult:
     @property
     def communication_share(self) -> float:
         """The N-rank step's time beyond the one-rank step, as a share of it."""
-        return max(self.step_n_s - self.step_1_s, 0.0) / self.step_n_s
+        return communication_share(self.step_1_s, self.step_n_s)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, with the cause in one line."""
@@ -67,6 +67,16 @@ class ScalingResult:
             "communication_share": self.communication_share,
             "cause": cause,
         }
+
+
+def step_speedup(n: int, step_1_s: float, step_n_s: float) -> float:
+    """Throughput of ``n`` workers (ranks or nodes) over one, at the same per-worker batch."""
+    return n * step_1_s / step_n_s
+
+
+def communication_share(step_1_s: float, step_n_s: float) -> float:
+    """The N-worker step's time beyond the one-worker step, as a share of it."""
+    return max(step_n_s - step_1_s, 0.0) / step_n_s
 
 
 #: Above this communication share the all-reduce is called the cause.

@@ -115,7 +115,7 @@ def job_shape(answer: PlanAnswer, framework: str = "hf") -> JobShape:
                 task=answer.task
             )
         )
-    row = next((r for r in answer.rows if r.fits and not r.reason and r.layout is not None), None)
+    row = next((r for r in answer.rows if r.runnable), None)
     if row is None or not isinstance(row.layout, TrainLayout):
         raise ValueError(
             N_(

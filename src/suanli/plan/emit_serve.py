@@ -73,7 +73,7 @@ def serve_shape(answer: PlanAnswer, framework: str = "hf") -> ServeShape:
                 "(not {framework})"
             ).format(framework=framework)
         )
-    row = next((r for r in answer.rows if r.fits and not r.reason and r.layout is not None), None)
+    row = next((r for r in answer.rows if r.runnable), None)
     if row is None or not isinstance(row.layout, ServeLayout):
         raise ValueError(
             N_(
