@@ -15,7 +15,12 @@ steering repository's shared/reference/kernel-profiles/network/), and:
   ``latency_s``) jointly on the small-message all-reduces of 2, 4 and 8 GPUs
   (:func:`fit_base_latency`, printed as ``# base-latency fit`` lines);
 - with ``--oneshot``, fits the serving engines' one-shot all-reduce on the H100 latencies of
-  ``tests/fixtures/oneshot-allreduce.csv`` (:func:`fit_oneshot`; sgl-project/sglang#2904).
+  ``tests/fixtures/oneshot-allreduce.csv`` (:func:`fit_oneshot`; sgl-project/sglang#2904);
+- with ``--protocols [folder]``, thins Vidur's 8xA100 curve into
+  ``tests/fixtures/collectives-vidur-a100-curve.csv`` and fits NVLink 3's two NCCL protocols
+  (:func:`fit_protocols`);
+- with ``--nvls``, fits NCCL's in-switch NVLS all-reduce on the 8-GPU ND H200 v5 curve of
+  ``tests/fixtures/azure-kernel-benchmarks.csv`` from 32 MiB up (:func:`fit_nvls`).
 
 Times in the CSVs are milliseconds (median of three runs of the median of 11 back-to-back
 kernels, kineto kernel time on rank 0); ``size`` is bytes (fp16 elements x 2).
@@ -168,6 +173,104 @@ def base_latency_fits(base: Path) -> list[str]:
 
 
 ONESHOT_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce.csv"
+AZURE_FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
+#: The NVLS fit uses one VM's curve (ND H200 v5, NCCL 2.20.5) from this size up, where NCCL runs
+#: NVLS; the ND H100 v5 curve (NCCL 2.18.5) is kept to validate it.
+NVLS_FIT_GPU = "h200-sxm-141gb"
+NVLS_FIT_MIN_BYTES = 32 * 2**20
+
+
+#: The A100 curve of Vidur thinned for the two-protocol fit: medians per group size and half
+#: octave of message size, from 64 KiB (written by ``--protocols``, read by the tests).
+CURVE_FIXTURE = ROOT / "tests" / "fixtures" / "collectives-vidur-a100-curve.csv"
+CURVE_MIN_BYTES = 64 * 1024
+
+
+def thin_curve(path: Path) -> list[tuple[int, int, float]]:
+    """(ranks, bytes, seconds): the medians of an intra-node all-reduce curve per group size
+    and half octave of size, from ``CURVE_MIN_BYTES`` (the dense 48-64 MiB sweep would
+    otherwise outweigh everything else)."""
+    import math
+
+    buckets: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
+    for (n, dpn), points in read(path, "all_reduce").items():
+        if n != dpn:  # groups that span nodes are another link
+            continue
+        for size, t in points:
+            if size >= CURVE_MIN_BYTES:
+                buckets[(n, round(2 * math.log2(size)))].append((size, t))
+    out = [
+        (n, int(statistics.median(s for s, _ in v)), statistics.median(t for _, t in v))
+        for (n, _), v in buckets.items()
+    ]
+    return sorted(out)
+
+
+def fit_protocols(
+    points: list[tuple[int, int, float]], link_id: str = "nvlink3"
+) -> tuple[float, float, float, float]:
+    """(small_efficiency, bulk_base_latency_s, median |error| with one protocol, with two) of
+    the link's all-reduce, least squares in log space over ``points`` (ranks, bytes, seconds),
+    the link's rate, bus efficiency, base and per-step latency held: the low-latency protocols
+    pay the base latency at ``small_efficiency`` of the rate, the bulk protocol pays
+    ``bulk_base_latency_s`` at the bus efficiency (grid of 0.01 and 2 us)."""
+    import math
+
+    from suanli.catalog.network import get_link
+
+    spec = get_link(link_id)
+    rate, eff = spec.unidirectional_bytes_per_s, spec.bus_efficiency
+    base, alpha = spec.base_latency_s, spec.latency_s
+
+    def ring_or_tree(n: int, size: float, bw: float) -> float:
+        ring = 2 * (n - 1) / n * size / bw + 2 * (n - 1) * alpha
+        return min(ring, 2 * size / bw + 2 * math.log2(n) * alpha)
+
+    def model(n: int, size: float, small: float | None, bulk_base: float) -> float:
+        one = ring_or_tree(n, size, rate * eff)
+        if small is None:
+            return one + base
+        return min(ring_or_tree(n, size, rate * small) + base, one + bulk_base)
+
+    best = (math.inf, 0.0, 0.0)
+    steps = round(eff * 100) - 19
+    for i in range(steps):
+        small = 0.20 + 0.01 * i
+        for j in range(200):
+            bulk_base = base + 2e-6 * j
+            err = sum(
+                (math.log(model(n, s, small, bulk_base)) - math.log(t)) ** 2 for n, s, t in points
+            )
+            if err < best[0]:
+                best = (err, small, bulk_base)
+    _, small, bulk_base = best
+    before = statistics.median(abs(model(n, s, None, 0) / t - 1) for n, s, t in points)
+    after = statistics.median(abs(model(n, s, small, bulk_base) / t - 1) for n, s, t in points)
+    return small, bulk_base, before, after
+
+
+def read_curve(path: Path = CURVE_FIXTURE) -> list[tuple[int, int, float]]:
+    """The thinned curve written by ``--protocols``."""
+    with path.open(encoding="utf-8") as f:
+        return [(int(r["ranks"]), int(r["bytes"]), float(r["seconds"])) for r in csv.DictReader(f)]
+
+
+def fit_nvls(
+    path: Path = AZURE_FIXTURE, gpu: str = NVLS_FIT_GPU, min_bytes: int = NVLS_FIT_MIN_BYTES
+) -> tuple[float, float, float]:
+    """(base_s, bytes_per_s, median relative error) of ``t = base + S / B`` (B the algorithm
+    bandwidth per GPU) on ``gpu``'s 8-GPU nccl-tests all-reduce times from ``min_bytes`` up
+    (times from the bus bandwidth: t = 2 (n-1)/n x S / busbw), least squares on relative
+    errors: the ``nvls_*`` fields of the nvlink4 link."""
+    points: list[tuple[int, float]] = []
+    with path.open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["kind"] != "all_reduce" or r["gpu"] != gpu or int(r["bytes"]) < min_bytes:
+                continue
+            n, size = int(r["ranks"]), int(r["bytes"])
+            points.append((size, 2 * (n - 1) / n * size / (float(r["measured"]) * 1e9)))
+    base, bandwidth, _, median = fit(points, 1.0)
+    return base, bandwidth, median
 
 
 def fit_oneshot(path: Path = ONESHOT_FIXTURE) -> tuple[float, float, float]:
@@ -335,6 +438,22 @@ def _toml(
 if __name__ == "__main__":
     if sys.argv[1:] == ["--oneshot"]:
         b, st, bw = fit_oneshot()
-        print(f"oneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}\noneshot_bytes_per_s = {bw:.3g}")
+        print(f"oneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}")
+        print(f"oneshot_bytes_per_s = {bw:.3g}")
+        sys.exit(0)
+    if sys.argv[1:2] == ["--protocols"]:
+        folder = Path(sys.argv[2] if len(sys.argv) > 2 else "../shared/reference/kernel-profiles")
+        curve = thin_curve(folder / "network" / "a100_dgx" / "all_reduce.csv")
+        with CURVE_FIXTURE.open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["ranks", "bytes", "seconds"])
+            w.writerows([n, s, f"{t:.6g}"] for n, s, t in curve)
+        small, bulk, before, after = fit_protocols(read_curve())
+        print(f"small_efficiency = {small:.2f}\nbulk_base_latency_s = {bulk:.3g}")
+        print(f"# {len(curve)} points; median error {before:.1%} with one protocol, {after:.1%}")
+        sys.exit(0)
+    if sys.argv[1:] == ["--nvls"]:
+        b, bw, med = fit_nvls()
+        print(f"nvls_base_s = {b:.3g}\nnvls_bytes_per_s = {bw:.3g}  # median error {med:.1%}")
         sys.exit(0)
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "../shared/reference/kernel-profiles"))

@@ -174,12 +174,14 @@ def device_for(
         ceiling.memory_fraction,
         ceiling.source,
     )
+    memory_source = ceiling.memory_source or source
     row = (calibration or {}).get((gpu.id, precision))
     if row is not None:
         matmul_fraction = min(float(row["matmul_flops"]) / peak, 1.0)
         bw = row.get("memory_bandwidth_bytes_per_s")
         if bw:
             memory_fraction = min(float(bw) / gpu.memory_bandwidth_bytes_per_s, 1.0)
+            memory_source = source_note
         source = source_note
     # CPUs have no tensor-core tiles or kernel launches to model: one efficiency for all.
     gemm = (
@@ -199,6 +201,7 @@ def device_for(
         tdp_watts=float(gpu.get("tdp_watts") or 0),
         usd_per_hour=float(gpu.get("cloud_usd_per_hour") or 0),
         efficiency_source=source,
+        memory_source=memory_source,
         gemm=gemm,
         attention=attention,
         attention_source=attention_source,

@@ -83,3 +83,27 @@ def test_explain_names_the_kernel_choices_it_made() -> None:
     assert comm and "one-shot" in comm[0].formula and "sglang" in comm[0].formula
     a100 = perf(PerfRequest("llama-3.1-70b", WorkRequest(task="infer", tp=4, gpus=4), gpu="a100"))
     assert not any("one-shot" in t.formula for t in a100.terms)
+
+
+def test_memory_term_cites_the_bandwidth_measurement_and_gemm_formula_its_blend() -> None:
+    """The element-wise term runs at the measured memory bandwidth (BabelStream on H100), not at
+    the matmul ceiling's source; the GEMM formula states the blend the kernel fit uses (p = 2)."""
+    answer = perf(PerfRequest("qwen2.5-0.5b", WorkRequest(task="full", gpus=8), gpu="h100"))
+    assert isinstance(answer, TrainPerfAnswer)
+    memory = next(t for t in answer.terms if t.term.startswith("memory"))
+    assert "BabelStream" in memory.source and "Matmul FLOPS" not in memory.source
+    compute = answer.terms[0]
+    assert "(t_c^p + t_m^p)^(1/p)" in compute.formula and "p = 2 " in compute.formula
+
+
+def test_data_parallel_term_names_nvls_inside_an_h100_node_only() -> None:
+    def dp_source(gpus: int) -> str:
+        answer = perf(
+            PerfRequest("qwen2.5-0.5b", WorkRequest(task="full", gpus=gpus, zero=0), gpu="h100")
+        )
+        assert isinstance(answer, TrainPerfAnswer)
+        return next(t.source for t in answer.terms if t.term == "communication: data_parallel")
+
+    assert "NVLS" in dp_source(8)
+    assert "NVLS" not in dp_source(16)
+    assert "NVLS" not in dp_source(4)

@@ -14,7 +14,7 @@ import pytest
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.catalog.network import get_link
 from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
-from suanli.estimate.vector import _pick, _tp_all_reduce
+from suanli.estimate.vector import _tp_all_reduce
 from suanli.hardware import device_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,8 +73,7 @@ def test_vectorized_equals_scalar(gpu: str) -> None:
     net: Network = device_for(find_gpu(gpu, bundled_gpus()), "bf16").network
     tp = np.array([1, 2, 4, 8, 2, 8, 16])
     nbytes = np.array([16384, 16384, 65536, 262144, 4e6, 1.5e6, 16384], dtype=float)
-    bw, lat, base = _pick(net, tp, np.ones_like(tp))
-    vector = _tp_all_reduce(nbytes, tp, net, bw, lat, base)
+    vector = _tp_all_reduce(nbytes, tp, net)
     for i in range(len(tp)):
         n = int(tp[i])
         scalar = tp_all_reduce_s(float(nbytes[i]), n, net.link_for(n)) if n > 1 else 0.0

@@ -12,12 +12,13 @@ from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 
 GEMM_FORMULA = N_(
-    "sum over the linear layers of max(2 M' N' K / (peak x e_c), operand bytes / (bandwidth x "
-    "e_m)) + launch, M' N' padded to the 128 tile (16 below one tile); forward, input gradient, "
-    "weight gradient (suanli/estimate/kernels.py); fused attention at the FlashAttention-2/3 "
-    "rates measured for the sequence length and head dim (catalog/data/attention.toml), eager "
-    "attention at e_c"
+    "sum over the linear layers of (t_c^p + t_m^p)^(1/p) + launch with t_c = 2 M' N' K / (peak "
+    "x e_c), t_m = operand bytes / (bandwidth x e_m), p = {p} (p = inf: max(t_c, t_m)), M' N' "
+    "padded to the 128 tile (16 below one tile); forward, input gradient, weight gradient "
+    "(suanli/estimate/kernels.py); fused attention at the FlashAttention-2/3 rates measured for "
+    "the sequence length and head dim (catalog/data/attention.toml), eager attention at e_c"
 )
+
 COLLECTIVE_FORMULA = {
     "tensor_parallel": N_(
         "4 all-reduces per layer (6 with full recompute), ring or tree, alpha-beta "
@@ -44,25 +45,40 @@ class TimeTerm:
     formula: str
 
 
+def _gemm_formula(device: Device) -> str:
+    """:data:`GEMM_FORMULA` with the card's blend ``p`` (``inf``: the plain roofline)."""
+    blend = device.gemm_model.blend
+    return GEMM_FORMULA.format(p=f"{blend:g}" if blend > 0 else "inf")
+
+
 def _link_source(device: Device, group: int, stride: int) -> tuple[float, str]:
     link = device.network.link_for(group, stride)
-    return (
-        link.efficiency,
-        N_(
-            "{link}: {rate:,.0f} GB/s, {latency:.1f} us per step (catalog/data/interconnect.toml)"
-        ).format(
-            link=link.name,
-            rate=link.bandwidth_bytes_per_s / 1e9,
-            latency=link.latency_s * 1e6,
-        ),
+    source = N_(
+        "{link}: {rate:,.0f} GB/s, {latency:.1f} us per step (catalog/data/interconnect.toml)"
+    ).format(
+        link=link.name,
+        rate=link.bandwidth_bytes_per_s / 1e9,
+        latency=link.latency_s * 1e6,
     )
+    nvls = link.nvls
+    if nvls is not None and group >= nvls.min_ranks:
+        source = N_(
+            "{source}; an all-reduce takes NCCL's in-switch NVLS where faster: {base:.0f} us + "
+            "bytes / {rate:.0f} GB/s ({fit})"
+        ).format(
+            source=source,
+            base=nvls.base_s * 1e6,
+            rate=nvls.bytes_per_s / 1e9,
+            fit=N_("fitted on nccl-tests of 8 H200s, 32 MiB to 8 GiB"),
+        )
+    return link.efficiency, source
 
 
 def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[TimeTerm, ...]:
     """The terms of a training step time."""
     gemm = device.gemm_model
     par = work.parallel
-    formula = GEMM_FORMULA
+    formula = _gemm_formula(device)
     if work.dtype == "fp8":
         formula = N_(
             "{formula} ; fp8: linear layers only, with operand casts ({scaling} scaling: "
@@ -92,7 +108,7 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
             N_("memory (element-wise ops, loss, optimizer)"),
             result.breakdown_s["memory"],
             device.memory_efficiency,
-            device.efficiency_source,
+            device.memory_source or device.efficiency_source,
             N_(
                 "max(traffic / achievable bandwidth, kernels x {floor:.1f} us) per pass "
                 "({kernels} kernels, estimate/elementwise.py); optimizer step bytes / bandwidth"
@@ -151,7 +167,7 @@ def infer_terms(
             gemm.compute_efficiency,
             gemm.source or device.efficiency_source,
             N_("{formula}; never below the roofline of the whole pass").format(
-                formula=GEMM_FORMULA
+                formula=_gemm_formula(device)
             ),
         ),
         TimeTerm(
@@ -160,9 +176,12 @@ def infer_terms(
             gemm.memory_efficiency,
             gemm.source or device.efficiency_source,
             N_(
-                "per linear weight: max(compute, weight bytes in {weights} / (bandwidth x "
-                "e_m)) + launch; MoE: the experts the batch touches"
-            ).format(weights=work.weight_format),
+                "per linear weight: (t_c^p + t_m^p)^(1/p) + launch, t_m = weight bytes in "
+                "{weights} / (bandwidth x e_m), p = {p}; MoE: the experts the batch touches"
+            ).format(
+                weights=work.weight_format,
+                p=f"{gemm.blend:g}" if gemm.blend > 0 else "inf",
+            ),
         ),
         TimeTerm(
             N_("decode: attention (KV cache read)"),

@@ -9,14 +9,14 @@ node) and the collective fits (``[[collective_fit]]``: measured NCCL curves agai
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from suanli.catalog.gpu import GPU, PRECISION_FIELDS
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.toml_data import read_data
-from suanli.estimate.comm import Link, Network, OneShot
+from suanli.estimate.comm import Link, Network, Nvls, OneShot
 from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
@@ -44,12 +44,31 @@ class LinkSpec:
     base_latency_date: str = ""
     oneshot: OneShot | None = None
     """The serving engines' one-shot all-reduce over this link, where measured."""
+    nvls: Nvls | None = None
+    """NCCL's in-switch (NVLink SHARP) all-reduce, where the switch has it and it was measured."""
+    small_efficiency: float = 0.0
+    """All-reduce bandwidth share of NCCL's low-latency protocols, where fitted apart."""
+    bulk_base_latency_s: float = 0.0
+    """Base latency of the bulk protocol (with ``small_efficiency``)."""
 
     def link(self, bandwidth: float | None = None) -> Link:
-        """As a :class:`Link`, optionally with a GPU-specific bandwidth."""
+        """As a :class:`Link`, optionally with a GPU-specific bandwidth (the in-switch
+        all-reduce's bandwidth scales with it)."""
         bw = bandwidth if bandwidth is not None else self.unidirectional_bytes_per_s
+        nvls = self.nvls
+        if nvls is not None and bw != self.unidirectional_bytes_per_s:
+            scale = bw / self.unidirectional_bytes_per_s
+            nvls = replace(nvls, bytes_per_s=nvls.bytes_per_s * scale)
         return Link(
-            self.name, bw, self.latency_s, self.bus_efficiency, self.base_latency_s, self.oneshot
+            self.name,
+            bw,
+            self.latency_s,
+            self.bus_efficiency,
+            self.base_latency_s,
+            self.oneshot,
+            nvls,
+            self.small_efficiency,
+            self.bulk_base_latency_s,
         )
 
 
@@ -87,6 +106,33 @@ def _oneshot(raw: dict[str, Any], lid: str) -> OneShot | None:
     return shot
 
 
+def _nvls(raw: dict[str, Any], lid: str) -> Nvls | None:
+    """The ``nvls_*`` fields of a link, validated (None when the link has none)."""
+    if "nvls_base_s" not in raw:
+        return None
+    try:
+        nvls = Nvls(
+            base_s=float(raw["nvls_base_s"]),
+            bytes_per_s=float(raw["nvls_bytes_per_s"]),
+            min_ranks=int(raw["nvls_min_ranks"]),
+            source=str(raw["nvls_source"]),
+            date=str(raw["nvls_date"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise CatalogError(
+            N_(
+                "interconnect.toml, link {id!r}: an NVLS all-reduce needs numeric nvls_base_s, "
+                "nvls_bytes_per_s, nvls_min_ranks and a source and date"
+            ).format(id=lid)
+        ) from None
+    plausible = 0 <= nvls.base_s <= 1e-3 and 1e9 <= nvls.bytes_per_s <= 2e13 and nvls.min_ranks >= 2
+    if not plausible or not (nvls.source and nvls.date):
+        raise CatalogError(
+            N_("interconnect.toml, link {id!r}: implausible NVLS all-reduce").format(id=lid)
+        )
+    return nvls
+
+
 @lru_cache(maxsize=1)
 def links() -> dict[str, LinkSpec]:
     """All interconnect kinds by id, validated."""
@@ -107,6 +153,9 @@ def links() -> dict[str, LinkSpec]:
                 base_latency_source=str(raw.get("base_latency_source", "")),
                 base_latency_date=str(raw.get("base_latency_date", "")),
                 oneshot=_oneshot(raw, lid),
+                nvls=_nvls(raw, lid),
+                small_efficiency=float(raw.get("small_efficiency", 0.0)),
+                bulk_base_latency_s=float(raw.get("bulk_base_latency_s", 0.0)),
             )
         except KeyError as exc:
             raise CatalogError(
@@ -120,6 +169,22 @@ def links() -> dict[str, LinkSpec]:
             raise CatalogError(
                 N_("interconnect.toml, link {id!r}: base latency without a source").format(id=lid)
             )
+        if spec.small_efficiency or spec.bulk_base_latency_s:
+            plausible = (
+                spec.tier == "intra-node"
+                and 0 < spec.small_efficiency <= spec.bus_efficiency
+                and spec.base_latency_s <= spec.bulk_base_latency_s <= 1e-3
+                and raw.get("protocols_source")
+                and raw.get("protocols_date")
+            )
+            if not plausible:
+                raise CatalogError(
+                    N_(
+                        "interconnect.toml, link {id!r}: implausible protocol split (an "
+                        "intra-node link needs 0 < small_efficiency <= bus_efficiency, "
+                        "base_latency_s <= bulk_base_latency_s <= 1 ms, and a source and date)"
+                    ).format(id=lid)
+                )
         if not 1e8 <= spec.unidirectional_bytes_per_s <= 2e13:
             raise CatalogError(
                 N_("interconnect.toml, link {id!r}: implausible bandwidth").format(id=lid)
@@ -397,6 +462,8 @@ class Ceiling:
     matmul_fraction: float
     memory_fraction: float
     source: str
+    memory_source: str = ""
+    """Where the memory fraction comes from, when not from ``source``'s measurement."""
 
 
 @lru_cache(maxsize=1)
@@ -433,6 +500,9 @@ def ceiling_for(gpu: GPU, precision: str) -> Ceiling:
     ceilings, defaults = _efficiency_table()
     default = defaults.get(_default_class(gpu)) or defaults.get("fallback") or {}
     mem_fraction = float(default.get("memory_fraction", 0.85))
+    mem_source = N_("class default {cls}: {source}").format(
+        cls=_default_class(gpu), source=str(default.get("source", "class default"))
+    )
     row = ceilings.get((gpu.id, precision))
     if row is None and precision == "fp16":
         row = ceilings.get((gpu.id, "bf16"))
@@ -442,11 +512,16 @@ def ceiling_for(gpu: GPU, precision: str) -> Ceiling:
             measured_bw = row.get("memory_bandwidth_bytes_per_s")
             if measured_bw:
                 mem_fraction = float(measured_bw) / gpu.memory_bandwidth_bytes_per_s
+                mem_source = N_("measured: {source} ({date})").format(
+                    source=row.get("memory_source") or row["source"],
+                    date=row.get("memory_date") or row["date"],
+                )
             fraction = min(float(row["matmul_flops"]) / peak, 1.0)
             return Ceiling(
                 fraction,
                 mem_fraction,
                 N_("measured: {source} ({date})").format(source=row["source"], date=row["date"]),
+                mem_source,
             )
     fraction = float(default.get("matmul_fraction", 0.7))
     source = str(default.get("source", "class default"))
@@ -454,6 +529,7 @@ def ceiling_for(gpu: GPU, precision: str) -> Ceiling:
         fraction,
         mem_fraction,
         N_("class default {cls}: {source}").format(cls=_default_class(gpu), source=source),
+        mem_source,
     )
 
 

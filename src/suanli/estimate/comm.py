@@ -16,6 +16,16 @@ latency per algorithm and protocol plus a per-hop latency, NVIDIA/nccl src/graph
 A small all-reduce therefore costs ``base + 2·log2(n)·alpha``; ``interconnect.toml`` fits both
 per link on measured small-message all-reduces of 2, 4 and 8 GPUs (see the file's header).
 
+On an NVSwitch that reduces in the switch (NVLink SHARP, NCCL's ``NVLS`` algorithm, its default
+for all-reduce inside an H100/H200 node of more than four GPUs) every GPU sends its buffer once
+and receives the sum once: ``t = base_nvls + B / bw_nvls`` (:class:`Nvls`), taken where faster.
+
+NCCL also switches protocols with the size: low-latency ones (LL, LL128) for small and middle
+messages, the bulk one (Simple) for large. Where a link's curve shows the two apart (NVLink 3:
+a 4-16 MiB all-reduce on 8 A100s reaches 30-50% of the large-message bus bandwidth), the link
+carries the low-latency protocols' bandwidth and the bulk protocol's base latency, and an
+all-reduce takes the faster of the two (:attr:`Link.small_efficiency`).
+
 A group that fits in a node uses the intra-node link. A group that spans nodes is limited by the
 inter-node link; NCCL runs one ring (channel) per NIC, so a group with ``m`` ranks on each node
 drives ``m`` GPUs' share of the node's NICs, up to the intra-node rate the rings also cross
@@ -51,6 +61,23 @@ class OneShot:
 
 
 @dataclass(frozen=True)
+class Nvls:
+    """NCCL's NVLink SHARP all-reduce inside one node: ``t = base_s + bytes / bytes_per_s``,
+    with ``bytes_per_s`` the algorithm bandwidth per GPU (the switch does the reduction, so the
+    time no longer grows with the number of ranks), for groups of at least ``min_ranks``."""
+
+    base_s: float
+    bytes_per_s: float
+    min_ranks: int
+    source: str = ""
+    date: str = ""
+
+    def seconds(self, nbytes: Any) -> Any:
+        """One all-reduce of ``nbytes`` (a float, or an array)."""
+        return self.base_s + nbytes / self.bytes_per_s
+
+
+@dataclass(frozen=True)
 class Link:
     """One tier of the network as seen by one GPU."""
 
@@ -65,6 +92,14 @@ class Link:
     per-step ``latency_s``."""
     oneshot: OneShot | None = None
     """The serving engines' one-shot all-reduce over this link, where measured."""
+    nvls: Nvls | None = None
+    """NCCL's in-switch (NVLink SHARP) all-reduce over this link, where the switch has it."""
+    small_efficiency: float = 0.0
+    """Share of the bandwidth an all-reduce reaches with NCCL's low-latency protocols (LL,
+    LL128), where measured apart from the bulk one: they pay ``base_latency_s``, the bulk
+    protocol (Simple) reaches ``efficiency`` after ``bulk_base_latency_s``. 0: one protocol."""
+    bulk_base_latency_s: float = 0.0
+    """Fixed cost of an all-reduce with the bulk protocol (used with ``small_efficiency``)."""
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -193,14 +228,31 @@ def tp_all_reduce_s(nbytes: float, n: int, link: Link) -> float:
     return min(nccl, float(shot.seconds(nbytes, n)))
 
 
+def _ring_or_tree_s(nbytes: float, n: int, bytes_per_s: float, alpha_s: float) -> float:
+    """The faster of a ring and a tree all-reduce, without the per-collective base latency."""
+    ring = 2 * (n - 1) / n * nbytes / bytes_per_s + 2 * (n - 1) * alpha_s
+    tree = 2 * nbytes / bytes_per_s + 2 * math.log2(n) * alpha_s
+    return min(ring, tree)
+
+
 def all_reduce_s(nbytes: float, n: int, link: Link) -> float:
-    """The faster of ring and tree all-reduce (NCCL picks per size), plus the base latency."""
+    """The faster of ring and tree all-reduce (NCCL picks per size), plus the base latency; on
+    a link measured with two protocols the faster of them (:attr:`Link.small_efficiency`); the
+    in-switch NVLS all-reduce where the link has it, the group is large enough and it is
+    faster."""
     if n <= 1 or nbytes <= 0:
         return 0.0
     bw = link.effective_bytes_per_s
-    ring = 2 * (n - 1) / n * nbytes / bw + 2 * (n - 1) * link.latency_s
-    tree = 2 * nbytes / bw + 2 * math.log2(n) * link.latency_s
-    return min(ring, tree) + link.base_latency_s
+    nccl = _ring_or_tree_s(nbytes, n, bw, link.latency_s) + link.base_latency_s
+    if link.small_efficiency > 0:
+        # NCCL picks the protocol per size: low latency with less bandwidth, or the bulk one.
+        small_bw = link.bandwidth_bytes_per_s * link.small_efficiency
+        small = _ring_or_tree_s(nbytes, n, small_bw, link.latency_s) + link.base_latency_s
+        nccl = min(small, nccl - link.base_latency_s + link.bulk_base_latency_s)
+    nvls = link.nvls
+    if nvls is None or n < nvls.min_ranks:
+        return nccl
+    return min(nccl, float(nvls.seconds(nbytes)))
 
 
 def reduce_scatter_s(nbytes: float, n: int, link: Link) -> float:

@@ -63,6 +63,8 @@ class Device:
     tdp_watts: float = 0.0
     usd_per_hour: float = 0.0
     efficiency_source: str = ""
+    memory_source: str = ""
+    """Where ``memory_efficiency`` comes from (empty: from ``efficiency_source``)."""
     gemm: GemmModel | None = None
     """The card's GEMM kernel model (None: one efficiency for every matmul, no launch cost)."""
     attention: Callable[[int, int, bool, bool], float] | None = None

@@ -90,19 +90,44 @@ def _pick(net: Network, group: Array, stride: Array) -> tuple[Array, Array, Arra
     return bw, lat, net.base_latency(group, stride, where=np.where)
 
 
-def _all_reduce(nbytes: Array, n: Array, bw: Array, lat: Array, base: Array) -> Array:
-    n_f = n.astype(np.float64)
+def _nvls(net: Network, nbytes: Array, group: Array, stride: Array) -> Array:
+    """The in-switch NVLS all-reduce's seconds per element where the group is inside a node
+    whose link has it and large enough (:func:`suanli.estimate.comm.all_reduce_s`), else inf."""
+    nvls = net.intra.nvls
+    if nvls is None:
+        return np.full(np.shape(group), np.inf)
+    usable = (group * stride <= net.gpus_per_node) & (group >= nvls.min_ranks)
+    return np.where(usable, nvls.seconds(nbytes), np.inf)
+
+
+def _ring_or_tree(nbytes: Array, n_f: Array, bw: Array, lat: Array) -> Array:
     ring = 2 * (n_f - 1) / n_f * nbytes / bw + 2 * (n_f - 1) * lat
     tree = 2 * nbytes / bw + 2 * np.log2(np.maximum(n_f, 1)) * lat
-    return np.where((n <= 1) | (nbytes <= 0), 0.0, np.minimum(ring, tree) + base)
+    return np.minimum(ring, tree)
 
 
-def _tp_all_reduce(
-    nbytes: Array, n: Array, net: Network, bw: Array, lat: Array, base: Array
-) -> Array:
+def _all_reduce(net: Network, nbytes: Array, n: Array, stride: Array) -> Array:
+    """:func:`suanli.estimate.comm.all_reduce_s` per element for groups of ``n`` ranks spaced
+    ``stride`` GPUs apart: ring or tree on the bottleneck link, both protocols where the
+    intra-node link was measured with two, NVLS where the switch has it."""
+    bw, lat, base = _pick(net, n, stride)
+    n_f = n.astype(np.float64)
+    bulk = _ring_or_tree(nbytes, n_f, bw, lat)
+    nccl = bulk + base
+    intra = net.intra
+    if intra.small_efficiency > 0:
+        inside = (n * stride <= net.gpus_per_node) | (n <= 1)
+        small_bw = intra.bandwidth_bytes_per_s * intra.small_efficiency
+        small = _ring_or_tree(nbytes, n_f, small_bw, lat) + base
+        nccl = np.where(inside, np.minimum(small, bulk + intra.bulk_base_latency_s), nccl)
+    nccl = np.minimum(nccl, _nvls(net, nbytes, n, stride))
+    return np.where((n <= 1) | (nbytes <= 0), 0.0, nccl)
+
+
+def _tp_all_reduce(nbytes: Array, n: Array, net: Network) -> Array:
     """:func:`suanli.estimate.comm.tp_all_reduce_s` per element: NCCL, or the serving engines'
     one-shot kernel inside a node whose link has one, where it is faster."""
-    nccl = _all_reduce(nbytes, n, bw, lat, base)
+    nccl = _all_reduce(net, nbytes, n, np.ones_like(n))
     shot = net.intra.oneshot
     if shot is None:
         return nccl
@@ -366,7 +391,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     one_coll = np.where(
         lay.sp > 0,
         2 * _reduce_scatter(volume, tp, bw, lat, base),
-        _all_reduce(volume, tp, bw, lat, base),
+        _all_reduce(net, volume, tp, np.ones_like(tp)),
     )
     comm += np.where(tp > 1, per_layer_coll * stage_layers * one_coll * m, 0.0)
     ep = work.parallel.ep
@@ -393,16 +418,17 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     scatter = _reduce_scatter(grad_bytes, group, bw, lat, base)
     # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
     replicas = dp // group
-    rbw, rlat, rbase = _pick(net, replicas, tp * pp * group)
     replica = np.where(
-        replicas > 1, _all_reduce(grad_bytes / group, replicas, rbw, rlat, rbase), 0.0
+        replicas > 1,
+        _all_reduce(net, grad_bytes / group, replicas, tp * pp * group),
+        0.0,
     )
     fsdp = np.maximum(0.0, gathers + scatter + replica - DP_OVERLAP * busy)
     ddp_s = (
         np.where(
             zero >= 2,
             2 * scatter,
-            _all_reduce(grad_bytes, group, bw, lat, base),
+            _all_reduce(net, grad_bytes, group, tp * pp),
         )
         + replica
     )
@@ -465,12 +491,11 @@ def infer_speed(
         for bval in np.unique(batch[sel]):
             both = sel & (batch == bval)
             active[both] = active_weight_bytes(spec, work, int(bval))
-    bw, lat, base = _pick(device.network, tp, np.ones_like(tp))
     layers = spec.num_layers
     h = spec.hidden_size
     prefill_comm = np.where(
         tp > 1,
-        2 * layers * _tp_all_reduce(batch * prompt * h * b, tp, device.network, bw, lat, base),
+        2 * layers * _tp_all_reduce(batch * prompt * h * b, tp, device.network),
         0.0,
     )
     kv_eff = None
@@ -494,7 +519,7 @@ def infer_speed(
     decode_compute = decode_per_token * batch / tp / device.matmul_flops
     decode_memory = (active + kv) / device.bandwidth
     decode_comm = np.where(
-        tp > 1, 2 * layers * _tp_all_reduce(batch * h * b, tp, device.network, bw, lat, base), 0.0
+        tp > 1, 2 * layers * _tp_all_reduce(batch * h * b, tp, device.network), 0.0
     )
     tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s) + decode_comm
     return {

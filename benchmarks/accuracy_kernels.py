@@ -1,0 +1,204 @@
+"""Print the kernel-level models against independent kernel benchmarks, as markdown.
+
+The GEMM model (:func:`suanli.estimate.kernels.gemm_seconds`, fitted on Vidur's fp16 kernel
+times) and the all-reduce model (:func:`suanli.estimate.comm.all_reduce_s`, the links of
+``catalog/data/interconnect.toml``) are compared with the microbenchmarks Microsoft's Azure
+HPC team published for four 8-GPU VMs (ND A100 v4, ND H100 v5, ND H200 v5, ND MI300X v5):
+cuBLASLt / hipBLASLt GEMMs at nine shapes (fp16 on the A100, fp8 on the others) and the
+nccl-tests / rccl-tests all-reduce bus bandwidth of 8 GPUs from 1 KiB to 8 GiB
+(``tests/fixtures/azure-kernel-benchmarks.csv``, with the file and commit of each figure).
+
+These measurements are for validation. Two kinds of figure from the same guide were used in
+calibration (different file versions): the 1 KiB all-reduce times of the A100, H100 and H200
+(the NVLink base latency, ``derive_collective_fits.py``), the MI300X's 1 KiB time (its per-step
+latency) and the MI300X's best fp8 GEMM (its fp8 ceiling); every other point is independent.
+
+Error = (model - measured) / measured in the measured unit (TFLOP/s, bus GB/s): **positive is
+optimistic** (the model promises more speed than was measured), as in accuracy_speed.py.
+
+Run: python benchmarks/accuracy_kernels.py > /tmp/accuracy_kernels.md
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from suanli import find_gpu, load_catalog
+from suanli.estimate.comm import all_reduce_s
+from suanli.estimate.kernels import gemm_seconds
+from suanli.hardware import device_for
+
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
+#: Bytes per element of a GEMM's operands in the benchmarked precision.
+DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured kernel or collective and the model's figure for it, in the same unit."""
+
+    gpu: str
+    system: str
+    kind: str
+    label: str
+    """The GEMM's ``m x n x k`` or the all-reduce's message size."""
+    size: float
+    """FLOPs of the GEMM or bytes of the message."""
+    measured: float
+    model: float
+    unit: str
+
+    @property
+    def error(self) -> float:
+        """Signed relative error, positive when the model is faster than the measurement."""
+        return self.model / self.measured - 1
+
+
+def _size_label(nbytes: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g} {unit}"
+    return f"{nbytes} B"
+
+
+def load_points(path: Path = FIXTURE) -> list[Point]:
+    """Every row of the fixture with the model's figure beside it."""
+    catalog = load_catalog()
+    devices: dict[tuple[str, str], object] = {}
+    out: list[Point] = []
+    with path.open(encoding="utf-8") as f:
+        for rec in csv.DictReader(f):
+            gpu = find_gpu(rec["gpu"], catalog)
+            measured = float(rec["measured"])
+            if rec["kind"] == "gemm":
+                m, n, k = int(rec["m"]), int(rec["n"]), int(rec["k"])
+                key = (gpu.id, rec["dtype"])
+                if key not in devices:
+                    devices[key] = device_for(gpu, rec["dtype"], auto_calibration=False)
+                dev = devices[key]
+                seconds = gemm_seconds(
+                    m,
+                    n,
+                    k,
+                    DTYPE_BYTES[rec["dtype"]],
+                    dev.peak_flops,  # type: ignore[attr-defined]
+                    dev.memory_bytes_per_s,  # type: ignore[attr-defined]
+                    dev.gemm_model,  # type: ignore[attr-defined]
+                )
+                flops = 2.0 * m * n * k
+                out.append(
+                    Point(
+                        gpu.id,
+                        rec["system"],
+                        "gemm",
+                        f"{m} x {n} x {k} {rec['dtype']}",
+                        flops,
+                        measured,
+                        flops / seconds / 1e12,
+                        "TFLOP/s",
+                    )
+                )
+            else:
+                nbytes, ranks = int(rec["bytes"]), int(rec["ranks"])
+                key = (gpu.id, "bf16")
+                if key not in devices:
+                    devices[key] = device_for(gpu, "bf16", auto_calibration=False)
+                link = devices[key].network.link_for(ranks)  # type: ignore[attr-defined]
+                seconds = all_reduce_s(nbytes, ranks, link)
+                # nccl-tests' bus bandwidth: 2 (n - 1) / n x size / time.
+                bus = 2 * (ranks - 1) / ranks * nbytes / seconds / 1e9
+                out.append(
+                    Point(
+                        gpu.id,
+                        rec["system"],
+                        "all_reduce",
+                        _size_label(nbytes),
+                        float(nbytes),
+                        measured,
+                        bus,
+                        "bus GB/s",
+                    )
+                )
+    return out
+
+
+def _summary(points: list[Point]) -> tuple[float, float, float]:
+    errors = [p.error for p in points]
+    return (
+        statistics.median(abs(e) for e in errors),
+        statistics.mean(errors),
+        max(errors, key=abs),
+    )
+
+
+def report(points: list[Point]) -> str:
+    """The markdown page: per-point tables and a summary by card and size range."""
+    lines = [
+        "## Kernel models against independent kernel benchmarks "
+        "(`tests/fixtures/azure-kernel-benchmarks.csv`)",
+        "",
+        "Azure's published microbenchmarks of four 8-GPU VMs; positive error = the model is "
+        "faster than the measurement. Generated by `python benchmarks/accuracy_kernels.py`.",
+        "",
+        "### GEMMs (cuBLASLt fp16 on the A100, cuBLASLt / hipBLASLt fp8 on the others)",
+        "",
+        "| GPU | shape (m x n x k) | measured TFLOP/s | model TFLOP/s | error |",
+        "|---|---|---:|---:|---:|",
+    ]
+    gemms = [p for p in points if p.kind == "gemm"]
+    for p in gemms:
+        lines.append(
+            f"| {p.gpu} | {p.label} | {p.measured:,.1f} | {p.model:,.1f} | {p.error:+.1%} |"
+        )
+    lines += [
+        "",
+        "### All-reduce, 8 GPUs in one node (nccl-tests / rccl-tests bus bandwidth)",
+        "",
+        "| GPU | message | measured bus GB/s | model bus GB/s | error |",
+        "|---|---|---:|---:|---:|",
+    ]
+    reduces = [p for p in points if p.kind == "all_reduce"]
+    for p in reduces:
+        lines.append(
+            f"| {p.gpu} | {p.label} | {p.measured:,.2f} | {p.model:,.2f} | {p.error:+.1%} |"
+        )
+    lines += [
+        "",
+        "### Summary",
+        "",
+        "| GPU | kind | range | points | median abs error | mean signed | worst |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    groups: list[tuple[str, str, str, list[Point]]] = []
+    for gpu in dict.fromkeys(p.gpu for p in points):
+        g = [p for p in gemms if p.gpu == gpu]
+        groups.append((gpu, "GEMM", "all shapes", g))
+        groups.append((gpu, "GEMM", ">= 8 GFLOP", [p for p in g if p.size >= 8e9]))
+        r = [p for p in reduces if p.gpu == gpu]
+        groups.append((gpu, "all-reduce", "1-32 KiB", [p for p in r if p.size <= 2**15]))
+        groups.append(
+            (gpu, "all-reduce", "64 KiB-32 MiB", [p for p in r if 2**15 < p.size <= 2**25])
+        )
+        groups.append((gpu, "all-reduce", ">= 64 MiB", [p for p in r if p.size > 2**25]))
+    for gpu, kind, span, group in groups:
+        if not group:
+            continue
+        median, mean, worst = _summary(group)
+        lines.append(
+            f"| {gpu} | {kind} | {span} | {len(group)} | {median:.1%} | {mean:+.1%} | "
+            f"{worst:+.1%} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    """Print the report."""
+    print(report(load_points()), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""NCCL's in-switch (NVLS) all-reduce on NVLink 4: fitted on one VM's nccl-tests curve (ND H200
+v5), checked on another's (ND H100 v5) and on where it must not apply."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from suanli.catalog import bundled_gpus, find_gpu
+from suanli.catalog.network import get_link
+from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
+from suanli.estimate.vector import _all_reduce
+from suanli.hardware import device_for
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
+NVLINK4 = get_link("nvlink4").link()
+
+
+def _curve(gpu: str) -> list[tuple[int, int, float]]:
+    """(ranks, bytes, seconds) of one VM's all-reduce curve (time from nccl-tests' busbw)."""
+    with FIXTURE.open(encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["kind"] == "all_reduce" and r["gpu"] == gpu]
+    out = []
+    for r in rows:
+        n, size = int(r["ranks"]), int(r["bytes"])
+        out.append((n, size, 2 * (n - 1) / n * size / (float(r["measured"]) * 1e9)))
+    return out
+
+
+def test_catalog_fields_are_what_the_research_fit_gives() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "derive_collective_fits", ROOT / "docs" / "research" / "derive_collective_fits.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    base, bandwidth, median = module.fit_nvls(FIXTURE)
+    nvls = NVLINK4.nvls
+    assert nvls is not None
+    assert nvls.base_s == pytest.approx(base, rel=0.01)
+    assert nvls.bytes_per_s == pytest.approx(bandwidth, rel=0.01)
+    assert median < 0.02
+
+
+def test_out_of_sample_h100_curve_from_64_mib() -> None:
+    """ND H100 v5 (NCCL 2.18.5) was not fitted: every size from 64 MiB to 8 GiB within 6%;
+    without NVLS the ring model was 11-24% slow there."""
+    points = [(n, s, t) for n, s, t in _curve("h100-sxm-80gb") if s >= 64 * 2**20]
+    assert len(points) == 8
+    for n, size, t in points:
+        assert all_reduce_s(size, n, NVLINK4) == pytest.approx(t, rel=0.06)
+
+
+def test_large_all_reduce_on_eight_gpus_beats_the_ring() -> None:
+    one_gib = 2**30
+    ring = 2 * 7 / 8 * one_gib / NVLINK4.effective_bytes_per_s
+    assert all_reduce_s(one_gib, 8, NVLINK4) < 0.85 * ring
+    # nccl-tests' bus bandwidth at 1 GiB: about 470 GB/s (Azure 466-468), not the ring's 365.
+    bus = 2 * 7 / 8 * one_gib / all_reduce_s(one_gib, 8, NVLINK4) / 1e9
+    assert 440 < bus < 490
+
+
+def test_not_used_for_small_groups_small_messages_or_other_links() -> None:
+    big = 256 * 2**20
+    nvls = NVLINK4.nvls
+    assert nvls is not None
+    # Four GPUs or fewer: ring/tree only (NCCL's NVLS needs more ranks).
+    without = replace(NVLINK4, nvls=None)
+    for n in (2, 3, 4):
+        assert all_reduce_s(big, n, NVLINK4) == all_reduce_s(big, n, without)
+    assert all_reduce_s(big, 8, NVLINK4) < all_reduce_s(big, 8, without)
+    # Small messages: NVLS's 72 us base loses to the tree.
+    assert all_reduce_s(16384, 8, NVLINK4) < float(nvls.seconds(16384))
+    # A100's NVSwitch has no SHARP; PCIe and the network have none either.
+    for lid in ("nvlink3", "pcie5-x16", "ib-ndr"):
+        assert get_link(lid).link().nvls is None
+
+
+def test_groups_across_nodes_use_the_network() -> None:
+    net: Network = device_for(find_gpu("h100", bundled_gpus()), "bf16").network
+    assert net.link_for(8).nvls is not None
+    assert net.link_for(16).nvls is None
+    assert net.link_for(8, 2).nvls is None  # 8 ranks spaced 2 apart span two nodes
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200", "a100"])
+def test_vectorized_equals_scalar(gpu: str) -> None:
+    net: Network = device_for(find_gpu(gpu, bundled_gpus()), "bf16").network
+    group = np.array([2, 4, 5, 8, 8, 8, 16, 8])
+    stride = np.array([1, 1, 1, 1, 1, 1, 1, 2])
+    nbytes = np.array([2**30, 2**30, 2**30, 2**30, 16384, 64 * 2**20, 2**30, 2**30], dtype=float)
+    vector = _all_reduce(net, nbytes, group, stride)
+    for i in range(len(group)):
+        link = net.link_for(int(group[i]), int(stride[i]))
+        assert vector[i] == pytest.approx(all_reduce_s(float(nbytes[i]), int(group[i]), link))
+
+
+def test_serving_all_reduce_takes_it_for_large_prefill_messages() -> None:
+    """A tensor-parallel prefill over 8 H100s (4096 tokens x 8192 hidden x 2 bytes = 64 MiB)."""
+    nbytes = 4096 * 8192 * 2
+    assert tp_all_reduce_s(nbytes, 8, NVLINK4) == all_reduce_s(nbytes, 8, NVLINK4)
+    nvls = NVLINK4.nvls
+    assert nvls is not None
+    assert all_reduce_s(nbytes, 8, NVLINK4) == pytest.approx(float(nvls.seconds(nbytes)))

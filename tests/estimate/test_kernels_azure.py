@@ -1,0 +1,111 @@
+"""The GEMM and all-reduce models against Azure's published microbenchmarks of four 8-GPU VMs
+(tests/fixtures/azure-kernel-benchmarks.csv; benchmarks/accuracy_kernels.py prints the table,
+docs/accuracy-kernels.md keeps it). These are kernel-level measurements the models were not
+fitted to (except the points the benchmark's docstring names), so the thresholds are what the
+docs claim for each range, and a regression in either model fails here."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import statistics
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
+
+
+def _load() -> ModuleType:
+    name = "accuracy_kernels"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "accuracy_kernels.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ak = _load()
+POINTS = ak.load_points()
+NVIDIA = ("a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb")
+
+
+def test_fixture_is_sourced_and_complete() -> None:
+    with FIXTURE.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        assert "AI-benchmarking-guide" in row["source"] and "file commit" in row["source"]
+    for gpu in (*NVIDIA, "mi300x-192gb"):
+        reduces = [r for r in rows if r["gpu"] == gpu and r["kind"] == "all_reduce"]
+        assert [int(r["bytes"]) for r in reduces] == [2**i for i in range(10, 34)]
+        assert len([r for r in rows if r["gpu"] == gpu and r["kind"] == "gemm"]) >= 8
+
+
+@pytest.mark.parametrize("gpu", NVIDIA)
+def test_large_gemms_within_fifteen_percent_on_nvidia(gpu: str) -> None:
+    """GEMMs of 8 GFLOP and more: the kernel model, fitted on Vidur's fp16 times of other shapes,
+    holds within 15% on cuBLASLt fp16 (A100) and fp8 (H100, H200)."""
+    large = [p for p in POINTS if p.gpu == gpu and p.kind == "gemm" and p.size >= 8e9]
+    assert len(large) >= 6
+    for p in large:
+        assert abs(p.error) < 0.15, (p.label, p.error)
+    assert statistics.median(abs(p.error) for p in large) < 0.08
+
+
+def test_mi300x_small_gemms_are_the_known_miss() -> None:
+    """hipBLASLt fp8 took about 40 us for every GEMM under 20 GFLOP in this benchmark; the model,
+    with the A100's launch floor, is 2-4x too fast there (docs/accuracy.md)."""
+    small = [p for p in POINTS if p.gpu == "mi300x-192gb" and p.kind == "gemm" and p.size < 2e10]
+    assert small and all(p.error > 0.5 for p in small)
+    large = [p for p in POINTS if p.gpu == "mi300x-192gb" and p.kind == "gemm" and p.size > 1e11]
+    assert all(abs(p.error) < 0.15 for p in large)
+
+
+@pytest.mark.parametrize("gpu", (*NVIDIA, "mi300x-192gb"))
+def test_large_all_reduces_within_ten_percent(gpu: str) -> None:
+    """From 256 MiB the bus bandwidth is the link's efficiency (ring, or NVLS on H100/H200)."""
+    big = [p for p in POINTS if p.gpu == gpu and p.kind == "all_reduce" and p.size >= 2**28]
+    assert len(big) == 6
+    for p in big:
+        assert abs(p.error) < 0.10, (p.label, p.error)
+
+
+@pytest.mark.parametrize("gpu", (*NVIDIA, "mi300x-192gb"))
+def test_small_all_reduces_within_thirty_percent(gpu: str) -> None:
+    """1-32 KiB: the base and per-step latencies (fitted on 1 KiB of three of these VMs and on
+    Vidur's medians)."""
+    small = [p for p in POINTS if p.gpu == gpu and p.kind == "all_reduce" and p.size <= 2**15]
+    assert len(small) == 6
+    for p in small:
+        assert abs(p.error) < 0.30, (p.label, p.error)
+
+
+def test_mid_size_all_reduces() -> None:
+    """64 KiB-32 MiB is where NCCL switches protocols and channel counts. With NVLink 3's two
+    protocols (fitted on Vidur's curve) the A100 is within 21% (one protocol: up to +61%), the
+    H200 (NCCL 2.20.5) within 7%; the H100 (NCCL 2.18.5, 64 KiB-1 MiB) and the MI300X (RCCL,
+    256 KiB-4 MiB) stay optimistic by more than 25%: documented, not hidden."""
+
+    def mid(gpu: str) -> list[float]:
+        return [
+            p.error
+            for p in POINTS
+            if p.gpu == gpu and p.kind == "all_reduce" and 2**16 <= p.size <= 2**25
+        ]
+
+    assert all(abs(e) < 0.21 for e in mid("a100-sxm-80gb"))
+    assert all(abs(e) < 0.07 for e in mid("h200-sxm-141gb"))
+    for gpu in ("h100-sxm-80gb", "mi300x-192gb"):
+        assert max(mid(gpu)) > 0.25
+
+
+def test_report_has_every_point_and_a_summary() -> None:
+    text = ak.report(POINTS)
+    assert text.count("\n| ") >= len(POINTS)
+    assert "### Summary" in text
