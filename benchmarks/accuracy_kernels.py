@@ -134,6 +134,19 @@ def _summary(points: list[Point]) -> tuple[float, float, float]:
     )
 
 
+def _point_table(points: list[Point], what: str, unit: str, fmt: str) -> list[str]:
+    """One markdown row per point: GPU, label, measured, model, signed error."""
+    lines = [
+        f"| GPU | {what} | measured {unit} | model {unit} | error |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for p in points:
+        lines.append(
+            f"| {p.gpu} | {p.label} | {p.measured:,{fmt}} | {p.model:,{fmt}} | {p.error:+.1%} |"
+        )
+    return lines
+
+
 def report(points: list[Point]) -> str:
     """The markdown page: per-point tables and a summary by card and size range."""
     lines = [
@@ -145,26 +158,16 @@ def report(points: list[Point]) -> str:
         "",
         "### GEMMs (cuBLASLt fp16 on the A100, cuBLASLt / hipBLASLt fp8 on the others)",
         "",
-        "| GPU | shape (m x n x k) | measured TFLOP/s | model TFLOP/s | error |",
-        "|---|---|---:|---:|---:|",
     ]
     gemms = [p for p in points if p.kind == "gemm"]
-    for p in gemms:
-        lines.append(
-            f"| {p.gpu} | {p.label} | {p.measured:,.1f} | {p.model:,.1f} | {p.error:+.1%} |"
-        )
+    lines += _point_table(gemms, "shape (m x n x k)", "TFLOP/s", ".1f")
     lines += [
         "",
         "### All-reduce, 8 GPUs in one node (nccl-tests / rccl-tests bus bandwidth)",
         "",
-        "| GPU | message | measured bus GB/s | model bus GB/s | error |",
-        "|---|---|---:|---:|---:|",
     ]
     reduces = [p for p in points if p.kind == "all_reduce"]
-    for p in reduces:
-        lines.append(
-            f"| {p.gpu} | {p.label} | {p.measured:,.2f} | {p.model:,.2f} | {p.error:+.1%} |"
-        )
+    lines += _point_table(reduces, "message", "bus GB/s", ".2f")
     lines += [
         "",
         "### Summary",

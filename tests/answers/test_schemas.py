@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +20,13 @@ from suanli.answers.plan import PlanRequest, plan
 from suanli.answers.request import WorkRequest
 from suanli.answers.schemas import document_schemas
 
+from ..scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_schemas", ROOT / "scripts/gen_schemas.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_schemas"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/gen_schemas.py")
 
 
 SCHEMAS = document_schemas()

@@ -4,7 +4,6 @@ v5), checked on another's (ND H100 v5) and on where it must not apply."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from suanli.catalog.network import get_link
 from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
 from suanli.estimate.vector import _all_reduce
 from suanli.hardware import device_for
+
+from ..scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
@@ -34,12 +35,7 @@ def _curve(gpu: str) -> list[tuple[int, int, float]]:
 
 
 def test_catalog_fields_are_what_the_research_fit_gives() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "derive_collective_fits", ROOT / "docs" / "research" / "derive_collective_fits.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("docs/research/derive_collective_fits.py")
     base, bandwidth, median = module.fit_nvls(FIXTURE)
     nvls = NVLINK4.nvls
     assert nvls is not None

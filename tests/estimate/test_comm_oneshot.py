@@ -4,7 +4,6 @@ against the latencies measured on H100 (tests/fixtures/oneshot-allreduce.csv, sg
 from __future__ import annotations
 
 import csv
-import importlib.util
 import statistics
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from suanli.catalog.network import get_link
 from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
 from suanli.estimate.vector import _tp_all_reduce
 from suanli.hardware import device_for
+
+from ..scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce.csv"
@@ -35,12 +36,7 @@ def test_fit_is_close_to_every_measured_point() -> None:
 
 
 def test_catalog_fields_are_what_the_research_fit_gives() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "derive_collective_fits", ROOT / "docs" / "research" / "derive_collective_fits.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("docs/research/derive_collective_fits.py")
     base, step, bandwidth = module.fit_oneshot(FIXTURE)
     shot = NVLINK4.oneshot
     assert shot is not None

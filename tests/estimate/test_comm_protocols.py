@@ -4,10 +4,8 @@ tests/fixtures/collectives-vidur-a100-curve.csv), checked against Azure's ND A10
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 from dataclasses import replace
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -20,18 +18,13 @@ from suanli.estimate.comm import all_reduce_s, tp_all_reduce_s
 from suanli.estimate.vector import _all_reduce, _tp_all_reduce
 from suanli.hardware import device_for
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..scripts import load_script
+
 NVLINK3 = get_link("nvlink3").link()
 
 
 def _research() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "derive_collective_fits", ROOT / "docs" / "research" / "derive_collective_fits.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs/research/derive_collective_fits.py")
 
 
 def test_catalog_fields_are_what_the_research_fit_gives() -> None:

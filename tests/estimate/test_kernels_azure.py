@@ -7,31 +7,18 @@ docs claim for each range, and a regression in either model fails here."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import statistics
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from ..scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
 
 
-def _load() -> ModuleType:
-    name = "accuracy_kernels"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "accuracy_kernels.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ak = _load()
+ak = load_script("benchmarks/accuracy_kernels.py")
 POINTS = ak.load_points()
 NVIDIA = ("a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb")
 

@@ -7,34 +7,17 @@ benchmarks/accuracy_speed.py (docs/accuracy.md). These tests only keep the corpu
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from suanli import find_gpu, load_catalog, presets
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..scripts import load_script
 
-
-def _load_speed_corpus() -> ModuleType:
-    name = "speed_corpus"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "speed_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
-
-
-sc = _load_speed_corpus()
+sc = load_script("benchmarks/speed_corpus.py")
 ROWS = sc.load_corpus()
 CATALOG = load_catalog()
 DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")

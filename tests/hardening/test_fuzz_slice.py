@@ -4,24 +4,17 @@ exit 0 with a finite answer, or exit 2 with one line and no traceback."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-HARNESS = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "fuzz_cli.py"
+from ..scripts import load_script
 
 
 def _harness() -> Any:
-    spec = importlib.util.spec_from_file_location("fuzz_cli", HARNESS)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_cli"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/fuzz_cli.py")
 
 
 @pytest.fixture(scope="module")

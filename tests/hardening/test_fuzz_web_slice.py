@@ -3,10 +3,7 @@ every 4xx a JSON ``{"error": ...}``."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,16 +15,11 @@ from fastapi.testclient import TestClient
 
 from suanli.web.app import create_app
 
-HARNESS = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "fuzz_web.py"
+from ..scripts import load_script
 
 
 def _harness() -> Any:
-    spec = importlib.util.spec_from_file_location("fuzz_web", HARNESS)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_web"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/fuzz_web.py")
 
 
 def test_hostile_requests_get_json_4xx_never_5xx() -> None:
