@@ -104,3 +104,40 @@ def test_serving_all_reduce_takes_it_for_large_prefill_messages() -> None:
     nvls = NVLINK4.nvls
     assert nvls is not None
     assert all_reduce_s(nbytes, 8, NVLINK4) == pytest.approx(float(nvls.seconds(nbytes)))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"nvls_base_s": "fast"},  # not a number
+        {"nvls_bytes_per_s": 5.0},  # 5 bytes/s
+        {"nvls_min_ranks": 1},
+        {"nvls_source": ""},
+    ],
+)
+def test_a_bad_nvls_row_is_one_catalog_error(
+    fields: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from suanli.catalog import network
+    from suanli.catalog.loader import CatalogError
+    from suanli.catalog.network import links
+
+    real = network.read_data
+
+    def patched(name: str):  # type: ignore[no-untyped-def]
+        data = real(name)
+        if name != "interconnect.toml":
+            return data
+        rows = [dict(r) for r in data["link"]]
+        for r in rows:
+            if r["id"] == "nvlink4":
+                r.update(fields)
+        return {**data, "link": rows}
+
+    monkeypatch.setattr(network, "read_data", patched)
+    links.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match="NVLS"):
+            links()
+    finally:
+        links.cache_clear()
