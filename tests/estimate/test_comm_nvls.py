@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
-from suanli.catalog.network import get_link
+from suanli.catalog.loader import CatalogError
+from suanli.catalog.network import get_link, links
 from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
 from suanli.estimate.vector import _all_reduce
 from suanli.hardware import device_for
 
+from ..catalog_patch import link_row_changed
 from ..scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,29 +117,6 @@ def test_serving_all_reduce_takes_it_for_large_prefill_messages() -> None:
         {"nvls_source": ""},
     ],
 )
-def test_a_bad_nvls_row_is_one_catalog_error(
-    fields: dict[str, object], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from suanli.catalog import network
-    from suanli.catalog.loader import CatalogError
-    from suanli.catalog.network import links
-
-    real = network.read_data
-
-    def patched(name: str):  # type: ignore[no-untyped-def]
-        data = real(name)
-        if name != "interconnect.toml":
-            return data
-        rows = [dict(r) for r in data["link"]]
-        for r in rows:
-            if r["id"] == "nvlink4":
-                r.update(fields)
-        return {**data, "link": rows}
-
-    monkeypatch.setattr(network, "read_data", patched)
-    links.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match="NVLS"):
-            links()
-    finally:
-        links.cache_clear()
+def test_a_bad_nvls_row_is_one_catalog_error(fields: dict[str, object]) -> None:
+    with link_row_changed("nvlink4", **fields), pytest.raises(CatalogError, match="NVLS"):
+        links()

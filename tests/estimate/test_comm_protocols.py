@@ -18,6 +18,7 @@ from suanli.estimate.comm import all_reduce_s, tp_all_reduce_s
 from suanli.estimate.vector import _all_reduce, _tp_all_reduce
 from suanli.hardware import device_for
 
+from ..catalog_patch import link_row_changed
 from ..scripts import load_script
 
 NVLINK3 = get_link("nvlink3").link()
@@ -81,30 +82,12 @@ def test_vectorized_equals_scalar(gpu: str) -> None:
             )
 
 
-def test_a_protocol_split_on_a_network_link_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from suanli.catalog import network
-
-    real = network.read_data
-
-    def patched(name: str):  # type: ignore[no-untyped-def]
-        data = real(name)
-        if name != "interconnect.toml":
-            return data
-        rows = [dict(r) for r in data["link"]]
-        for r in rows:
-            if r["id"] == "ib-ndr":
-                r.update(
-                    small_efficiency=0.3,
-                    bulk_base_latency_s=1e-4,
-                    protocols_source="x",
-                    protocols_date="2026-12",
-                )
-        return {**data, "link": rows}
-
-    monkeypatch.setattr(network, "read_data", patched)
-    links.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match="protocol split"):
-            links()
-    finally:
-        links.cache_clear()
+def test_a_protocol_split_on_a_network_link_is_refused() -> None:
+    split = {
+        "small_efficiency": 0.3,
+        "bulk_base_latency_s": 1e-4,
+        "protocols_source": "x",
+        "protocols_date": "2026-12",
+    }
+    with link_row_changed("ib-ndr", **split), pytest.raises(CatalogError, match="protocol split"):
+        links()
