@@ -64,6 +64,32 @@ def test_large_all_reduce_on_eight_gpus_beats_the_ring() -> None:
     assert 440 < bus < 490
 
 
+@pytest.mark.parametrize(
+    ("link_id", "measured_bus_gb_s"),
+    [("nvlink5", 838.0), ("nvlink4-h800", 215.0)],  # 8x B200 (stas00), 8x H800 (nccl#1374)
+)
+def test_b200_and_h800_reach_their_measured_nvls_plateau(
+    link_id: str, measured_bus_gb_s: float
+) -> None:
+    link = get_link(link_id).link()
+    size = 8 * 2**30
+    bus = 2 * 7 / 8 * size / all_reduce_s(size, 8, link) / 1e9
+    assert bus == pytest.approx(measured_bus_gb_s, rel=0.02)
+
+
+def test_h800_plateau_agrees_with_the_h200_fit_scaled_by_the_link_rate() -> None:
+    """The H800's measured 215 GB/s is within 3% of nvlink4's fitted NVLS bandwidth scaled by
+    the two links' rates (200 / 450 GB/s): the fit carries over to a narrower NVLink 4."""
+    nvlink4, h800 = get_link("nvlink4"), get_link("nvlink4-h800")
+    assert nvlink4.nvls is not None and h800.nvls is not None
+    scaled = (
+        nvlink4.nvls.bytes_per_s
+        * h800.unidirectional_bytes_per_s
+        / (nvlink4.unidirectional_bytes_per_s)
+    )
+    assert h800.nvls.bytes_per_s == pytest.approx(scaled, rel=0.03)
+
+
 def test_not_used_for_small_groups_small_messages_or_other_links() -> None:
     big = 256 * 2**20
     nvls = NVLINK4.nvls

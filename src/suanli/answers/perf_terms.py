@@ -69,7 +69,7 @@ def _link_source(device: Device, group: int, stride: int) -> tuple[float, str]:
             source=source,
             base=nvls.base_s * 1e6,
             rate=nvls.bytes_per_s / 1e9,
-            fit=N_("fitted on nccl-tests of 8 H200s, 32 MiB to 8 GiB"),
+            fit=nvls.source,
         )
     return link.efficiency, source
 
