@@ -107,3 +107,23 @@ def test_data_parallel_term_names_nvls_inside_an_h100_node_only() -> None:
     assert "NVLS" in dp_source(8)
     assert "NVLS" not in dp_source(16)
     assert "NVLS" not in dp_source(4)
+
+
+def test_nvls_is_named_only_on_terms_that_run_all_reduces() -> None:
+    """Pipeline sends and FSDP's reduce-scatter/all-gather inside an H100 node do not use NVLS:
+    their terms do not mention it."""
+    answer = perf(
+        PerfRequest(
+            "qwen2.5-7b",
+            WorkRequest(task="full", gpus=8, pp=8, zero=0),
+            gpu="h100",
+            ignore_fit=True,
+        )
+    )
+    assert isinstance(answer, TrainPerfAnswer)
+    p2p = next(t for t in answer.terms if t.term == "communication: pipeline_p2p")
+    assert "NVLS" not in p2p.source
+    fsdp = perf(PerfRequest("qwen2.5-0.5b", WorkRequest(task="full", gpus=8, zero=3), gpu="h100"))
+    assert isinstance(fsdp, TrainPerfAnswer)
+    dp = next(t for t in fsdp.terms if t.term == "communication: data_parallel")
+    assert "NVLS" not in dp.source

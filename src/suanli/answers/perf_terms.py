@@ -51,7 +51,11 @@ def _gemm_formula(device: Device) -> str:
     return GEMM_FORMULA.format(p=f"{blend:g}" if blend > 0 else "inf")
 
 
-def _link_source(device: Device, group: int, stride: int) -> tuple[float, str]:
+def _link_source(
+    device: Device, group: int, stride: int, all_reduce: bool = False
+) -> tuple[float, str]:
+    """The link a group's collective crosses, as efficiency and source; ``all_reduce``: the term
+    runs all-reduces, so the link's in-switch NVLS all-reduce is named where it applies."""
     link = device.network.link_for(group, stride)
     source = N_(
         "{link}: {rate:,.0f} GB/s, {latency:.1f} us per step (catalog/data/interconnect.toml)"
@@ -61,7 +65,7 @@ def _link_source(device: Device, group: int, stride: int) -> tuple[float, str]:
         latency=link.latency_s * 1e6,
     )
     nvls = link.nvls
-    if nvls is not None and group >= nvls.min_ranks:
+    if all_reduce and nvls is not None and group >= nvls.min_ranks:
         source = N_(
             "{source}; an all-reduce takes NCCL's in-switch NVLS where faster: {base:.0f} us + "
             "bytes / {rate:.0f} GB/s ({fit})"
@@ -121,9 +125,12 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
         "pipeline_p2p": (par.pp, par.tp),
         "expert_all_to_all": (par.ep, par.tp),
     }
+    # Which terms run all-reduces (estimate/perf.py): tensor parallelism without sequence
+    # parallelism, and data parallelism below ZeRO 2 (reduce-scatter and all-gather above).
+    all_reduces = {"tensor_parallel": not par.sp, "data_parallel": par.zero < 2}
     for kind, seconds in result.comm_detail_s.items():
         group, stride = groups.get(kind, (2, 1))
-        efficiency, source = _link_source(device, group, stride)
+        efficiency, source = _link_source(device, group, stride, all_reduces.get(kind, False))
         terms.append(
             TimeTerm(
                 N_("communication: {kind}").format(kind=kind),
@@ -217,7 +224,7 @@ def infer_terms(
                 ).format(sends=work.pp - 1)
             )
         group, stride = (work.tp, 1) if work.tp > 1 else (work.pp, work.tp)
-        efficiency, source = _link_source(device, group, stride)
+        efficiency, source = _link_source(device, group, stride, all_reduce=work.tp > 1)
         shot = device.network.link_for(group, stride).oneshot if work.tp > 1 else None
         if shot is not None:
             parts.append(
