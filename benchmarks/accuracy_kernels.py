@@ -6,7 +6,10 @@ times) and the all-reduce model (:func:`suanli.estimate.comm.all_reduce_s`, the 
 HPC team published for four 8-GPU VMs (ND A100 v4, ND H100 v5, ND H200 v5, ND MI300X v5):
 cuBLASLt / hipBLASLt GEMMs at nine shapes (fp16 on the A100, fp8 on the others) and the
 nccl-tests / rccl-tests all-reduce bus bandwidth of 8 GPUs from 1 KiB to 8 GiB
-(``tests/fixtures/azure-kernel-benchmarks.csv``, with the file and commit of each figure).
+(``tests/fixtures/azure-kernel-benchmarks.csv``, with the file and commit of each figure). A
+second 8x MI300X rccl-tests curve, from AMD's ROCm blog with a newer RCCL (2.22.3, ROCm 6.3;
+``tests/fixtures/mi300x-rccl-rocm-blog.csv``), shows how far two RCCL builds on the same board
+differ below 32 MiB.
 
 These measurements are for validation. Two kinds of figure from the same guide were used in
 calibration (different file versions): the 1 KiB all-reduce times of the A100, H100 and H200
@@ -31,7 +34,10 @@ from suanli.estimate.comm import all_reduce_s
 from suanli.estimate.kernels import gemm_seconds
 from suanli.hardware import device_for
 
-FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+FIXTURE = FIXTURES / "azure-kernel-benchmarks.csv"
+#: Every kernel-benchmark fixture the report reads (same columns).
+ALL_FIXTURES = (FIXTURE, FIXTURES / "mi300x-rccl-rocm-blog.csv")
 #: Bytes per element of a GEMM's operands in the benchmarked precision.
 DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0}
 
@@ -64,65 +70,80 @@ def _size_label(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
-def load_points(path: Path = FIXTURE) -> list[Point]:
-    """Every row of the fixture with the model's figure beside it."""
+def _records(paths: tuple[Path, ...]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for path in paths:
+        with path.open(encoding="utf-8") as f:
+            out += list(csv.DictReader(f))
+    return out
+
+
+def load_points(paths: tuple[Path, ...] = ALL_FIXTURES) -> list[Point]:
+    """Every row of the fixtures with the model's figure beside it."""
     catalog = load_catalog()
     devices: dict[tuple[str, str], object] = {}
     out: list[Point] = []
-    with path.open(encoding="utf-8") as f:
-        for rec in csv.DictReader(f):
-            gpu = find_gpu(rec["gpu"], catalog)
-            measured = float(rec["measured"])
-            if rec["kind"] == "gemm":
-                m, n, k = int(rec["m"]), int(rec["n"]), int(rec["k"])
-                key = (gpu.id, rec["dtype"])
-                if key not in devices:
-                    devices[key] = device_for(gpu, rec["dtype"], auto_calibration=False)
-                dev = devices[key]
-                seconds = gemm_seconds(
-                    m,
-                    n,
-                    k,
-                    DTYPE_BYTES[rec["dtype"]],
-                    dev.peak_flops,  # type: ignore[attr-defined]
-                    dev.memory_bytes_per_s,  # type: ignore[attr-defined]
-                    dev.gemm_model,  # type: ignore[attr-defined]
+    for rec in _records(paths):
+        gpu = find_gpu(rec["gpu"], catalog)
+        measured = float(rec["measured"])
+        if rec["kind"] == "gemm":
+            m, n, k = int(rec["m"]), int(rec["n"]), int(rec["k"])
+            key = (gpu.id, rec["dtype"])
+            if key not in devices:
+                devices[key] = device_for(gpu, rec["dtype"], auto_calibration=False)
+            dev = devices[key]
+            seconds = gemm_seconds(
+                m,
+                n,
+                k,
+                DTYPE_BYTES[rec["dtype"]],
+                dev.peak_flops,  # type: ignore[attr-defined]
+                dev.memory_bytes_per_s,  # type: ignore[attr-defined]
+                dev.gemm_model,  # type: ignore[attr-defined]
+            )
+            flops = 2.0 * m * n * k
+            out.append(
+                Point(
+                    gpu.id,
+                    rec["system"],
+                    "gemm",
+                    f"{m} x {n} x {k} {rec['dtype']}",
+                    flops,
+                    measured,
+                    flops / seconds / 1e12,
+                    "TFLOP/s",
                 )
-                flops = 2.0 * m * n * k
-                out.append(
-                    Point(
-                        gpu.id,
-                        rec["system"],
-                        "gemm",
-                        f"{m} x {n} x {k} {rec['dtype']}",
-                        flops,
-                        measured,
-                        flops / seconds / 1e12,
-                        "TFLOP/s",
-                    )
+            )
+        else:
+            nbytes, ranks = int(rec["bytes"]), int(rec["ranks"])
+            key = (gpu.id, "bf16")
+            if key not in devices:
+                devices[key] = device_for(gpu, "bf16", auto_calibration=False)
+            link = devices[key].network.link_for(ranks)  # type: ignore[attr-defined]
+            seconds = all_reduce_s(nbytes, ranks, link)
+            # nccl-tests' bus bandwidth: 2 (n - 1) / n x size / time.
+            bus = 2 * (ranks - 1) / ranks * nbytes / seconds / 1e9
+            out.append(
+                Point(
+                    gpu.id,
+                    rec["system"],
+                    "all_reduce",
+                    _size_label(nbytes),
+                    float(nbytes),
+                    measured,
+                    bus,
+                    "bus GB/s",
                 )
-            else:
-                nbytes, ranks = int(rec["bytes"]), int(rec["ranks"])
-                key = (gpu.id, "bf16")
-                if key not in devices:
-                    devices[key] = device_for(gpu, "bf16", auto_calibration=False)
-                link = devices[key].network.link_for(ranks)  # type: ignore[attr-defined]
-                seconds = all_reduce_s(nbytes, ranks, link)
-                # nccl-tests' bus bandwidth: 2 (n - 1) / n x size / time.
-                bus = 2 * (ranks - 1) / ranks * nbytes / seconds / 1e9
-                out.append(
-                    Point(
-                        gpu.id,
-                        rec["system"],
-                        "all_reduce",
-                        _size_label(nbytes),
-                        float(nbytes),
-                        measured,
-                        bus,
-                        "bus GB/s",
-                    )
-                )
+            )
     return out
+
+
+#: The all-reduce size ranges of the summary: (label, above bytes, up to bytes).
+RANGES = (
+    ("1-32 KiB", 0, 2**15),
+    ("64 KiB-32 MiB", 2**15, 2**25),
+    (">= 64 MiB", 2**25, 2**40),
+)
 
 
 def _summary(points: list[Point]) -> tuple[float, float, float]:
@@ -137,12 +158,13 @@ def _summary(points: list[Point]) -> tuple[float, float, float]:
 def _point_table(points: list[Point], what: str, unit: str, fmt: str) -> list[str]:
     """One markdown row per point: GPU, label, measured, model, signed error."""
     lines = [
-        f"| GPU | {what} | measured {unit} | model {unit} | error |",
-        "|---|---|---:|---:|---:|",
+        f"| GPU | system | {what} | measured {unit} | model {unit} | error |",
+        "|---|---|---|---:|---:|---:|",
     ]
     for p in points:
         lines.append(
-            f"| {p.gpu} | {p.label} | {p.measured:,{fmt}} | {p.model:,{fmt}} | {p.error:+.1%} |"
+            f"| {p.gpu} | {p.system} | {p.label} | {p.measured:,{fmt}} | {p.model:,{fmt}} | "
+            f"{p.error:+.1%} |"
         )
     return lines
 
@@ -151,9 +173,11 @@ def report(points: list[Point]) -> str:
     """The markdown page: per-point tables and a summary by card and size range."""
     lines = [
         "## Kernel models against independent kernel benchmarks "
-        "(`tests/fixtures/azure-kernel-benchmarks.csv`)",
+        "(`tests/fixtures/azure-kernel-benchmarks.csv`, "
+        "`tests/fixtures/mi300x-rccl-rocm-blog.csv`)",
         "",
-        "Azure's published microbenchmarks of four 8-GPU VMs; positive error = the model is "
+        "Azure's published microbenchmarks of four 8-GPU VMs, and AMD's rccl-tests run of an "
+        "8x MI300X board with RCCL 2.22.3 (ROCm blog, 2025-03); positive error = the model is "
         "faster than the measurement. Generated by `python benchmarks/accuracy_kernels.py`.",
         "",
         "### GEMMs (cuBLASLt fp16 on the A100, cuBLASLt / hipBLASLt fp8 on the others)",
@@ -172,27 +196,24 @@ def report(points: list[Point]) -> str:
         "",
         "### Summary",
         "",
-        "| GPU | kind | range | points | median abs error | mean signed | worst |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| GPU | system | kind | range | points | median abs error | mean signed | worst |",
+        "|---|---|---|---|---:|---:|---:|---:|",
     ]
-    groups: list[tuple[str, str, str, list[Point]]] = []
-    for gpu in dict.fromkeys(p.gpu for p in points):
-        g = [p for p in gemms if p.gpu == gpu]
-        groups.append((gpu, "GEMM", "all shapes", g))
-        groups.append((gpu, "GEMM", ">= 8 GFLOP", [p for p in g if p.size >= 8e9]))
-        r = [p for p in reduces if p.gpu == gpu]
-        groups.append((gpu, "all-reduce", "1-32 KiB", [p for p in r if p.size <= 2**15]))
-        groups.append(
-            (gpu, "all-reduce", "64 KiB-32 MiB", [p for p in r if 2**15 < p.size <= 2**25])
-        )
-        groups.append((gpu, "all-reduce", ">= 64 MiB", [p for p in r if p.size > 2**25]))
-    for gpu, kind, span, group in groups:
+    groups: list[tuple[str, str, str, str, list[Point]]] = []
+    for gpu, system in dict.fromkeys((p.gpu, p.system) for p in points):
+        g = [p for p in gemms if (p.gpu, p.system) == (gpu, system)]
+        groups.append((gpu, system, "GEMM", "all shapes", g))
+        groups.append((gpu, system, "GEMM", ">= 8 GFLOP", [p for p in g if p.size >= 8e9]))
+        r = [p for p in reduces if (p.gpu, p.system) == (gpu, system)]
+        for span, low, high in RANGES:
+            groups.append((gpu, system, "all-reduce", span, [p for p in r if low < p.size <= high]))
+    for gpu, system, kind, span, group in groups:
         if not group:
             continue
         median, mean, worst = _summary(group)
         lines.append(
-            f"| {gpu} | {kind} | {span} | {len(group)} | {median:.1%} | {mean:+.1%} | "
-            f"{worst:+.1%} |"
+            f"| {gpu} | {system} | {kind} | {span} | {len(group)} | {median:.1%} | "
+            f"{mean:+.1%} | {worst:+.1%} |"
         )
     return "\n".join(lines) + "\n"
 

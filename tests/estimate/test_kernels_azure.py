@@ -19,7 +19,11 @@ FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
 
 
 ak = load_script("benchmarks/accuracy_kernels.py")
-POINTS = ak.load_points()
+ALL_POINTS = ak.load_points()
+#: Azure's VMs (ND A100 v4, ND H100 v5, ND H200 v5, ND MI300X v5).
+POINTS = [p for p in ALL_POINTS if p.system.startswith("ND ")]
+#: AMD's ROCm-blog run of an 8x MI300X board with RCCL 2.22.3.
+ROCM_BLOG = [p for p in ALL_POINTS if "RCCL 2.22.3" in p.system]
 NVIDIA = ("a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb")
 
 
@@ -92,7 +96,22 @@ def test_mid_size_all_reduces() -> None:
         assert max(mid(gpu)) > 0.25
 
 
+def test_two_rccl_builds_bracket_the_mi300x_mid_range() -> None:
+    """The ROCm blog's RCCL 2.22.3 curve (1 KiB-16 GiB) is the second MI300X source: below
+    256 KiB it is more than three times as fast as the model (and as Azure's build, which the
+    model's latency comes from); from 16 MiB both builds agree with the model within 10%. In
+    between the model sits between the two builds: faster than Azure's, slower than AMD's."""
+    assert len(ROCM_BLOG) == 25
+    assert all(p.error < -0.6 for p in ROCM_BLOG if p.size <= 2**17)
+    assert all(abs(p.error) < 0.10 for p in ROCM_BLOG if p.size >= 2**24)
+    azure = {p.size: p for p in POINTS if p.gpu == "mi300x-192gb" and p.kind == "all_reduce"}
+    for p in ROCM_BLOG:
+        if 2**18 <= p.size <= 2**22:
+            assert p.error < 0 < azure[p.size].error, p.label
+
+
 def test_report_has_every_point_and_a_summary() -> None:
-    text = ak.report(POINTS)
-    assert text.count("\n| ") >= len(POINTS)
+    text = ak.report(ALL_POINTS)
+    assert text.count("\n| ") >= len(ALL_POINTS)
+    assert "RCCL 2.22.3" in text
     assert "### Summary" in text
