@@ -14,8 +14,10 @@ steering repository's shared/reference/kernel-profiles/network/), and:
 - fits each link's per-collective base latency and per-step latency (``base_latency_s``,
   ``latency_s``) jointly on the small-message all-reduces of 2, 4 and 8 GPUs
   (:func:`fit_base_latency`, printed as ``# base-latency fit`` lines);
-- with ``--oneshot``, fits the serving engines' one-shot all-reduce on the H100 latencies of
-  ``tests/fixtures/oneshot-allreduce.csv`` (:func:`fit_oneshot`; sgl-project/sglang#2904);
+- with ``--oneshot``, fits the serving engines' custom all-reduce on the H100 latencies of
+  ``tests/fixtures/oneshot-allreduce.csv`` (:func:`fit_oneshot`; sgl-project/sglang#2904) and on
+  the MI300X latencies of ``tests/fixtures/oneshot-allreduce-mi300x.csv`` (ROCm/aiter#801,
+  vllm-project/vllm#19744; full-mesh form);
 - with ``--protocols [folder]``, thins Vidur's 8xA100 curve into
   ``tests/fixtures/collectives-vidur-a100-curve.csv`` and fits NVLink 3's two NCCL protocols
   (:func:`fit_protocols`);
@@ -173,6 +175,8 @@ def base_latency_fits(base: Path) -> list[str]:
 
 
 ONESHOT_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce.csv"
+#: vLLM's custom all-reduce on MI300X, 2 and 4 GPUs (ROCm/aiter#801, vllm#19744).
+ONESHOT_MI300X_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce-mi300x.csv"
 AZURE_FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
 #: The NVLS fit uses one VM's curve (ND H200 v5, NCCL 2.20.5) from this size up, where NCCL runs
 #: NVLS; the ND H100 v5 curve (NCCL 2.18.5) is kept to validate it.
@@ -273,10 +277,15 @@ def fit_nvls(
     return base, bandwidth, median
 
 
-def fit_oneshot(path: Path = ONESHOT_FIXTURE) -> tuple[float, float, float]:
+def fit_oneshot(
+    path: Path = ONESHOT_FIXTURE, *, per_peer: bool = False, relative: bool = False
+) -> tuple[float, float, float]:
     """(base_s, step_s, bytes_per_s) of ``t = base + step · log2(n) + (n-1)/n · S / B``, least
-    squares on the one-shot all-reduce latencies of ``tests/fixtures/oneshot-allreduce.csv``
-    (sgl-project/sglang#2904, H100): the ``oneshot_*`` fields of the nvlink4 link."""
+    squares on the custom all-reduce latencies of ``path`` (``gpus,bytes,latency_us``): the
+    ``oneshot_*`` fields of a link. The default reproduces the nvlink4 fit (H100,
+    ``tests/fixtures/oneshot-allreduce.csv``, sgl-project/sglang#2904: absolute errors).
+    ``per_peer`` fits the full-mesh form ``t = base + step · log2(n) + S / (n · B)`` (xGMI: each
+    peer adds a link); ``relative`` weights each point by 1/t (sizes spanning 2 KiB-8 MiB)."""
     import math
 
     with path.open(encoding="utf-8") as f:
@@ -284,10 +293,19 @@ def fit_oneshot(path: Path = ONESHOT_FIXTURE) -> tuple[float, float, float]:
             (int(r["gpus"]), float(r["bytes"]), float(r["latency_us"]) * 1e-6)
             for r in csv.DictReader(f)
         ]
+
+    def per_byte(n: int, size: float) -> float:
+        return size / n if per_peer else (n - 1) / n * size
+
+    weights = [1 / t if relative else 1.0 for _, _, t in rows]
+    xs = [
+        (w, w * math.log2(n), w * per_byte(n, size))
+        for (n, size, _), w in zip(rows, weights, strict=True)
+    ]
+    ys = [w * t for (_, _, t), w in zip(rows, weights, strict=True)]
     # Normal equations of the 3-parameter linear model (no numpy in this tool).
-    xs = [(1.0, math.log2(n), (n - 1) / n * size) for n, size, _ in rows]
     ata = [[sum(x[i] * x[j] for x in xs) for j in range(3)] for i in range(3)]
-    aty = [sum(x[i] * t for x, (_, _, t) in zip(xs, rows, strict=True)) for i in range(3)]
+    aty = [sum(x[i] * y for x, y in zip(xs, ys, strict=True)) for i in range(3)]
     for col in range(3):  # Gauss-Jordan elimination
         pivot = ata[col][col]
         ata[col] = [v / pivot for v in ata[col]]
@@ -297,8 +315,8 @@ def fit_oneshot(path: Path = ONESHOT_FIXTURE) -> tuple[float, float, float]:
                 factor = ata[row][col]
                 ata[row] = [a - factor * b for a, b in zip(ata[row], ata[col], strict=True)]
                 aty[row] -= factor * aty[col]
-    base, step, per_byte = aty
-    return base, step, 1 / per_byte
+    base, step, seconds_per_byte = aty
+    return base, step, 1 / seconds_per_byte
 
 
 def main(folder: str) -> int:
@@ -438,8 +456,11 @@ def _toml(
 if __name__ == "__main__":
     if sys.argv[1:] == ["--oneshot"]:
         b, st, bw = fit_oneshot()
-        print(f"oneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}")
+        print(f"# nvlink4\noneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}")
         print(f"oneshot_bytes_per_s = {bw:.3g}")
+        b, st, bw = fit_oneshot(ONESHOT_MI300X_FIXTURE, per_peer=True, relative=True)
+        print(f"# infinity-fabric-mi300x\noneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}")
+        print(f"oneshot_bytes_per_s = {bw:.3g}\noneshot_per_peer = true")
         sys.exit(0)
     if sys.argv[1:2] == ["--protocols"]:
         folder = Path(sys.argv[2] if len(sys.argv) > 2 else "../shared/reference/kernel-profiles")

@@ -1,5 +1,7 @@
-"""The serving engines' one-shot all-reduce (TensorRT-LLM's custom kernels, in vLLM and SGLang)
-against the latencies measured on H100 (tests/fixtures/oneshot-allreduce.csv, sglang#2904)."""
+"""The serving engines' custom all-reduce (TensorRT-LLM's one-shot kernels in vLLM and SGLang;
+vLLM's own on ROCm) against the latencies measured on H100 (tests/fixtures/oneshot-allreduce.csv,
+sglang#2904) and on MI300X (tests/fixtures/oneshot-allreduce-mi300x.csv, aiter#801 and
+vllm#19744)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,12 @@ with FIXTURE.open(encoding="utf-8") as _f:
         (int(r["gpus"]), int(r["bytes"]), float(r["latency_us"]) * 1e-6) for r in csv.DictReader(_f)
     ]
 NVLINK4 = get_link("nvlink4").link()
+MI300X_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce-mi300x.csv"
+with MI300X_FIXTURE.open(encoding="utf-8") as _f:
+    MI300X_MEASURED = [
+        (int(r["gpus"]), int(r["bytes"]), float(r["latency_us"]) * 1e-6) for r in csv.DictReader(_f)
+    ]
+XGMI = get_link("infinity-fabric-mi300x").link()
 
 
 def test_fit_is_close_to_every_measured_point() -> None:
@@ -35,10 +43,15 @@ def test_fit_is_close_to_every_measured_point() -> None:
     assert max(errors) < 0.5
 
 
-def test_catalog_fields_are_what_the_research_fit_gives() -> None:
+@pytest.mark.parametrize("link", ["nvlink4", "infinity-fabric-mi300x"])
+def test_catalog_fields_are_what_the_research_fit_gives(link: str) -> None:
+    """nvlink4: the switch form on H100 (absolute errors); MI300X: the mesh form, relative."""
     module = load_script("docs/research/derive_collective_fits.py")
-    base, step, bandwidth = module.fit_oneshot(FIXTURE)
-    shot = NVLINK4.oneshot
+    if link == "nvlink4":
+        base, step, bandwidth = module.fit_oneshot(FIXTURE)
+    else:
+        base, step, bandwidth = module.fit_oneshot(MI300X_FIXTURE, per_peer=True, relative=True)
+    shot = get_link(link).link().oneshot
     assert shot is not None
     assert shot.base_s == pytest.approx(base, rel=0.01)
     assert shot.step_s == pytest.approx(step, rel=0.01)
@@ -64,7 +77,36 @@ def test_large_messages_and_unmeasured_links_stay_on_nccl() -> None:
     assert tp_all_reduce_s(16384, 8, nvlink3) == all_reduce_s(16384, 8, nvlink3)
 
 
-@pytest.mark.parametrize("gpu", ["h100", "a100", "l40s"])
+def test_mi300x_fit_is_close_to_every_measured_point() -> None:
+    """2 and 4 GPUs, 2 KiB-8 MiB: the full-mesh form (each peer adds an xGMI link) within 26%
+    everywhere, median under 10%; the switch form of the NVLink fit cannot hold both group sizes
+    (its bandwidth per GPU would have to double from 2 to 4 GPUs)."""
+    shot = XGMI.oneshot
+    assert shot is not None and shot.per_peer and shot.max_ranks == 4
+    errors = [abs(shot.seconds(size, n) - t) / t for n, size, t in MI300X_MEASURED]
+    assert statistics.median(errors) < 0.10
+    assert max(errors) < 0.26
+    assert {n for n, _, _ in MI300X_MEASURED} == {2, 4}
+
+
+def test_mi300x_decode_all_reduce_uses_the_custom_kernel_on_two_and_four_gpus_only() -> None:
+    """A 70B decode step's all-reduce (16 KiB): about 7 us through vLLM's kernel on 2 or 4
+    MI300X (measured 7.3-7.5 us) where the RCCL model costs 15 and 30 us (7.5 us per tree
+    step); 8 GPUs were not measured, so they stay on RCCL."""
+    nbytes = 8192 * 2
+    for n in (2, 4):
+        link = XGMI.for_group(n)
+        assert tp_all_reduce_s(nbytes, n, link) == pytest.approx(7.3e-6, rel=0.15)
+        assert all_reduce_s(nbytes, n, link) > 2 * tp_all_reduce_s(nbytes, n, link)
+    assert tp_all_reduce_s(nbytes, 8, XGMI) == all_reduce_s(nbytes, 8, XGMI)
+    # More peers, more links: an 8 MiB all-reduce is faster on 4 GPUs than on 2 (118 vs 181 us).
+    big = 8 * 2**20
+    four, two = XGMI.for_group(4), XGMI.for_group(2)
+    assert tp_all_reduce_s(big, 4, four) < 0.7 * tp_all_reduce_s(big, 2, two)
+    assert tp_all_reduce_s(big + 1, 2, two) == all_reduce_s(big + 1, 2, two)
+
+
+@pytest.mark.parametrize("gpu", ["h100", "a100", "l40s", "mi300x"])
 def test_vectorized_equals_scalar(gpu: str) -> None:
     net: Network = device_for(find_gpu(gpu, bundled_gpus()), "bf16").network
     tp = np.array([1, 2, 4, 8, 2, 8, 16])
@@ -84,6 +126,8 @@ def test_vectorized_equals_scalar(gpu: str) -> None:
         ({"oneshot_base_s": -1.0}, "implausible"),
         ({"oneshot_max_bytes": 0}, "implausible"),
         ({"oneshot_date": ""}, "implausible"),
+        ({"oneshot_max_ranks": -2}, "implausible"),
+        ({"oneshot_max_ranks": "four"}, "needs numeric"),
     ],
 )
 def test_a_bad_one_shot_row_is_one_sentence(change: dict[str, object], match: str) -> None:

@@ -66,7 +66,8 @@ SHAPES = [
 @pytest.mark.parametrize(
     ("model", "base"), SHAPES, ids=[f"{m}-{w.task}-{i}" for i, (m, w) in enumerate(SHAPES)]
 )
-@pytest.mark.parametrize("gpu", ["h100", "l40s"])
+# mi300x: a mesh without a switch (groups of 2-4 GPUs reach only their peers' links).
+@pytest.mark.parametrize("gpu", ["h100", "l40s", "mi300x"])
 def test_vector_equals_scalar(model: str, base: TrainWork, gpu: str) -> None:
     spec = load_model(model).spec
     device = device_for(find_gpu(gpu, bundled_gpus()), base.dtype)
@@ -112,12 +113,13 @@ def test_vector_equals_scalar(model: str, base: TrainWork, gpu: str) -> None:
 
 
 @pytest.mark.parametrize("model", ["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3"])
-def test_vector_inference_equals_scalar(model: str) -> None:
+@pytest.mark.parametrize("gpu", ["h100", "mi300x"])
+def test_vector_inference_equals_scalar(model: str, gpu: str) -> None:
     from suanli.estimate.inference import inference_perf
     from suanli.estimate.workload import InferWork
 
     spec = load_model(model).spec
-    device = device_for(find_gpu("h100", bundled_gpus()), "bf16")
+    device = device_for(find_gpu(gpu, bundled_gpus()), "bf16")
     batch = [1, 8, 32, 1, 64]
     tp = [1, 2, 8, 4, 8]
     result = vector.infer_speed(spec, "fp8", 2, batch, tp, 1024, 128, device)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from suanli.estimate.comm import OneShot
 from suanli.estimate.inference import InferPerf
 from suanli.estimate.kernels import FP8_CAST_BYTES
 from suanli.estimate.perf import Device, TrainPerf
@@ -64,6 +65,16 @@ def _link_source(
         rate=link.bandwidth_bytes_per_s / 1e9,
         latency=link.latency_s * 1e6,
     )
+    if link.per_peer_bytes_per_s > 0 and group > 1:
+        source = N_(
+            "{source}; a mesh without a switch: {group} GPUs use {peers} peer link(s) of "
+            "{per_peer:,.0f} GB/s each"
+        ).format(
+            source=source,
+            group=group,
+            peers=round(link.bandwidth_bytes_per_s / link.per_peer_bytes_per_s),
+            per_peer=link.per_peer_bytes_per_s / 1e9,
+        )
     nvls = link.nvls
     if all_reduce and nvls is not None and group >= nvls.min_ranks:
         source = N_(
@@ -153,6 +164,28 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
     return tuple(terms)
 
 
+def _custom_all_reduce_note(shot: OneShot) -> str:
+    """The explain line of the serving engines' custom all-reduce: its formula and source."""
+    values = {
+        "max_kib": shot.max_bytes // 1024,
+        "base": shot.base_s * 1e6,
+        "step": shot.step_s * 1e6,
+        "rate": shot.bytes_per_s / 1e9,
+        "source": shot.source,
+    }
+    if shot.per_peer:
+        return N_(
+            "each all-reduce of at most {max_kib:,} KiB the faster of NCCL and the serving "
+            "engines' custom all-reduce, whose bandwidth grows with the peers of the mesh: "
+            "{base:.2f} + {step:.2f} x log2(tp) us + bytes / (tp x {rate:.1f} GB/s) ({source})"
+        ).format(**values)
+    return N_(
+        "each all-reduce of at most {max_kib:,} KiB the faster of NCCL and the serving "
+        "engines' one-shot kernel: {base:.2f} + {step:.2f} x log2(tp) us + (tp - 1) / "
+        "tp x bytes / {rate:.1f} GB/s ({source})"
+    ).format(**values)
+
+
 def infer_terms(
     work: InferWork, device: Device, result: InferPerf, average_context: int
 ) -> tuple[TimeTerm, ...]:
@@ -226,20 +259,8 @@ def infer_terms(
         group, stride = (work.tp, 1) if work.tp > 1 else (work.pp, work.tp)
         efficiency, source = _link_source(device, group, stride, all_reduce=work.tp > 1)
         shot = device.network.link_for(group, stride).oneshot if work.tp > 1 else None
-        if shot is not None:
-            parts.append(
-                N_(
-                    "each all-reduce of at most {max_kib:,} KiB the faster of NCCL and the serving "
-                    "engines' one-shot kernel: {base:.2f} + {step:.2f} x log2(tp) us + (tp - 1) / "
-                    "tp x bytes / {rate:.1f} GB/s ({source})"
-                ).format(
-                    max_kib=shot.max_bytes // 1024,
-                    base=shot.base_s * 1e6,
-                    step=shot.step_s * 1e6,
-                    rate=shot.bytes_per_s / 1e9,
-                    source=shot.source,
-                )
-            )
+        if shot is not None and shot.covers(work.tp):
+            parts.append(_custom_all_reduce_note(shot))
         terms.append(
             TimeTerm(
                 N_("communication: {kind}").format(

@@ -50,6 +50,8 @@ class LinkSpec:
     """All-reduce bandwidth share of NCCL's low-latency protocols, where fitted apart."""
     bulk_base_latency_s: float = 0.0
     """Base latency of the bulk protocol (with ``small_efficiency``)."""
+    per_peer_bytes_per_s: float = 0.0
+    """One peer's link on a mesh without a switch (``Link.per_peer_bytes_per_s``); 0: a switch."""
 
     def link(self, bandwidth: float | None = None) -> Link:
         """As a :class:`Link`, optionally with a GPU-specific bandwidth (the in-switch
@@ -69,6 +71,8 @@ class LinkSpec:
             nvls,
             self.small_efficiency,
             self.bulk_base_latency_s,
+            # A peer link's rate is the fabric's, whatever total the GPU catalog gives.
+            min(self.per_peer_bytes_per_s, bw),
         )
 
 
@@ -84,6 +88,8 @@ def _oneshot(raw: dict[str, Any], lid: str) -> OneShot | None:
             max_bytes=int(raw["oneshot_max_bytes"]),
             source=str(raw["oneshot_source"]),
             date=str(raw["oneshot_date"]),
+            per_peer=bool(raw.get("oneshot_per_peer", False)),
+            max_ranks=int(raw.get("oneshot_max_ranks", 0)),
         )
     except (KeyError, TypeError, ValueError):
         raise CatalogError(
@@ -98,6 +104,7 @@ def _oneshot(raw: dict[str, Any], lid: str) -> OneShot | None:
         and 0 <= shot.step_s <= 1e-3
         and 1e8 <= shot.bytes_per_s <= 2e13
         and 0 < shot.max_bytes <= 1 << 30
+        and 0 <= shot.max_ranks <= 1024
     )
     if not plausible or not (shot.source and shot.date):
         raise CatalogError(
@@ -156,11 +163,19 @@ def links() -> dict[str, LinkSpec]:
                 nvls=_nvls(raw, lid),
                 small_efficiency=float(raw.get("small_efficiency", 0.0)),
                 bulk_base_latency_s=float(raw.get("bulk_base_latency_s", 0.0)),
+                per_peer_bytes_per_s=float(raw.get("per_peer_unidirectional_bytes_per_s", 0.0)),
             )
         except KeyError as exc:
             raise CatalogError(
                 N_("interconnect.toml, link {id!r}: missing {key}").format(id=lid, key=exc)
             ) from None
+        if not 0 <= spec.per_peer_bytes_per_s <= spec.unidirectional_bytes_per_s:
+            raise CatalogError(
+                N_(
+                    "interconnect.toml, link {id!r}: per_peer_unidirectional_bytes_per_s must "
+                    "be between 0 and unidirectional_bytes_per_s"
+                ).format(id=lid)
+            )
         if not 0 <= spec.base_latency_s <= 1e-3:
             raise CatalogError(
                 N_("interconnect.toml, link {id!r}: implausible base latency").format(id=lid)

@@ -26,6 +26,10 @@ a 4-16 MiB all-reduce on 8 A100s reaches 30-50% of the large-message bus bandwid
 carries the low-latency protocols' bandwidth and the bulk protocol's base latency, and an
 all-reduce takes the faster of the two (:attr:`Link.small_efficiency`).
 
+A mesh without a switch (AMD's xGMI, Gaudi's on-chip RoCE) links each GPU to each peer, so a
+group of ``n`` GPUs there reaches ``n - 1`` peer links, not the GPU's total
+(:meth:`Link.group_bytes_per_s`; :meth:`Network.link_for` applies it).
+
 A group that fits in a node uses the intra-node link. A group that spans nodes is limited by the
 inter-node link; NCCL runs one ring (channel) per NIC, so a group with ``m`` ranks on each node
 drives ``m`` GPUs' share of the node's NICs, up to the intra-node rate the rings also cross
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from suanli.i18n import N_
@@ -44,9 +48,13 @@ from suanli.i18n import N_
 
 @dataclass(frozen=True)
 class OneShot:
-    """The serving engines' one-shot all-reduce over one link (TensorRT-LLM's custom all-reduce
-    kernels, also used by vLLM and SGLang): every GPU reads its peers' buffers in one kernel.
-    ``t = base_s + step_s · log2(n) + (n - 1) / n · bytes / bytes_per_s`` up to ``max_bytes``."""
+    """The serving engines' custom all-reduce over one link (TensorRT-LLM's kernels, also used
+    by vLLM and SGLang; vLLM's own on ROCm): every GPU reads its peers' buffers directly, in one
+    or two kernel stages, without NCCL's ring.
+    ``t = base_s + step_s · log2(n) + (n - 1) / n · bytes / bytes_per_s`` up to ``max_bytes``
+    through a switch (NVSwitch: a GPU's bandwidth is shared by its peers); on a full mesh
+    (``per_peer``: AMD's xGMI, one link to each peer) every peer adds a link, so the last term is
+    ``(n - 1) / n · bytes / ((n - 1) · bytes_per_s) = bytes / (n · bytes_per_s)``."""
 
     base_s: float
     step_s: float
@@ -54,9 +62,19 @@ class OneShot:
     max_bytes: int
     source: str = ""
     date: str = ""
+    per_peer: bool = False
+    """``bytes_per_s`` is per peer link of a full mesh (see the class docstring)."""
+    max_ranks: int = 0
+    """Largest group measured (0: any); larger groups use NCCL."""
+
+    def covers(self, n: int) -> bool:
+        """Whether a group of ``n`` GPUs is within the measured group sizes."""
+        return self.max_ranks <= 0 or n <= self.max_ranks
 
     def seconds(self, nbytes: Any, n: Any, *, log2: Callable[[Any], Any] = math.log2) -> Any:
         """One all-reduce of ``nbytes`` over ``n`` GPUs (ints, or arrays with numpy's log2)."""
+        if self.per_peer:
+            return self.base_s + self.step_s * log2(n) + nbytes / (n * self.bytes_per_s)
         return self.base_s + self.step_s * log2(n) + (n - 1) / n * nbytes / self.bytes_per_s
 
 
@@ -100,11 +118,37 @@ class Link:
     protocol (Simple) reaches ``efficiency`` after ``bulk_base_latency_s``. 0: one protocol."""
     bulk_base_latency_s: float = 0.0
     """Fixed cost of an all-reduce with the bulk protocol (used with ``small_efficiency``)."""
+    per_peer_bytes_per_s: float = 0.0
+    """One peer's link of a mesh without a switch (AMD's xGMI, Gaudi's RoCE): a group of ``n``
+    GPUs reaches ``n - 1`` links, not the GPU's total. 0: a switch (every group gets it all)."""
 
     @property
     def effective_bytes_per_s(self) -> float:
         """Bandwidth a large collective sees."""
         return self.bandwidth_bytes_per_s * self.efficiency
+
+    def group_bytes_per_s(
+        self,
+        group: Any,
+        *,
+        minimum: Callable[[Any, Any], Any] = min,
+        maximum: Callable[[Any, Any], Any] = max,
+    ) -> Any:
+        """One-direction bandwidth a group of ``group`` GPUs on this link can use: all of it
+        through a switch, ``group - 1`` peer links on a mesh (ints, or arrays with numpy's
+        ``minimum``/``maximum``). stas00/ml-engineering all_reduce_bench on MI300X: 2 GPUs
+        47.7 GB/s bus bandwidth, 8 GPUs 312.9 (one 64 GB/s link against seven)."""
+        if self.per_peer_bytes_per_s <= 0:
+            return self.bandwidth_bytes_per_s
+        peers = maximum(group - 1, 1)
+        return minimum(self.bandwidth_bytes_per_s, peers * self.per_peer_bytes_per_s)
+
+    def for_group(self, group: int) -> Link:
+        """This link as a group of ``group`` GPUs sees it (:meth:`group_bytes_per_s`)."""
+        bandwidth = float(self.group_bytes_per_s(group))
+        if bandwidth == self.bandwidth_bytes_per_s:
+            return self
+        return replace(self, bandwidth_bytes_per_s=bandwidth)
 
 
 def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
@@ -160,7 +204,10 @@ class Network:
         m = self.ranks_per_node(group, stride, minimum=minimum, maximum=maximum)
         share = self.inter.effective_bytes_per_s * self.nics_per_node / self.gpus_per_node
         striped = m * share
-        return where(m > 1, minimum(striped, self.intra.effective_bytes_per_s), striped)
+        intra = self.intra.efficiency * self.intra.group_bytes_per_s(
+            m, minimum=minimum, maximum=maximum
+        )
+        return where(m > 1, minimum(striped, intra), striped)
 
     def bottleneck(
         self,
@@ -178,7 +225,10 @@ class Network:
         inter_bw = self.inter_bandwidth(
             group, stride, where=where, minimum=minimum, maximum=maximum
         )
-        bandwidth = where(inside, self.intra.effective_bytes_per_s, inter_bw)
+        intra_bw = self.intra.efficiency * self.intra.group_bytes_per_s(
+            group, minimum=minimum, maximum=maximum
+        )
+        bandwidth = where(inside, intra_bw, inter_bw)
         latency = where(inside, self.intra.latency_s, self.inter.latency_s)
         return bandwidth, latency
 
@@ -198,13 +248,13 @@ class Network:
         """The link one rank's send to one peer uses: NVLink/PCIe inside a node, its own NIC
         across nodes (striping over the node's NICs needs many flows, as collectives have)."""
         if group <= 1 or group * stride <= self.gpus_per_node:
-            return self.intra
+            return self.intra.for_group(2)
         return self.inter
 
     def link_for(self, group: int, stride: int = 1) -> Link:
         """The bottleneck link of a group of ``group`` ranks spaced ``stride`` GPUs apart."""
         if group <= 1 or group * stride <= self.gpus_per_node:
-            return self.intra
+            return self.intra.for_group(group)
         if self.nics_per_node <= 0:
             return self.inter
         bandwidth = float(self.inter_bandwidth(group, stride))
@@ -223,7 +273,7 @@ def tp_all_reduce_s(nbytes: float, n: int, link: Link) -> float:
     (:func:`all_reduce_s`)."""
     nccl = all_reduce_s(nbytes, n, link)
     shot = link.oneshot
-    if shot is None or n <= 1 or nbytes <= 0 or nbytes > shot.max_bytes:
+    if shot is None or n <= 1 or nbytes <= 0 or nbytes > shot.max_bytes or not shot.covers(n):
         return nccl
     return min(nccl, float(shot.seconds(nbytes, n)))
 

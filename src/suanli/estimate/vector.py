@@ -117,7 +117,8 @@ def _all_reduce(net: Network, nbytes: Array, n: Array, stride: Array) -> Array:
     intra = net.intra
     if intra.small_efficiency > 0:
         inside = (n * stride <= net.gpus_per_node) | (n <= 1)
-        small_bw = intra.bandwidth_bytes_per_s * intra.small_efficiency
+        group_bw = intra.group_bytes_per_s(n, minimum=np.minimum, maximum=np.maximum)
+        small_bw = group_bw * intra.small_efficiency
         small = _ring_or_tree(nbytes, n_f, small_bw, lat) + base
         nccl = np.where(inside, np.minimum(small, bulk + intra.bulk_base_latency_s), nccl)
     nccl = np.minimum(nccl, _nvls(net, nbytes, n, stride))
@@ -133,6 +134,8 @@ def _tp_all_reduce(nbytes: Array, n: Array, net: Network) -> Array:
         return nccl
     n_f = np.maximum(n.astype(np.float64), 1.0)
     inside = n <= net.gpus_per_node
+    if shot.max_ranks > 0:
+        inside = inside & (n <= shot.max_ranks)
     usable = inside & (n > 1) & (nbytes > 0) & (nbytes <= shot.max_bytes)
     return np.where(usable, np.minimum(nccl, shot.seconds(nbytes, n_f, log2=np.log2)), nccl)
 
@@ -402,9 +405,10 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         comm += (
             4 * moe_layers * _reduce_scatter(moe_volume, np.full_like(tp, ep), bw, lat, base) * m
         )
-    # Point to point: one NIC across nodes (Network.point_to_point_link).
+    # Point to point: one peer link inside a node, one NIC across (Network.point_to_point_link).
     inside = (pp * tp <= net.gpus_per_node) | (pp <= 1)
-    bw = np.where(inside, net.intra.effective_bytes_per_s, net.inter.effective_bytes_per_s)
+    peer_bw = net.intra.for_group(2).effective_bytes_per_s
+    bw = np.where(inside, peer_bw, net.inter.effective_bytes_per_s)
     lat = np.where(inside, net.intra.latency_s, net.inter.latency_s)
     p2p = tokens * h * b / tp / bw + lat
     comm += np.where(pp > 1, 2 * p2p * m, 0.0)
