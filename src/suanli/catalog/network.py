@@ -492,6 +492,8 @@ def _efficiency_table() -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str
 def _default_class(gpu: GPU) -> str:
     """The efficiency.toml default row for a GPU without its own measurement."""
     arch = str(gpu.get("architecture") or "").lower()
+    if gpu.form_factor == "cpu":
+        return "cpu"
     if gpu.vendor == "nvidia":
         return {
             "sxm": "nvidia-datacenter-sxm",
@@ -538,7 +540,10 @@ def ceiling_for(gpu: GPU, precision: str) -> Ceiling:
                 N_("measured: {source} ({date})").format(source=row["source"], date=row["date"]),
                 mem_source,
             )
-    fraction = float(default.get("matmul_fraction", 0.7))
+    # The class's median for this precision where one was measured (fp8, tf32 and fp32 reach
+    # other shares of their peaks than 16-bit GEMMs), else its 16-bit median.
+    by_precision = default.get("matmul_fraction_by_precision") or {}
+    fraction = float(by_precision.get(precision, default.get("matmul_fraction", 0.7)))
     source = str(default.get("source", "class default"))
     return Ceiling(
         fraction,
