@@ -72,3 +72,16 @@ def test_a_per_peer_rate_above_the_total_is_one_sentence() -> None:
     with too_fast, pytest.raises(CatalogError, match="per_peer_unidirectional_bytes_per_s"):
         links()
     assert get_link("infinity-fabric-mi300x").per_peer_bytes_per_s == 64e9
+
+
+def test_mi325x_is_on_the_same_board_and_mi250x_keeps_its_own_rate() -> None:
+    """The xGMI link row describes the MI300X/MI325X 8-GPU board (stas00: 'AMD MI300X/MI325X are
+    64GBps GPU-to-GPU ... 448GBps in total'). The MI325X entry has no fabric total of its own and
+    fell back to PCIe (63 GB/s) before 2026-12; the MI250X (CDNA 2) keeps its catalog rate and no
+    per-peer limit, its topology being another one."""
+    mi325x = _network("mi325x").intra
+    assert mi325x.bandwidth_bytes_per_s == pytest.approx(448e9)
+    assert mi325x.for_group(2).bandwidth_bytes_per_s == pytest.approx(64e9)
+    mi250x = _network("mi250x").intra
+    assert mi250x.bandwidth_bytes_per_s == pytest.approx(400e9)
+    assert mi250x.per_peer_bytes_per_s == 0

@@ -406,8 +406,15 @@ def intra_node_link(gpu: GPU) -> Link:
     if kind in _NVLINK and _NVLINK[kind] in links():
         spec = links()[_NVLINK[kind]]
         return spec.link(total / 2 if total else None)
-    if kind == "infinity-fabric" and total and "infinity-fabric-mi300x" in links():
-        return links()["infinity-fabric-mi300x"].link(total / 2)
+    if kind == "infinity-fabric" and "infinity-fabric-mi300x" in links():
+        board = links()["infinity-fabric-mi300x"]
+        if "cdna 3" in str(gpu.get("architecture") or "").lower():
+            # The MI300X/MI325X board the link describes (the MI325X entry has no total).
+            return board.link(total / 2 if total else None)
+        if total:
+            # An older Infinity Fabric part (MI250X): its own rate; its peer links differ from
+            # the MI300X board's seven 64 GB/s links and are not measured, so none are assumed.
+            return replace(board.link(total / 2), per_peer_bytes_per_s=0.0)
     if kind == "roce" and gpu.vendor == "intel":
         lid = "gaudi3-roce" if "gaudi3" in gpu.id else "gaudi-roce"
         if lid in links():
