@@ -67,9 +67,10 @@ class OneShot:
     max_ranks: int = 0
     """Largest group measured (0: any); larger groups use NCCL."""
 
-    def covers(self, n: int) -> bool:
-        """Whether a group of ``n`` GPUs is within the measured group sizes."""
-        return self.max_ranks <= 0 or n <= self.max_ranks
+    def covers(self, n: Any) -> Any:
+        """Whether a group of ``n`` GPUs is within the measured group sizes (an int, or an
+        array of them: element-wise)."""
+        return (self.max_ranks <= 0) | (n <= self.max_ranks)
 
     def seconds(self, nbytes: Any, n: Any, *, log2: Callable[[Any], Any] = math.log2) -> Any:
         """One all-reduce of ``nbytes`` over ``n`` GPUs (ints, or arrays with numpy's log2)."""
@@ -143,6 +144,16 @@ class Link:
         peers = maximum(group - 1, 1)
         return minimum(self.bandwidth_bytes_per_s, peers * self.per_peer_bytes_per_s)
 
+    def group_effective_bytes_per_s(
+        self,
+        group: Any,
+        *,
+        minimum: Callable[[Any, Any], Any] = min,
+        maximum: Callable[[Any, Any], Any] = max,
+    ) -> Any:
+        """:meth:`group_bytes_per_s` at the bus efficiency large collectives reach."""
+        return self.efficiency * self.group_bytes_per_s(group, minimum=minimum, maximum=maximum)
+
     def for_group(self, group: int) -> Link:
         """This link as a group of ``group`` GPUs sees it (:meth:`group_bytes_per_s`)."""
         bandwidth = float(self.group_bytes_per_s(group))
@@ -204,9 +215,7 @@ class Network:
         m = self.ranks_per_node(group, stride, minimum=minimum, maximum=maximum)
         share = self.inter.effective_bytes_per_s * self.nics_per_node / self.gpus_per_node
         striped = m * share
-        intra = self.intra.efficiency * self.intra.group_bytes_per_s(
-            m, minimum=minimum, maximum=maximum
-        )
+        intra = self.intra.group_effective_bytes_per_s(m, minimum=minimum, maximum=maximum)
         return where(m > 1, minimum(striped, intra), striped)
 
     def bottleneck(
@@ -225,9 +234,7 @@ class Network:
         inter_bw = self.inter_bandwidth(
             group, stride, where=where, minimum=minimum, maximum=maximum
         )
-        intra_bw = self.intra.efficiency * self.intra.group_bytes_per_s(
-            group, minimum=minimum, maximum=maximum
-        )
+        intra_bw = self.intra.group_effective_bytes_per_s(group, minimum=minimum, maximum=maximum)
         bandwidth = where(inside, intra_bw, inter_bw)
         latency = where(inside, self.intra.latency_s, self.inter.latency_s)
         return bandwidth, latency

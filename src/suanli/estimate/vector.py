@@ -133,9 +133,7 @@ def _tp_all_reduce(nbytes: Array, n: Array, net: Network) -> Array:
     if shot is None:
         return nccl
     n_f = np.maximum(n.astype(np.float64), 1.0)
-    inside = n <= net.gpus_per_node
-    if shot.max_ranks > 0:
-        inside = inside & (n <= shot.max_ranks)
+    inside = (n <= net.gpus_per_node) & shot.covers(n)
     usable = inside & (n > 1) & (nbytes > 0) & (nbytes <= shot.max_bytes)
     return np.where(usable, np.minimum(nccl, shot.seconds(nbytes, n_f, log2=np.log2)), nccl)
 
