@@ -11,6 +11,11 @@ second 8x MI300X rccl-tests curve, from AMD's ROCm blog with a newer RCCL (2.22.
 ``tests/fixtures/mi300x-rccl-rocm-blog.csv``), shows how far two RCCL builds on the same board
 differ below 32 MiB.
 
+A third section compares the GEMM model with NVIDIA's aiconfigurator tables of TensorRT-LLM
+Linear layers (``tests/fixtures/kernel-gemm-times-aic.csv``, a subset written by
+``scripts/derive_aic_gemm_profiles.py``): out of sample for the A100 and H100 (fitted on Vidur)
+and for every fp8 row; the H200, L40S and B200 bf16 rows are what those cards were fitted on.
+
 These measurements are for validation. Two kinds of figure from the same guide were used in
 calibration (different file versions): the 1 KiB all-reduce times of the A100, H100 and H200
 (the NVLink base latency, ``derive_collective_fits.py``), the MI300X's 1 KiB time (its per-step
@@ -30,14 +35,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suanli import find_gpu, load_catalog
+from suanli.catalog.kernels import kernel_model
+from suanli.catalog.network import ceiling_for
 from suanli.estimate.comm import all_reduce_s
-from suanli.estimate.kernels import gemm_seconds
+from suanli.estimate.kernels import FP8_CAST_BYTES, gemm_seconds
 from suanli.hardware import device_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 FIXTURE = FIXTURES / "azure-kernel-benchmarks.csv"
 #: Every kernel-benchmark fixture the report reads (same columns).
 ALL_FIXTURES = (FIXTURE, FIXTURES / "mi300x-rccl-rocm-blog.csv")
+#: aiconfigurator's TensorRT-LLM Linear timings, a subset (scripts/derive_aic_gemm_profiles.py).
+AIC_FIXTURE = FIXTURES / "kernel-gemm-times-aic.csv"
+#: Cards whose GEMM model was fitted on the aiconfigurator bf16 rows (kernels.toml).
+AIC_FITTED = frozenset({"h200-sxm-141gb", "l40s-48gb", "b200-sxm-180gb"})
+#: Ranges of GEMM rows (M) the aiconfigurator comparison is summarised over.
+AIC_BANDS = (("1-16", 1, 16), ("17-256", 17, 256), ("257-2k", 257, 2048), (">2k", 2049, 1 << 30))
 #: Bytes per element of a GEMM's operands in the benchmarked precision.
 DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0}
 
@@ -218,9 +231,65 @@ def report(points: list[Point]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def aic_errors(gpu_id: str, dtype: str) -> list[tuple[int, float]]:
+    """(M, error) of every aiconfigurator row of ``gpu_id`` in ``dtype`` (``bf16`` or ``fp8``),
+    error = measured seconds / model seconds - 1 (positive: the model is faster). fp8 rows add
+    the dynamic quantization of the activations that the collector times with the GEMM: an amax
+    pass and a cast, 5 bytes an element (``FP8_CAST_BYTES``), two element-wise kernels."""
+    gpu = find_gpu(gpu_id, load_catalog())
+    model = kernel_model(gpu, ceiling_for(gpu, dtype), precision=dtype)
+    peak, bw = gpu.peak_flops(dtype) or 0.0, gpu.memory_bandwidth_bytes_per_s
+    out = []
+    with AIC_FIXTURE.open(newline="") as fh:
+        for rec in csv.DictReader(fh):
+            if (rec["gpu_id"], rec["dtype"]) != (gpu_id, dtype):
+                continue
+            m, n, k = int(rec["m"]), int(rec["n"]), int(rec["k"])
+            t = gemm_seconds(m, n, k, DTYPE_BYTES[dtype], peak, bw, model)
+            if dtype == "fp8":
+                cast = FP8_CAST_BYTES["dynamic"] * m * k / (bw * model.memory_efficiency)
+                t += max(cast, 2 * model.small_op_s)
+            out.append((m, float(rec["seconds"]) / t - 1))
+    return out
+
+
+def aic_report() -> str:
+    """The aiconfigurator section: per card and precision, the median error by range of rows."""
+    with AIC_FIXTURE.open(newline="") as fh:
+        keys = list(dict.fromkeys((r["gpu_id"], r["dtype"]) for r in csv.DictReader(fh)))
+    bands = " | ".join(f"M {name}" for name, _, _ in AIC_BANDS)
+    lines = [
+        "## GEMM model against aiconfigurator's TensorRT-LLM GEMM tables "
+        "(`tests/fixtures/kernel-gemm-times-aic.csv`)",
+        "",
+        "One TensorRT-LLM Linear layer per shape, timed under CUDA graphs (ai-dynamo/"
+        "aiconfigurator 095f58a5, TensorRT-LLM 1.0.0 on the A100, 1.3.0rc20 on the others; N and "
+        "K 1,024-16,384, weights of 128 MiB or more below 512 rows). fp8 rows include the dynamic "
+        "quantization of the activations, which the model adds. Median signed error per range of "
+        "rows; positive = the model is faster than the measurement.",
+        "",
+        f"| GPU | dtype | model fitted on | rows | median abs error | {bands} |",
+        "|---|---|---|---:|---:|" + "---:|" * len(AIC_BANDS),
+    ]
+    for gpu_id, dtype in sorted(keys):
+        errors = aic_errors(gpu_id, dtype)
+        fitted = "these rows" if gpu_id in AIC_FITTED and dtype == "bf16" else "other data"
+        medians = " | ".join(
+            f"{statistics.median(e for m, e in errors if lo <= m <= hi):+.1%}"
+            for _, lo, hi in AIC_BANDS
+        )
+        median_abs = statistics.median(abs(e) for _, e in errors)
+        lines.append(
+            f"| {gpu_id} | {dtype} | {fitted} | {len(errors)} | {median_abs:.1%} | {medians} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     """Print the report."""
     print(report(load_points()), end="")
+    print()
+    print(aic_report(), end="")
     return 0
 
 

@@ -878,6 +878,7 @@ def kernels_toml(state: dict[str, Any], meta: dict[str, Any]) -> str:
         "",
         "[[gemm]]",
         f"gpu_id = {q(card['gpu_id'])}",
+        f"precision = {q(primary)}",
     ]
     if "small_op_s" in state:
         lines.append(

@@ -187,7 +187,9 @@ def device_for(
     gemm = (
         None
         if gpu.form_factor == "cpu"
-        else kernel_model(gpu, Ceiling(matmul_fraction, memory_fraction, source))
+        else kernel_model(
+            gpu, Ceiling(matmul_fraction, memory_fraction, source), precision=precision
+        )
     )
     attention, attention_source = _attention_for(gpu, precision)
     sdpa_attention, sdpa_source = _sdpa_attention_for(gpu, precision)

@@ -129,11 +129,14 @@ def test_shape_effects() -> None:
 @pytest.mark.parametrize(
     ("gpu", "reference", "matched"),
     [
-        ("h200", "h100-sxm-80gb", True),
-        ("b200", "h100-sxm-80gb", True),
+        ("h200", "h200-sxm-141gb", True),
+        ("h800", "h100-sxm-80gb", True),
+        ("b200", "b200-sxm-180gb", True),
+        ("rtx-5090-32gb", "h100-sxm-80gb", True),
         ("a100-pcie-40gb", "a100-sxm-80gb", True),
         ("4090", "a40-48gb", True),
-        ("l40s", "a40-48gb", True),
+        ("l40s", "l40s-48gb", True),
+        ("rtx-3090-24gb", "a40-48gb", True),
         ("mi300x", "a100-sxm-80gb", False),
     ],
 )

@@ -60,7 +60,9 @@ def test_gemm_row_and_fit(sweep: Path) -> None:
     assert len(rows) == 1
     row = rows[0]
     bundled = read_data("kernels.toml")["gemm"][0]
-    assert set(row) == set(bundled)  # the same fields as kernels.toml's rows
+    # The same fields as kernels.toml's rows, and the precision it was fitted at.
+    assert set(row) == set(bundled) | {"precision"}
+    assert row["precision"] in ("bf16", "fp16")
     assert row["gpu_id"] == "cpu"
     assert 0 < row["compute_efficiency"] <= 1
     assert 0 < row["memory_efficiency"] <= 1

@@ -16,6 +16,10 @@ from suanli.i18n import N_
 MAX_EFFICIENCY = 0.98
 
 
+#: The two 16-bit precisions share a fit.
+SIXTEEN_BIT = ("fp16", "bf16")
+
+
 @lru_cache(maxsize=1)
 def _table() -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str]:
     data = read_data("kernels.toml")
@@ -23,11 +27,22 @@ def _table() -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], str]:
     return fits, list(data.get("generation", [])), str(data["fallback"]["reference"])
 
 
-def reference_card(gpu: GPU) -> tuple[str, bool]:
-    """The profiled card whose kernel shapes stand for ``gpu``, and whether the generation
-    matched (False: the fallback for a vendor or generation nobody profiled)."""
+def _covers(fit: dict[str, Any], precision: str) -> bool:
+    """Whether a card's own fit stands for its GEMMs at ``precision`` ("" : any)."""
+    fitted = str(fit.get("precision", "fp16"))
+    if not precision or precision == fitted:
+        return True
+    if precision in SIXTEEN_BIT and fitted in SIXTEEN_BIT:
+        return True
+    return bool(fit.get("other_precisions", True))
+
+
+def reference_card(gpu: GPU, precision: str = "") -> tuple[str, bool]:
+    """The profiled card whose kernel shapes stand for ``gpu`` at ``precision`` (its own fit where
+    it has one that covers the precision), and whether the generation matched (False: the
+    fallback for a vendor or generation nobody profiled)."""
     fits, generations, fallback = _table()
-    if gpu.id in fits:
+    if gpu.id in fits and _covers(fits[gpu.id], precision):
         return gpu.id, True
     arch = str(gpu.get("architecture") or "")
     for row in generations:
@@ -39,21 +54,30 @@ def reference_card(gpu: GPU) -> tuple[str, bool]:
     return fallback, False
 
 
-def kernel_model(gpu: GPU, ceiling: Ceiling, reference_ceiling: Ceiling | None = None) -> GemmModel:
-    """``gpu``'s GEMM model for the precision ``ceiling`` was measured at.
+def kernel_model(
+    gpu: GPU,
+    ceiling: Ceiling,
+    reference_ceiling: Ceiling | None = None,
+    *,
+    precision: str = "",
+) -> GemmModel:
+    """``gpu``'s GEMM model for the precision ``ceiling`` was measured at (``precision``: that
+    precision, which decides whether the card's own fit covers it; see :func:`reference_card`).
 
-    The profiled card's fitted efficiencies are divided by its own best-shape ceilings (fp16,
-    efficiency.toml) and multiplied by this card's: real model shapes lose the same share of the
-    best shape on cards of one generation (the profiled card itself, at fp16, gets its fit).
+    The profiled card's fitted efficiencies are divided by its own best-shape ceilings (at the
+    precision it was profiled in, fp16 unless the row says otherwise; efficiency.toml) and
+    multiplied by this card's: real model shapes lose the same share of the best shape on cards
+    of one generation (the profiled card itself, at its profiled precision, gets its fit).
     ``reference_ceiling`` overrides the reference card's ceiling (tests)."""
     fits, _, _ = _table()
-    ref_id, matched = reference_card(gpu)
+    ref_id, matched = reference_card(gpu, precision)
     fit = fits[ref_id]
     if reference_ceiling is None:
         from suanli.catalog.loader import load_catalog
         from suanli.catalog.lookup import find_gpu
 
-        reference_ceiling = ceiling_for(find_gpu(ref_id, load_catalog()), "fp16")
+        profiled = str(fit.get("precision", "fp16"))
+        reference_ceiling = ceiling_for(find_gpu(ref_id, load_catalog()), profiled)
     # Shape losses never make a kernel faster than the best shape: a reference card whose own
     # ceiling is only a class default (the A40) can measure above it, and then loses nothing.
     compute_loss = min(1.0, fit["compute_efficiency"] / reference_ceiling.matmul_fraction)
