@@ -37,7 +37,7 @@ from pathlib import Path
 from suanli import find_gpu, load_catalog
 from suanli.catalog.kernels import kernel_model
 from suanli.catalog.network import ceiling_for
-from suanli.estimate.comm import all_reduce_s
+from suanli.estimate.comm import all_gather_s, all_reduce_s, reduce_scatter_s
 from suanli.estimate.kernels import FP8_CAST_BYTES, gemm_seconds
 from suanli.hardware import device_for
 
@@ -47,6 +47,14 @@ FIXTURE = FIXTURES / "azure-kernel-benchmarks.csv"
 ALL_FIXTURES = (FIXTURE, FIXTURES / "mi300x-rccl-rocm-blog.csv")
 #: aiconfigurator's TensorRT-LLM Linear timings, a subset (scripts/derive_aic_gemm_profiles.py).
 AIC_FIXTURE = FIXTURES / "kernel-gemm-times-aic.csv"
+#: aiconfigurator's nccl-tests timings of 2, 4 and 8 GPUs in a node (scripts/extract_aic_nccl.py).
+AIC_NCCL_FIXTURE = FIXTURES / "nccl-aiconfigurator.csv"
+#: The collective models the NCCL comparison checks, by nccl-tests name.
+COLLECTIVES = {
+    "all_reduce": all_reduce_s,
+    "all_gather": all_gather_s,
+    "reduce_scatter": reduce_scatter_s,
+}
 #: Cards whose GEMM model was fitted on the aiconfigurator bf16 rows (kernels.toml).
 AIC_FITTED = frozenset({"h200-sxm-141gb", "l40s-48gb", "b200-sxm-180gb"})
 #: Ranges of GEMM rows (M) the aiconfigurator comparison is summarised over.
@@ -285,11 +293,56 @@ def aic_report() -> str:
     return "\n".join(lines) + "\n"
 
 
+def aic_nccl_errors() -> dict[tuple[str, str, str, int], list[tuple[int, float]]]:
+    """(bytes, error) of every aiconfigurator NCCL row by (card, NCCL version, collective, GPUs);
+    error = measured seconds / model seconds - 1 (positive: the model is faster)."""
+    catalog = load_catalog()
+    links: dict[tuple[str, int], object] = {}
+    out: dict[tuple[str, str, str, int], list[tuple[int, float]]] = {}
+    with AIC_NCCL_FIXTURE.open(newline="") as fh:
+        for rec in csv.DictReader(fh):
+            gpu_id, ranks, nbytes = rec["gpu_id"], int(rec["gpus"]), int(rec["bytes"])
+            if (gpu_id, ranks) not in links:
+                device = device_for(find_gpu(gpu_id, catalog), "bf16", auto_calibration=False)
+                links[(gpu_id, ranks)] = device.network.link_for(ranks)
+            model = COLLECTIVES[rec["collective"]](nbytes, ranks, links[(gpu_id, ranks)])
+            key = (gpu_id, rec["nccl"], rec["collective"], ranks)
+            out.setdefault(key, []).append((nbytes, float(rec["seconds"]) / model - 1))
+    return out
+
+
+def aic_nccl_report() -> str:
+    """The aiconfigurator NCCL section: median error per card, collective, group and size range."""
+    ranges = " | ".join(label for label, _, _ in RANGES)
+    lines = [
+        "## Collectives against aiconfigurator's nccl-tests tables "
+        "(`tests/fixtures/nccl-aiconfigurator.csv`)",
+        "",
+        "nccl-tests in one process, one thread per GPU, 2, 4 and 8 GPUs of one node, fp16, NCCL "
+        "choosing the algorithm (ai-dynamo/aiconfigurator 095f58a5; NCCL 2.27.3 on the A100 and "
+        "L40S, 2.29.2 on the others), against the model's collectives on the card's intra-node "
+        "link. Median signed error of the time per size range; positive = the model is faster. "
+        "None of these points was used in calibration.",
+        "",
+        f"| GPU | NCCL | collective | GPUs | {ranges} |",
+        "|---|---|---|---:|" + "---:|" * len(RANGES),
+    ]
+    for (gpu_id, nccl, collective, ranks), errors in sorted(aic_nccl_errors().items()):
+        medians = " | ".join(
+            f"{statistics.median(e for b, e in errors if low < b <= high):+.0%}"
+            for _, low, high in RANGES
+        )
+        lines.append(f"| {gpu_id} | {nccl} | {collective} | {ranks} | {medians} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     """Print the report."""
     print(report(load_points()), end="")
     print()
     print(aic_report(), end="")
+    print()
+    print(aic_nccl_report(), end="")
     return 0
 
 
