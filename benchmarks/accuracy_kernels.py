@@ -49,6 +49,10 @@ ALL_FIXTURES = (FIXTURE, FIXTURES / "mi300x-rccl-rocm-blog.csv")
 AIC_FIXTURE = FIXTURES / "kernel-gemm-times-aic.csv"
 #: aiconfigurator's nccl-tests timings of 2, 4 and 8 GPUs in a node (scripts/extract_aic_nccl.py).
 AIC_NCCL_FIXTURE = FIXTURES / "nccl-aiconfigurator.csv"
+#: aiconfigurator's vLLM decode-attention timings (scripts/extract_aic_decode_attention.py).
+AIC_DECODE_FIXTURE = FIXTURES / "decode-attention-aiconfigurator.csv"
+#: Context ranges (KV tokens per sequence) the decode-attention comparison is summarised over.
+CONTEXT_BANDS = (("128-512", 128, 512), ("2k", 2048, 2048), ("8k-32k", 8192, 32768))
 #: The collective models the NCCL comparison checks, by nccl-tests name.
 COLLECTIVES = {
     "all_reduce": all_reduce_s,
@@ -336,6 +340,68 @@ def aic_nccl_report() -> str:
     return "\n".join(lines) + "\n"
 
 
+def aic_decode_errors(
+    layout_aware: bool = True,
+) -> dict[tuple[str, str, str], list[tuple[int, int, float]]]:
+    """(batch, context, error) of every aiconfigurator decode-attention row by (card, vLLM kernel,
+    head layout); the model reads the KV cache at the measured decode-attention utilization
+    suanli uses (catalog/decode_attention.py), looked up at the context that streams the same
+    bytes per sequence (``layout_aware=False``: at the row's own context, as before 2026-12-02);
+    error = measured / model - 1."""
+    from suanli.catalog.decode_attention import decode_attention_efficiency
+
+    catalog = load_catalog()
+    out: dict[tuple[str, str, str], list[tuple[int, int, float]]] = {}
+    with AIC_DECODE_FIXTURE.open(newline="") as fh:
+        for rec in csv.DictReader(fh):
+            gpu = find_gpu(rec["gpu_id"], catalog)
+            batch, context = int(rec["batch"]), int(rec["context"])
+            kv_heads, head_dim = int(rec["kv_heads"]), int(rec["head_dim"])
+            token_bytes = 2 * kv_heads * head_dim * 2  # K and V of one token and layer, bf16
+            kv_bytes = batch * context * token_bytes
+            share, _ = decode_attention_efficiency(
+                gpu, batch=batch, context=context, token_bytes=token_bytes if layout_aware else 0.0
+            )
+            model = kv_bytes / (share * gpu.memory_bandwidth_bytes_per_s)
+            layout = f"{rec['q_heads']}/{kv_heads} x {head_dim}"
+            key = (gpu.id, rec["kernel"], layout)
+            out.setdefault(key, []).append((batch, context, float(rec["seconds"]) / model - 1))
+    return out
+
+
+def aic_decode_report() -> str:
+    """The aiconfigurator decode-attention section: median error by card, layout and context."""
+    bands = " | ".join(f"context {label}" for label, _, _ in CONTEXT_BANDS)
+    lines = [
+        "## Decode attention against aiconfigurator's vLLM tables "
+        "(`tests/fixtures/decode-attention-aiconfigurator.csv`)",
+        "",
+        "One vLLM attention-backend forward per decode step (one new token per sequence, with its "
+        "KV-cache write), bf16 KV, under CUDA graphs (ai-dynamo/aiconfigurator 095f58a5; vLLM "
+        "0.14.0 on the A100, 0.24.0 on the others), batch 1-256; the model reads the KV cache at "
+        "suanli's decode-attention utilization (FlashInfer's and Flash-Decoding's published "
+        "curves, MHA 32 heads of 128), looked up at the context that streams the same bytes per "
+        "sequence; 'before' is the lookup at the row's own context, as until 2026-12-02. Median "
+        "signed error of the time; positive = the model is faster.",
+        "",
+        f"| GPU | vLLM kernel | q/kv heads x dim | points | median abs error (before) | {bands} |",
+        "|---|---|---|---:|---:|" + "---:|" * len(CONTEXT_BANDS),
+    ]
+    before = aic_decode_errors(layout_aware=False)
+    for (gpu_id, kernel, layout), errors in sorted(aic_decode_errors().items()):
+        old = statistics.median(abs(e) for _, _, e in before[(gpu_id, kernel, layout)])
+        medians = " | ".join(
+            f"{statistics.median(e for _, c, e in errors if low <= c <= high):+.0%}"
+            for _, low, high in CONTEXT_BANDS
+        )
+        median_abs = statistics.median(abs(e) for _, _, e in errors)
+        lines.append(
+            f"| {gpu_id} | {kernel} | {layout} | {len(errors)} | {median_abs:.0%} ({old:.0%}) | "
+            f"{medians} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     """Print the report."""
     print(report(load_points()), end="")
@@ -343,6 +409,8 @@ def main() -> int:
     print(aic_report(), end="")
     print()
     print(aic_nccl_report(), end="")
+    print()
+    print(aic_decode_report(), end="")
     return 0
 
 

@@ -84,10 +84,13 @@ def _local_profile(gpu_id: str) -> dict[tuple[str, str], dict[str, Any]] | None:
 
 def _decode_attention_for(gpu: GPU) -> Any:
     """Measured paged decode-attention bandwidth utilization of ``gpu``'s generation
-    (FlashInfer's kernels, catalog/data/decode_attention.toml), by (batch, context)."""
+    (FlashInfer's kernels, catalog/data/decode_attention.toml), by (batch, context, KV bytes a
+    token adds per layer on one GPU: 0 reads the rows' own head layout)."""
 
-    def efficiency(batch: int, context: int) -> float:
-        return decode_attention_efficiency(gpu, batch=max(batch, 1), context=max(context, 1))[0]
+    def efficiency(batch: int, context: int, token_bytes: float = 0.0) -> float:
+        return decode_attention_efficiency(
+            gpu, batch=max(batch, 1), context=max(context, 1), token_bytes=token_bytes
+        )[0]
 
     return lru_cache(maxsize=512)(efficiency)
 

@@ -213,8 +213,13 @@ def test_decode_attention_reads_the_kv_cache_at_the_measured_kernel_rate() -> No
         work = InferWork(batch=batch, context=prompt + 128)
         result = inference_perf(LLAMA8, work, H100, prompt=prompt, output=128)
         context = prompt + 64
-        kv = kv_bytes_per_token(LLAMA8, work.kv_bytes, context, 1) * context * batch
-        eff = decode_attention_efficiency(h100, batch=batch, context=context)[0]
+        token = kv_bytes_per_token(LLAMA8, work.kv_bytes, context, 1)
+        kv = token * context * batch
+        # Read at the context that streams the same bytes per sequence in the rows' layout.
+        per_layer = token / LLAMA8.num_layers
+        eff = decode_attention_efficiency(
+            h100, batch=batch, context=context, token_bytes=per_layer
+        )[0]
         assert result.breakdown_s["decode_attention"] == pytest.approx(
             kv / (H100.memory_bytes_per_s * eff), rel=1e-6
         )

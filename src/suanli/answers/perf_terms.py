@@ -193,7 +193,9 @@ def infer_terms(
     gemm = device.gemm_model
     b = result.breakdown_s
     if device.decode_attention is not None:
-        kv_efficiency: float | None = device.decode_attention(work.batch, average_context)
+        kv_efficiency: float | None = device.decode_attention(
+            work.batch, average_context, result.kv_token_bytes
+        )
         kv_source = N_(
             "paged decode attention measured by FlashInfer (blog 2024-02-02) and Flash-Decoding, "
             "catalog/data/decode_attention.toml"
@@ -230,7 +232,8 @@ def infer_terms(
             kv_source,
             N_(
                 "KV bytes of the batch at the average context / (peak bandwidth x the measured "
-                "utilization of paged decode attention at this batch and context)"
+                "utilization of paged decode attention at this batch, read at the context that "
+                "streams as many bytes per sequence in the measured kernel's head layout)"
             ),
         ),
         TimeTerm(

@@ -302,7 +302,7 @@ def reference_for(
     return ref, kernel, matched
 
 
-def interpolate(curve: Sequence[tuple[int, float]], x: int, *, log: bool) -> float:
+def interpolate(curve: Sequence[tuple[int, float]], x: float, *, log: bool) -> float:
     """Linear (in ``log(x)`` when ``log``) through sorted ``(x, y)`` points, clamped at the ends
     (shared with :mod:`suanli.catalog.decode_attention`)."""
     if x <= curve[0][0]:

@@ -289,7 +289,7 @@ def reference_for(
 
 
 def decode_attention_efficiency(
-    gpu: GPU, *, batch: int, context: int, kernel: str | None = None
+    gpu: GPU, *, batch: int, context: int, kernel: str | None = None, token_bytes: float = 0.0
 ) -> tuple[float, str]:
     """The fraction of ``gpu``'s peak HBM bandwidth a decode-attention kernel reaches reading the KV
     cache of ``batch`` sequences of ``context`` tokens each, and a source line.
@@ -315,7 +315,14 @@ def decode_attention_efficiency(
                 batch=batch, context=context
             )
         )
-    return _efficiency(decode_attention_points(), gpu, batch=batch, context=context, kernel=kernel)
+    return _efficiency(
+        decode_attention_points(),
+        gpu,
+        batch=batch,
+        context=context,
+        kernel=kernel,
+        token_bytes=token_bytes,
+    )
 
 
 def _efficiency(
@@ -325,6 +332,7 @@ def _efficiency(
     batch: int,
     context: int,
     kernel: str | None,
+    token_bytes: float = 0.0,
 ) -> tuple[float, str]:
     """:func:`decode_attention_efficiency` over a given table (the tests pass their own)."""
     chosen = kernel or DEFAULT_KERNEL
@@ -340,10 +348,25 @@ def _efficiency(
     by_batch: dict[int, list[tuple[int, float]]] = {}
     for p in rows:
         by_batch.setdefault(p.batch, []).append((p.context, p.bandwidth_utilization))
+    first = rows[0]
+    row_token_bytes = 2 * first.num_kv_heads * first.head_dim * (1 if first.dtype == "fp8" else 2)
+    # The context that streams as many bytes per sequence in the rows' head layout.
+    lookup = context * token_bytes / row_token_bytes if token_bytes > 0 else float(context)
+    shortest = min(p.context for p in rows)
     curve = [
-        (b, interpolate(sorted(pts), context, log=True)) for b, pts in sorted(by_batch.items())
+        (b, interpolate(sorted(pts), max(lookup, shortest), log=True))
+        for b, pts in sorted(by_batch.items())
     ]
     fraction = interpolate(curve, batch, log=True)
+    if token_bytes > 0:
+        # More sequences never take less time than fewer: between two measured batches the
+        # utilization rises at most in proportion to the batch (the curve's log interpolation
+        # can rise faster where one sequence reads little).
+        below = max((b, u) for b, u in curve if b <= max(batch, curve[0][0]))
+        fraction = min(fraction, below[1] * max(batch, below[0]) / below[0])
+    if token_bytes > 0 and lookup < shortest:
+        # Fewer bytes than the shortest measured call: that call's time, not less.
+        fraction *= lookup / shortest
 
     notes: list[str] = []
     batches = [b for b, _ in curve]
@@ -355,14 +378,19 @@ def _efficiency(
         )
     lo = max((b for b in batches if b <= batch), default=batches[0])
     hi = min((b for b in batches if b >= batch), default=batches[-1])
+    if token_bytes > 0 and round(lookup) != context:
+        notes.append(
+            N_("read at context {lookup:,}, the same bytes per sequence").format(
+                lookup=max(round(lookup), 1)
+            )
+        )
     for b in dict.fromkeys((lo, hi)):
         ctxs = sorted(c for c, _ in by_batch[b])
-        if not ctxs[0] <= context <= ctxs[-1]:
-            nearest = ctxs[0] if context < ctxs[0] else ctxs[-1]
+        if lookup > ctxs[-1] or (token_bytes <= 0 and lookup < ctxs[0]):
+            nearest = ctxs[0] if lookup < ctxs[0] else ctxs[-1]
             notes.append(
                 N_("batch {batch} held at context {context:,}").format(batch=b, context=nearest)
             )
-    first = rows[0]
     layout = N_("{q} q / {kv} kv heads, head dim {head_dim}, {dtype}").format(
         q=first.num_q_heads, kv=first.num_kv_heads, head_dim=first.head_dim, dtype=first.dtype
     )

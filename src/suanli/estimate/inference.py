@@ -46,6 +46,8 @@ class InferPerf:
     batch_tokens_per_s: float = 0.0
     """Output tokens/s of a static batch (every sequence starts together and the prefill runs
     first): batch x output / request_s."""
+    kv_token_bytes: float = 0.0
+    """KV bytes one token adds per layer on one GPU (what the decode-attention lookup reads)."""
 
 
 def weight_bytes(spec: ModelSpec, work: InferWork) -> float:
@@ -161,8 +163,9 @@ def inference_perf(
     tp_comm += pp_prefill
     context = prompt + output / 2
     per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
+    token_bytes = per_seq_kv / max(context, 1) / max(spec.num_layers, 1)
     kv_eff = (
-        device.decode_attention(work.batch, int(context))
+        device.decode_attention(work.batch, int(context), token_bytes)
         if device.decode_attention is not None
         else None
     )
@@ -220,4 +223,5 @@ def inference_perf(
         },
         request_s,
         work.batch * output / request_s,
+        token_bytes,
     )

@@ -76,8 +76,10 @@ class Device:
     its flash backend is FlashAttention-2 on every card and its cuDNN backend is opt-in, so on
     Hopper it runs at FlashAttention-2's rates, not FlashAttention-3's (None: as ``attention``)."""
     sdpa_attention_source: str = ""
-    decode_attention: Callable[[int, int], float] | None = None
-    """Measured paged decode-attention bandwidth utilization by ``(batch, context)``."""
+    decode_attention: Callable[[int, int, float], float] | None = None
+    """Measured paged decode-attention bandwidth utilization by ``(batch, context, token bytes)``
+    (the KV bytes a token adds per layer on one GPU; :func:`suanli.catalog.decode_attention.
+    decode_attention_efficiency`)."""
     precision: str = ""
     """The tensor precision ``peak_flops`` is for (``bf16``, ``fp8``...; empty: unstated)."""
     host_bytes_per_s: float = 0.0

@@ -502,7 +502,14 @@ def infer_speed(
     )
     kv_eff = None
     if device.decode_attention is not None:
-        kv_eff = np.array([device.decode_attention(int(b), int(context)) for b in batch])
+        # Per layout: the KV bytes a token adds per layer on one GPU set the lookup (tp varies).
+        token_bytes = kv_tok / max(spec.num_layers, 1)
+        kv_eff = np.array(
+            [
+                device.decode_attention(int(b), int(context), float(t))
+                for b, t in zip(batch, token_bytes, strict=True)
+            ]
+        )
     prefill_k, decode_k = serve_kernels(
         spec,
         weight_format,

@@ -1,0 +1,90 @@
+"""Copy NVIDIA aiconfigurator's vLLM decode-attention timings into a test fixture (developer
+tool).
+
+ai-dynamo/aiconfigurator (Apache-2.0) ships per-card timings of vLLM's attention backends
+(``collector/vllm/collect_attn.py``: one backend forward of one decode token per sequence, with
+the new token's KV-cache write, timed under CUDA graphs; ``generation_attention_perf.parquet``,
+latency in milliseconds, ``step`` = the tokens already cached). This script keeps the bf16-KV,
+full-attention rows of two Llama head layouts (32 query / 8 KV heads of 128: Llama-3-8B, or 70B
+on 2 GPUs; 8 / 1: Llama-3-70B on 8 GPUs) at a grid of batches and contexts, and writes
+``tests/fixtures/decode-attention-aiconfigurator.csv``, read by
+``benchmarks/accuracy_kernels.py``. Nothing in the package or the tests reads the checkout.
+Usage (``pip install pyarrow`` first):
+``python scripts/extract_aic_decode_attention.py /path/to/aiconfigurator``.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path("aic-core/src/aiconfigurator_core/systems/data")
+#: aiconfigurator card folder -> (catalog id, vLLM collection).
+CARDS = {
+    "a100_sxm": ("a100-sxm-80gb", "0.14.0"),
+    "h100_sxm": ("h100-sxm-80gb", "0.24.0"),
+    "h200_sxm": ("h200-sxm-141gb", "0.24.0"),
+    "b200_sxm": ("b200-sxm-180gb", "0.24.0"),
+    "l40s": ("l40s-48gb", "0.24.0"),
+}
+LAYOUTS = {(32, 8, 128), (8, 1, 128)}
+BATCHES = {1, 4, 16, 64, 256}
+CONTEXTS = {128, 512, 2048, 8192, 32768}
+
+
+def main(folder: str) -> int:
+    import pyarrow.parquet as pq
+
+    rows = []
+    for card, (gpu_id, version) in CARDS.items():
+        path = Path(folder) / DATA / card / "attention" / "vllm" / version
+        for r in pq.read_table(path / "generation_attention_perf.parquet").to_pylist():
+            layout = (r["num_heads"], r["num_key_value_heads"], r["head_dim"])
+            context = int(r["step"]) + 1  # the cached tokens and the new one
+            if (
+                layout in LAYOUTS
+                and r["kv_cache_dtype"] == "bfloat16"
+                and not r.get("window_size")
+                and r["batch_size"] in BATCHES
+                and context in CONTEXTS
+            ):
+                seconds = float(r["latency"]) * 1e-3
+                rows.append(
+                    (
+                        gpu_id,
+                        version,
+                        r["kernel_source"],
+                        r["batch_size"],
+                        context,
+                        *layout,
+                        seconds,
+                    )
+                )
+    out = ROOT / "tests" / "fixtures" / "decode-attention-aiconfigurator.csv"
+    with out.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(
+            [
+                "gpu_id",
+                "vllm",
+                "kernel",
+                "batch",
+                "context",
+                "q_heads",
+                "kv_heads",
+                "head_dim",
+                "seconds",
+            ]
+        )
+        writer.writerows((*r[:8], f"{r[8]:.6g}") for r in sorted(rows))
+    print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python scripts/extract_aic_decode_attention.py /path/to/aiconfigurator")
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
