@@ -51,6 +51,8 @@ AIC_FIXTURE = FIXTURES / "kernel-gemm-times-aic.csv"
 AIC_NCCL_FIXTURE = FIXTURES / "nccl-aiconfigurator.csv"
 #: aiconfigurator's vLLM decode-attention timings (scripts/extract_aic_decode_attention.py).
 AIC_DECODE_FIXTURE = FIXTURES / "decode-attention-aiconfigurator.csv"
+#: aiconfigurator's vLLM prefill-attention timings (scripts/extract_aic_decode_attention.py).
+AIC_PREFILL_FIXTURE = FIXTURES / "prefill-attention-aiconfigurator.csv"
 #: Context ranges (KV tokens per sequence) the decode-attention comparison is summarised over.
 CONTEXT_BANDS = (("128-512", 128, 512), ("2k", 2048, 2048), ("8k-32k", 8192, 32768))
 #: The collective models the NCCL comparison checks, by nccl-tests name.
@@ -402,6 +404,59 @@ def aic_decode_report() -> str:
     return "\n".join(lines) + "\n"
 
 
+def aic_prefill_errors() -> dict[tuple[str, str, str], list[tuple[int, int, float]]]:
+    """(batch, tokens, error) of every aiconfigurator prefill-attention row by (card, vLLM kernel,
+    head layout): the model's causal forward, ``2 x 2 x batch x heads x tokens^2 x dim / 2``
+    FLOPs at the fused-attention rate suanli uses for the card (``Device.attention``: the
+    FlashAttention-2/3 papers' rates by sequence length); error = measured / model - 1."""
+    catalog = load_catalog()
+    devices: dict[str, object] = {}
+    out: dict[tuple[str, str, str], list[tuple[int, int, float]]] = {}
+    with AIC_PREFILL_FIXTURE.open(newline="") as fh:
+        for rec in csv.DictReader(fh):
+            gpu_id = rec["gpu_id"]
+            if gpu_id not in devices:
+                devices[gpu_id] = device_for(
+                    find_gpu(gpu_id, catalog), "bf16", auto_calibration=False
+                )
+            dev = devices[gpu_id]
+            batch, tokens = int(rec["batch"]), int(rec["tokens"])
+            heads, dim = int(rec["q_heads"]), int(rec["head_dim"])
+            flops = 2 * 2 * batch * heads * tokens * tokens * dim / 2
+            rate = dev.peak_flops * dev.attention(tokens, dim, True, False)  # type: ignore[attr-defined]
+            layout = f"{heads}/{rec['kv_heads']} x {dim}"
+            key = (gpu_id, rec["kernel"], layout)
+            out.setdefault(key, []).append(
+                (batch, tokens, float(rec["seconds"]) / (flops / rate) - 1)
+            )
+    return out
+
+
+def aic_prefill_report() -> str:
+    """The aiconfigurator prefill-attention section: median error by card, layout and length."""
+    lengths = (128, 512, 2048, 8192)
+    cells = " | ".join(f"{n:,} tokens" for n in lengths)
+    lines = [
+        "## Prefill attention against aiconfigurator's vLLM tables "
+        "(`tests/fixtures/prefill-attention-aiconfigurator.csv`)",
+        "",
+        "One vLLM attention-backend forward over a prompt (causal, bf16 KV, with the KV-cache "
+        "write), under CUDA graphs, batch 1, 8 and 64; the model runs the causal forward's FLOPs "
+        "at the FlashAttention-2/3 rates it uses for the card. Median signed error of the time "
+        "over the three batches; positive = the model is faster. Validation only.",
+        "",
+        f"| GPU | vLLM kernel | q/kv heads x dim | {cells} |",
+        "|---|---|---|" + "---:|" * len(lengths),
+    ]
+    for (gpu_id, kernel, layout), errors in sorted(aic_prefill_errors().items()):
+        medians = " | ".join(
+            f"{statistics.median(e for _, n, e in errors if n == length):+.0%}"
+            for length in lengths
+        )
+        lines.append(f"| {gpu_id} | {kernel} | {layout} | {medians} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     """Print the report."""
     print(report(load_points()), end="")
@@ -411,6 +466,8 @@ def main() -> int:
     print(aic_nccl_report(), end="")
     print()
     print(aic_decode_report(), end="")
+    print()
+    print(aic_prefill_report(), end="")
     return 0
 
 

@@ -1,5 +1,4 @@
-"""Copy NVIDIA aiconfigurator's vLLM decode-attention timings into a test fixture (developer
-tool).
+"""Copy NVIDIA aiconfigurator's vLLM attention timings into test fixtures (developer tool).
 
 ai-dynamo/aiconfigurator (Apache-2.0) ships per-card timings of vLLM's attention backends
 (``collector/vllm/collect_attn.py``: one backend forward of one decode token per sequence, with
@@ -7,7 +6,10 @@ the new token's KV-cache write, timed under CUDA graphs; ``generation_attention_
 latency in milliseconds, ``step`` = the tokens already cached). This script keeps the bf16-KV,
 full-attention rows of two Llama head layouts (32 query / 8 KV heads of 128: Llama-3-8B, or 70B
 on 2 GPUs; 8 / 1: Llama-3-70B on 8 GPUs) at a grid of batches and contexts, and writes
-``tests/fixtures/decode-attention-aiconfigurator.csv``, read by
+``tests/fixtures/decode-attention-aiconfigurator.csv``; the prefill rows of the same layouts
+(``context_attention_perf.parquet``: one causal forward over ``isl`` new tokens per sequence)
+at batch 1, 8 and 64 and 128-8,192 tokens go to
+``tests/fixtures/prefill-attention-aiconfigurator.csv``. Both are read by
 ``benchmarks/accuracy_kernels.py``. Nothing in the package or the tests reads the checkout.
 Usage (``pip install pyarrow`` first):
 ``python scripts/extract_aic_decode_attention.py /path/to/aiconfigurator``.
@@ -32,6 +34,8 @@ CARDS = {
 LAYOUTS = {(32, 8, 128), (8, 1, 128)}
 BATCHES = {1, 4, 16, 64, 256}
 CONTEXTS = {128, 512, 2048, 8192, 32768}
+PREFILL_BATCHES = {1, 8, 64}
+PREFILL_LENGTHS = {128, 512, 2048, 8192}
 
 
 def main(folder: str) -> int:
@@ -80,6 +84,49 @@ def main(folder: str) -> int:
         )
         writer.writerows((*r[:8], f"{r[8]:.6g}") for r in sorted(rows))
     print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)
+    prefill = []
+    for card, (gpu_id, version) in CARDS.items():
+        path = Path(folder) / DATA / card / "attention" / "vllm" / version
+        for r in pq.read_table(path / "context_attention_perf.parquet").to_pylist():
+            layout = (r["num_heads"], r["num_key_value_heads"], r["head_dim"])
+            if (
+                layout in LAYOUTS
+                and r["kv_cache_dtype"] == "bfloat16"
+                and not r.get("window_size")
+                and "decode" not in r["kernel_source"]
+                and r["batch_size"] in PREFILL_BATCHES
+                and r["isl"] in PREFILL_LENGTHS
+            ):
+                seconds = float(r["latency"]) * 1e-3
+                prefill.append(
+                    (
+                        gpu_id,
+                        version,
+                        r["kernel_source"],
+                        r["batch_size"],
+                        r["isl"],
+                        *layout,
+                        seconds,
+                    )
+                )
+    out = ROOT / "tests" / "fixtures" / "prefill-attention-aiconfigurator.csv"
+    with out.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(
+            [
+                "gpu_id",
+                "vllm",
+                "kernel",
+                "batch",
+                "tokens",
+                "q_heads",
+                "kv_heads",
+                "head_dim",
+                "seconds",
+            ]
+        )
+        writer.writerows((*r[:8], f"{r[8]:.6g}") for r in sorted(prefill))
+    print(f"wrote {len(prefill)} rows to {out}", file=sys.stderr)
     return 0
 
 
