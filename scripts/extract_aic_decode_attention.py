@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("aic-core/src/aiconfigurator_core/systems/data")
@@ -38,95 +39,60 @@ PREFILL_BATCHES = {1, 8, 64}
 PREFILL_LENGTHS = {128, 512, 2048, 8192}
 
 
-def main(folder: str) -> int:
+def _rows(folder: str, table: str, tokens: Any, keep: Any) -> list[tuple[Any, ...]]:
+    """(card, vLLM, kernel, batch, tokens, q heads, kv heads, head dim, seconds) of the bf16-KV,
+    full-attention rows of ``table`` in the kept layouts for which ``keep(row, tokens)`` holds;
+    ``tokens(row)`` is the row's context (decode) or prompt length (prefill)."""
     import pyarrow.parquet as pq
 
-    rows = []
+    out = []
     for card, (gpu_id, version) in CARDS.items():
-        path = Path(folder) / DATA / card / "attention" / "vllm" / version
-        for r in pq.read_table(path / "generation_attention_perf.parquet").to_pylist():
+        path = Path(folder) / DATA / card / "attention" / "vllm" / version / table
+        for r in pq.read_table(path).to_pylist():
             layout = (r["num_heads"], r["num_key_value_heads"], r["head_dim"])
-            context = int(r["step"]) + 1  # the cached tokens and the new one
+            n = tokens(r)
             if (
                 layout in LAYOUTS
                 and r["kv_cache_dtype"] == "bfloat16"
                 and not r.get("window_size")
-                and r["batch_size"] in BATCHES
-                and context in CONTEXTS
+                and keep(r, n)
             ):
                 seconds = float(r["latency"]) * 1e-3
-                rows.append(
-                    (
-                        gpu_id,
-                        version,
-                        r["kernel_source"],
-                        r["batch_size"],
-                        context,
-                        *layout,
-                        seconds,
-                    )
+                out.append(
+                    (gpu_id, version, r["kernel_source"], r["batch_size"], n, *layout, seconds)
                 )
-    out = ROOT / "tests" / "fixtures" / "decode-attention-aiconfigurator.csv"
+    return out
+
+
+def _write(name: str, tokens_column: str, rows: list[tuple[Any, ...]]) -> None:
+    out = ROOT / "tests" / "fixtures" / name
+    header = ["gpu_id", "vllm", "kernel", "batch", tokens_column, "q_heads", "kv_heads"]
     with out.open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(
-            [
-                "gpu_id",
-                "vllm",
-                "kernel",
-                "batch",
-                "context",
-                "q_heads",
-                "kv_heads",
-                "head_dim",
-                "seconds",
-            ]
-        )
+        writer.writerow([*header, "head_dim", "seconds"])
         writer.writerows((*r[:8], f"{r[8]:.6g}") for r in sorted(rows))
     print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)
-    prefill = []
-    for card, (gpu_id, version) in CARDS.items():
-        path = Path(folder) / DATA / card / "attention" / "vllm" / version
-        for r in pq.read_table(path / "context_attention_perf.parquet").to_pylist():
-            layout = (r["num_heads"], r["num_key_value_heads"], r["head_dim"])
-            if (
-                layout in LAYOUTS
-                and r["kv_cache_dtype"] == "bfloat16"
-                and not r.get("window_size")
-                and "decode" not in r["kernel_source"]
-                and r["batch_size"] in PREFILL_BATCHES
-                and r["isl"] in PREFILL_LENGTHS
-            ):
-                seconds = float(r["latency"]) * 1e-3
-                prefill.append(
-                    (
-                        gpu_id,
-                        version,
-                        r["kernel_source"],
-                        r["batch_size"],
-                        r["isl"],
-                        *layout,
-                        seconds,
-                    )
-                )
-    out = ROOT / "tests" / "fixtures" / "prefill-attention-aiconfigurator.csv"
-    with out.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(
-            [
-                "gpu_id",
-                "vllm",
-                "kernel",
-                "batch",
-                "tokens",
-                "q_heads",
-                "kv_heads",
-                "head_dim",
-                "seconds",
-            ]
-        )
-        writer.writerows((*r[:8], f"{r[8]:.6g}") for r in sorted(prefill))
-    print(f"wrote {len(prefill)} rows to {out}", file=sys.stderr)
+
+
+def main(folder: str) -> int:
+    decode = _rows(
+        folder,
+        "generation_attention_perf.parquet",
+        lambda r: int(r["step"]) + 1,  # the cached tokens and the new one
+        lambda r, n: r["batch_size"] in BATCHES and n in CONTEXTS,
+    )
+    _write("decode-attention-aiconfigurator.csv", "context", decode)
+    prefill = _rows(
+        folder,
+        "context_attention_perf.parquet",
+        lambda r: int(r["isl"]),
+        lambda r, n: (
+            "decode" not in r["kernel_source"]
+            and r["batch_size"] in PREFILL_BATCHES
+            and n in PREFILL_LENGTHS
+        ),
+    )
+    _write("prefill-attention-aiconfigurator.csv", "tokens", prefill)
     return 0
 
 
