@@ -37,17 +37,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from aiconfigurator import CATALOG_IDS, read_table, run  # noqa: E402
 from derive_kernel_profiles import BLEND, BUCKETS, fit  # noqa: E402
 
-DATA = Path("aic-core/src/aiconfigurator_core/systems/data")
-#: aiconfigurator card folder -> (catalog id, TensorRT-LLM collection, bf16 fitted here). The A100
-#: and H100 keep their Vidur fits (the tables check them).
+#: aiconfigurator card folder -> (TensorRT-LLM collection, bf16 fitted here). The A100 and H100
+#: keep their Vidur fits (the tables check them).
 CARDS = {
-    "a100_sxm": ("a100-sxm-80gb", "1.0.0", False),
-    "h100_sxm": ("h100-sxm-80gb", "1.3.0rc20", False),
-    "h200_sxm": ("h200-sxm-141gb", "1.3.0rc20", True),
-    "l40s": ("l40s-48gb", "1.3.0rc20", True),
-    "b200_sxm": ("b200-sxm-180gb", "1.3.0rc20", True),
+    "a100_sxm": ("1.0.0", False),
+    "h100_sxm": ("1.3.0rc20", False),
+    "h200_sxm": ("1.3.0rc20", True),
+    "l40s": ("1.3.0rc20", True),
+    "b200_sxm": ("1.3.0rc20", True),
 }
 #: aiconfigurator dtype -> the precision of its dense peak in the catalog.
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
@@ -65,14 +65,11 @@ KEEP_M = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 
 KEEP_NK = {1024, 2048, 4096, 5120, 8192, 12288, 16384}
 
 
-def read_rows(root: Path, card: str, version: str) -> list[tuple[str, int, int, int, float]]:
+def read_rows(folder: str, card: str, version: str) -> list[tuple[str, int, int, int, float]]:
     """(dtype, M, N, K, seconds) of one card's TensorRT-LLM GEMM table: layer widths, and no row
     whose weight the L2 cache may hold."""
-    import pyarrow.parquet as pq
-
-    path = root / DATA / card / "gemm" / "trtllm" / version / "gemm_perf.parquet"
     rows = []
-    for r in pq.read_table(path).to_pylist():
+    for r in read_table(folder, card, "gemm", "trtllm", version, "gemm_perf.parquet"):
         n, k = int(r["n"]), int(r["k"])
         streamed = int(r["m"]) >= MIN_ROWS or 2 * n * k >= MIN_WEIGHT_BYTES
         wide = MIN_NK <= n <= MAX_NK and MIN_NK <= k <= MAX_NK
@@ -133,8 +130,9 @@ def main(folder: str) -> int:
 
     catalog = load_catalog()
     fixture: list[tuple[Any, ...]] = []
-    for card, (gpu_id, version, fitted) in CARDS.items():
-        rows = read_rows(Path(folder), card, version)
+    for card, (version, fitted) in CARDS.items():
+        gpu_id = CATALOG_IDS[card]
+        rows = read_rows(folder, card, version)
         fixture += [
             (gpu_id, version, *r)
             for r in rows
@@ -154,7 +152,4 @@ def main(folder: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: python scripts/derive_aic_gemm_profiles.py /path/to/aiconfigurator")
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    run(main, "derive_aic_gemm_profiles.py")

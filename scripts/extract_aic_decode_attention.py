@@ -23,14 +23,17 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = Path("aic-core/src/aiconfigurator_core/systems/data")
-#: aiconfigurator card folder -> (catalog id, vLLM collection).
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from aiconfigurator import CATALOG_IDS, read_table, run  # noqa: E402
+
+#: aiconfigurator card folder -> vLLM collection.
 CARDS = {
-    "a100_sxm": ("a100-sxm-80gb", "0.14.0"),
-    "h100_sxm": ("h100-sxm-80gb", "0.24.0"),
-    "h200_sxm": ("h200-sxm-141gb", "0.24.0"),
-    "b200_sxm": ("b200-sxm-180gb", "0.24.0"),
-    "l40s": ("l40s-48gb", "0.24.0"),
+    "a100_sxm": "0.14.0",
+    "h100_sxm": "0.24.0",
+    "h200_sxm": "0.24.0",
+    "b200_sxm": "0.24.0",
+    "l40s": "0.24.0",
 }
 LAYOUTS = {(32, 8, 128), (8, 1, 128)}
 BATCHES = {1, 4, 16, 64, 256}
@@ -43,12 +46,10 @@ def _rows(folder: str, table: str, tokens: Any, keep: Any) -> list[tuple[Any, ..
     """(card, vLLM, kernel, batch, tokens, q heads, kv heads, head dim, seconds) of the bf16-KV,
     full-attention rows of ``table`` in the kept layouts for which ``keep(row, tokens)`` holds;
     ``tokens(row)`` is the row's context (decode) or prompt length (prefill)."""
-    import pyarrow.parquet as pq
-
     out = []
-    for card, (gpu_id, version) in CARDS.items():
-        path = Path(folder) / DATA / card / "attention" / "vllm" / version / table
-        for r in pq.read_table(path).to_pylist():
+    for card, version in CARDS.items():
+        gpu_id = CATALOG_IDS[card]
+        for r in read_table(folder, card, "attention", "vllm", version, table):
             layout = (r["num_heads"], r["num_key_value_heads"], r["head_dim"])
             n = tokens(r)
             if (
@@ -97,7 +98,4 @@ def main(folder: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: python scripts/extract_aic_decode_attention.py /path/to/aiconfigurator")
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    run(main, "extract_aic_decode_attention.py")

@@ -19,25 +19,26 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = Path("aic-core/src/aiconfigurator_core/systems/data")
-#: aiconfigurator card folder -> (catalog id, NCCL version of its newest table).
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from aiconfigurator import CATALOG_IDS, read_table, run  # noqa: E402
+
+#: aiconfigurator card folder -> NCCL version of its newest table.
 CARDS = {
-    "a100_sxm": ("a100-sxm-80gb", "2.27.3"),
-    "h100_sxm": ("h100-sxm-80gb", "2.29.2"),
-    "h200_sxm": ("h200-sxm-141gb", "2.29.2"),
-    "b200_sxm": ("b200-sxm-180gb", "2.29.2"),
-    "l40s": ("l40s-48gb", "2.27.3"),
+    "a100_sxm": "2.27.3",
+    "h100_sxm": "2.29.2",
+    "h200_sxm": "2.29.2",
+    "b200_sxm": "2.29.2",
+    "l40s": "2.27.3",
 }
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 def main(folder: str) -> int:
-    import pyarrow.parquet as pq
-
     rows = []
-    for card, (gpu_id, version) in CARDS.items():
-        path = Path(folder) / DATA / card / "comm" / "nccl" / version / "nccl_perf.parquet"
-        for r in pq.read_table(path).to_pylist():
+    for card, version in CARDS.items():
+        gpu_id = CATALOG_IDS[card]
+        for r in read_table(folder, card, "comm", "nccl", version, "nccl_perf.parquet"):
             if r["nccl_dtype"] != "half" or r["op_name"] not in COLLECTIVES:
                 continue
             if r["num_gpus"] not in (2, 4, 8):
@@ -56,7 +57,4 @@ def main(folder: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: python scripts/extract_aic_nccl.py /path/to/aiconfigurator")
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    run(main, "extract_aic_nccl.py")

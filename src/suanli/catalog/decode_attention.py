@@ -32,6 +32,7 @@ from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
 from suanli.i18n import N_
+from suanli.units import dtype_bytes
 
 #: Data file of the table.
 DATA_FILE = "decode_attention.toml"
@@ -349,7 +350,7 @@ def _efficiency(
     for p in rows:
         by_batch.setdefault(p.batch, []).append((p.context, p.bandwidth_utilization))
     first = rows[0]
-    row_token_bytes = 2 * first.num_kv_heads * first.head_dim * (1 if first.dtype == "fp8" else 2)
+    row_token_bytes = 2 * first.num_kv_heads * first.head_dim * dtype_bytes(first.dtype)
     # The context that streams as many bytes per sequence in the rows' head layout.
     lookup = context * token_bytes / row_token_bytes if token_bytes > 0 else float(context)
     shortest = min(p.context for p in rows)
@@ -358,26 +359,25 @@ def _efficiency(
         for b, pts in sorted(by_batch.items())
     ]
     fraction = interpolate(curve, batch, log=True)
+    batches = [b for b, _ in curve]
+    lo = max((b for b in batches if b <= batch), default=batches[0])
+    hi = min((b for b in batches if b >= batch), default=batches[-1])
     if token_bytes > 0:
-        # More sequences never take less time than fewer: between two measured batches the
+        # More sequences never take less time than fewer: above a measured batch the
         # utilization rises at most in proportion to the batch (the curve's log interpolation
         # can rise faster where one sequence reads little).
-        below = max((b, u) for b, u in curve if b <= max(batch, curve[0][0]))
-        fraction = min(fraction, below[1] * max(batch, below[0]) / below[0])
-    if token_bytes > 0 and lookup < shortest:
-        # Fewer bytes than the shortest measured call: that call's time, not less.
-        fraction *= lookup / shortest
+        fraction = min(fraction, dict(curve)[lo] * max(batch, lo) / lo)
+        if lookup < shortest:
+            # Fewer bytes than the shortest measured call: that call's time, not less.
+            fraction *= lookup / shortest
 
     notes: list[str] = []
-    batches = [b for b, _ in curve]
     if not batches[0] <= batch <= batches[-1]:
         notes.append(
             N_("held at batch {batch}").format(
                 batch=batches[0] if batch < batches[0] else batches[-1]
             )
         )
-    lo = max((b for b in batches if b <= batch), default=batches[0])
-    hi = min((b for b in batches if b >= batch), default=batches[-1])
     if token_bytes > 0 and round(lookup) != context:
         notes.append(
             N_("read at context {lookup:,}, the same bytes per sequence").format(

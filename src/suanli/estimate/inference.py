@@ -162,8 +162,9 @@ def inference_perf(
     pp_decode = hops * p2p_s(work.batch * spec.hidden_size * b / tp, pp_link)
     tp_comm += pp_prefill
     context = prompt + output / 2
-    per_seq_kv = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp) * context
-    token_bytes = per_seq_kv / max(context, 1) / max(spec.num_layers, 1)
+    kv_token = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp)
+    per_seq_kv = kv_token * context
+    token_bytes = kv_token / max(spec.num_layers, 1)  # per layer: what the lookup reads
     kv_eff = (
         device.decode_attention(work.batch, int(context), token_bytes)
         if device.decode_attention is not None
