@@ -522,10 +522,11 @@ def ceiling_for(gpu: GPU, precision: str) -> Ceiling:
     """Matmul and memory efficiency: a measured ceiling when the table has one for this GPU and
     precision, else the class default (median of the measured rows of that class)."""
     ceilings, defaults = _efficiency_table()
-    default = defaults.get(_default_class(gpu)) or defaults.get("fallback") or {}
+    cls = _default_class(gpu)
+    default = defaults.get(cls) or defaults.get("fallback") or {}
     mem_fraction = float(default.get("memory_fraction", 0.85))
     mem_source = N_("class default {cls}: {source}").format(
-        cls=_default_class(gpu), source=str(default.get("source", "class default"))
+        cls=cls, source=str(default.get("source", "class default"))
     )
     row = ceilings.get((gpu.id, precision))
     if row is None and precision == "fp16":
@@ -555,7 +556,7 @@ def ceiling_for(gpu: GPU, precision: str) -> Ceiling:
     return Ceiling(
         fraction,
         mem_fraction,
-        N_("class default {cls}: {source}").format(cls=_default_class(gpu), source=source),
+        N_("class default {cls}: {source}").format(cls=cls, source=source),
         mem_source,
     )
 
