@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.kernels import GemmModel, serve_forward
 from suanli.estimate.shapes import linear_shapes
 from suanli.models.resolve import load_model
@@ -29,6 +30,7 @@ def _decode_gemm_s(model: GemmModel, batch: int = 1) -> float:
             peak_flops=165e12,
             bandwidth_bytes_per_s=1.0e12,
             model=model,
+            op_bytes=serving_op_bytes(spec),
             touched_share=1 - (1 - share) ** batch,
             expert_share=share,
             num_experts=moe.num_experts,

@@ -28,7 +28,7 @@ def test_two_pcie_gpus_at_small_batch_scale_far_below_2x() -> None:
     gradient all-reduce (6.4 GB over ~24 GB/s) outlasts the short backward pass."""
     work = TrainWork(task="full", batch=1, seq=1024, parallel=Parallelism(dp=2))
     result = scaling(LLAMA3B, work, L40S)
-    assert result["speedup"] < 1.4
+    assert result["speedup"] < 1.5
     # More work per step (gradient accumulation) hides the all-reduce: the classic fix.
     accumulated = scaling(LLAMA3B, replace(work, grad_accum=8), L40S)
     assert accumulated["speedup"] > result["speedup"] + 0.3
@@ -109,7 +109,10 @@ def test_short_context_decode_turns_compute_bound_at_some_batch() -> None:
 def test_prefill_is_compute_bound() -> None:
     result = inference_perf(LLAMA8, InferWork(batch=8), H100, prompt=2048, output=16)
     assert result.breakdown_s["prefill_compute"] > result.breakdown_s["prefill_memory"]
-    assert result.ttft_s == pytest.approx(result.prefill_flops / H100.matmul_flops, rel=0.1)
+    # The matmuls set the time; the measured element-wise kernels (a fused RMSNorm reaches a
+    # third of the bandwidth) add a sixth on top, never more than a quarter.
+    at_matmul_rate = result.prefill_flops / H100.matmul_flops
+    assert at_matmul_rate < result.ttft_s < 1.25 * at_matmul_rate
 
 
 def test_calibration_file_replaces_the_ceiling(tmp_path: Path) -> None:
@@ -195,9 +198,7 @@ def test_small_kernels_cost_a_floor_each() -> None:
     from suanli.estimate.elementwise import elementwise_kernels_per_layer, elementwise_seconds
 
     work = TrainWork(task="full", batch=1, seq=16)
-    seconds = elementwise_seconds(
-        LLAMA8, work, H100.bandwidth, H100.gemm_model.small_op_s, 32, 16, 1
-    )
+    seconds = elementwise_seconds(LLAMA8, work, H100.bandwidth, H100.gemm_model, 32, 16, 1)
     kernels = elementwise_kernels_per_layer(LLAMA8, work) * 3 * 32
     assert seconds == pytest.approx(kernels * H100.gemm_model.small_op_s)
 

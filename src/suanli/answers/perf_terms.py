@@ -52,6 +52,12 @@ def _gemm_formula(device: Device) -> str:
     return GEMM_FORMULA.format(p=f"{blend:g}" if blend > 0 else "inf")
 
 
+def _pair(forward_backward: tuple[float, float]) -> str:
+    """A (forward, backward) slowdown as ``1.74x / 2.19x``."""
+    forward, backward = forward_backward
+    return f"{forward:.2f}x / {backward:.2f}x"
+
+
 def _link_source(
     device: Device, group: int, stride: int, all_reduce: bool = False
 ) -> tuple[float, str]:
@@ -92,6 +98,7 @@ def _link_source(
 def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[TimeTerm, ...]:
     """The terms of a training step time."""
     gemm = device.gemm_model
+    slow, fused = gemm.training_elementwise, work.kernels != "eager"
     par = work.parallel
     formula = _gemm_formula(device)
     if work.dtype == "fp8":
@@ -125,9 +132,17 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
             device.memory_efficiency,
             device.memory_source or device.efficiency_source,
             N_(
-                "max(traffic / achievable bandwidth, kernels x {floor:.1f} us) per pass "
-                "({kernels} kernels, estimate/elementwise.py); optimizer step bytes / bandwidth"
-            ).format(floor=gemm.small_op_s * 1e6, kernels=work.kernels),
+                "max(traffic x slowdown / achievable bandwidth, kernels x {floor:.1f} us) per "
+                "pass ({kernels} kernels, estimate/elementwise.py; slowdowns measured on "
+                "Liger-Kernel's benchmarks, forward / backward: norm {norm}, rotary {rope}, "
+                "activation {act}); optimizer step bytes / bandwidth"
+            ).format(
+                floor=gemm.small_op_s * 1e6,
+                kernels=work.kernels,
+                norm=_pair(slow.of("norm", fused)),
+                rope=_pair(slow.of("rope", fused)),
+                act=_pair(slow.of("activation", fused)),
+            ),
         ),
     ]
     groups = {
@@ -202,6 +217,7 @@ def infer_terms(
         )
     else:
         kv_efficiency, kv_source = gemm.memory_efficiency, gemm.source or device.efficiency_source
+    ew = gemm.elementwise_efficiency()
     terms = [
         TimeTerm(
             N_("prefill (TTFT), kernel by kernel"),
@@ -244,8 +260,10 @@ def infer_terms(
                 floor=gemm.small_op_s * 1e6, source=gemm.source
             ),
             N_(
-                "6 kernels per layer (norms, rotary, activation, adds), each max(floor, bytes / bw)"
-            ),
+                "6 kernels per layer (norms, rotary, activation, adds), each max(floor, bytes / "
+                "(peak bandwidth x its kind's measured share: norm {norm:.0%}, rotary {rope:.0%}, "
+                "activation {act:.0%}, add {add:.0%}))"
+            ).format(norm=ew.norm, rope=ew.rope, act=ew.activation, add=ew.add),
         ),
     ]
     if b.get("communication"):

@@ -9,7 +9,7 @@ from typing import Any
 from suanli.catalog.gpu import GPU
 from suanli.catalog.network import Ceiling, ceiling_for
 from suanli.catalog.toml_data import read_data
-from suanli.estimate.kernels import GemmModel
+from suanli.estimate.kernels import ElementwiseEfficiency, GemmModel, TrainingElementwise
 from suanli.i18n import N_
 
 #: Efficiencies are capped here: no kernel streams or computes at the full datasheet rate.
@@ -41,9 +41,16 @@ def reference_card(gpu: GPU, precision: str = "") -> tuple[str, bool]:
     """The profiled card whose kernel shapes stand for ``gpu`` at ``precision`` (its own fit where
     it has one that covers the precision), and whether the generation matched (False: the
     fallback for a vendor or generation nobody profiled)."""
-    fits, generations, fallback = _table()
+    fits, _, _ = _table()
     if gpu.id in fits and _covers(fits[gpu.id], precision):
         return gpu.id, True
+    return _generation_card(gpu)
+
+
+def _generation_card(gpu: GPU) -> tuple[str, bool]:
+    """The profiled card of ``gpu``'s generation (whatever its own fit), and whether the
+    generation matched."""
+    _, generations, fallback = _table()
     arch = str(gpu.get("architecture") or "")
     for row in generations:
         prefixes = row.get("id_prefixes")
@@ -88,6 +95,11 @@ def kernel_model(
         memory_loss = fit["memory_efficiency"] / ceiling.memory_fraction
     compute = ceiling.matmul_fraction * compute_loss
     memory = ceiling.memory_fraction * memory_loss
+    elementwise = _elementwise(fit, 1.0 if ref_id == gpu.id else memory / fit["memory_efficiency"])
+    if elementwise is None:
+        # A fit without them (a kernel sweep's: it runs no serving engine) takes its generation's.
+        generation = fits[_generation_card(gpu)[0]]
+        elementwise = _elementwise(generation, memory / generation["memory_efficiency"])
     if ref_id == gpu.id:
         how = N_("fitted on this card")
     elif matched:
@@ -101,8 +113,43 @@ def kernel_model(
         tile=int(fit["tile"]),
         small_op_s=float(fit["small_op_s"]),
         blend=float(fit.get("blend", 0.0)),
+        elementwise=elementwise,
+        training_elementwise=training_elementwise(),
         source=N_(
             "GEMM kernel model, {how}: {gemms:,} measured GEMMs, median error "
             "{error:.0%} ({source})"
         ).format(how=how, gemms=fit["gemms"], error=fit["median_error"], source=fit["source"]),
     )
+
+
+def _elementwise(fit: dict[str, Any], scale: float) -> ElementwiseEfficiency | None:
+    """The reference card's measured element-wise efficiencies, scaled as its GEMMs' streaming
+    efficiency is scaled to this card (a kernel loses the same share of what the card's memory
+    reaches), or None where the reference card has none."""
+    row = fit.get("elementwise")
+    if row is None:
+        return None
+    kinds = ("norm", "rope", "activation", "add")
+    return ElementwiseEfficiency(**{k: min(float(row[k]) * scale, MAX_EFFICIENCY) for k in kinds})
+
+
+@lru_cache(maxsize=1)
+def training_elementwise() -> TrainingElementwise:
+    """The measured slowdowns of a training step's element-wise kernels against their bytes
+    (``[training_elementwise]`` of kernels.toml; every card: the measured A100 and H100s agree
+    within about a third, and no other card was measured)."""
+    row = read_data("kernels.toml").get("training_elementwise", {})
+    fields = {}
+    for name in (
+        "eager_norm",
+        "eager_rope",
+        "eager_activation",
+        "fused_norm",
+        "fused_rope",
+        "fused_activation",
+    ):
+        fields[name] = (
+            float(row.get(f"{name}_forward", 1.0)),
+            float(row.get(f"{name}_backward", 1.0)),
+        )
+    return TrainingElementwise(**fields)

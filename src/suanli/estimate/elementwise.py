@@ -1,66 +1,106 @@
 """The non-matmul side of a training step: element-wise ops (eager or fused), the loss and the
-optimizer step, as memory traffic with a floor per kernel (docs/speed.md)."""
+optimizer step, as memory traffic with a floor per kernel (docs/speed.md); and the bytes of a
+serving engine's element-wise kernels (:func:`serving_op_bytes`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from suanli.estimate.kernels import GemmModel, ServingOpBytes
 from suanli.estimate.workload import TrainWork
 from suanli.models.spec import ModelSpec
 
 
-def eager_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
-    """Forward memory traffic of one layer's non-matmul ops, one kernel per PyTorch op, per token.
+def serving_op_bytes(spec: ModelSpec, tp: Any = 1, dtype_bytes: int = 2) -> ServingOpBytes:
+    """Bytes one token moves through each element-wise kernel of one layer of a serving engine,
+    on one GPU of ``tp`` (an int or an array of them).
 
-    Counted op by op from the transformers modules (read + write of every operand):
+    RMSNorm ``2·b·h`` and residual add ``3·b·h`` (neither split by TP); rotary on q and k in
+    place ``2·b·(n_q + n_kv)·d / tp`` (MLA: the rotary part of the heads and the shared key;
+    none for GPT-2 and BERT); gated activation ``3·b·I / tp`` (plain ``2·b·I / tp``), averaged
+    over the layers where some are MoE (the ``k`` routed experts' widths and the shared
+    expert's)."""
+    b, h = dtype_bytes, spec.hidden_size
+    att = spec.attention
+    if spec.architecture in ("gpt2", "bert"):
+        rope: Any = 0.0
+    elif att.kind == "mla":
+        rope = 2 * b * (att.num_heads + 1) * att.qk_rope_head_dim / tp
+    else:
+        rope = 2 * b * (att.num_heads + att.num_kv_heads) * att.head_dim / tp
+    dense: Any = 0.0
+    if spec.mlp is not None:
+        dense = (3 if spec.mlp.gated else 2) * b * spec.mlp.intermediate_size / tp
+    moe_layers = len(spec.moe_layers) if spec.moe is not None else 0
+    activation = dense
+    if spec.moe is not None and moe_layers:
+        e = spec.moe.expert
+        moe = (3 if e.gated else 2) * b * e.intermediate_size * spec.moe.experts_per_token / tp
+        if spec.moe.shared_expert is not None:
+            moe = moe + 3 * b * spec.moe.shared_expert.intermediate_size / tp
+        layers = spec.num_layers
+        activation = ((layers - moe_layers) * dense + moe_layers * moe) / layers
+    return ServingOpBytes(norm=2 * b * h, rope=rope, activation=activation, add=3 * b * h)
+
+
+def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[str, float]:
+    """Forward memory traffic of one layer's non-matmul ops per token, by kind (``norm``,
+    ``rope``, ``activation``, ``add``, ``scores``), eager or fused.
+
+    Eager, counted op by op from the transformers modules (read + write of every operand):
     RMSNorm ``x.float(); pow; mean; mul rsqrt; to(dtype); mul weight`` = ``28h + 4bh``; RoPE on a
     width ``w`` (``mul cos; neg; cat; mul sin; add``) = ``10bw`` for q and k; gated activation
     ``act(gate) * up`` = ``5bI`` (plain: ``2bI``); two residual adds ``6bh``; eager attention adds
     the softmax passes over the scores (``14·n_q·s``).
-    """
+
+    Fused (Megatron, torch.compile, Liger), each kernel reading its inputs and writing its
+    output once: RMSNorm/LayerNorm ``2bh``; RoPE on q and k ``2b·w``; gated activation ``3bI``
+    (read gate and up, write the product; plain ``2bI``); two residual adds ``3bh`` each; eager
+    attention one fused softmax over the scores (``2b·n_q·s``). Every fused term is at most its
+    eager counterpart."""
     h, b = spec.hidden_size, work.dtype_bytes
     att = spec.attention
-    norm = 28 * h + 4 * b * h
-    norms = spec.norm.per_layer * norm
-    rope = (
-        0.0
-        if spec.architecture in ("gpt2", "bert")
-        else 10 * b * (att.num_heads + att.num_kv_heads) * att.head_dim
-    )
     width = spec.mlp.intermediate_size if spec.mlp else 0
     gated = spec.mlp.gated if spec.mlp else True
     if spec.moe is not None and spec.moe_layers:
         width = spec.moe.expert.intermediate_size * spec.moe.experts_per_token
-    act = (5 if gated else 2) * b * width
-    scores = 14 * att.num_heads * work.seq if work.attention == "eager" else 0
-    return norms + rope + act + 6 * b * h + scores
+    has_rope = spec.architecture not in ("gpt2", "bert")
+    rope_width = (att.num_heads + att.num_kv_heads) * att.head_dim if has_rope else 0
+    softmax = work.attention == "eager"
+    if fused:
+        norm, rope, act, scores = (
+            2 * b * h,
+            2 * b * rope_width,
+            (3 if gated else 2) * b * width,
+            2 * b,
+        )
+    else:
+        norm, rope, act, scores = (
+            28 * h + 4 * b * h,
+            10 * b * rope_width,
+            (5 if gated else 2) * b * width,
+            14,
+        )
+    return {
+        "norm": float(spec.norm.per_layer * norm),
+        "rope": float(rope),
+        "activation": float(act),
+        "add": float(6 * b * h),
+        "scores": float(scores * att.num_heads * work.seq if softmax else 0),
+    }
+
+
+def eager_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
+    """Forward memory traffic of one layer's non-matmul ops, one kernel per PyTorch op, per token
+    (:func:`training_op_bytes`, eager)."""
+    return sum(training_op_bytes(spec, work, fused=False).values())
 
 
 def fused_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
-    """Forward memory traffic of one layer's non-matmul ops in fused kernels (Megatron,
-    torch.compile, Liger), per token: each kernel reads its inputs and writes its output once.
-
-    RMSNorm/LayerNorm ``2bh``; RoPE on q and k ``2b·w``; gated activation ``3bI`` (read gate and
-    up, write the product; plain ``2bI``); two residual adds ``3bh`` each; eager attention one
-    fused softmax over the scores (``2b·n_q·s``). Every term is at most its eager counterpart
-    (:func:`eager_bytes_per_token`), so fused kernels are never slower than eager ones.
-    """
-    h, b = spec.hidden_size, work.dtype_bytes
-    att = spec.attention
-    norms = spec.norm.per_layer * 2 * b * h
-    rope = (
-        0.0
-        if spec.architecture in ("gpt2", "bert")
-        else 2 * b * (att.num_heads + att.num_kv_heads) * att.head_dim
-    )
-    width = spec.mlp.intermediate_size if spec.mlp else 0
-    gated = spec.mlp.gated if spec.mlp else True
-    if spec.moe is not None and spec.moe_layers:
-        width = spec.moe.expert.intermediate_size * spec.moe.experts_per_token
-    act = (3 if gated else 2) * b * width
-    scores = 2 * b * att.num_heads * work.seq if work.attention == "eager" else 0
-    return norms + rope + act + 6 * b * h + scores
+    """Forward memory traffic of one layer's non-matmul ops in fused kernels, per token
+    (:func:`training_op_bytes`, fused): at most :func:`eager_bytes_per_token`."""
+    return sum(training_op_bytes(spec, work, fused=True).values())
 
 
 def elementwise_kernels_per_layer(spec: ModelSpec, work: TrainWork) -> int:
@@ -85,7 +125,7 @@ def elementwise_seconds(
     spec: ModelSpec,
     work: TrainWork,
     bandwidth_bytes_per_s: float,
-    small_op_s: float,
+    model: GemmModel,
     layers: Any,
     tokens: Any,
     tp: Any,
@@ -93,21 +133,23 @@ def elementwise_seconds(
     maximum: Callable[[Any, Any], Any] = max,
 ) -> Any:
     """Seconds of the non-matmul ops of one micro-batch on one GPU (all passes): their traffic
-    (eager op by op, or fused) at the achievable bandwidth, never below one kernel floor
-    (``small_op_s``) each.
+    (eager op by op, or fused; :func:`training_op_bytes`) at the achievable bandwidth, each kind
+    and pass slowed by what its kernels were measured to lose against their bytes
+    (``model.training_elementwise``), never below one kernel floor (``model.small_op_s``) each.
 
-    Forward once, backward about twice (the gradient of each op reads its saved inputs and the
-    incoming gradient, writes its own), once more with full recomputation."""
+    Forward once, backward twice the forward's bytes (the gradient of each op reads its saved
+    inputs and the incoming gradient, writes its own), the forward once more in checkpointed
+    layers."""
+    fused = work.kernels != "eager"
     # Checkpointed layers (full or per-op) re-run their element-wise ops once in backward.
-    passes = 3 + (1 / work.recompute_every if work.checkpointed else 0)
-    per_token = (
-        eager_bytes_per_token(spec, work)
-        if work.kernels == "eager"
-        else fused_bytes_per_token(spec, work)
-    )
-    traffic = per_token * passes * layers * tokens / tp
-    kernels = elementwise_kernels_per_layer(spec, work) * passes * layers
-    return maximum(traffic / bandwidth_bytes_per_s, kernels * small_op_s)
+    rerun = 1 / work.recompute_every if work.checkpointed else 0
+    weighted = 0.0
+    for kind, nbytes in training_op_bytes(spec, work, fused=fused).items():
+        forward, backward = model.training_elementwise.of(kind, fused)
+        weighted += nbytes * (forward * (1 + rerun) + 2 * backward)
+    traffic_s = weighted * layers * tokens / tp / bandwidth_bytes_per_s
+    kernels = elementwise_kernels_per_layer(spec, work) * (3 + rerun) * layers
+    return maximum(traffic_s, kernels * model.small_op_s)
 
 
 def loss_bytes(spec: ModelSpec, work: TrainWork, tokens: int) -> float:

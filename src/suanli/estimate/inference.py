@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from suanli.estimate.comm import p2p_s, tp_all_reduce_s
+from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.kernels import ServeKernels, serve_forward
 from suanli.estimate.memory import kv_bytes_per_token
@@ -106,6 +107,7 @@ def serve_kernels(
         "peak_flops": device.peak_flops,
         "bandwidth_bytes_per_s": device.memory_bytes_per_s,
         "model": device.gemm_model,
+        "op_bytes": serving_op_bytes(spec, tp),
         "expert_share": share,
         "num_experts": moe.num_experts if moe is not None else 1,
         "maximum": maximum,

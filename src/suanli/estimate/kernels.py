@@ -44,6 +44,41 @@ PROFILE_BLEND = 2.0
 
 
 @dataclass(frozen=True)
+class ElementwiseEfficiency:
+    """Shares of the peak memory bandwidth a serving engine's element-wise kernels reach on
+    large tensors, by kind (measured op by op: ``catalog/data/kernels.toml``,
+    ``scripts/derive_elementwise_profiles.py``). A fused RMSNorm reaches about a third of the
+    peak, not the share a streaming copy or a GEMM reaches."""
+
+    norm: float
+    rope: float
+    activation: float
+    add: float
+
+
+@dataclass(frozen=True)
+class TrainingElementwise:
+    """How much longer a training step's element-wise kernels take than their counted bytes at
+    the card's achievable bandwidth, by kind and pass, for one PyTorch kernel per op (``eager``)
+    and for fused kernels (``fused``): measured on the kernel benchmarks Liger-Kernel publishes
+    with transformers', PyTorch's and Megatron's kernels as baselines (``catalog/data/
+    kernels.toml``, ``scripts/extract_liger_elementwise.py``). 1.0 everywhere: the bytes alone."""
+
+    eager_norm: tuple[float, float] = (1.0, 1.0)
+    """(forward, backward) of transformers' eager RMSNorm."""
+    eager_rope: tuple[float, float] = (1.0, 1.0)
+    eager_activation: tuple[float, float] = (1.0, 1.0)
+    fused_norm: tuple[float, float] = (1.0, 1.0)
+    fused_rope: tuple[float, float] = (1.0, 1.0)
+    fused_activation: tuple[float, float] = (1.0, 1.0)
+
+    def of(self, kind: str, fused: bool) -> tuple[float, float]:
+        """(forward, backward) slowdown of ``kind`` (norm, rope, activation); other kinds
+        (residual adds, softmax) stream at the achievable bandwidth: (1, 1)."""
+        return getattr(self, f"{'fused' if fused else 'eager'}_{kind}", (1.0, 1.0))
+
+
+@dataclass(frozen=True)
 class GemmModel:
     """The three fitted parameters of one card's GEMMs (and where they come from)."""
 
@@ -59,6 +94,18 @@ class GemmModel:
     """Floor of one small element-wise kernel (norm, rotary, activation, add), seconds."""
     blend: float = 0.0
     """``p`` of ``(t_c^p + t_m^p)^(1/p)``; 0 means ``max(t_c, t_m)`` (the plain roofline)."""
+    elementwise: ElementwiseEfficiency | None = None
+    """The serving engine's element-wise kernels, where measured (None: they stream at
+    ``memory_efficiency``)."""
+    training_elementwise: TrainingElementwise = TrainingElementwise()
+    """A training step's element-wise kernels against their bytes (1.0: the bytes alone)."""
+
+    def elementwise_efficiency(self) -> ElementwiseEfficiency:
+        """The measured element-wise efficiencies, or ``memory_efficiency`` for every kind."""
+        if self.elementwise is not None:
+            return self.elementwise
+        e = self.memory_efficiency
+        return ElementwiseEfficiency(e, e, e, e)
 
 
 def gemm_seconds(
@@ -197,9 +244,53 @@ def layer_gemms(
     return LayerGemms(forward, backward, round(kernels))
 
 
-#: Element-wise kernels per layer of a serving engine (fused add+norm twice, rotary, activation,
-#: two residual adds: the ops Vidur profiles, as vLLM runs them).
+#: Element-wise kernels per layer of a serving engine (RMSNorm twice, rotary, activation, two
+#: residual adds: the ops Vidur profiles, as vLLM runs them).
 SERVING_SMALL_OPS = 6
+
+
+@dataclass(frozen=True)
+class ServingOpBytes:
+    """Bytes one token moves through each element-wise kernel of one layer of a serving engine,
+    on one GPU of the tensor-parallel group (floats, or arrays over layouts): an RMSNorm reads and
+    writes the hidden state, a residual add reads two and writes one, rotary rewrites q and k in
+    place, the activation reads gate and up and writes their product (:func:`serving_op_bytes`
+    in :mod:`suanli.estimate.elementwise`)."""
+
+    norm: Any
+    """One of the two norms of a layer."""
+    rope: Any
+    """0 for a model without rotary embeddings."""
+    activation: Any
+    add: Any
+    """One of the two residual adds of a layer."""
+
+
+def serving_ops_seconds(
+    ops: ServingOpBytes,
+    rows: Any,
+    num_layers: int,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    *,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """Seconds of the element-wise kernels of ``num_layers`` layers over ``rows`` tokens: each
+    kernel its bytes at its measured share of the peak bandwidth, never below one kernel floor
+    (``model.small_op_s``); a model without rotary embeddings runs no rotary kernel."""
+    eff = model.elementwise_efficiency()
+    floor = model.small_op_s
+
+    def one(nbytes: Any, efficiency: float) -> Any:
+        return maximum(floor, rows * nbytes / (bandwidth_bytes_per_s * efficiency))
+
+    per_layer = (
+        2 * one(ops.norm, eff.norm)
+        + one(ops.rope, eff.rope) * (ops.rope > 0)
+        + one(ops.activation, eff.activation)
+        + 2 * one(ops.add, eff.add)
+    )
+    return num_layers * per_layer
 
 
 @dataclass(frozen=True)
@@ -231,6 +322,7 @@ def serve_forward(
     peak_flops: float,
     bandwidth_bytes_per_s: float,
     model: GemmModel,
+    op_bytes: ServingOpBytes,
     *,
     attention_flops: Any = 0.0,
     attention_flops_per_s: float = 0.0,
@@ -253,7 +345,8 @@ def serve_forward(
     experts the tokens touch (a ``touched_share`` of them, ``rows x expert_share`` tokens each on
     average), as one grouped kernel per projection and layer (vLLM's fused_moe, llama.cpp's
     mul_mat_id): one launch per group, not per expert. The LM head runs on the last token of each
-    sequence, as serving engines do."""
+    sequence, as serving engines do. The element-wise kernels move ``op_bytes`` per token each
+    (:func:`serving_ops_seconds`)."""
     b = 2.0
 
     def t(m: Any, n: Any, k: Any, w: float) -> Any:
@@ -292,10 +385,9 @@ def serve_forward(
         # A measured decode-attention kernel: its bandwidth utilization includes its launch.
         kv_s = kv_bytes / (bandwidth_bytes_per_s * kv_efficiency)
     attention = attention_flops / tp / attention_rate + kv_s
-    # Each element-wise op reads and writes the hidden states (the activation's intermediate
-    # width for the MLP activation is folded in: it is one of six).
-    op_bytes = 2 * b * rows * hidden
-    small = num_layers * SERVING_SMALL_OPS * maximum(model.small_op_s, op_bytes / memory_bw)
+    small = serving_ops_seconds(
+        op_bytes, rows, num_layers, bandwidth_bytes_per_s, model, maximum=maximum
+    )
     return ServeKernels(gemm, attention, small)
 
 

@@ -329,7 +329,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     passes = 3 if work.recompute == "full" else 2
     # Weights are read by the GEMMs themselves (kernel model): here only the other ops.
     memory_s = elementwise_seconds(
-        spec, work, device.bandwidth, device.gemm_model.small_op_s, layers, tokens, par.tp
+        spec, work, device.bandwidth, device.gemm_model, layers, tokens, par.tp
     )
     memory_s += loss_bytes(spec, work, tokens) / device.bandwidth
     if work.activation_offload and device.host_bytes_per_s:

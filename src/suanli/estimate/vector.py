@@ -362,7 +362,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         spec,
         work,
         device.bandwidth,
-        device.gemm_model.small_op_s,
+        device.gemm_model,
         stage_layers,
         tokens,
         tp,

@@ -9,8 +9,9 @@ decode token for every running sequence; its time comes from the roofline of the
   bandwidth)``, with the LM head only for tokens that produce logits (decode tokens, the last
   prompt chunk);
 - attention: ``max(attention FLOPs / matmul FLOP/s, KV bytes read and written / bandwidth)``;
-- the non-matmul ops (fused norms, activation, RoPE; the logits the sampler reads): memory
-  traffic / bandwidth (:func:`elementwise_bytes_per_token`);
+- the non-matmul ops (norms, residual adds, activation, RoPE): each kernel's traffic at the share
+  of the bandwidth its kind was measured to reach (:func:`elementwise_seconds_per_token`);
+  the logits the sampler reads: traffic / bandwidth;
 - the tensor-parallel all-reduces (2 per layer, :func:`suanli.estimate.comm.all_reduce_s`);
 - an optional fixed per-iteration overhead (``step_overhead_s``, 0 by default).
 
@@ -89,7 +90,7 @@ from suanli.estimate.serving.simulate import DISPATCH, WARMUP_SHARE, ServingResu
 from suanli.estimate.serving.timing import (
     TP_CHOICES,
     ReplicaCost,
-    elementwise_bytes_per_token,
+    elementwise_seconds_per_token,
     replica_cost,
 )
 
@@ -110,7 +111,7 @@ __all__ = [
     "Requests",
     "ServingResult",
     "device_dtype",
-    "elementwise_bytes_per_token",
+    "elementwise_seconds_per_token",
     "make_requests",
     "parse_trace",
     "plan_capacity",

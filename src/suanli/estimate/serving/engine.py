@@ -79,7 +79,7 @@ class EngineState:
         self.att_b_s = cost.attn_b / flops
         self.kv_s = cost.kv_bytes / bw
         self.w_s = cost.weight_bytes / bw
-        self.elt_s = cost.elementwise_bytes / bw
+        self.elt_s = cost.elementwise_s
         self.logit_s = cost.logits_bytes / bw
         self.bw = bw
         self.moe = bool(cost.expert_fraction)

@@ -299,7 +299,8 @@ def _collect(
         tpot_s=_stats(tpot),
         e2e_s=_stats(e2e),
         queue_wait_mean_s=float(wait.mean()) if len(wait) else math.nan,
-        gpu_utilization=busy / (duration * len(reps)),
+        # Busy time is summed iteration by iteration: rounding can carry it past the wall clock.
+        gpu_utilization=min(1.0, busy / (duration * len(reps))),
         kv_usage_mean=area / (duration * total_blocks) if total_blocks else 0.0,
         kv_usage_max=max(r.kv_max for r in reps) / cost.kv_blocks if cost.kv_blocks else 0.0,
         kv_blocks=cost.kv_blocks,

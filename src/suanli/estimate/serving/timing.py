@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, replace
 
 from suanli.estimate.comm import tp_all_reduce_s
+from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.inference import weight_bytes
 from suanli.estimate.kernels import SERVING_SMALL_OPS
@@ -27,38 +28,21 @@ from suanli.models.spec import ModelSpec
 TP_CHOICES = (1, 2, 4, 8)
 
 
-def elementwise_bytes_per_token(spec: ModelSpec, tp: int = 1, dtype_bytes: int = 2) -> float:
-    """Memory traffic of the non-matmul ops of one token's forward pass on one GPU, with the
-    fused kernels serving engines run (vLLM, TensorRT-LLM), summed over the layers.
-
-    Per layer: two fused residual-add + RMSNorm (read the residual stream and the branch
-    output, write both: ``4h``, not split by TP), the gated activation (read gate and up, write
-    their product: ``3I/tp``; plain MLPs ``2I/tp``; MoE layers ``k`` experts' widths plus the
-    shared expert), RoPE applied in place to q and k (``2 (n_q + n_kv) d / tp``; none for GPT-2
-    and BERT). Attention and the KV cache are counted by the attention class.
-    """
-    b = dtype_bytes
-    h = spec.hidden_size
-    att = spec.attention
-    norms = 2 * 4 * h * b
-    if spec.architecture in ("gpt2", "bert"):
-        rope = 0.0
-    elif att.kind == "mla":
-        rope = 2 * (att.num_heads + 1) * att.qk_rope_head_dim * b / tp
-    else:
-        rope = 2 * (att.num_heads + att.num_kv_heads) * att.head_dim * b / tp
-    dense = 0.0
-    if spec.mlp is not None:
-        dense = (3 if spec.mlp.gated else 2) * spec.mlp.intermediate_size * b / tp
-    moe = 0.0
-    if spec.moe is not None and spec.moe_layers:
-        e = spec.moe.expert
-        moe = (3 if e.gated else 2) * e.intermediate_size * spec.moe.experts_per_token * b / tp
-        if spec.moe.shared_expert is not None:
-            moe += 3 * spec.moe.shared_expert.intermediate_size * b / tp
-    n_moe = len(spec.moe_layers) if spec.moe is not None else 0
-    layers = spec.num_layers
-    return layers * (norms + rope) + (layers - n_moe) * dense + n_moe * moe
+def elementwise_seconds_per_token(spec: ModelSpec, device: Device, tp: int = 1) -> float:
+    """Seconds one token spends in the non-matmul kernels of a forward pass on one GPU, summed
+    over the layers: the bytes of each kernel (:func:`suanli.estimate.elementwise.
+    serving_op_bytes`) at the share of the peak bandwidth that kind of kernel was measured to
+    reach (:class:`suanli.estimate.kernels.ElementwiseEfficiency`). The kernels' floors are in
+    :func:`kernel_floor_s`; attention and the KV cache are counted by the attention class."""
+    ops = serving_op_bytes(spec, tp)
+    eff = device.gemm_model.elementwise_efficiency()
+    per_layer = (
+        2 * ops.norm / eff.norm
+        + ops.rope / eff.rope
+        + ops.activation / eff.activation
+        + 2 * ops.add / eff.add
+    )
+    return float(spec.num_layers * per_layer / device.memory_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -82,8 +66,9 @@ class ReplicaCost:
     """``experts_per_token / num_experts`` (MoE)."""
     kv_bytes: float
     """KV bytes per token position on one GPU."""
-    elementwise_bytes: float
-    """Non-matmul traffic per token on one GPU (:func:`elementwise_bytes_per_token`)."""
+    elementwise_s: float
+    """Seconds of the non-matmul kernels per token on one GPU
+    (:func:`elementwise_seconds_per_token`)."""
     logits_bytes: float
     """Per token that produces logits: fp32 logits written and read by the sampler (8 V)."""
     allreduce_bytes_per_token: float
@@ -132,7 +117,7 @@ class ReplicaCost:
         attention = max(
             (tokens * self.attn_a + keys * self.attn_b) / flops, kv_positions * self.kv_bytes / bw
         )
-        elementwise = (tokens * self.elementwise_bytes + logits * self.logits_bytes) / bw
+        elementwise = tokens * self.elementwise_s + logits * self.logits_bytes / bw
         floor = self.kernel_floor_s
         return linear + attention + elementwise + self.comm_s(tokens) + overhead + floor
 
@@ -172,6 +157,7 @@ def replica_cost(
     """
     config = config or EngineConfig()
     floor = kernel_floor_s(spec, device)
+    elementwise_s = elementwise_seconds_per_token(spec, device, tp)
     if device.gemm is not None:
         # GEMMs of real shapes reach the kernel model's efficiencies, not the best shape's.
         device = replace(
@@ -234,7 +220,7 @@ def replica_cost(
         expert_fraction=expert_fraction,
         expert_pick=expert_pick,
         kv_bytes=kv_tok,
-        elementwise_bytes=elementwise_bytes_per_token(spec, tp),
+        elementwise_s=elementwise_s,
         logits_bytes=8.0 * spec.vocab_size,
         allreduce_bytes_per_token=spec.hidden_size * 2,
         layers=spec.num_layers,
