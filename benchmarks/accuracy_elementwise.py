@@ -12,7 +12,7 @@ Two sections:
   benchmarks Liger-Kernel publishes (``tests/fixtures/elementwise-training-liger.csv``, written by
   ``scripts/extract_liger_elementwise.py``), against the bytes :func:`suanli.estimate.
   elementwise.training_op_bytes` counts at the card's achievable bandwidth, before (the bytes
-  alone) and after (times the pooled slowdown of ``[training_elementwise]`` in kernels.toml).
+  alone) and after (times the generation's slowdown, ``[training_elementwise]`` in kernels.toml).
 
 Both calibrations are fitted on these same tables (medians over the bandwidth-bound rows), so the
 "after" columns in the fitted range show the fit, not an independent check; the per-card spread
@@ -116,7 +116,6 @@ def training_errors(*, bytes_only: bool = False) -> dict[tuple[str, str, str, st
     """(card, class, kind, pass) -> measured / model - 1 over the bandwidth-bound fixture rows
     (positive: the model is faster). ``bytes_only``: the model before the slowdowns."""
     catalog = load_catalog()
-    slow = training_elementwise()
     out: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     with TRAINING_FIXTURE.open(newline="") as fh:
         for rec in csv.DictReader(fh):
@@ -125,7 +124,10 @@ def training_errors(*, bytes_only: bool = False) -> dict[tuple[str, str, str, st
                 continue
             gpu_id, peak = TRAINING_CARDS[rec["gpu"]]
             share = ceiling_for(find_gpu(gpu_id, catalog), "bf16").memory_fraction
-            forward, backward = slow.of(rec["kind"], rec["class"] == "fused")
+            # The card's generation's slowdowns (the catalog id is its reference card).
+            forward, backward = training_elementwise(gpu_id).of(
+                rec["kind"], rec["class"] == "fused"
+            )
             factor = 1.0 if bytes_only else (forward if rec["pass"] == "forward" else backward)
             model = nbytes / (peak * share) * factor
             key = (rec["gpu"], rec["class"], rec["kind"], rec["pass"])
@@ -140,8 +142,9 @@ def training_report() -> str:
         "(`tests/fixtures/elementwise-training-liger.csv`)",
         "",
         "Rows moving 64 MB or more (as the model counts their bytes), bf16. Before: the counted "
-        "bytes at the card's achievable bandwidth; after: times the pooled slowdown of the class, "
-        "kind and pass (`[training_elementwise]` in kernels.toml, fitted on these rows). Median "
+        "bytes at the card's achievable bandwidth; after: times the slowdown of the class, kind "
+        "and pass of the card's generation (`[training_elementwise]` in kernels.toml, fitted on "
+        "these rows: the A100's; the two H100s' together). Median "
         "signed error; positive = the model is faster.",
         "",
         "| GPU | class | kernel | pass | rows | before | after |",

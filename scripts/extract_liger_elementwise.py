@@ -21,8 +21,10 @@ the speed model counts for that kernel (:mod:`suanli.estimate.elementwise`: eage
 ``28h + 4bh`` a token, fused ``2bh``; eager rotary ``10b·w``, fused ``2b·w`` over the q and k
 width ``w``; eager SwiGLU ``5bI``, fused ``3bI``; backward twice the forward). Its slowdown is
 seconds / (bytes / achievable bandwidth). The median slowdown of each (class, kind, pass) over
-the rows that move at least ``MIN_BYTES`` (the bandwidth-bound regime) is printed as the
-``[training_elementwise]`` table of ``src/suanli/catalog/data/kernels.toml``; the rows go to
+the rows that move at least ``MIN_BYTES`` (the bandwidth-bound regime), per generation (the A100;
+the two H100s together), is printed as the ``[training_elementwise.<reference card>]`` tables of
+``src/suanli/catalog/data/kernels.toml`` (a slowdown one generation lacks, the A100's SwiGLU,
+takes the other's); the rows go to
 ``tests/fixtures/elementwise-training-liger.csv``. Nothing in the package or the tests reads
 the checkout. Usage: ``python scripts/extract_liger_elementwise.py /path/to/Liger-Kernel``.
 """
@@ -45,7 +47,8 @@ TABLES = (
     ("benchmark/data/all_benchmark_data.csv", None),
     ("benchmark/data/h100_all_benchmark_data.csv", "3534d4461ca89319e29c890c1a4c20cb2a615d5f"),
 )
-#: Liger's GPU name -> (catalog id for the achievable share, peak bandwidth bytes/s).
+#: Liger's GPU name -> (catalog id for the achievable share, peak bandwidth bytes/s); the catalog
+#: id is also the generation's reference card the slowdowns are kept under (Ampere, Hopper).
 CARDS = {
     "NVIDIA A100-SXM4-80GB": ("a100-sxm-80gb", 2.039e12),
     "NVIDIA H100 80GB HBM3": ("h100-sxm-80gb", 3.35e12),
@@ -126,20 +129,27 @@ def main(checkout: str) -> int:
 
     catalog = load_catalog()
     rows = read_rows(Path(checkout))
-    slow: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    slow: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     by_card: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for gpu, kind, klass, _, mode, _, nbytes, seconds in rows:
         gpu_id, peak = CARDS[gpu]
         share = ceiling_for(find_gpu(gpu_id, catalog), "bf16").memory_fraction
         if nbytes >= MIN_BYTES:
             ratio = seconds / (nbytes / (peak * share))
-            slow[(klass, kind, mode)].append(ratio)
+            slow[(gpu_id, klass, kind, mode)].append(ratio)
             by_card[(gpu, klass, kind, mode)].append(ratio)
     for key, values in sorted(by_card.items()):
         print(f"# {key}: {len(values)} rows, median slowdown {statistics.median(values):.2f}")
-    print("[training_elementwise]")
-    for (klass, kind, mode), values in sorted(slow.items()):
-        print(f"{klass}_{kind}_{mode} = {statistics.median(values):.2f}  # {len(values)} rows")
+    generations = sorted({g for g, _, _, _ in slow})
+    names = sorted({(k, kind, m) for _, k, kind, m in slow})
+    for generation in generations:
+        print(f'[training_elementwise."{generation}"]')
+        for klass, kind, mode in names:
+            values = slow.get((generation, klass, kind, mode))
+            note = f"{len(values)} rows" if values else "not measured: the other generation's"
+            if not values:
+                values = next(v for (g, *key), v in slow.items() if key == [klass, kind, mode])
+            print(f"{klass}_{kind}_{mode} = {statistics.median(values):.2f}  # {note}")
     out = ROOT / "tests" / "fixtures" / "elementwise-training-liger.csv"
     with out.open("w", newline="") as fh:
         writer = csv.writer(fh)

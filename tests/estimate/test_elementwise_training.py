@@ -25,7 +25,7 @@ from ..scripts import load_script
 
 ae = load_script("benchmarks/accuracy_elementwise.py")
 CATALOG = load_catalog()
-SLOW = training_elementwise()
+GENERATIONS = ("a100-sxm-80gb", "h100-sxm-80gb")
 
 
 def test_the_fixture_holds_eager_and_fused_kernels_of_a100_and_h100() -> None:
@@ -45,22 +45,31 @@ def test_the_bytes_alone_were_optimistic_for_every_eager_kernel() -> None:
             assert statistics.median(errors) > 0.25, (gpu, kind, mode)
 
 
-def test_the_pooled_slowdowns_stay_within_a_third_of_every_card() -> None:
+def test_each_generations_slowdowns_match_its_cards() -> None:
     after = ae.training_errors()
-    within = [abs(statistics.median(e)) <= 0.34 for e in after.values()]
-    assert sum(within) >= len(within) - 2  # the H100 NVL's fused rotary is the known outlier
-    assert statistics.median(abs(statistics.median(e)) for e in after.values()) < 0.12
+    # The A100 takes its own; the H100 SXM and NVL share Hopper's medians.
+    assert all(abs(statistics.median(e)) <= 0.35 for e in after.values())
+    assert statistics.median(abs(statistics.median(e)) for e in after.values()) < 0.10
+
+
+def test_hopper_kernels_lose_more_than_ampere_ones() -> None:
+    # Faster memory is harder to fill: every measured eager kind is slower against its bytes.
+    a100, h100 = (training_elementwise(g) for g in GENERATIONS)
+    for kind in ("norm", "rope"):
+        assert h100.of(kind, False)[0] > a100.of(kind, False)[0]
+        assert h100.of(kind, False)[1] > a100.of(kind, False)[1]
 
 
 def test_fused_kernels_are_never_slower_than_eager_ones() -> None:
     for name in ("llama-3.1-8b", "gpt2", "qwen3-30b-a3b", "llama-2-70b"):
         spec = load_model(name).spec
         work = TrainWork(task="full", batch=1, seq=4096)
-        for kind, fused_bytes in training_op_bytes(spec, work, fused=True).items():
-            eager_bytes = training_op_bytes(spec, work, fused=False)[kind]
-            f_fwd, f_bwd = SLOW.of(kind, True)
-            e_fwd, e_bwd = SLOW.of(kind, False)
-            assert fused_bytes * (f_fwd + 2 * f_bwd) <= eager_bytes * (e_fwd + 2 * e_bwd), kind
+        for slow in (training_elementwise(g) for g in GENERATIONS):
+            for kind, fused_bytes in training_op_bytes(spec, work, fused=True).items():
+                eager_bytes = training_op_bytes(spec, work, fused=False)[kind]
+                f_fwd, f_bwd = slow.of(kind, True)
+                e_fwd, e_bwd = slow.of(kind, False)
+                assert fused_bytes * (f_fwd + 2 * f_bwd) <= eager_bytes * (e_fwd + 2 * e_bwd)
 
 
 def test_without_slowdowns_the_traffic_is_three_passes_of_the_forward_bytes() -> None:

@@ -114,7 +114,7 @@ def kernel_model(
         small_op_s=float(fit["small_op_s"]),
         blend=float(fit.get("blend", 0.0)),
         elementwise=elementwise,
-        training_elementwise=training_elementwise(),
+        training_elementwise=training_elementwise(_generation_card(gpu)[0]),
         source=N_(
             "GEMM kernel model, {how}: {gemms:,} measured GEMMs, median error "
             "{error:.0%} ({source})"
@@ -133,12 +133,17 @@ def _elementwise(fit: dict[str, Any], scale: float) -> ElementwiseEfficiency | N
     return ElementwiseEfficiency(**{k: min(float(row[k]) * scale, MAX_EFFICIENCY) for k in kinds})
 
 
-@lru_cache(maxsize=1)
-def training_elementwise() -> TrainingElementwise:
-    """The measured slowdowns of a training step's element-wise kernels against their bytes
-    (``[training_elementwise]`` of kernels.toml; every card: the measured A100 and H100s agree
-    within about a third, and no other card was measured)."""
-    row = read_data("kernels.toml").get("training_elementwise", {})
+#: The generation whose training element-wise slowdowns a card without its own takes.
+TRAINING_ELEMENTWISE_FALLBACK = "a100-sxm-80gb"
+
+
+@lru_cache(maxsize=16)
+def training_elementwise(reference: str = TRAINING_ELEMENTWISE_FALLBACK) -> TrainingElementwise:
+    """The measured slowdowns of a training step's element-wise kernels against their bytes, for
+    the generation of the profiled card ``reference`` (``[training_elementwise."<id>"]`` of
+    kernels.toml; the A100's for a generation nobody measured)."""
+    tables = read_data("kernels.toml").get("training_elementwise", {})
+    row = tables.get(reference) or tables.get(TRAINING_ELEMENTWISE_FALLBACK, {})
     fields = {}
     for name in (
         "eager_norm",
