@@ -8,8 +8,9 @@ Two sections:
   serving_ops_seconds`' per-kernel form, before (every kind at the GEMMs' streaming efficiency)
   and after (each kind at its measured share of the bandwidth, fitted on 2,048 tokens or more).
 - **Training**: transformers' eager RMSNorm and rotary, plain torch SwiGLU, and fused kernels
-  (Liger's, Megatron-Core's, PyTorch's native rms_norm), forward and backward, from the kernel
-  benchmarks Liger-Kernel publishes (``tests/fixtures/elementwise-training-liger.csv``, written by
+  (Liger's, torch.compile's, Megatron-Core's, PyTorch's native rms_norm), forward and backward,
+  from the kernel benchmarks Liger-Kernel publishes
+  (``tests/fixtures/elementwise-training-liger.csv``, written by
   ``scripts/extract_liger_elementwise.py``), against the bytes :func:`suanli.estimate.
   elementwise.training_op_bytes` counts at the card's achievable bandwidth, before (the bytes
   alone) and after (times the generation's slowdown, ``[training_elementwise]`` in kernels.toml).
@@ -37,12 +38,14 @@ FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 ELEMENTWISE_FIXTURE = FIXTURES / "elementwise-op-times.csv"
 #: Liger-Kernel's benchmarks of training element-wise kernels (extract_liger_elementwise.py).
 TRAINING_FIXTURE = FIXTURES / "elementwise-training-liger.csv"
-#: Liger's GPU name -> (catalog id of the achievable share, peak bandwidth bytes/s); the H100 NVL
-#: is not in the catalog (datasheet 3.9 TB/s, the H100 SXM's share).
+#: Liger's GPU name -> (catalog id of the achievable share, peak bandwidth bytes/s, the reference
+#: card of its generation); the H100 NVL is not in the catalog (datasheet 3.9 TB/s, the H100 SXM's
+#: share).
 TRAINING_CARDS = {
-    "NVIDIA A100-SXM4-80GB": ("a100-sxm-80gb", 2.039e12),
-    "NVIDIA H100 80GB HBM3": ("h100-sxm-80gb", 3.35e12),
-    "NVIDIA H100 NVL": ("h100-sxm-80gb", 3.9e12),
+    "NVIDIA A100-SXM4-80GB": ("a100-sxm-80gb", 2.039e12, "a100-sxm-80gb"),
+    "NVIDIA A100 80GB PCIe": ("a100-pcie-80gb", 1.935e12, "a100-sxm-80gb"),
+    "NVIDIA H100 80GB HBM3": ("h100-sxm-80gb", 3.35e12, "h100-sxm-80gb"),
+    "NVIDIA H100 NVL": ("h100-sxm-80gb", 3.9e12, "h100-sxm-80gb"),
 }
 #: Rows from this many counted bytes on are bandwidth-bound (the training fit's range).
 MIN_BYTES = 64e6
@@ -122,12 +125,10 @@ def training_errors(*, bytes_only: bool = False) -> dict[tuple[str, str, str, st
             nbytes = float(rec["bytes"])
             if nbytes < MIN_BYTES:
                 continue
-            gpu_id, peak = TRAINING_CARDS[rec["gpu"]]
+            gpu_id, peak, generation = TRAINING_CARDS[rec["gpu"]]
             share = ceiling_for(find_gpu(gpu_id, catalog), "bf16").memory_fraction
-            # The card's generation's slowdowns (the catalog id is its reference card).
-            forward, backward = training_elementwise(gpu_id).of(
-                rec["kind"], rec["class"] == "fused"
-            )
+            slow = training_elementwise(generation)
+            forward, backward = slow.of(rec["kind"], rec["class"] == "fused")
             factor = 1.0 if bytes_only else (forward if rec["pass"] == "forward" else backward)
             model = nbytes / (peak * share) * factor
             key = (rec["gpu"], rec["class"], rec["kind"], rec["pass"])
@@ -144,7 +145,7 @@ def training_report() -> str:
         "Rows moving 64 MB or more (as the model counts their bytes), bf16. Before: the counted "
         "bytes at the card's achievable bandwidth; after: times the slowdown of the class, kind "
         "and pass of the card's generation (`[training_elementwise]` in kernels.toml, fitted on "
-        "these rows: the A100's; the two H100s' together). Median "
+        "these rows: the two A100s' together; the two H100s' together). Median "
         "signed error; positive = the model is faster.",
         "",
         "| GPU | class | kernel | pass | rows | before | after |",

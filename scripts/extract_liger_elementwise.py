@@ -5,26 +5,29 @@ linkedin/Liger-Kernel (BSD-2-Clause) publishes its kernel benchmarks with every 
 compares against (``benchmark/data/*.csv``, median of the timed runs, milliseconds): RMSNorm,
 rotary embedding and SwiGLU, forward and backward apart, as transformers runs them in eager
 PyTorch (``huggingface``; for SwiGLU plain ``torch``: ``silu(gate) * up``) and as fused kernels
-(Liger's Triton kernels; for Megatron's RMSNorm and SwiGLU also the kernels Megatron-Core runs).
-This script reads three files of a checkout of that repository:
+(Liger's Triton kernels, torch.compile's generated ones, and for Megatron's RMSNorm and SwiGLU
+also the kernels Megatron-Core runs). This script reads three files of a checkout of that
+repository:
 
 - ``benchmark/data/all_benchmark_data.csv`` at ead96b61 (2026-08-21): the A100-SXM4-80GB rows
   (Liger 0.2.1, 2024-09-03) and the H100 80GB HBM3 rows of ``megatron_rms_norm`` and
   ``megatron_swiglu`` (Liger 0.8.x, 2026);
 - ``benchmark/data/h100_all_benchmark_data.csv`` at 3534d446 (H100 NVL, Liger 0.5.2,
-  2025-01-25; read with ``git show``): the only Hopper rows of transformers' eager RMSNorm and
-  rotary. The H100 NVL is not in the catalog: its datasheet bandwidth (3.9 TB/s) and the H100
-  SXM's achievable share of it are used.
+  2025-01-25) and ``benchmark/data/a100_all_benchmark_data.csv`` at bdbfeadf (A100 80GB PCIe,
+  the same release; both read with ``git show``): the only Hopper rows of transformers' eager
+  RMSNorm and rotary, and the only rows of torch.compile's kernels. The H100 NVL is not in the
+  catalog: its datasheet bandwidth (3.9 TB/s) and the H100 SXM's achievable share of it are
+  used.
 
 Every bf16 row becomes (card, kind, class, pass, tokens, bytes, seconds), ``bytes`` being what
 the speed model counts for that kernel (:mod:`suanli.estimate.elementwise`: eager RMSNorm
 ``28h + 4bh`` a token, fused ``2bh``; eager rotary ``10b·w``, fused ``2b·w`` over the q and k
 width ``w``; eager SwiGLU ``5bI``, fused ``3bI``; backward twice the forward). Its slowdown is
 seconds / (bytes / achievable bandwidth). The median slowdown of each (class, kind, pass) over
-the rows that move at least ``MIN_BYTES`` (the bandwidth-bound regime), per generation (the A100;
-the two H100s together), is printed as the ``[training_elementwise.<reference card>]`` tables of
-``src/suanli/catalog/data/kernels.toml`` (a slowdown one generation lacks, the A100's SwiGLU,
-takes the other's); the rows go to
+the rows that move at least ``MIN_BYTES`` (the bandwidth-bound regime), per generation (the two
+A100s together; the two H100s together), is printed as the
+``[training_elementwise."<reference card>"]`` tables of ``src/suanli/catalog/data/kernels.toml``
+(a slowdown one generation lacks, the A100's SwiGLU, takes the other's); the rows go to
 ``tests/fixtures/elementwise-training-liger.csv``. Nothing in the package or the tests reads
 the checkout. Usage: ``python scripts/extract_liger_elementwise.py /path/to/Liger-Kernel``.
 """
@@ -46,13 +49,16 @@ sys.path.insert(0, str(ROOT / "src"))
 TABLES = (
     ("benchmark/data/all_benchmark_data.csv", None),
     ("benchmark/data/h100_all_benchmark_data.csv", "3534d4461ca89319e29c890c1a4c20cb2a615d5f"),
+    ("benchmark/data/a100_all_benchmark_data.csv", "bdbfeadf9987bb7dcd4b0d54301dcdd5b935ebfe"),
 )
-#: Liger's GPU name -> (catalog id for the achievable share, peak bandwidth bytes/s); the catalog
-#: id is also the generation's reference card the slowdowns are kept under (Ampere, Hopper).
+#: Liger's GPU name -> (catalog id for the achievable share, peak bandwidth bytes/s, the
+#: generation's reference card the slowdowns are kept under: Ampere, Hopper).
 CARDS = {
-    "NVIDIA A100-SXM4-80GB": ("a100-sxm-80gb", 2.039e12),
-    "NVIDIA H100 80GB HBM3": ("h100-sxm-80gb", 3.35e12),
-    "NVIDIA H100 NVL": ("h100-sxm-80gb", 3.9e12),  # NVIDIA H100 NVL datasheet: 3.9 TB/s
+    "NVIDIA A100-SXM4-80GB": ("a100-sxm-80gb", 2.039e12, "a100-sxm-80gb"),
+    "NVIDIA A100 80GB PCIe": ("a100-pcie-80gb", 1.935e12, "a100-sxm-80gb"),
+    "NVIDIA H100 80GB HBM3": ("h100-sxm-80gb", 3.35e12, "h100-sxm-80gb"),
+    # NVIDIA H100 NVL datasheet: 3.9 TB/s; not in the catalog, the H100 SXM's achievable share.
+    "NVIDIA H100 NVL": ("h100-sxm-80gb", 3.9e12, "h100-sxm-80gb"),
 }
 #: Liger benchmark -> the kind of element-wise kernel.
 KINDS = {
@@ -132,11 +138,11 @@ def main(checkout: str) -> int:
     slow: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     by_card: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for gpu, kind, klass, _, mode, _, nbytes, seconds in rows:
-        gpu_id, peak = CARDS[gpu]
+        gpu_id, peak, generation = CARDS[gpu]
         share = ceiling_for(find_gpu(gpu_id, catalog), "bf16").memory_fraction
         if nbytes >= MIN_BYTES:
             ratio = seconds / (nbytes / (peak * share))
-            slow[(gpu_id, klass, kind, mode)].append(ratio)
+            slow[(generation, klass, kind, mode)].append(ratio)
             by_card[(gpu, klass, kind, mode)].append(ratio)
     for key, values in sorted(by_card.items()):
         print(f"# {key}: {len(values)} rows, median slowdown {statistics.median(values):.2f}")

@@ -42,13 +42,13 @@ def test_the_bytes_alone_were_optimistic_for_every_eager_kernel() -> None:
     before = ae.training_errors(bytes_only=True)
     for (gpu, klass, kind, mode), errors in before.items():
         if klass == "eager":
-            assert statistics.median(errors) > 0.25, (gpu, kind, mode)
+            assert statistics.median(errors) > 0.10, (gpu, kind, mode)
 
 
 def test_each_generations_slowdowns_match_its_cards() -> None:
     after = ae.training_errors()
-    # The A100 takes its own; the H100 SXM and NVL share Hopper's medians.
-    assert all(abs(statistics.median(e)) <= 0.35 for e in after.values())
+    # The two A100s share Ampere's medians, the H100 SXM and NVL Hopper's.
+    assert all(abs(statistics.median(e)) <= 0.40 for e in after.values())
     assert statistics.median(abs(statistics.median(e)) for e in after.values()) < 0.10
 
 
