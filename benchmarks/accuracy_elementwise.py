@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -33,32 +34,23 @@ from suanli import find_gpu, load_catalog
 from suanli.catalog.kernels import kernel_model, training_elementwise
 from suanli.catalog.network import ceiling_for
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+# The scripts that wrote the fixtures know their cards and ops; one table each, not two.
+from derive_elementwise_profiles import OPS  # noqa: E402
+from extract_liger_elementwise import CARDS, MIN_BYTES  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures"
 #: The serving engine's element-wise op times Vidur profiled (derive_elementwise_profiles.py).
 ELEMENTWISE_FIXTURE = FIXTURES / "elementwise-op-times.csv"
 #: Liger-Kernel's benchmarks of training element-wise kernels (extract_liger_elementwise.py).
 TRAINING_FIXTURE = FIXTURES / "elementwise-training-liger.csv"
 #: Liger's GPU name -> (catalog id of the achievable share, peak bandwidth bytes/s, the reference
-#: card of its generation); the H100 NVL is not in the catalog (datasheet 3.9 TB/s, the H100 SXM's
-#: share).
-TRAINING_CARDS = {
-    "NVIDIA A100-SXM4-80GB": ("a100-sxm-80gb", 2.039e12, "a100-sxm-80gb"),
-    "NVIDIA A100 80GB PCIe": ("a100-pcie-80gb", 1.935e12, "a100-sxm-80gb"),
-    "NVIDIA H100 80GB HBM3": ("h100-sxm-80gb", 3.35e12, "h100-sxm-80gb"),
-    "NVIDIA H100 NVL": ("h100-sxm-80gb", 3.9e12, "h100-sxm-80gb"),
-}
-#: Rows from this many counted bytes on are bandwidth-bound (the training fit's range).
-MIN_BYTES = 64e6
-
-
+#: card of its generation).
+TRAINING_CARDS = CARDS
 #: Vidur's op name -> the kind of :class:`suanli.estimate.kernels.ElementwiseEfficiency`.
-ELEMENTWISE_KINDS = {
-    "input_layernorm": "norm",
-    "post_attention_layernorm": "norm",
-    "attn_rope": "rope",
-    "mlp_act": "activation",
-    "add": "add",
-}
+ELEMENTWISE_KINDS = OPS
 #: Ranges of tokens the element-wise section reports.
 TOKEN_BANDS = (("1-128", 1, 128), ("512-1k", 512, 1024), ("2k-16k", 2048, 16384))
 
@@ -119,18 +111,24 @@ def training_errors(*, bytes_only: bool = False) -> dict[tuple[str, str, str, st
     """(card, class, kind, pass) -> measured / model - 1 over the bandwidth-bound fixture rows
     (positive: the model is faster). ``bytes_only``: the model before the slowdowns."""
     catalog = load_catalog()
+    # Per card, once: the achievable bandwidth and its generation's slowdowns.
+    cards = {
+        name: (
+            peak * ceiling_for(find_gpu(gpu_id, catalog), "bf16").memory_fraction,
+            training_elementwise(generation),
+        )
+        for name, (gpu_id, peak, generation) in TRAINING_CARDS.items()
+    }
     out: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     with TRAINING_FIXTURE.open(newline="") as fh:
         for rec in csv.DictReader(fh):
             nbytes = float(rec["bytes"])
             if nbytes < MIN_BYTES:
                 continue
-            gpu_id, peak, generation = TRAINING_CARDS[rec["gpu"]]
-            share = ceiling_for(find_gpu(gpu_id, catalog), "bf16").memory_fraction
-            slow = training_elementwise(generation)
+            bandwidth, slow = cards[rec["gpu"]]
             forward, backward = slow.of(rec["kind"], rec["class"] == "fused")
             factor = 1.0 if bytes_only else (forward if rec["pass"] == "forward" else backward)
-            model = nbytes / (peak * share) * factor
+            model = nbytes / bandwidth * factor
             key = (rec["gpu"], rec["class"], rec["kind"], rec["pass"])
             out[key].append(float(rec["seconds"]) / model - 1)
     return out

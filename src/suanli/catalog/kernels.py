@@ -3,6 +3,7 @@ scaled by the profiled card of its generation (``catalog/data/kernels.toml``).""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from functools import lru_cache
 from typing import Any
 
@@ -95,10 +96,11 @@ def kernel_model(
         memory_loss = fit["memory_efficiency"] / ceiling.memory_fraction
     compute = ceiling.matmul_fraction * compute_loss
     memory = ceiling.memory_fraction * memory_loss
+    generation_id = _generation_card(gpu)[0]
     elementwise = _elementwise(fit, 1.0 if ref_id == gpu.id else memory / fit["memory_efficiency"])
     if elementwise is None:
         # A fit without them (a kernel sweep's: it runs no serving engine) takes its generation's.
-        generation = fits[_generation_card(gpu)[0]]
+        generation = fits[generation_id]
         elementwise = _elementwise(generation, memory / generation["memory_efficiency"])
     if ref_id == gpu.id:
         how = N_("fitted on this card")
@@ -114,7 +116,7 @@ def kernel_model(
         small_op_s=float(fit["small_op_s"]),
         blend=float(fit.get("blend", 0.0)),
         elementwise=elementwise,
-        training_elementwise=training_elementwise(_generation_card(gpu)[0]),
+        training_elementwise=training_elementwise(generation_id),
         source=N_(
             "GEMM kernel model, {how}: {gemms:,} measured GEMMs, median error "
             "{error:.0%} ({source})"
@@ -129,8 +131,12 @@ def _elementwise(fit: dict[str, Any], scale: float) -> ElementwiseEfficiency | N
     row = fit.get("elementwise")
     if row is None:
         return None
-    kinds = ("norm", "rope", "activation", "add")
-    return ElementwiseEfficiency(**{k: min(float(row[k]) * scale, MAX_EFFICIENCY) for k in kinds})
+    return ElementwiseEfficiency(
+        **{
+            f.name: min(float(row[f.name]) * scale, MAX_EFFICIENCY)
+            for f in fields(ElementwiseEfficiency)
+        }
+    )
 
 
 #: The generation whose training element-wise slowdowns a card without its own takes.
@@ -144,17 +150,12 @@ def training_elementwise(reference: str = TRAINING_ELEMENTWISE_FALLBACK) -> Trai
     kernels.toml; the A100's for a generation nobody measured)."""
     tables = read_data("kernels.toml").get("training_elementwise", {})
     row = tables.get(reference) or tables.get(TRAINING_ELEMENTWISE_FALLBACK, {})
-    fields = {}
-    for name in (
-        "eager_norm",
-        "eager_rope",
-        "eager_activation",
-        "fused_norm",
-        "fused_rope",
-        "fused_activation",
-    ):
-        fields[name] = (
-            float(row.get(f"{name}_forward", 1.0)),
-            float(row.get(f"{name}_backward", 1.0)),
+    # One (forward, backward) pair per field, e.g. eager_norm_forward and eager_norm_backward.
+    pairs = {
+        f.name: (
+            float(row.get(f"{f.name}_forward", 1.0)),
+            float(row.get(f"{f.name}_backward", 1.0)),
         )
-    return TrainingElementwise(**fields)
+        for f in fields(TrainingElementwise)
+    }
+    return TrainingElementwise(**pairs)

@@ -15,7 +15,7 @@ from suanli.estimate.comm import tp_all_reduce_s
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.inference import weight_bytes
-from suanli.estimate.kernels import SERVING_SMALL_OPS
+from suanli.estimate.kernels import SERVING_SMALL_OPS, serving_ops_seconds
 from suanli.estimate.memory import inference_memory, kv_bytes_per_token
 from suanli.estimate.perf import Device
 from suanli.estimate.serving.config import EngineConfig
@@ -34,15 +34,11 @@ def elementwise_seconds_per_token(spec: ModelSpec, device: Device, tp: int = 1) 
     serving_op_bytes`) at the share of the peak bandwidth that kind of kernel was measured to
     reach (:class:`suanli.estimate.kernels.ElementwiseEfficiency`). The kernels' floors are in
     :func:`kernel_floor_s`; attention and the KV cache are counted by the attention class."""
+    # perf's per-kernel time for one token, without the floors (they are paid per iteration).
+    no_floor = replace(device.gemm_model, small_op_s=0.0)
     ops = serving_op_bytes(spec, tp)
-    eff = device.gemm_model.elementwise_efficiency()
-    per_layer = (
-        2 * ops.norm / eff.norm
-        + ops.rope / eff.rope
-        + ops.activation / eff.activation
-        + 2 * ops.add / eff.add
-    )
-    return float(spec.num_layers * per_layer / device.memory_bytes_per_s)
+    seconds = serving_ops_seconds(ops, 1, spec.num_layers, device.memory_bytes_per_s, no_floor)
+    return float(seconds)
 
 
 @dataclass(frozen=True)
