@@ -17,7 +17,9 @@ steering repository's shared/reference/kernel-profiles/network/), and:
 - with ``--oneshot``, fits the serving engines' custom all-reduce on the H100 latencies of
   ``tests/fixtures/oneshot-allreduce.csv`` (:func:`fit_oneshot`; sgl-project/sglang#2904) and on
   the MI300X latencies of ``tests/fixtures/oneshot-allreduce-mi300x.csv`` (ROCm/aiter#801,
-  vllm-project/vllm#19744; full-mesh form);
+  vllm-project/vllm#19744; full-mesh form), and NVLink 3's on TensorRT-LLM's kernels timed under
+  CUDA graphs on A100 by aiconfigurator (``tests/fixtures/oneshot-allreduce-aiconfigurator.csv``,
+  relative errors, up to 512 KiB);
 - with ``--protocols [folder]``, thins Vidur's 8xA100 curve into
   ``tests/fixtures/collectives-vidur-a100-curve.csv`` and fits NVLink 3's two NCCL protocols
   (:func:`fit_protocols`);
@@ -177,6 +179,13 @@ def base_latency_fits(base: Path) -> list[str]:
 ONESHOT_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce.csv"
 #: vLLM's custom all-reduce on MI300X, 2 and 4 GPUs (ROCm/aiter#801, vllm#19744).
 ONESHOT_MI300X_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce-mi300x.csv"
+#: The engines' custom all-reduce under CUDA graphs on A100 and H100 (aiconfigurator,
+#: scripts/extract_aic_oneshot.py); the A100's TensorRT-LLM rows up to ONESHOT_A100_MAX_BYTES fit
+#: nvlink3, the rest validate.
+ONESHOT_AIC_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce-aiconfigurator.csv"
+ONESHOT_A100_MAX_BYTES = 512 * 1024
+ONESHOT_A100_FIT = {"gpu_id": "a100-sxm-80gb", "engine": "trtllm"}
+ONESHOT_H100_FIT = {"gpu_id": "h100-sxm-80gb", "engine": "trtllm"}
 AZURE_FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
 #: The NVLS fit uses one VM's curve (ND H200 v5, NCCL 2.20.5) from this size up, where NCCL runs
 #: NVLS; the ND H100 v5 curve (NCCL 2.18.5) is kept to validate it.
@@ -277,22 +286,36 @@ def fit_nvls(
     return base, bandwidth, median
 
 
-def fit_oneshot(
-    path: Path = ONESHOT_FIXTURE, *, per_peer: bool = False, relative: bool = False
-) -> tuple[float, float, float]:
-    """(base_s, step_s, bytes_per_s) of ``t = base + step · log2(n) + (n-1)/n · S / B``, least
-    squares on the custom all-reduce latencies of ``path`` (``gpus,bytes,latency_us``): the
-    ``oneshot_*`` fields of a link. The default reproduces the nvlink4 fit (H100,
-    ``tests/fixtures/oneshot-allreduce.csv``, sgl-project/sglang#2904: absolute errors).
-    ``per_peer`` fits the full-mesh form ``t = base + step · log2(n) + S / (n · B)`` (xGMI: each
-    peer adds a link); ``relative`` weights each point by 1/t (sizes spanning 2 KiB-8 MiB)."""
-    import math
-
+def read_oneshot(path: Path, **match: str) -> list[tuple[int, float, float]]:
+    """(GPUs, bytes, seconds) of the custom all-reduce latencies of ``path``
+    (``gpus,bytes,latency_us``), only the rows whose columns equal ``match`` (e.g.
+    ``gpu_id="a100-sxm-80gb", engine="trtllm"`` in the aiconfigurator fixture)."""
     with path.open(encoding="utf-8") as f:
-        rows = [
+        return [
             (int(r["gpus"]), float(r["bytes"]), float(r["latency_us"]) * 1e-6)
             for r in csv.DictReader(f)
+            if all(r[k] == v for k, v in match.items())
         ]
+
+
+def fit_oneshot(
+    path: Path = ONESHOT_FIXTURE,
+    *,
+    per_peer: bool = False,
+    relative: bool = False,
+    max_bytes: float = float("inf"),
+    **match: str,
+) -> tuple[float, float, float]:
+    """(base_s, step_s, bytes_per_s) of ``t = base + step · log2(n) + (n-1)/n · S / B``, least
+    squares on the custom all-reduce latencies of ``path`` (:func:`read_oneshot`, rows matching
+    ``match`` up to ``max_bytes``): the ``oneshot_*`` fields of a link. The default reproduces
+    the nvlink4 fit (H100, ``tests/fixtures/oneshot-allreduce.csv``, sgl-project/sglang#2904:
+    absolute errors). ``per_peer`` fits the full-mesh form ``t = base + step · log2(n) + S /
+    (n · B)`` (xGMI: each peer adds a link); ``relative`` weights each point by 1/t (sizes
+    spanning 2 KiB-8 MiB)."""
+    import math
+
+    rows = [r for r in read_oneshot(path, **match) if r[1] <= max_bytes]
 
     def per_byte(n: int, size: float) -> float:
         return size / n if per_peer else (n - 1) / n * size
@@ -455,9 +478,14 @@ def _toml(
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--oneshot"]:
-        b, st, bw = fit_oneshot()
-        print(f"# nvlink4\noneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}")
+        b, st, bw = fit_oneshot(ONESHOT_AIC_FIXTURE, relative=True, **ONESHOT_H100_FIT)
+        print(f"# nvlink4\noneshot_base_s = {b:.4g}\noneshot_step_s = {st:.3g}")
         print(f"oneshot_bytes_per_s = {bw:.3g}")
+        b, st, bw = fit_oneshot(
+            ONESHOT_AIC_FIXTURE, relative=True, max_bytes=ONESHOT_A100_MAX_BYTES, **ONESHOT_A100_FIT
+        )
+        print(f"# nvlink3\noneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}")
+        print(f"oneshot_bytes_per_s = {bw:.3g}\noneshot_max_bytes = {ONESHOT_A100_MAX_BYTES}")
         b, st, bw = fit_oneshot(ONESHOT_MI300X_FIXTURE, per_peer=True, relative=True)
         print(f"# infinity-fabric-mi300x\noneshot_base_s = {b:.3g}\noneshot_step_s = {st:.3g}")
         print(f"oneshot_bytes_per_s = {bw:.3g}\noneshot_per_peer = true")

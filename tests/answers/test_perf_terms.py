@@ -82,7 +82,11 @@ def test_explain_names_the_kernel_choices_it_made() -> None:
     comm = [t for t in serve.terms if t.term.startswith("communication")]
     assert comm and "one-shot" in comm[0].formula and "sglang" in comm[0].formula
     a100 = perf(PerfRequest("llama-3.1-70b", WorkRequest(task="infer", tp=4, gpus=4), gpu="a100"))
-    assert not any("one-shot" in t.formula for t in a100.terms)
+    comm = [t for t in a100.terms if t.term.startswith("communication")]
+    assert comm and "one-shot" in comm[0].formula and "aiconfigurator" in comm[0].formula
+    # No one-shot kernel was measured over PCIe: NCCL.
+    l40s = perf(PerfRequest("llama-3.1-8b", WorkRequest(task="infer", tp=2, gpus=2), gpu="l40s"))
+    assert not any("one-shot" in t.formula for t in l40s.terms)
 
 
 def test_memory_term_cites_the_bandwidth_measurement_and_gemm_formula_its_blend() -> None:

@@ -1,7 +1,8 @@
-"""The serving engines' custom all-reduce (TensorRT-LLM's one-shot kernels in vLLM and SGLang;
-vLLM's own on ROCm) against the latencies measured on H100 (tests/fixtures/oneshot-allreduce.csv,
-sglang#2904) and on MI300X (tests/fixtures/oneshot-allreduce-mi300x.csv, aiter#801 and
-vllm#19744)."""
+"""The serving engines' custom all-reduce (TensorRT-LLM's one-shot kernels, also in vLLM and
+SGLang; vLLM's own on ROCm) against the latencies measured under CUDA graphs on A100 and H100
+(tests/fixtures/oneshot-allreduce-aiconfigurator.csv, aiconfigurator), without graphs on H100
+(tests/fixtures/oneshot-allreduce.csv, sglang#2904) and on MI300X
+(tests/fixtures/oneshot-allreduce-mi300x.csv, aiter#801 and vllm#19744)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.catalog.network import get_link
-from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
+from suanli.estimate.comm import Network, OneShot, all_reduce_s, tp_all_reduce_s
 from suanli.estimate.vector import _tp_all_reduce
 from suanli.hardware import device_for
 
@@ -23,58 +24,124 @@ from ..scripts import load_script
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce.csv"
 with FIXTURE.open(encoding="utf-8") as _f:
-    MEASURED = [
+    EAGER_H100 = [
         (int(r["gpus"]), int(r["bytes"]), float(r["latency_us"]) * 1e-6) for r in csv.DictReader(_f)
     ]
+AIC_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce-aiconfigurator.csv"
+with AIC_FIXTURE.open(encoding="utf-8") as _f:
+    GRAPHED = [
+        (r["gpu_id"], r["engine"], int(r["gpus"]), int(r["bytes"]), float(r["latency_us"]) * 1e-6)
+        for r in csv.DictReader(_f)
+    ]
 NVLINK4 = get_link("nvlink4").link()
+NVLINK3 = get_link("nvlink3").link()
 MI300X_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce-mi300x.csv"
 with MI300X_FIXTURE.open(encoding="utf-8") as _f:
     MI300X_MEASURED = [
         (int(r["gpus"]), int(r["bytes"]), float(r["latency_us"]) * 1e-6) for r in csv.DictReader(_f)
     ]
 XGMI = get_link("infinity-fabric-mi300x").link()
+#: (catalog card, its intra-node link).
+NVLINKS = {"a100-sxm-80gb": NVLINK3, "h100-sxm-80gb": NVLINK4}
 
 
-def test_fit_is_close_to_every_measured_point() -> None:
+def _errors(gpu_id: str, engine: str) -> list[float]:
+    """Signed relative errors of the card's one-shot fit on one engine's graphed rows within the
+    fit's range (positive: the model takes longer than measured)."""
+    shot = NVLINKS[gpu_id].oneshot
+    assert shot is not None
+    return [
+        shot.seconds(size, n) / t - 1
+        for card, eng, n, size, t in GRAPHED
+        if card == gpu_id and eng == engine and size <= shot.max_bytes
+    ]
+
+
+@pytest.mark.parametrize(("gpu_id", "median"), [("a100-sxm-80gb", 0.16), ("h100-sxm-80gb", 0.06)])
+def test_fit_is_close_to_the_kernels_it_was_fitted_on(gpu_id: str, median: float) -> None:
+    """TensorRT-LLM's kernels under CUDA graphs, 2/4/8 GPUs: median error 15% on A100 (3.8-28
+    us), 5% on H100 (2.6-26 us)."""
+    errors = _errors(gpu_id, "trtllm")
+    assert len(errors) >= 36
+    assert statistics.median(abs(e) for e in errors) < median
+    assert max(abs(e) for e in errors) < 0.55  # worst: -39% (A100), -50% (H100, 8 GPUs, 1 MiB)
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "engine", "median"),
+    [
+        ("a100-sxm-80gb", "vllm", 0.15),
+        ("a100-sxm-80gb", "sglang", 0.15),
+        ("h100-sxm-80gb", "sglang", 0.10),
+    ],
+)
+def test_fit_holds_for_other_engines_kernels(gpu_id: str, engine: str, median: float) -> None:
+    """Out of sample: vLLM's and SGLang's one-shot kernels on the same cards."""
+    assert statistics.median(abs(e) for e in _errors(gpu_id, engine)) < median
+
+
+def test_vllm_h100_kernels_are_slower_than_the_fit_says() -> None:
+    """vLLM 0.24.0's kernels on H100 take about a third longer than TensorRT-LLM's (the model
+    is optimistic for them by 25-40%), which is why the fit is on TensorRT-LLM's."""
+    assert -0.40 < statistics.median(_errors("h100-sxm-80gb", "vllm")) < -0.25
+
+
+def test_without_a_cuda_graph_the_same_kernels_take_about_twice_as_long() -> None:
+    """sglang#2904 timed TensorRT-LLM's kernels eagerly on H100: the launch doubles the time."""
     shot = NVLINK4.oneshot
     assert shot is not None
-    errors = [abs(shot.seconds(size, n) - t) / t for n, size, t in MEASURED]
-    assert statistics.median(errors) < 0.10
-    assert max(errors) < 0.5
+    ratios = [t / shot.seconds(size, n) for n, size, t in EAGER_H100]
+    assert 1.5 < statistics.median(ratios) < 2.5
+    assert min(ratios) > 1.0
 
 
-@pytest.mark.parametrize("link", ["nvlink4", "infinity-fabric-mi300x"])
+@pytest.mark.parametrize("link", ["nvlink3", "nvlink4", "infinity-fabric-mi300x"])
 def test_catalog_fields_are_what_the_research_fit_gives(link: str) -> None:
-    """nvlink4: the switch form on H100 (absolute errors); MI300X: the mesh form, relative."""
+    """NVLink: the switch form, relative errors, on TensorRT-LLM's graphed kernels (A100 up to
+    512 KiB); MI300X: the mesh form."""
     module = load_script("docs/research/derive_collective_fits.py")
-    if link == "nvlink4":
-        base, step, bandwidth = module.fit_oneshot(FIXTURE)
+    if link == "nvlink3":
+        base, step, bandwidth = module.fit_oneshot(
+            module.ONESHOT_AIC_FIXTURE,
+            relative=True,
+            max_bytes=module.ONESHOT_A100_MAX_BYTES,
+            **module.ONESHOT_A100_FIT,
+        )
+    elif link == "nvlink4":
+        base, step, bandwidth = module.fit_oneshot(
+            module.ONESHOT_AIC_FIXTURE, relative=True, **module.ONESHOT_H100_FIT
+        )
     else:
         base, step, bandwidth = module.fit_oneshot(MI300X_FIXTURE, per_peer=True, relative=True)
-    shot = get_link(link).link().oneshot
+    shot: OneShot | None = get_link(link).link().oneshot
     assert shot is not None
     assert shot.base_s == pytest.approx(base, rel=0.01)
     assert shot.step_s == pytest.approx(step, rel=0.01)
     assert shot.bytes_per_s == pytest.approx(bandwidth, rel=0.01)
 
 
-def test_small_tensor_parallel_all_reduce_is_a_few_microseconds_on_h100() -> None:
-    """A decode step's all-reduce (one token of a 70B model: 16 KiB) on 2 H100s: the measured
-    kernel takes ~4 us where NCCL's ring or tree costs tens of microseconds."""
+@pytest.mark.parametrize(("link", "seconds"), [(NVLINK4, 3.0e-6), (NVLINK3, 4.5e-6)])
+def test_small_tensor_parallel_all_reduce_is_a_few_microseconds(
+    link: object, seconds: float
+) -> None:
+    """A decode step's all-reduce (one token of a 70B model: 16 KiB) on 2 GPUs: the measured
+    kernel takes 3-5 us where NCCL's ring or tree costs tens of microseconds."""
     nbytes = 8192 * 2
-    assert tp_all_reduce_s(nbytes, 2, NVLINK4) == pytest.approx(4.2e-6, rel=0.15)
-    assert all_reduce_s(nbytes, 2, NVLINK4) > 4 * tp_all_reduce_s(nbytes, 2, NVLINK4)
+    assert tp_all_reduce_s(nbytes, 2, link) == pytest.approx(seconds, rel=0.2)  # type: ignore[arg-type]
+    assert all_reduce_s(nbytes, 2, link) > 4 * tp_all_reduce_s(nbytes, 2, link)  # type: ignore[arg-type]
 
 
 def test_large_messages_and_unmeasured_links_stay_on_nccl() -> None:
     big = 64 * 2**20
     assert tp_all_reduce_s(big, 8, NVLINK4) == all_reduce_s(big, 8, NVLINK4)
-    # Beyond the measured 1 MiB the fit is not used even where it would be cheaper.
+    # Beyond the measured range the fit is not used even where it would be cheaper.
     just_over = 2**20 + 2
     assert tp_all_reduce_s(just_over, 2, NVLINK4) == all_reduce_s(just_over, 2, NVLINK4)
-    nvlink3 = get_link("nvlink3").link()
-    assert nvlink3.oneshot is None
-    assert tp_all_reduce_s(16384, 8, nvlink3) == all_reduce_s(16384, 8, nvlink3)
+    over_a100 = 512 * 1024 + 2
+    assert tp_all_reduce_s(over_a100, 2, NVLINK3) == all_reduce_s(over_a100, 2, NVLINK3)
+    pcie = get_link("pcie4-x16").link()
+    assert pcie.oneshot is None
+    assert tp_all_reduce_s(16384, 4, pcie) == all_reduce_s(16384, 4, pcie)
 
 
 def test_mi300x_fit_is_close_to_every_measured_point() -> None:
