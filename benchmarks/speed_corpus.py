@@ -77,6 +77,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "load": str,
     "shard_group": int,
     "fp8_scaling": str,
+    "projections": str,
 }
 
 #: How an inference row's requests were run (the ``load`` option): ``decode`` (default) reads
@@ -86,7 +87,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
 #: (AIPerf, genai-perf), reads the closed-loop steady state.
 LOADS = ("decode", "static", "closed")
 #: Options that describe an inference row rather than set a WorkRequest field.
-INFER_ONLY = frozenset({"kv_dtype", "load"})
+INFER_ONLY = frozenset({"kv_dtype", "load", "projections"})
 
 #: Prompt length used for an inference row whose source does not state it (suanli's default).
 DEFAULT_PROMPT = PerfRequest().prompt
@@ -238,6 +239,7 @@ def request(row: Row) -> PerfRequest:
             dtype=row.dtype,
             quant=row.quant or row.dtype,
             kv_dtype=extras.get("kv_dtype", "bf16"),
+            projections=extras.get("projections", "fused"),
         )
         return PerfRequest(
             model=row.model,

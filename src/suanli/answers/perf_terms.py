@@ -32,6 +32,13 @@ COLLECTIVE_FORMULA = {
     "pipeline_p2p": N_("2 sends of the activations per micro-batch over one NIC or NVLink"),
     "expert_all_to_all": N_("dispatch and combine, forward and backward, per MoE layer"),
 }
+#: How a serving engine launches the input projections (``InferWork.projections``), as the
+#: decode GEMM term says it.
+PROJECTION_NAMES = {
+    "fused": N_("QKV and gate/up fused"),
+    "qkv": N_("QKV fused, gate and up apart"),
+    "separate": N_("one GEMM per weight"),
+}
 
 
 @dataclass(frozen=True)
@@ -234,9 +241,11 @@ def infer_terms(
             gemm.memory_efficiency,
             gemm.source or device.efficiency_source,
             N_(
-                "per linear weight: (t_c^p + t_m^p)^(1/p) + launch, t_m = weight bytes in "
-                "{weights} / (bandwidth x e_m), p = {p}; MoE: the experts the batch touches"
+                "per GEMM the engine launches ({projections}): (t_c^p + t_m^p)^(1/p) + launch, "
+                "t_m = weight bytes in {weights} / (bandwidth x e_m), p = {p}; MoE: the experts "
+                "the batch touches"
             ).format(
+                projections=PROJECTION_NAMES[work.projections],
                 weights=work.weight_format,
                 p=f"{gemm.blend:g}" if gemm.blend > 0 else "inf",
             ),

@@ -371,6 +371,7 @@ def serve_rows(
             objective=objective,
             max_tpot_s=max_tpot_ms / 1e3 if max_tpot_ms else None,
             formats=formats,
+            projections=work.projections,
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}
         if best is None:

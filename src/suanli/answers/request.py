@@ -67,6 +67,10 @@ class WorkRequest:
     quant: str = "bf16"
     """Inference weight format (catalog/data/quant.toml)."""
     kv_dtype: str = "bf16"
+    projections: str = "fused"
+    """Inference: how the serving engine launches each layer's input projections: ``fused``
+    (one QKV and one gate/up GEMM), ``qkv`` (gate and up apart) or ``separate`` (one GEMM per
+    weight)."""
     prefill_chunk: int | None = None
     gpu_layers: int | None = None
     """Inference: layers on the GPU, the rest on the CPU (llama.cpp --n-gpu-layers)."""
@@ -208,7 +212,15 @@ def framework_assumptions(req: WorkRequest) -> tuple[str, ...]:
 
 #: Options that only mean something for inference, and those a serving framework may set.
 INFER_ONLY_OPTIONS = frozenset(
-    {"quant", "kv_dtype", "prefill_chunk", "gpu_memory_utilization", "context", "gpu_layers"}
+    {
+        "quant",
+        "kv_dtype",
+        "projections",
+        "prefill_chunk",
+        "gpu_memory_utilization",
+        "context",
+        "gpu_layers",
+    }
 )
 INFER_OPTIONS = INFER_ONLY_OPTIONS | {"cuda_context", "fragmentation", "nccl", "tp", "pp", "batch"}
 
@@ -327,6 +339,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             gpu_layers=req.gpu_layers,
             gpu_memory_utilization=req.gpu_memory_utilization,
             overheads=overheads,
+            projections=req.projections,
         )
     tp, pp = req.tp, req.pp
     dp = req.dp

@@ -21,6 +21,7 @@ from suanli.estimate.workload import (
     LOSSES,
     OPTIMIZERS,
     PRECISIONS,
+    PROJECTIONS,
     RECOMPUTE,
     SAVED_TENSORS,
     TASKS,
@@ -326,6 +327,17 @@ _OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True),
     click.option(
+        "--projections",
+        type=click.Choice(PROJECTIONS),
+        default="fused",
+        show_default=True,
+        help=N_(
+            "Inference: how the serving engine launches each layer's input projections: fused "
+            "(one QKV and one gate/up GEMM: vLLM, SGLang, TensorRT-LLM), qkv (gate and up apart: "
+            "gpt-fast) or separate (one GEMM per weight: transformers, llama.cpp)."
+        ),
+    ),
+    click.option(
         "--prefill-chunk",
         type=IntRange(min=1),
         default=None,
@@ -423,6 +435,7 @@ SHAPE_OPTIONS = (
     "dropout",
     "quant",
     "kv_dtype",
+    "projections",
     "cuda_context",
     "fragmentation",
     "nccl",

@@ -20,7 +20,7 @@ from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.kernels import ServeKernels, serve_forward
 from suanli.estimate.memory import kv_bytes_per_token
 from suanli.estimate.perf import Device
-from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.shapes import serving_shapes
 from suanli.estimate.sizes import param_split
 from suanli.estimate.workload import InferWork
 from suanli.models.params import count_params
@@ -84,17 +84,20 @@ def serve_kernels(
     device: Device,
     *,
     kv_efficiency: Any = None,
+    projections: str = "fused",
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> tuple[ServeKernels, ServeKernels]:
     """Kernel-level seconds of the prefill of ``batch`` prompts and of one decode step
     (:func:`suanli.estimate.kernels.serve_forward`); ``kv_bytes_per_seq`` is the KV cache one
-    sequence holds on one GPU at the average decode context. Floats or numpy arrays."""
+    sequence holds on one GPU at the average decode context; ``projections`` how the engine
+    launches the input projections (:func:`suanli.estimate.shapes.serving_shapes`). Floats or
+    numpy arrays."""
     from suanli.catalog.formats import get_format
 
     fmt = get_format(weight_format)
     weight_bytes_per_element = fmt.bits_per_weight / 8
-    shapes = linear_shapes(spec)
+    shapes = serving_shapes(spec, projections)
     moe = spec.moe
     share = moe.experts_per_token / moe.num_experts if moe is not None else 1.0
     common = {
@@ -173,7 +176,15 @@ def inference_perf(
         else None
     )
     prefill_k, decode_k = serve_kernels(
-        spec, work.weight_format, per_seq_kv, work.batch, tp, prompt, device, kv_efficiency=kv_eff
+        spec,
+        work.weight_format,
+        per_seq_kv,
+        work.batch,
+        tp,
+        prompt,
+        device,
+        kv_efficiency=kv_eff,
+        projections=work.projections,
     )
     # Kernel by kernel (GEMMs by shape, attention, element-wise floors), never faster than the
     # roofline of the whole pass.

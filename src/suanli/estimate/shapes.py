@@ -110,3 +110,37 @@ def linear_shapes(spec: ModelSpec) -> tuple[LinearShape, ...]:
             sw = moe.shared_expert.intermediate_size
             shapes += [LinearShape("shared", h, sw, 2 * n_moe), LinearShape("shared", sw, h, n_moe)]
     return tuple(shapes)
+
+
+@lru_cache(maxsize=256)
+def serving_shapes(spec: ModelSpec, projections: str = "fused") -> tuple[LinearShape, ...]:
+    """The GEMMs a serving engine launches for the layers' linear weights (for timing; LoRA,
+    quantization and memory read :func:`linear_shapes`). ``fused``: q, k and v as one ``qkv``
+    GEMM and the gated MLP's gate and up as one ``gate_up`` GEMM, the experts' too (vLLM's
+    ``QKVParallelLinear`` and ``MergedColumnParallelLinear``, its fused-MoE ``w13``); ``qkv``:
+    only q, k and v fused (gpt-fast's ``wqkv``); ``separate``: one GEMM per weight, as the
+    model's modules are (transformers, llama.cpp). Same weights and FLOPs either way; fewer,
+    wider GEMMs."""
+    shapes = list(linear_shapes(spec))
+    if projections == "separate":
+        return tuple(shapes)
+    out: list[LinearShape] = []
+    parts = {s.kind: s for s in shapes}
+    q, k, v = parts.get("q"), parts.get("k"), parts.get("v")
+    fuse_qkv = q is not None and k is not None and v is not None
+    fuse_mlp = projections == "fused"
+    for s in shapes:
+        if fuse_qkv and s.kind == "q" and k is not None and v is not None:
+            out.append(LinearShape("qkv", s.n_in, s.n_out + k.n_out + v.n_out, s.count))
+        elif fuse_qkv and s.kind in ("k", "v"):
+            continue
+        elif fuse_mlp and s.kind == "gate" and "up" in parts:
+            out.append(LinearShape("gate_up", s.n_in, 2 * s.n_out, s.count))
+        elif fuse_mlp and s.kind == "up" and "gate" in parts:
+            continue
+        elif fuse_mlp and s.kind in ("experts", "shared") and s.n_in == spec.hidden_size:
+            # The gate and up projections, counted twice per expert: one grouped GEMM of both.
+            out.append(LinearShape(s.kind, s.n_in, 2 * s.n_out, s.count // 2))
+        else:
+            out.append(s)
+    return tuple(out)

@@ -466,9 +466,10 @@ def infer_speed(
     prompt: int,
     output: int,
     device: Device,
+    projections: str = "fused",
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
-    (batch, tp)."""
+    (batch, tp); ``projections`` as ``InferWork.projections``."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.inference import active_weight_bytes, serve_kernels, weight_bytes
     from suanli.estimate.memory import kv_bytes_per_token
@@ -519,6 +520,7 @@ def infer_speed(
         prompt,
         device,
         kv_efficiency=kv_eff,
+        projections=projections,
         maximum=np.maximum,
         ceil=np.ceil,
     )

@@ -34,6 +34,11 @@ KERNELS = ("eager", "fused")
 FP8_SCALING = ("delayed", "dynamic")
 DEVICES = ("cuda", "cpu")
 KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
+#: How a serving engine launches a layer's input projections: ``fused`` (one QKV GEMM and one
+#: gate/up GEMM: vLLM, SGLang, TensorRT-LLM's PyTorch backend), ``qkv`` (QKV fused, gate and up
+#: apart: gpt-fast, TensorRT-LLM engines built without ``--use_fused_mlp``), ``separate`` (one GEMM
+#: per weight: transformers, llama.cpp).
+PROJECTIONS = ("fused", "qkv", "separate")
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 
 #: Bytes per element in memory; tf32 is fp32 storage multiplied on TF32 tensor cores.
@@ -293,6 +298,8 @@ class InferWork:
     gpu_memory_utilization: float | None = None
     """A serving engine's reservation (vLLM: 0.9): the engine takes this share of the GPU."""
     overheads: Overheads = field(default_factory=Overheads)
+    projections: str = "fused"
+    """How the engine launches each layer's input projections (:data:`PROJECTIONS`)."""
 
     def __post_init__(self) -> None:
         _positive("batch", self.batch)
@@ -300,6 +307,7 @@ class InferWork:
         _positive("tp", self.tp)
         _positive("pp", self.pp)
         _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
+        _choice("projections", self.projections, PROJECTIONS)
         if self.prefill_chunk is not None:
             _positive("prefill_chunk", self.prefill_chunk)
         if self.gpu_layers is not None:

@@ -457,8 +457,10 @@ def search_serve(
     objective: str = "cost-per-token",
     max_tpot_s: float | None = None,
     formats: tuple[str, ...] = SERVE_FORMATS,
+    projections: str = "fused",
 ) -> tuple[ServeCandidate | None, int, str]:
-    """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs.
+    """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
+    (``projections``: how the engine launches the input projections, ``InferWork``'s).
 
     Memory is linear in the batch (weights and the prefill peak fixed, KV cache and last-token
     logits per sequence), so two exact estimates per format and TP degree give every batch.
@@ -510,6 +512,7 @@ def search_serve(
                     prompt,
                     output,
                     device,
+                    projections,
                 )
                 req = batches / (speed["ttft_s"] + output * speed["tpot_s"])
                 replicas = np.ones(len(batches)) if rps is None else np.ceil(rps / req)

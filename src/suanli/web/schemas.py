@@ -26,6 +26,7 @@ from suanli.estimate.workload import (
     LOSSES,
     OPTIMIZERS,
     PRECISIONS,
+    PROJECTIONS,
     RECOMPUTE,
     SAVED_TENSORS,
     TASKS,
@@ -66,6 +67,7 @@ Attention = Annotated[str, _one_of(ATTENTION)]
 Kernels = Annotated[str, _one_of(KERNELS)]
 Fp8Scaling = Annotated[str, _one_of(FP8_SCALING)]
 KvDtype = Annotated[str, _one_of(KV_DTYPES)]
+Projections = Annotated[str, _one_of(PROJECTIONS)]
 Loss = Annotated[str, _one_of(LOSSES)]
 SavedTensors = Annotated[str, _one_of(SAVED_TENSORS)]
 ZeroBuckets = Annotated[str, _one_of(ZERO_BUCKETS)]
@@ -102,6 +104,7 @@ class _Shape(BaseModel):
     lora_targets: str = Field("q,k,v,o", max_length=100)
     dropout: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
     kv_dtype: KvDtype = "bf16"
+    projections: Projections = "fused"
     cuda_context: float | None = Field(None, ge=0, le=1024, allow_inf_nan=False)
     fragmentation: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
     nccl: float | None = Field(None, ge=0, le=1024, allow_inf_nan=False)

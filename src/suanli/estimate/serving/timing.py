@@ -19,7 +19,7 @@ from suanli.estimate.kernels import SERVING_SMALL_OPS, serving_ops_seconds
 from suanli.estimate.memory import inference_memory, kv_bytes_per_token
 from suanli.estimate.perf import Device
 from suanli.estimate.serving.config import EngineConfig
-from suanli.estimate.shapes import linear_shapes
+from suanli.estimate.shapes import serving_shapes
 from suanli.estimate.workload import KV_DTYPES, InferWork, check_tensor_parallel
 from suanli.i18n import N_
 from suanli.models.params import count_params
@@ -120,12 +120,13 @@ class ReplicaCost:
 
 def kernel_floor_s(spec: ModelSpec, device: Device) -> float:
     """The launches and element-wise floors of one forward pass (an iteration at batch 1 cannot
-    be faster): one GEMM per linear weight of each layer (the ``k`` routed experts of a token in
-    MoE layers), one attention kernel per layer, the LM head, and
+    be faster): one GEMM per linear weight group a serving engine launches in each layer (QKV and
+    gate/up fused, :func:`~suanli.estimate.shapes.serving_shapes`; the ``k`` routed experts of a
+    token in MoE layers), one attention kernel per layer, the LM head, and
     :data:`~suanli.estimate.kernels.SERVING_SMALL_OPS` element-wise kernels per layer."""
     model = device.gemm_model
     gemms = 0.0
-    for s in linear_shapes(spec):
+    for s in serving_shapes(spec):
         if s.kind == "experts" and spec.moe is not None:
             gemms += s.count * spec.moe.experts_per_token / spec.moe.num_experts
         else:
