@@ -404,14 +404,16 @@ def aic_decode_report() -> str:
     return "\n".join(lines) + "\n"
 
 
-def aic_prefill_errors() -> dict[tuple[str, str, str], list[tuple[int, int, float]]]:
-    """(batch, tokens, error) of every aiconfigurator prefill-attention row by (card, vLLM kernel,
-    head layout): the model's causal forward, ``2 x 2 x batch x heads x tokens^2 x dim / 2``
-    FLOPs at the fused-attention rate suanli uses for the card (``Device.attention``: the
-    FlashAttention-2/3 papers' rates by sequence length); error = measured / model - 1."""
+def aic_prefill_errors() -> dict[tuple[str, str, str], list[tuple[int, int, float, float]]]:
+    """(batch, tokens, error now, error before) of every aiconfigurator prefill-attention row by
+    (card, vLLM kernel, head layout). Now: what the serving path charges for one layer's call,
+    the card's measured prefill kernel (``GemmModel.prefill_attention``: floor plus the causal
+    forward's FLOPs, ``2 x 2 x batch x heads x tokens^2 x dim / 2``, at its saturating rate);
+    before (until 2026-12-02): the FLOPs at the FlashAttention-2/3 rates of ``Device.attention``
+    and no floor. Error = measured / model - 1."""
     catalog = load_catalog()
     devices: dict[str, object] = {}
-    out: dict[tuple[str, str, str], list[tuple[int, int, float]]] = {}
+    out: dict[tuple[str, str, str], list[tuple[int, int, float, float]]] = {}
     with AIC_PREFILL_FIXTURE.open(newline="") as fh:
         for rec in csv.DictReader(fh):
             gpu_id = rec["gpu_id"]
@@ -424,10 +426,13 @@ def aic_prefill_errors() -> dict[tuple[str, str, str], list[tuple[int, int, floa
             heads, dim = int(rec["q_heads"]), int(rec["head_dim"])
             flops = 2 * 2 * batch * heads * tokens * tokens * dim / 2
             rate = dev.peak_flops * dev.attention(tokens, dim, True, False)  # type: ignore[attr-defined]
+            measured = dev.gemm_model.prefill_attention  # type: ignore[attr-defined]
+            now = measured.floor_s + flops / measured.rate(tokens)
             layout = f"{heads}/{rec['kv_heads']} x {dim}"
             key = (gpu_id, rec["kernel"], layout)
+            seconds = float(rec["seconds"])
             out.setdefault(key, []).append(
-                (batch, tokens, float(rec["seconds"]) / (flops / rate) - 1)
+                (batch, tokens, seconds / now - 1, seconds / (flops / rate) - 1)
             )
     return out
 
@@ -441,16 +446,20 @@ def aic_prefill_report() -> str:
         "(`tests/fixtures/prefill-attention-aiconfigurator.csv`)",
         "",
         "One vLLM attention-backend forward over a prompt (causal, bf16 KV, with the KV-cache "
-        "write), under CUDA graphs, batch 1, 8 and 64; the model runs the causal forward's FLOPs "
-        "at the FlashAttention-2/3 rates it uses for the card. Median signed error of the time "
-        "over the three batches; positive = the model is faster. Validation only.",
+        "write), under CUDA graphs, batch 1, 8 and 64. The serving path charges each layer the "
+        "card's measured prefill kernel, `floor + FLOPs / (rate x s / (s + half))`, fitted on "
+        "the 32/8-head rows (`scripts/derive_prefill_attention.py`); the 8/1-head rows are out "
+        "of sample. In brackets: the FlashAttention-2/3 rates with no floor, as until "
+        "2026-12-02. Median signed error of the time over the three batches; positive = the "
+        "model is faster.",
         "",
         f"| GPU | vLLM kernel | q/kv heads x dim | {cells} |",
         "|---|---|---|" + "---:|" * len(lengths),
     ]
     for (gpu_id, kernel, layout), errors in sorted(aic_prefill_errors().items()):
         medians = " | ".join(
-            f"{statistics.median(e for _, n, e in errors if n == length):+.0%}"
+            f"{statistics.median(e for _, n, e, _ in errors if n == length):+.0%} "
+            f"({statistics.median(b for _, n, _, b in errors if n == length):+.0%})"
             for length in lengths
         )
         lines.append(f"| {gpu_id} | {kernel} | {layout} | {medians} |")

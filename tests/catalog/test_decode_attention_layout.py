@@ -74,10 +74,11 @@ def test_the_layout_lookup_mends_sharded_gqa_layouts() -> None:
 @pytest.mark.parametrize("gpu", ["h100-sxm-80gb", "h200-sxm-141gb"])
 def test_long_prefill_attention_matches_vllm_on_hopper(gpu: str) -> None:
     # 8k-token prompts: FlashAttention-3's published rates hold for vLLM's FA3 backend within a
-    # tenth. Short prompts are the known gap (docs/accuracy.md): vLLM's call costs 12-14 us
-    # whatever its size, which the rates (measured on full GPUs) do not hold.
+    # tenth. Short prompts were the gap: vLLM's call costs 12-14 us whatever its size, which the
+    # rates (measured on full GPUs) do not hold; the measured prefill kernel now charges it.
     for (card, _, _), errors in ak.aic_prefill_errors().items():
         if card != gpu:
             continue
-        assert abs(statistics.median(e for _, n, e in errors if n == 8192)) < 0.10
-        assert statistics.median(e for _, n, e in errors if n == 128) > 1.0
+        assert abs(statistics.median(b for _, n, _, b in errors if n == 8192)) < 0.10
+        assert statistics.median(b for _, n, _, b in errors if n == 128) > 1.0
+        assert abs(statistics.median(e for _, n, e, _ in errors if n == 128)) < 0.25

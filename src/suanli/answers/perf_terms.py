@@ -208,6 +208,29 @@ def _custom_all_reduce_note(shot: OneShot) -> str:
     ).format(**values)
 
 
+def _prefill_formula(device: Device) -> str:
+    """The prefill term's formula: the GEMMs, and the attention kernel the engine was measured to
+    run where it was."""
+    formula = N_("{formula}; never below the roofline of the whole pass").format(
+        formula=_gemm_formula(device)
+    )
+    measured = device.gemm_model.prefill_attention
+    if measured is None:
+        return formula
+    return N_(
+        "{formula}; instead of those rates, attention per layer as the serving engine's prefill "
+        "kernel was measured: "
+        "{floor:.1f} us + FLOPs / ({rate:.0f} TFLOP/s x s / (s + {half:.0f})) for s prompt "
+        "tokens ({source})"
+    ).format(
+        formula=formula,
+        floor=measured.floor_s * 1e6,
+        rate=measured.rate_flops / 1e12,
+        half=measured.half_tokens,
+        source=measured.source,
+    )
+
+
 def infer_terms(
     work: InferWork, device: Device, result: InferPerf, average_context: int
 ) -> tuple[TimeTerm, ...]:
@@ -231,9 +254,7 @@ def infer_terms(
             b.get("prefill_kernels", 0.0),
             gemm.compute_efficiency,
             gemm.source or device.efficiency_source,
-            N_("{formula}; never below the roofline of the whole pass").format(
-                formula=_gemm_formula(device)
-            ),
+            _prefill_formula(device),
         ),
         TimeTerm(
             N_("decode: GEMMs (weights streamed)"),

@@ -10,7 +10,12 @@ from typing import Any
 from suanli.catalog.gpu import GPU
 from suanli.catalog.network import Ceiling, ceiling_for
 from suanli.catalog.toml_data import read_data
-from suanli.estimate.kernels import ElementwiseEfficiency, GemmModel, TrainingElementwise
+from suanli.estimate.kernels import (
+    ElementwiseEfficiency,
+    GemmModel,
+    PrefillAttention,
+    TrainingElementwise,
+)
 from suanli.i18n import N_
 
 #: Efficiencies are capped here: no kernel streams or computes at the full datasheet rate.
@@ -117,6 +122,7 @@ def kernel_model(
         blend=float(fit.get("blend", 0.0)),
         elementwise=elementwise,
         training_elementwise=training_elementwise(generation_id),
+        prefill_attention=prefill_attention(gpu),
         source=N_(
             "GEMM kernel model, {how}: {gemms:,} measured GEMMs, median error "
             "{error:.0%} ({source})"
@@ -137,6 +143,53 @@ def _elementwise(fit: dict[str, Any], scale: float) -> ElementwiseEfficiency | N
             for f in fields(ElementwiseEfficiency)
         }
     )
+
+
+def prefill_attention(gpu: GPU) -> PrefillAttention | None:
+    """``gpu``'s serving prefill-attention kernel (``[prefill_attention."<id>"]`` of
+    kernels.toml): its own where measured, else a measured card of its architecture with the
+    rate scaled by the two cards' 16-bit matmul ceilings (the kernel is compute-bound), or None
+    for an architecture nobody measured."""
+    from suanli.catalog.loader import load_catalog
+    from suanli.catalog.lookup import find_gpu
+
+    tables = read_data("kernels.toml").get("prefill_attention", {})
+    if gpu.id in tables:
+        ref_id, scale = gpu.id, 1.0
+    else:
+        catalog = load_catalog()
+        arch = gpu.get("architecture")
+        same = [i for i in sorted(tables) if find_gpu(i, catalog).get("architecture") == arch]
+        if not arch or not same:
+            return None
+        ref_id = same[0]
+        scale = _matmul_rate(gpu) / _matmul_rate(find_gpu(ref_id, catalog))
+        if not scale > 0:
+            return None
+    row = tables[ref_id]
+    how = (
+        N_("measured on this card")
+        if ref_id == gpu.id
+        else N_("{ref}'s, scaled by the matmul ceiling").format(ref=ref_id)
+    )
+    return PrefillAttention(
+        floor_s=float(row["floor_s"]),
+        rate_flops=float(row["rate_flops"]) * scale,
+        half_tokens=float(row["half_tokens"]),
+        source=N_(
+            "vLLM's prefill attention {how}: {rows} kernel times, median error {error:.0%} "
+            "({source})"
+        ).format(how=how, rows=row["rows"], error=row["median_error"], source=row["source"]),
+    )
+
+
+def _matmul_rate(gpu: GPU) -> float:
+    """The card's achievable 16-bit matmul rate: its bf16 (else fp16) peak times its ceiling."""
+    for precision in SIXTEEN_BIT[::-1]:
+        peak = gpu.peak_flops(precision)
+        if peak:
+            return float(peak) * ceiling_for(gpu, precision).matmul_fraction
+    return 0.0
 
 
 #: The generation whose training element-wise slowdowns a card without its own takes.

@@ -117,14 +117,27 @@ def serve_kernels(
         "ceil": ceil,
     }
     core = forward_flops_per_token(spec, prompt, causal=True)["attention_core"]
-    # Attention stays in 16 bits with fp8 weights: half the fp8 tensor rate.
-    bf16_peak = device.peak_flops / 2 if device.precision == "fp8" else device.peak_flops
-    rate = bf16_peak * device.attention_efficiency(prompt, spec.attention.head_dim, True, False)
+    head_dim = spec.attention.head_dim
+    measured = device.gemm_model.prefill_attention
+    floor: float | None = None
+    if measured is not None:
+        # The engine's kernel as measured at head dim 128, moved to this head dim the way the
+        # FlashAttention tables move (a larger head does more work per loaded tile).
+        ratio = device.attention_efficiency(prompt, head_dim, True, False) / (
+            device.attention_efficiency(prompt, 128, True, False)
+        )
+        rate = measured.rate(prompt) * ratio
+        floor = measured.floor_s
+    else:
+        # Attention stays in 16 bits with fp8 weights: half the fp8 tensor rate.
+        bf16_peak = device.peak_flops / 2 if device.precision == "fp8" else device.peak_flops
+        rate = bf16_peak * device.attention_efficiency(prompt, head_dim, True, False)
     prefill = serve_forward(
         rows=batch * prompt,
         sequences=batch,
         attention_flops=core * prompt * batch,
         attention_flops_per_s=rate,
+        attention_floor_s=floor,
         **common,
     )
     touched = 1 - (1 - share) ** batch if moe is not None else 1.0

@@ -79,6 +79,26 @@ class TrainingElementwise:
 
 
 @dataclass(frozen=True)
+class PrefillAttention:
+    """A serving engine's prefill attention kernel on one card, measured:
+    ``t = floor_s + F / (rate_flops · s / (s + half_tokens))`` per call over prompts of ``s``
+    tokens and ``F`` causal FLOPs. Short prompts leave most of the kernel's tiles masked and its
+    pipeline unfilled, so the rate saturates with ``s``; the floor is the launch and the KV-cache
+    write (``catalog/data/kernels.toml``, ``scripts/derive_prefill_attention.py``)."""
+
+    floor_s: float
+    rate_flops: float
+    """The rate long prompts approach, FLOP/s (the causal forward's FLOPs)."""
+    half_tokens: float
+    """The prompt length at which the kernel reaches half of ``rate_flops``."""
+    source: str = ""
+
+    def rate(self, tokens: float) -> float:
+        """FLOP/s over prompts of ``tokens`` tokens."""
+        return self.rate_flops * tokens / (tokens + self.half_tokens)
+
+
+@dataclass(frozen=True)
 class GemmModel:
     """The three fitted parameters of one card's GEMMs (and where they come from)."""
 
@@ -99,6 +119,9 @@ class GemmModel:
     ``memory_efficiency``)."""
     training_elementwise: TrainingElementwise = TrainingElementwise()
     """A training step's element-wise kernels against their bytes (1.0: the bytes alone)."""
+    prefill_attention: PrefillAttention | None = None
+    """The serving engine's prefill attention kernel, where measured (None: the fused-attention
+    rates of ``Device.attention`` and one launch per layer)."""
 
     def elementwise_efficiency(self) -> ElementwiseEfficiency:
         """The measured element-wise efficiencies, or ``memory_efficiency`` for every kind."""
@@ -326,6 +349,7 @@ def serve_forward(
     *,
     attention_flops: Any = 0.0,
     attention_flops_per_s: float = 0.0,
+    attention_floor_s: float | None = None,
     kv_bytes: Any = 0.0,
     kv_efficiency: Any = None,
     touched_share: Any = 1.0,
@@ -337,7 +361,8 @@ def serve_forward(
     """One forward pass over ``rows`` tokens of ``sequences`` sequences on one GPU of ``tp``.
 
     Prefill: ``rows`` = sequences x prompt, ``attention_flops`` the scores and values at
-    ``attention_flops_per_s`` (the fused kernel's measured rate; default the GEMM model's); decode:
+    ``attention_flops_per_s`` (the fused kernel's measured rate; default the GEMM model's), each
+    layer's call costing at least ``attention_floor_s`` (default one launch); decode:
     ``rows`` = sequences, ``kv_bytes`` the KV cache read at ``kv_efficiency`` of the peak bandwidth
     (a measured paged decode-attention kernel; default the GEMMs' streaming efficiency and a
     launch per layer). Linear weights are read in
@@ -379,8 +404,9 @@ def serve_forward(
     gemm = gemm + t(sequences, vocab / tp, hidden, b)
     memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
     attention_rate = attention_flops_per_s or peak_flops * model.compute_efficiency
+    floor = model.launch_s if attention_floor_s is None else attention_floor_s
     if kv_efficiency is None:
-        kv_s = kv_bytes / memory_bw + num_layers * model.launch_s
+        kv_s = kv_bytes / memory_bw + num_layers * floor
     else:
         # A measured decode-attention kernel: its bandwidth utilization includes its launch.
         kv_s = kv_bytes / (bandwidth_bytes_per_s * kv_efficiency)
