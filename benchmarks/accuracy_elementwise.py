@@ -126,7 +126,7 @@ def training_errors(*, bytes_only: bool = False) -> dict[tuple[str, str, str, st
             if nbytes < MIN_BYTES:
                 continue
             bandwidth, slow = cards[rec["gpu"]]
-            forward, backward = slow.of(rec["kind"], rec["class"] == "fused")
+            forward, backward = slow.of(rec["kind"], rec["class"])
             factor = 1.0 if bytes_only else (forward if rec["pass"] == "forward" else backward)
             model = nbytes / bandwidth * factor
             key = (rec["gpu"], rec["class"], rec["kind"], rec["pass"])

@@ -28,13 +28,15 @@ CATALOG = load_catalog()
 GENERATIONS = ("a100-sxm-80gb", "h100-sxm-80gb")
 
 
-def test_the_fixture_holds_eager_and_fused_kernels_of_a100_and_h100() -> None:
+def test_the_fixture_holds_eager_fused_and_compiled_kernels_of_a100_and_h100() -> None:
     with ae.TRAINING_FIXTURE.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["gpu"] for r in rows} == set(ae.TRAINING_CARDS)
+    # torch.compile's SwiGLU was not timed (the compiled class takes the fused kernels').
     assert {(r["class"], r["kind"]) for r in rows} == {
         (c, k) for c in ("eager", "fused") for k in ("norm", "rope", "activation")
-    }
+    } | {("compiled", "norm"), ("compiled", "rope")}
+    assert {r["provider"] for r in rows if r["class"] == "compiled"} == {"torchcompile"}
     assert {r["pass"] for r in rows} == {"forward", "backward"}
 
 
@@ -47,8 +49,12 @@ def test_the_bytes_alone_were_optimistic_for_every_eager_kernel() -> None:
 
 def test_each_generations_slowdowns_match_its_cards() -> None:
     after = ae.training_errors()
-    # The two A100s share Ampere's medians, the H100 SXM and NVL Hopper's.
-    assert all(abs(statistics.median(e)) <= 0.40 for e in after.values())
+    # The two A100s share Ampere's medians, the H100 SXM and NVL Hopper's. One named miss: the
+    # A100 SXM's rows are Liger 0.2.1 (2024-09), whose rotary backward the 0.5.2 kernel timed on
+    # the A100 PCIe (2025-01) runs in about 60% of the time; the generation's median sits between.
+    miss = ("NVIDIA A100-SXM4-80GB", "fused", "rope", "backward")
+    assert all(abs(statistics.median(e)) <= 0.40 for k, e in after.items() if k != miss)
+    assert 0.40 < statistics.median(after[miss]) < 0.80
     assert statistics.median(abs(statistics.median(e)) for e in after.values()) < 0.10
 
 
@@ -56,20 +62,49 @@ def test_hopper_kernels_lose_more_than_ampere_ones() -> None:
     # Faster memory is harder to fill: every measured eager kind is slower against its bytes.
     a100, h100 = (training_elementwise(g) for g in GENERATIONS)
     for kind in ("norm", "rope"):
-        assert h100.of(kind, False)[0] > a100.of(kind, False)[0]
-        assert h100.of(kind, False)[1] > a100.of(kind, False)[1]
+        assert h100.of(kind, "eager")[0] > a100.of(kind, "eager")[0]
+        assert h100.of(kind, "eager")[1] > a100.of(kind, "eager")[1]
 
 
-def test_fused_kernels_are_never_slower_than_eager_ones() -> None:
+@pytest.mark.parametrize("kernels", ["fused", "compiled"])
+def test_fused_and_compiled_kernels_are_never_slower_than_eager_ones(kernels: str) -> None:
     for name in ("llama-3.1-8b", "gpt2", "qwen3-30b-a3b", "llama-2-70b"):
         spec = load_model(name).spec
         work = TrainWork(task="full", batch=1, seq=4096)
         for slow in (training_elementwise(g) for g in GENERATIONS):
             for kind, fused_bytes in training_op_bytes(spec, work, fused=True).items():
                 eager_bytes = training_op_bytes(spec, work, fused=False)[kind]
-                f_fwd, f_bwd = slow.of(kind, True)
-                e_fwd, e_bwd = slow.of(kind, False)
+                f_fwd, f_bwd = slow.of(kind, kernels)
+                e_fwd, e_bwd = slow.of(kind, "eager")
                 assert fused_bytes * (f_fwd + 2 * f_bwd) <= eager_bytes * (e_fwd + 2 * e_bwd)
+
+
+def test_torch_compiles_kernels_are_slower_than_hand_fused_ones() -> None:
+    """Measured side by side on the A100 PCIe and the H100 NVL (Liger's benchmarks): the kernels
+    torch.compile generates for RMSNorm and rotary take longer than Liger's, most in rotary's
+    backward (3-5x on the H100 NVL); so a compiled step is slower than a hand-fused one, and
+    faster than an eager one."""
+    for slow in (training_elementwise(g) for g in GENERATIONS):
+        for kind in ("norm", "rope"):
+            assert slow.of(kind, "compiled")[0] > slow.of(kind, "fused")[0]
+            assert slow.of(kind, "compiled")[1] > slow.of(kind, "fused")[1]
+    h100 = training_elementwise("h100-sxm-80gb")
+    assert h100.of("rope", "compiled")[1] > 3 * h100.of("rope", "fused")[1]
+    spec = load_model("llama-3.1-8b").spec
+    device = device_for(find_gpu("h100-sxm-80gb", CATALOG), "bf16", auto_calibration=False)
+    times = {
+        k: elementwise_seconds(
+            spec,
+            TrainWork(task="full", batch=2, seq=8192, kernels=k),
+            device.bandwidth,
+            device.gemm_model,
+            32,
+            16384,
+            1,
+        )
+        for k in ("eager", "fused", "compiled")
+    }
+    assert times["fused"] < times["compiled"] < times["eager"]
 
 
 def test_without_slowdowns_the_traffic_is_three_passes_of_the_forward_bytes() -> None:

@@ -105,7 +105,7 @@ def _link_source(
 def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[TimeTerm, ...]:
     """The terms of a training step time."""
     gemm = device.gemm_model
-    slow, fused = gemm.training_elementwise, work.kernels != "eager"
+    slow, kernels = gemm.training_elementwise, work.kernels
     par = work.parallel
     formula = _gemm_formula(device)
     if work.dtype == "fp8":
@@ -146,9 +146,9 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
             ).format(
                 floor=gemm.small_op_s * 1e6,
                 kernels=work.kernels,
-                norm=_pair(slow.of("norm", fused)),
-                rope=_pair(slow.of("rope", fused)),
-                act=_pair(slow.of("activation", fused)),
+                norm=_pair(slow.of("norm", kernels)),
+                rope=_pair(slow.of("rope", kernels)),
+                act=_pair(slow.of("activation", kernels)),
             ),
         ),
     ]

@@ -208,8 +208,9 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         default="eager",
         show_default=True,
         help=N_(
-            "eager: one kernel per op (HF, torchtune); fused: Megatron, torch.compile or "
-            "Liger (fewer kernels, and fused norms and SwiGLU keep fewer tensors)."
+            "eager: one kernel per op (HF, torchtune); fused: hand-fused kernels (Megatron, "
+            "Transformer Engine, Liger, Unsloth); compiled: torch.compile's (fewer kernels, and "
+            "fused norms and SwiGLU keep fewer tensors)."
         ),
     ),
     click.option(

@@ -145,7 +145,7 @@ def elementwise_seconds(
     rerun = 1 / work.recompute_every if work.checkpointed else 0
     weighted = 0.0
     for kind, nbytes in training_op_bytes(spec, work, fused=fused).items():
-        forward, backward = model.training_elementwise.of(kind, fused)
+        forward, backward = model.training_elementwise.of(kind, work.kernels)
         weighted += nbytes * (forward * (1 + rerun) + 2 * backward)
     traffic_s = weighted * layers * tokens / tp / bandwidth_bytes_per_s
     kernels = elementwise_kernels_per_layer(spec, work) * (3 + rerun) * layers

@@ -59,10 +59,11 @@ class ElementwiseEfficiency:
 @dataclass(frozen=True)
 class TrainingElementwise:
     """How much longer a training step's element-wise kernels take than their counted bytes at
-    the card's achievable bandwidth, by kind and pass, for one PyTorch kernel per op (``eager``)
-    and for fused kernels (``fused``): measured on the kernel benchmarks Liger-Kernel publishes
-    with transformers', PyTorch's and Megatron's kernels as baselines (``catalog/data/
-    kernels.toml``, ``scripts/extract_liger_elementwise.py``). 1.0 everywhere: the bytes alone."""
+    the card's achievable bandwidth, by kind and pass, for one PyTorch kernel per op (``eager``),
+    hand-fused kernels (``fused``) and torch.compile's generated ones (``compiled``): measured on
+    the kernel benchmarks Liger-Kernel publishes with transformers', PyTorch's, torch.compile's
+    and Megatron's kernels as baselines (``catalog/data/kernels.toml``,
+    ``scripts/extract_liger_elementwise.py``). 1.0 everywhere: the bytes alone."""
 
     eager_norm: tuple[float, float] = (1.0, 1.0)
     """(forward, backward) of transformers' eager RMSNorm."""
@@ -71,11 +72,15 @@ class TrainingElementwise:
     fused_norm: tuple[float, float] = (1.0, 1.0)
     fused_rope: tuple[float, float] = (1.0, 1.0)
     fused_activation: tuple[float, float] = (1.0, 1.0)
+    compiled_norm: tuple[float, float] = (1.0, 1.0)
+    compiled_rope: tuple[float, float] = (1.0, 1.0)
+    compiled_activation: tuple[float, float] = (1.0, 1.0)
 
-    def of(self, kind: str, fused: bool) -> tuple[float, float]:
-        """(forward, backward) slowdown of ``kind`` (norm, rope, activation); other kinds
-        (residual adds, softmax) stream at the achievable bandwidth: (1, 1)."""
-        return getattr(self, f"{'fused' if fused else 'eager'}_{kind}", (1.0, 1.0))
+    def of(self, kind: str, kernels: str) -> tuple[float, float]:
+        """(forward, backward) slowdown of ``kind`` (norm, rope, activation) for the ``kernels``
+        class (eager, fused, compiled); other kinds (residual adds, softmax) stream at the
+        achievable bandwidth: (1, 1)."""
+        return getattr(self, f"{kernels}_{kind}", (1.0, 1.0))
 
 
 @dataclass(frozen=True)

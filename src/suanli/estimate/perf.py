@@ -518,8 +518,8 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
             candidates.append(
                 (
                     N_("memory traffic is {share:.0%} of the step").format(share=memory_share),
-                    N_("fuse the non-matmul ops (torch.compile; --kernels fused)"),
-                    replace(work, kernels="fused"),
+                    N_("fuse the non-matmul ops (torch.compile: --kernels compiled)"),
+                    replace(work, kernels="compiled"),
                 )
             )
         candidates.append(
