@@ -150,20 +150,14 @@ def prefill_attention(gpu: GPU) -> PrefillAttention | None:
     kernels.toml): its own where measured, else a measured card of its architecture with the
     rate scaled by the two cards' 16-bit matmul ceilings (the kernel is compute-bound), or None
     for an architecture nobody measured."""
-    from suanli.catalog.loader import load_catalog
-    from suanli.catalog.lookup import find_gpu
-
-    tables = read_data("kernels.toml").get("prefill_attention", {})
+    tables, architectures, rates = _prefill_tables()
     if gpu.id in tables:
         ref_id, scale = gpu.id, 1.0
     else:
-        catalog = load_catalog()
-        arch = gpu.get("architecture")
-        same = [i for i in sorted(tables) if find_gpu(i, catalog).get("architecture") == arch]
-        if not arch or not same:
+        ref_id = architectures.get(str(gpu.get("architecture") or ""), "")
+        if not ref_id:
             return None
-        ref_id = same[0]
-        scale = _matmul_rate(gpu) / _matmul_rate(find_gpu(ref_id, catalog))
+        scale = _matmul_rate(gpu) / rates[ref_id]
         if not scale > 0:
             return None
     row = tables[ref_id]
@@ -181,6 +175,24 @@ def prefill_attention(gpu: GPU) -> PrefillAttention | None:
             "({source})"
         ).format(how=how, rows=row["rows"], error=row["median_error"], source=row["source"]),
     )
+
+
+@lru_cache(maxsize=1)
+def _prefill_tables() -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, float]]:
+    """The ``[prefill_attention]`` tables by card, the first measured card (by id) of each
+    architecture, and each measured card's 16-bit matmul rate (read once)."""
+    from suanli.catalog.loader import load_catalog
+    from suanli.catalog.lookup import find_gpu
+
+    tables = dict(read_data("kernels.toml").get("prefill_attention", {}))
+    catalog = load_catalog()
+    architectures: dict[str, str] = {}
+    rates: dict[str, float] = {}
+    for card in sorted(tables):
+        gpu = find_gpu(card, catalog)
+        architectures.setdefault(str(gpu.get("architecture") or ""), card)
+        rates[card] = _matmul_rate(gpu)
+    return tables, architectures, rates
 
 
 def _matmul_rate(gpu: GPU) -> float:
