@@ -49,6 +49,24 @@ def test_the_cli_refuses_in_one_line_and_its_fit_command_runs() -> None:
     assert json.loads(fit.stdout)["gpu"] == "rtx-4090-24gb"
 
 
+@pytest.mark.parametrize("kernels", ["fused", "compiled"])
+def test_the_fit_command_keeps_the_kernels_that_change_the_memory(kernels: str) -> None:
+    """Fused and compiled kernels save fewer tensors: the suggested `suanli fit` must measure
+    the same job, not its eager twin."""
+    out = run(
+        "perf", "llama-3.1-8b", "--task", "full", "--seq", "8192", "--gpu", "4090",
+        "--kernels", kernels,
+    )  # fmt: skip
+    assert out.returncode == 2
+    command = out.stderr.split("run '", 1)[1].split("'", 1)[0]
+    assert f"--kernels {kernels}" in command
+    spec = load_model("llama-3.1-8b").spec
+    same = training_memory(spec, TrainWork(task="full", seq=8192, kernels=kernels)).total_bytes
+    eager = training_memory(spec, TrainWork(task="full", seq=8192)).total_bytes
+    assert same < eager
+    assert f"{same / GiB:,.1f} GiB" in out.stderr
+
+
 def test_ignore_fit_gives_the_hypothetical_marked() -> None:
     answer = perf(
         PerfRequest("llama-3.1-70b", WorkRequest(task="full"), gpu="4090", ignore_fit=True)

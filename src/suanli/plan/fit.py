@@ -75,6 +75,9 @@ def work_options(work: TrainWork) -> str:
         parts.append(f"--recompute-every {work.recompute_every}")
     if work.loss != "full":
         parts.append(f"--loss {work.loss}")
+    if work.kernels != "eager":
+        # Fused and compiled norms and SwiGLU keep fewer tensors for backward.
+        parts.append(f"--kernels {work.kernels}")
     if work.activation_offload:
         parts.append("--activation-offload")
     if work.optimizer_in_backward:
