@@ -119,3 +119,19 @@ def test_other_cards_take_their_generations_shares(gpu_id: str, generation: str)
     for kind in ("norm", "rope", "activation"):  # (the H100's add sits at the 98% cap)
         expected = getattr(ref.elementwise, kind) * scale
         assert getattr(card.elementwise, kind) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("model", "per_layer"), [("gpt2", 5), ("llama-3.1-8b", 6)])
+def test_capacitys_floor_counts_the_kernels_perf_counts(model: str, per_layer: int) -> None:
+    """`capacity`'s per-iteration floor pays one element-wise floor per kernel the serving path
+    runs: two norms, two adds, the activation, and rotary only where the model has it."""
+    import dataclasses
+
+    from suanli.estimate.serving.timing import kernel_floor_s
+
+    spec = load_model(model).spec
+    device = device_for(find_gpu("h100", load_catalog()), "bf16")
+    gemm = device.gemm_model
+    no_floor = dataclasses.replace(device, gemm=dataclasses.replace(gemm, small_op_s=0.0))
+    small = kernel_floor_s(spec, device) - kernel_floor_s(spec, no_floor)
+    assert small == pytest.approx(spec.num_layers * per_layer * gemm.small_op_s)

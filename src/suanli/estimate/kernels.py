@@ -272,11 +272,6 @@ def layer_gemms(
     return LayerGemms(forward, backward, round(kernels))
 
 
-#: Element-wise kernels per layer of a serving engine (RMSNorm twice, rotary, activation, two
-#: residual adds: the ops Vidur profiles, as vLLM runs them).
-SERVING_SMALL_OPS = 6
-
-
 @dataclass(frozen=True)
 class ServingOpBytes:
     """Bytes one token moves through each element-wise kernel of one layer of a serving engine,

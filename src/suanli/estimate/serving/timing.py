@@ -15,7 +15,7 @@ from suanli.estimate.comm import tp_all_reduce_s
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.inference import weight_bytes
-from suanli.estimate.kernels import SERVING_SMALL_OPS, serving_ops_seconds
+from suanli.estimate.kernels import serving_ops_seconds
 from suanli.estimate.memory import inference_memory, kv_bytes_per_token
 from suanli.estimate.perf import Device
 from suanli.estimate.serving.config import EngineConfig
@@ -122,8 +122,10 @@ def kernel_floor_s(spec: ModelSpec, device: Device) -> float:
     """The launches and element-wise floors of one forward pass (an iteration at batch 1 cannot
     be faster): one GEMM per linear weight group a serving engine launches in each layer (QKV and
     gate/up fused, :func:`~suanli.estimate.shapes.serving_shapes`; the ``k`` routed experts of a
-    token in MoE layers), one attention kernel per layer, the LM head, and
-    :data:`~suanli.estimate.kernels.SERVING_SMALL_OPS` element-wise kernels per layer."""
+    token in MoE layers), one attention kernel per layer, the LM head, and the element-wise
+    kernels' floors, as the speed model counts them (:func:`~suanli.estimate.kernels.
+    serving_ops_seconds` of no tokens: two norms, two adds, the activation, and rotary where the
+    model has it)."""
     model = device.gemm_model
     gemms = 0.0
     for s in serving_shapes(spec):
@@ -132,8 +134,10 @@ def kernel_floor_s(spec: ModelSpec, device: Device) -> float:
         else:
             gemms += s.count
     launches = gemms + 2 * spec.num_layers + 1  # + attention per layer, + LM head
-    small = spec.num_layers * SERVING_SMALL_OPS * model.small_op_s
-    return launches * model.launch_s + small
+    small = serving_ops_seconds(
+        serving_op_bytes(spec), 0, spec.num_layers, device.memory_bytes_per_s, model
+    )
+    return launches * model.launch_s + float(small)
 
 
 def replica_cost(
