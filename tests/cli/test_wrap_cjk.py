@@ -48,3 +48,41 @@ def test_chinese_field_names_line_up_in_cells() -> None:
     for row in rows:
         first_value = next(i for i, c in enumerate(row) if c in "甲乙")
         assert cell_len(row[:first_value]) == column, row
+
+
+def test_chinese_help_fits_80_columns_and_english_help_is_clicks() -> None:
+    """click wraps an option's help by characters; a Chinese character takes two cells, so the
+    Chinese help of `perf` ran up to 102 columns. It is wrapped by cells now, every word kept."""
+    from click.testing import CliRunner
+
+    from suanli.cli.main import cli
+    from suanli.i18n import set_lang
+
+    runner = CliRunner()
+    try:
+        zh = runner.invoke(cli, ["perf", "--help"], terminal_width=80, env={"SUANLI_LANG": "zh"})
+    finally:
+        set_lang(None)
+    assert "选项" in zh.output
+    assert zh.exit_code == 0, zh.output
+    lines = zh.output.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    assert not any(line.lstrip().startswith(("，", "。", "）")) for line in lines)
+    # Every word of the --projections help is there, in order, across its lines.
+    from suanli.i18n import translate_to
+
+    help_text = translate_to("zh", _projections_help())
+    flat = "".join(line.strip() for line in lines).replace(" ", "")
+    assert help_text.replace(" ", "") in flat
+    en = runner.invoke(cli, ["perf", "--help"], terminal_width=80, env={"SUANLI_LANG": "en"})
+    assert en.exit_code == 0 and max(len(line) for line in en.output.splitlines()) <= 80
+
+
+def _projections_help() -> str:
+    from suanli.cli.options import _OPTIONS
+
+    for option in _OPTIONS:
+        params = getattr(option(lambda **kw: None), "__click_params__", [])
+        if params and params[0].name == "projections":
+            return str(params[0].help)
+    raise AssertionError("no --projections option")

@@ -57,7 +57,57 @@ class SuanliHelpFormatter(click.HelpFormatter):
     def write_dl(
         self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2
     ) -> None:
-        super().write_dl([(term, _help_cell(text)) for term, text in rows], col_max, col_spacing)
+        from suanli.i18n import current
+
+        cells = [(term, _help_cell(text)) for term, text in rows]
+        if current() == "en":
+            super().write_dl(cells, col_max, col_spacing)
+        else:
+            self._write_dl_by_cells(cells, col_max, col_spacing)
+
+    def write_text(self, text: str) -> None:
+        from suanli.i18n import current
+
+        if current() == "en":
+            super().write_text(text)
+            return
+        from suanli.cli.render import wrap_cells
+
+        indent = " " * self.current_indent
+        for i, paragraph in enumerate(text.split("\n\n")):
+            if i:
+                self.write("\n")
+            if paragraph.lstrip().startswith("\b"):
+                # click's marker for a paragraph printed as written.
+                for line in paragraph.lstrip()[1:].strip("\n").splitlines():
+                    self.write(f"{indent}{line}\n")
+                continue
+            for line in wrap_cells(paragraph, max(self.width - self.current_indent, 11)):
+                self.write(f"{indent}{line}\n")
+
+    def _write_dl_by_cells(
+        self, rows: list[tuple[str, str]], col_max: int, col_spacing: int
+    ) -> None:
+        """The two-column option list, its help wrapped by terminal cells: click counts
+        characters, and a Chinese character takes two cells, so its help ran past the edge."""
+        from suanli.cli.render import wrap_cells
+
+        first = min(max((len(term) for term, _ in rows), default=0), col_max) + col_spacing
+        margin = " " * (first + self.current_indent)
+        width = max(self.width - first - 2, 10)
+        for term, text in rows:
+            self.write(f"{'':>{self.current_indent}}{term}")
+            if not text:
+                self.write("\n")
+                continue
+            if len(term) <= first - col_spacing:
+                self.write(" " * (first - len(term)))
+            else:
+                self.write("\n" + margin)
+            lines = wrap_cells(text, width)
+            self.write(lines[0] + "\n")
+            for line in lines[1:]:
+                self.write(margin + line + "\n")
 
 
 #: An option's help with click's extras after it: "help  [default: 2; x>=1]".

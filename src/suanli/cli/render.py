@@ -138,6 +138,20 @@ def _breaks(line: str, width: int) -> list[int]:
     return offsets
 
 
+def wrap_cells(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` terminal cells (a CJK character takes two), broken
+    at spaces or between CJK characters (:func:`_breaks`); each paragraph's own line breaks and
+    runs of spaces fold into one space, as click's help does. Always at least one line."""
+    lines: list[str] = []
+    for paragraph in text.split("\n\n"):
+        flat = " ".join(paragraph.split())
+        start = 0
+        for end in [*_breaks(flat, max(width, 1)), len(flat)]:
+            lines.append(flat[start:end].strip())
+            start = end
+    return lines or [""]
+
+
 def _wrapped_height(text: str, width: int) -> int:
     return sum(len(_breaks(line, width)) + 1 for line in text.splitlines() or [""])
 
