@@ -26,7 +26,6 @@ Nothing in the package or the tests reads the checkout. Usage:
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from aiconfigurator import CATALOG_IDS, read_table, run  # noqa: E402
+from aiconfigurator import CATALOG_IDS, read_table, run, write_fixture  # noqa: E402
 from derive_kernel_profiles import BLEND, BUCKETS, fit  # noqa: E402
 
 #: aiconfigurator card folder -> (TensorRT-LLM collection, bf16 fitted here). The A100 and H100
@@ -140,14 +139,9 @@ def main(folder: str) -> int:
         ]
         if fitted:
             _fit_card(find_gpu(gpu_id, catalog), [r for r in rows if r[0] == "bfloat16"])
-    out = ROOT / "tests" / "fixtures" / "kernel-gemm-times-aic.csv"
-    with out.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["gpu_id", "trtllm", "dtype", "m", "n", "k", "seconds"])
-        writer.writerows(
-            (g, v, DTYPES[d], m, n, k, f"{s:.6g}") for g, v, d, m, n, k, s in sorted(fixture)
-        )
-    print(f"wrote {len(fixture)} rows to {out}", file=sys.stderr)
+    header = ["gpu_id", "trtllm", "dtype", "m", "n", "k", "seconds"]
+    named = [(g, v, DTYPES[d], m, n, k, s) for g, v, d, m, n, k, s in fixture]
+    write_fixture("kernel-gemm-times-aic.csv", header, named)
     return 0
 
 

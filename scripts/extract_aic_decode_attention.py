@@ -17,7 +17,6 @@ Usage (``pip install pyarrow`` first):
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from aiconfigurator import CATALOG_IDS, read_table, run  # noqa: E402
+from aiconfigurator import CATALOG_IDS, read_table, run, write_fixture  # noqa: E402
 
 #: aiconfigurator card folder -> vLLM collection.
 CARDS = {
@@ -66,13 +65,8 @@ def _rows(folder: str, table: str, tokens: Any, keep: Any) -> list[tuple[Any, ..
 
 
 def _write(name: str, tokens_column: str, rows: list[tuple[Any, ...]]) -> None:
-    out = ROOT / "tests" / "fixtures" / name
     header = ["gpu_id", "vllm", "kernel", "batch", tokens_column, "q_heads", "kv_heads"]
-    with out.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow([*header, "head_dim", "seconds"])
-        writer.writerows((*r[:8], f"{r[8]:.6g}") for r in sorted(rows))
-    print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)
+    write_fixture(name, [*header, "head_dim", "seconds"], rows)
 
 
 def main(folder: str) -> int:

@@ -14,14 +14,13 @@ package or the tests reads the checkout. Usage (``pip install pyarrow`` first):
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from aiconfigurator import CATALOG_IDS, read_table, run  # noqa: E402
+from aiconfigurator import CATALOG_IDS, read_table, run, write_fixture  # noqa: E402
 
 #: aiconfigurator card folder -> NCCL version of its newest table.
 CARDS = {
@@ -47,12 +46,8 @@ def main(folder: str) -> int:
             rows.append(
                 (gpu_id, version, r["op_name"], r["num_gpus"], 2 * r["message_size"], seconds)
             )
-    out = ROOT / "tests" / "fixtures" / "nccl-aiconfigurator.csv"
-    with out.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["gpu_id", "nccl", "collective", "gpus", "bytes", "seconds"])
-        writer.writerows((*r[:5], f"{r[5]:.6g}") for r in sorted(rows))
-    print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)
+    header = ["gpu_id", "nccl", "collective", "gpus", "bytes", "seconds"]
+    write_fixture("nccl-aiconfigurator.csv", header, rows)
     return 0
 
 

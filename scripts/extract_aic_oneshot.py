@@ -17,14 +17,13 @@ the package or the tests reads the checkout. Usage (``pip install pyarrow`` firs
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from aiconfigurator import CATALOG_IDS, read_table, run  # noqa: E402
+from aiconfigurator import CATALOG_IDS, read_table, run, write_fixture  # noqa: E402
 
 #: aiconfigurator card folder -> (engine folder, version, the rows' kernel_source of CUDA-graph
 #: replays) of each table kept.
@@ -58,12 +57,8 @@ def main(folder: str) -> int:
                     continue
                 # aiconfigurator's latency is in milliseconds.
                 rows.append((gpu_id, engine, version, r["num_gpus"], nbytes, r["latency"] * 1e3))
-    out = ROOT / "tests" / "fixtures" / "oneshot-allreduce-aiconfigurator.csv"
-    with out.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["gpu_id", "engine", "version", "gpus", "bytes", "latency_us"])
-        writer.writerows((*r[:5], f"{r[5]:.4g}") for r in sorted(rows))
-    print(f"wrote {len(rows)} rows to {out}", file=sys.stderr)
+    header = ["gpu_id", "engine", "version", "gpus", "bytes", "latency_us"]
+    write_fixture("oneshot-allreduce-aiconfigurator.csv", header, rows, digits=4)
     return 0
 
 
