@@ -427,7 +427,7 @@ def aic_prefill_errors() -> dict[tuple[str, str, str], list[tuple[int, int, floa
             flops = 2 * 2 * batch * heads * tokens * tokens * dim / 2
             rate = dev.peak_flops * dev.attention(tokens, dim, True, False)  # type: ignore[attr-defined]
             measured = dev.gemm_model.prefill_attention  # type: ignore[attr-defined]
-            now = measured.floor_s + flops / measured.rate(tokens)
+            now = measured.seconds(flops, tokens)
             layout = f"{heads}/{rec['kv_heads']} x {dim}"
             key = (gpu_id, rec["kernel"], layout)
             seconds = float(rec["seconds"])

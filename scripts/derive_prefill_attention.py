@@ -29,6 +29,10 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from suanli.estimate.kernels import PrefillAttention  # noqa: E402
+
 FIXTURE = ROOT / "tests" / "fixtures" / "prefill-attention-aiconfigurator.csv"
 #: The head layout (query heads, KV heads) fitted; the others are held out.
 FIT_LAYOUT = (32, 8)
@@ -57,9 +61,8 @@ def read(path: Path = FIXTURE) -> dict[tuple[str, tuple[int, int]], list[Point]]
 
 
 def seconds(params: tuple[float, float, float], tokens: float, flops: float) -> float:
-    """The fitted form: ``floor + flops / (rate · s / (s + half))``."""
-    floor, rate, half = params
-    return floor + flops * (tokens + half) / (rate * tokens)
+    """The fitted form, as the speed model computes it (:class:`PrefillAttention`)."""
+    return PrefillAttention(*params).seconds(flops, tokens)
 
 
 def fit(points: list[Point]) -> tuple[float, float, float]:

@@ -135,6 +135,26 @@ def read_rows(checkout: Path) -> list[tuple[str, str, str, str, str, int, float,
     return out
 
 
+def _measured(
+    slow: dict[tuple[str, str, str, str], list[float]],
+    generation: str,
+    klass: str,
+    kind: str,
+    mode: str,
+) -> tuple[list[float], str]:
+    """The slowdowns behind one field of a generation's table and what they are: its own rows,
+    else the other generation's, else (a kind torch.compile's kernels were not timed for) the
+    fused class's, of this generation first."""
+    own = slow.get((generation, klass, kind, mode))
+    if own:
+        return own, f"{len(own)} rows"
+    for key, values in slow.items():
+        if key[1:] == (klass, kind, mode):
+            return values, "not measured: the other generation's"
+    fused, _ = _measured(slow, generation, "fused", kind, mode)
+    return fused, "not measured: the fused kernels'"
+
+
 def main(checkout: str) -> int:
     from suanli.catalog import find_gpu, load_catalog
     from suanli.catalog.network import ceiling_for
@@ -159,18 +179,7 @@ def main(checkout: str) -> int:
     for generation in generations:
         print(f'[training_elementwise."{generation}"]')
         for klass, kind, mode in names:
-            values = slow.get((generation, klass, kind, mode))
-            note = f"{len(values)} rows" if values else "not measured: the other generation's"
-            if not values:
-                others = [v for (g, *key), v in slow.items() if key == [klass, kind, mode]]
-                if not others:
-                    # Nobody timed torch.compile's kernel of this kind: the fused class's.
-                    note = "not measured: the fused kernels'"
-                    others = [
-                        slow.get((generation, "fused", kind, mode))
-                        or next(v for (g, *key), v in slow.items() if key == ["fused", kind, mode])
-                    ]
-                values = others[0]
+            values, note = _measured(slow, generation, klass, kind, mode)
             print(f"{klass}_{kind}_{mode} = {statistics.median(values):.2f}  # {note}")
     out = ROOT / "tests" / "fixtures" / "elementwise-training-liger.csv"
     with out.open("w", newline="") as fh:

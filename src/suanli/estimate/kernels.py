@@ -102,6 +102,10 @@ class PrefillAttention:
         """FLOP/s over prompts of ``tokens`` tokens."""
         return self.rate_flops * tokens / (tokens + self.half_tokens)
 
+    def seconds(self, flops: float, tokens: float) -> float:
+        """One call: ``flops`` of causal attention over prompts of ``tokens`` tokens."""
+        return self.floor_s + flops / self.rate(tokens)
+
 
 @dataclass(frozen=True)
 class GemmModel:
