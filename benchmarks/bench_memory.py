@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from suanli.estimate.memory import inference_memory, training_memory
+from suanli.estimate.inference_memory import inference_memory
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
 from suanli.models.resolve import load_model
 

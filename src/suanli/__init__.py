@@ -11,8 +11,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from suanli.catalog import GPU, CatalogError, find_gpu, load_catalog
+from suanli.estimate.breakdown import MemoryBreakdown
 from suanli.estimate.fitting import Fit, fit_inference, fit_training
-from suanli.estimate.memory import MemoryBreakdown, inference_memory, training_memory
+from suanli.estimate.inference_memory import inference_memory
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, Overheads, Parallelism, TrainWork
 from suanli.models.config import SUPPORTED_MODEL_TYPES, ModelConfigError, spec_from_config
 from suanli.models.module import ModuleParams, module_params

@@ -13,7 +13,8 @@ from suanli.answers.plan import PlanRequest, plan
 from suanli.answers.request import WorkRequest
 from suanli.answers.validity import card_precisions, precision_problem
 from suanli.catalog import find_gpu, load_catalog
-from suanli.estimate.memory import inference_memory, training_memory
+from suanli.estimate.inference_memory import inference_memory
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.models.resolve import load_model
 

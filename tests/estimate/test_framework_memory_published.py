@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from suanli.answers.request import WorkRequest, build_work
+from suanli.estimate.breakdown import MemoryBreakdown
 from suanli.estimate.fitting import fit_inference, fit_training
-from suanli.estimate.memory import MemoryBreakdown, training_memory
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import TrainWork
 from suanli.models.config import spec_from_config
 from suanli.models.resolve import load_model

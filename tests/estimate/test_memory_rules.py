@@ -7,11 +7,8 @@ from dataclasses import replace
 import pytest
 
 from suanli.estimate.fitting import fit_inference, fit_training
-from suanli.estimate.memory import (
-    inference_memory,
-    kv_bytes_per_token,
-    training_memory,
-)
+from suanli.estimate.inference_memory import inference_memory, kv_bytes_per_token
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, Overheads, Parallelism, TrainWork
 from suanli.models.resolve import load_model
 from suanli.units import GiB

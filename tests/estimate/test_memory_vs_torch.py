@@ -13,12 +13,8 @@ from typing import Any
 
 import pytest
 
-from suanli.estimate.memory import (
-    activation_bytes,
-    inference_memory,
-    kv_bytes_per_token,
-    training_memory,
-)
+from suanli.estimate.inference_memory import inference_memory, kv_bytes_per_token
+from suanli.estimate.memory import activation_bytes, training_memory
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.live.measure import kv_cache_bytes, optimizer_state_bytes, saved_for_backward
 from suanli.models.config import spec_from_config

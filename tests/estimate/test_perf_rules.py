@@ -207,7 +207,7 @@ def test_decode_attention_reads_the_kv_cache_at_the_measured_kernel_rate() -> No
     """Paged decode attention reaches a measured share of the bandwidth (FlashInfer's
     benchmark): low for one short sequence, high for many long ones."""
     from suanli.catalog.decode_attention import decode_attention_efficiency
-    from suanli.estimate.memory import kv_bytes_per_token
+    from suanli.estimate.inference_memory import kv_bytes_per_token
 
     h100 = find_gpu("h100", GPUS)
     for batch, prompt in ((1, 1024), (64, 4096)):

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from suanli.estimate.flops import forward_flops_per_token  # noqa: E402
-from suanli.estimate.memory import kv_bytes_per_token  # noqa: E402
+from suanli.estimate.inference_memory import kv_bytes_per_token  # noqa: E402
 from suanli.models.config import spec_from_config  # noqa: E402
 from suanli.models.params import count_params  # noqa: E402
 

@@ -18,7 +18,8 @@ from suanli.answers.request import (
 from suanli.catalog import GPU
 from suanli.estimate.activations import Term
 from suanli.estimate.fitting import Fit, fit_inference, fit_training
-from suanli.estimate.memory import inference_memory, training_memory
+from suanli.estimate.inference_memory import inference_memory
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork
 from suanli.models.resolve import LoadedModel, load_model
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from suanli.catalog import GPU
 from suanli.estimate.fitting import fit_inference, fit_training
-from suanli.estimate.memory import inference_memory, training_memory
+from suanli.estimate.inference_memory import inference_memory
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from suanli.answers.memory import MemoryAnswer
 
 
-#: The breakdown's buckets (estimate.memory.BREAKDOWN_KEYS), shown translated.
+#: The breakdown's buckets (estimate.breakdown.BREAKDOWN_KEYS), shown translated.
 BUCKET_WORDS = (
     N_("weights"),
     N_("master_weights"),

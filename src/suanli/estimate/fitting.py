@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from suanli.estimate.memory import inference_memory, training_memory
+from suanli.estimate.inference_memory import inference_memory
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec

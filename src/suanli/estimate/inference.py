@@ -17,8 +17,8 @@ from typing import Any
 from suanli.estimate.comm import p2p_s, tp_all_reduce_s
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
+from suanli.estimate.inference_memory import kv_bytes_per_token
 from suanli.estimate.kernels import ServeKernels, serve_forward
-from suanli.estimate.memory import kv_bytes_per_token
 from suanli.estimate.perf import Device
 from suanli.estimate.shapes import serving_shapes
 from suanli.estimate.sizes import param_split

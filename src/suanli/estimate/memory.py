@@ -1,17 +1,18 @@
-"""Memory per GPU for training, fine-tuning and inference: a breakdown that explains itself.
+"""Memory per GPU for training and fine-tuning: a breakdown that explains itself.
 
 Pure functions over a :class:`ModelSpec` and a workload; no torch, no I/O. Every line of the
 breakdown carries its bytes, formula and source; ``assumptions`` lists what was taken as given.
-Formulas and sources are collected in docs/memory.md.
+Formulas and sources are collected in docs/memory.md; serving's breakdown is
+:mod:`suanli.estimate.inference_memory`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from suanli.catalog.formats import WeightFormat, get_format, overhead_bytes, overhead_fraction
+from suanli.catalog.formats import get_format
 from suanli.estimate.activations import Term, layer_terms, model_terms
+from suanli.estimate.breakdown import Line, MemoryBreakdown, assemble, runtime_overhead
 from suanli.estimate.checkpointing import OP_POLICY
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.sizes import (
@@ -38,22 +39,10 @@ from suanli.estimate.train_activations import (
     logits_bytes_per_token,
     offload_split,
 )
-from suanli.estimate.workload import InferWork, Overheads, TrainWork
+from suanli.estimate.workload import TrainWork
 from suanli.i18n import N_
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
-
-BREAKDOWN_KEYS = (
-    "weights",
-    "master_weights",
-    "gradients",
-    "optimizer",
-    "activations",
-    "logits",
-    "kv_cache",
-    "overhead",
-    "overlap",
-)
 
 SRC_ZERO = "Rajbhandari et al. 2019, ZeRO (arXiv:1910.02054) §3-5"
 SRC_KORTHIKANTI = "Korthikanti et al. 2022 (arXiv:2205.05198) §4"
@@ -62,7 +51,6 @@ SRC_ADAM8 = "Dettmers et al. 2021, 8-bit optimizers (arXiv:2110.02861): block-wi
 SRC_ADAFACTOR = "Shazeer & Stern 2018, Adafactor (arXiv:1804.04235): factored second moment"
 SRC_LORA = "Hu et al. 2021, LoRA (arXiv:2106.09685): r·(d_in + d_out) per adapted matrix"
 SRC_QLORA = "Dettmers et al. 2023, QLoRA (arXiv:2305.14314) §3: NF4 + double quantization"
-SRC_KV = N_("K and V per layer: 2·n_kv·d·bytes per token (vLLM, HF DynamicCache)")
 SRC_DS_BUCKETS = (
     "deepspeedai/DeepSpeed deepspeed/runtime/zero/config.py (reduce_bucket_size, "
     "allgather_bucket_size = 5e8; overlap_comm on for stage 3); huggingface/transformers "
@@ -72,67 +60,6 @@ SRC_SET_TO_NONE = N_(
     "torch.optim.Optimizer.zero_grad(set_to_none=True), the default since PyTorch 2.0: no "
     "gradient tensor exists until backward writes it"
 )
-SRC_MLA = N_("DeepSeek-V2 (arXiv:2405.04434) §2.1: MLA caches the latent c_kv and the rope key")
-
-
-@dataclass(frozen=True)
-class Line:
-    """One explained line of a breakdown."""
-
-    key: str
-    """The breakdown bucket (one of :data:`BREAKDOWN_KEYS`)."""
-    label: str
-    bytes: float
-    formula: str
-    source: str = ""
-
-
-@dataclass(frozen=True)
-class MemoryBreakdown:
-    """Bytes per GPU, by component, with the lines that explain them."""
-
-    total_bytes: float
-    breakdown: dict[str, float]
-    lines: tuple[Line, ...]
-    assumptions: tuple[str, ...]
-    per_layer: tuple[Term, ...] = ()
-    """Activation terms of one layer (bytes per token), for ``--explain``."""
-    cpu_bytes: float = 0.0
-    """Host memory the workload needs (offloaded optimizer states)."""
-    tokens: int = 0
-    """Tokens per micro-batch (training) or in the KV cache (inference)."""
-
-    def as_dict(self) -> dict[str, object]:
-        """JSON-ready: bytes as integers."""
-        return {
-            "total_bytes": round(self.total_bytes),
-            "breakdown": {k: round(v) for k, v in self.breakdown.items()},
-            "cpu_bytes": round(self.cpu_bytes),
-            "lines": [
-                {
-                    "key": ln.key,
-                    "label": ln.label,
-                    "bytes": round(ln.bytes),
-                    "formula": ln.formula,
-                    "source": ln.source,
-                }
-                for ln in self.lines
-            ],
-            "assumptions": list(self.assumptions),
-        }
-
-
-def _assemble(lines: list[Line], assumptions: list[str], **extra: object) -> MemoryBreakdown:
-    breakdown = dict.fromkeys(BREAKDOWN_KEYS, 0.0)
-    for line in lines:
-        breakdown[line.key] += line.bytes
-    return MemoryBreakdown(
-        total_bytes=sum(breakdown.values()),
-        breakdown=breakdown,
-        lines=tuple(lines),
-        assumptions=tuple(assumptions),
-        **extra,  # type: ignore[arg-type]
-    )
 
 
 # --- optimizer -------------------------------------------------------------------------------
@@ -503,7 +430,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
                 SRC_SET_TO_NONE,
             )
         )
-    lines += _runtime_overhead(lines, work.overheads, par.gpus > 1, assumptions)
+    lines += runtime_overhead(lines, work.overheads, par.gpus > 1, assumptions)
     if work.is_lora:
         precision = N_(
             "frozen base in {dtype}; adapters, their gradients and optimizer states "
@@ -524,7 +451,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         ),
         N_("dropout {dropout:g}").format(dropout=activation_settings(spec, work).dropout),
     ]
-    return _assemble(lines, assumptions, per_layer=per_layer, cpu_bytes=cpu, tokens=tokens)
+    return assemble(lines, assumptions, per_layer=per_layer, cpu_bytes=cpu, tokens=tokens)
 
 
 def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[float, list[Line]]:
@@ -585,188 +512,3 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
             )
         )
     return adapters, lines
-
-
-def _runtime_overhead(
-    lines: list[Line], overheads: Overheads, multi_gpu: bool, assumptions: list[str]
-) -> list[Line]:
-    """CUDA context, allocator reserve (a fraction of what tensors take) and NCCL buffers."""
-    out = []
-    context, source = overhead_bytes("cuda-context")
-    if overheads.cuda_context_bytes is not None:
-        context, source = overheads.cuda_context_bytes, N_("user value")
-    out.append(Line("overhead", N_("CUDA context and kernels"), context, N_("per process"), source))
-    workspace, source = overhead_bytes("cublas-workspace-sm90")
-    out.append(Line("overhead", N_("cuBLAS workspace"), workspace, N_("one stream, sm90"), source))
-    # A serving engine's preallocated KV pool does not fragment; everything else can.
-    tensors = sum(ln.bytes for ln in lines if ln.key != "kv_cache")
-    fraction = overheads.fragmentation
-    frag_source = N_("user value")
-    if fraction is None:
-        fraction, frag_source = overhead_fraction("torch-allocator-fragmentation")
-    out.append(
-        Line(
-            "overhead",
-            N_("allocator reserve and fragmentation"),
-            tensors * fraction,
-            N_("{fraction:g} x allocated tensors").format(fraction=fraction),
-            frag_source,
-        )
-    )
-    if multi_gpu:
-        nccl, source = overhead_bytes("nccl-communicator-typical")
-        if overheads.nccl_bytes is not None:
-            nccl, source = overheads.nccl_bytes, N_("user value")
-        out.append(Line("overhead", N_("NCCL communicator buffers"), nccl, N_("per GPU"), source))
-    assumptions.append(
-        N_(
-            "runtime overhead: CUDA context, cuBLAS workspace, allocator reserve, NCCL buffers "
-            "(defaults in catalog/data/overhead.toml; override with --cuda-context, "
-            "--fragmentation, --nccl)"
-        )
-        if multi_gpu
-        else N_(
-            "runtime overhead: CUDA context, cuBLAS workspace, allocator reserve "
-            "(defaults in catalog/data/overhead.toml; override with --cuda-context, "
-            "--fragmentation, --nccl)"
-        )
-    )
-    return out
-
-
-# --- inference -------------------------------------------------------------------------------
-
-
-def kv_bytes_per_token(spec: ModelSpec, kv_dtype_bytes: float, context: int, tp: int = 1) -> float:
-    """KV cache bytes for one token position, averaged over ``context`` for sliding layers.
-
-    MHA/GQA/MQA: 2·n_kv·d per layer; KV heads split over TP (replicated when n_kv < tp).
-    MLA: the latent (kv_lora_rank) and the shared rope key per layer, replicated over TP.
-    A sliding-window layer holds at most ``window`` tokens.
-    """
-    att = spec.attention
-    if not spec.is_decoder:
-        return 0.0
-    if att.kind == "mla":
-        per_layer = (att.kv_lora_rank + att.qk_rope_head_dim) * kv_dtype_bytes
-    else:
-        heads = max(att.num_kv_heads / tp, 1)
-        per_layer = 2 * heads * att.head_dim * kv_dtype_bytes
-    window = att.sliding_window
-    sliding = len(spec.sliding_window_layers) if window else 0
-    full = spec.num_layers - sliding
-    held = full + (sliding * min(context, window) / context if window else 0)
-    return per_layer * held
-
-
-def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
-    """Per-GPU memory to serve ``batch`` sequences of ``context`` tokens."""
-    fmt = get_format(work.weight_format)
-    split = param_split(spec, work.tp, work.pp)
-    lines: list[Line] = []
-    assumptions: list[str] = []
-    quantized, kept = _weight_bytes(split, fmt)
-    lines.append(
-        Line(
-            "weights",
-            N_("weights ({dtype})").format(dtype=fmt.id),
-            quantized + kept,
-            f"P_linear x {fmt.bits_per_weight:g} bits / 8 + P_other x 2 B"
-            if fmt.bits_per_weight < 16
-            else f"P x {fmt.bits_per_weight:g} bits / 8",
-            fmt.source,
-        )
-    )
-    # A pipeline stage holds the KV cache of its own layers only.
-    stage_share = split.layers_on_stage / spec.num_layers
-    per_token = kv_bytes_per_token(spec, work.kv_bytes, work.context, work.tp) * stage_share
-    kv = per_token * work.batch * work.context
-    lines.append(
-        Line(
-            "kv_cache",
-            N_("KV cache ({dtype})").format(dtype=work.kv_dtype),
-            kv,
-            N_("batch {batch} x context {context} x {per_token:,.0f} B/token").format(
-                batch=work.batch, context=work.context, per_token=per_token
-            ),
-            SRC_MLA if spec.attention.kind == "mla" else SRC_KV,
-        )
-    )
-    lines.append(_prefill_line(spec, work))
-    cpu = 0.0
-    share = work.gpu_share(spec.num_layers)
-    if share < 1 and work.gpu_layers is not None:
-        # llama.cpp keeps the weights and KV cache of the layers it does not offload in system
-        # memory (the output layer counts as one more layer there; taken as on the GPU here).
-        moved = (1 - share) * (split.layer_linear * fmt.bits_per_weight / 8 + kv)
-        cpu = moved
-        lines.append(
-            Line(
-                "weights",
-                N_(
-                    "layers left in system memory ({left} of {layers}, weights and KV cache)"
-                ).format(left=spec.num_layers - work.gpu_layers, layers=spec.num_layers),
-                -moved,
-                N_("-(1 - gpu_layers / L) x (layer weights + KV cache)"),
-                "llama.cpp --n-gpu-layers (common/common.h n_gpu_layers)",
-            )
-        )
-        assumptions.append(
-            N_("{gpu_layers} of {layers} layers on the GPU; the rest in system memory").format(
-                gpu_layers=work.gpu_layers, layers=spec.num_layers
-            )
-        )
-    lines += _runtime_overhead(lines, work.overheads, work.tp * work.pp > 1, assumptions)
-    assumptions.append(
-        N_("weights stored as {format}; compute in {dtype}").format(
-            format=fmt.name, dtype=fmt.compute_dtype
-        )
-    )
-    if work.pp > 1:
-        assumptions.append(
-            N_(
-                "layers split over {pp} pipeline stages: the busiest stage "
-                "({layers} layers and the larger of the embeddings and LM head) is shown"
-            ).format(pp=work.pp, layers=split.layers_on_stage)
-        )
-    if fmt.bits_per_weight < 16 and fmt.kind != "gguf":
-        assumptions.append(
-            N_("embeddings, LM head and norms stay in 16-bit (usual for GPTQ/AWQ/bnb)")
-        )
-    return _assemble(lines, assumptions, tokens=work.batch * work.context, cpu_bytes=cpu)
-
-
-def _weight_bytes(split: ParamSplit, fmt: WeightFormat) -> tuple[float, float]:
-    if fmt.kind == "gguf" or fmt.bits_per_weight >= 16:
-        return split.total * fmt.bits_per_weight / 8, 0.0
-    return split.layer_linear * fmt.bits_per_weight / 8, split.other * 2
-
-
-def _prefill_line(spec: ModelSpec, work: InferWork) -> Line:
-    """The largest transient of a no-grad forward over the prompt (or one chunk of it).
-
-    Live at once in the MLP of one layer: the residual stream and the normalised input
-    (2·h), the gate and up outputs and their product (3·I), in the compute dtype; plus the
-    last-token logits in fp32 for each sequence.
-    """
-    b = 2
-    # Serving engines prefill under a token budget, one prompt at a time by default here;
-    # --prefill-chunk sets the budget (vLLM's chunked prefill, max_num_batched_tokens).
-    tokens = work.prefill_chunk or work.context
-    width = spec.mlp.intermediate_size if spec.mlp else 0
-    if spec.moe is not None:
-        width = max(width, spec.moe.expert.intermediate_size * spec.moe.experts_per_token)
-    per_token = b * (2 * spec.hidden_size + 3 * width / work.tp)
-    logits = work.batch * spec.vocab_size * 4
-    label = (
-        N_("prefill peak (budget of {tokens:,} tokens)")
-        if work.prefill_chunk
-        else N_("prefill peak (one prompt of {tokens:,} tokens)")
-    )
-    return Line(
-        "activations",
-        label.format(tokens=tokens),
-        tokens * per_token + logits,
-        "tokens x b·(2h + 3I) + batch x V x 4",
-        N_("no-grad forward: one layer's MLP live"),
-    )

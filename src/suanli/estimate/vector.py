@@ -472,7 +472,7 @@ def infer_speed(
     (batch, tp); ``projections`` as ``InferWork.projections``."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.inference import active_weight_bytes, serve_kernels, weight_bytes
-    from suanli.estimate.memory import kv_bytes_per_token
+    from suanli.estimate.inference_memory import kv_bytes_per_token
     from suanli.estimate.workload import InferWork
 
     batch = np.asarray(batch, dtype=np.int64)

@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from suanli.estimate.memory import inference_memory, training_memory
+from suanli.estimate.inference_memory import inference_memory
+from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
@@ -227,7 +228,7 @@ def verify_inference(
     """Prefill + decode with ``generate``: KV-cache bytes, TTFT and TPOT against the estimate."""
     import torch
 
-    from suanli.estimate.memory import kv_bytes_per_token
+    from suanli.estimate.inference_memory import kv_bytes_per_token
     from suanli.live.measure import kv_cache_bytes, tensor_bytes
 
     device = pick_device()

@@ -468,7 +468,7 @@ def search_serve(
     import numpy as np
 
     from suanli.estimate import vector
-    from suanli.estimate.memory import inference_memory
+    from suanli.estimate.inference_memory import inference_memory
     from suanli.estimate.workload import InferWork
 
     if objective not in OBJECTIVES:

@@ -141,7 +141,8 @@ class Models:
         _check_sizes(loaded)
         # A config can pass the reader and still describe nothing the estimators can size:
         # find out now, and say so, rather than fail on the first estimate.
-        from suanli.estimate.memory import inference_memory, training_memory
+        from suanli.estimate.inference_memory import inference_memory
+        from suanli.estimate.memory import training_memory
 
         try:
             training_memory(spec, TrainWork(task="lora", seq=16))

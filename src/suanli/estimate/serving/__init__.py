@@ -26,8 +26,8 @@ closed form (the KV read grows linearly): 100,000 requests take a few seconds in
 (``benchmarks/bench_serving.py``).
 
 KV cache: GPU memory x ``gpu_memory_utilization`` (0.9) minus the non-KV part of
-:func:`suanli.estimate.memory.inference_memory` (weights, prefill peak, runtime overhead), in
-paged blocks of 16 tokens. Two policies (``kv_policy``):
+:func:`suanli.estimate.inference_memory.inference_memory` (weights, prefill peak, runtime
+overhead), in paged blocks of 16 tokens. Two policies (``kv_policy``):
 
 - ``preempt`` (default, vLLM): a request is admitted when the blocks of its prompt are free
   (above a 1% watermark); blocks are allocated as sequences grow; when a decode step needs more

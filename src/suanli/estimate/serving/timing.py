@@ -15,8 +15,8 @@ from suanli.estimate.comm import tp_all_reduce_s
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.inference import weight_bytes
+from suanli.estimate.inference_memory import inference_memory, kv_bytes_per_token
 from suanli.estimate.kernels import serving_ops_seconds
-from suanli.estimate.memory import inference_memory, kv_bytes_per_token
 from suanli.estimate.perf import Device
 from suanli.estimate.serving.config import EngineConfig
 from suanli.estimate.shapes import serving_shapes
