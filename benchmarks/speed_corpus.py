@@ -78,6 +78,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "shard_group": int,
     "fp8_scaling": str,
     "projections": str,
+    "recompute_every": int,
 }
 
 #: How an inference row's requests were run (the ``load`` option): ``decode`` (default) reads
