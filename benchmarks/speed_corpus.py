@@ -241,6 +241,7 @@ def request(row: Row) -> PerfRequest:
             quant=row.quant or row.dtype,
             kv_dtype=extras.get("kv_dtype", "bf16"),
             projections=extras.get("projections", "fused"),
+            kernels=row.kernels or "eager",
         )
         return PerfRequest(
             model=row.model,

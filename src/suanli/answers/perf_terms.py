@@ -289,10 +289,19 @@ def infer_terms(
             N_("{floor:.1f} us per kernel, measured small ops ({source})").format(
                 floor=gemm.small_op_s * 1e6, source=gemm.source
             ),
-            N_(
-                "6 kernels per layer (norms, rotary, activation, adds), each max(floor, bytes / "
-                "(peak bandwidth x its kind's measured share: norm {norm:.0%}, rotary {rope:.0%}, "
-                "activation {act:.0%}, add {add:.0%}))"
+            (
+                N_(
+                    "4 kernels per layer (each residual add fused into the next norm, rotary, "
+                    "activation), each max(floor, bytes / (peak bandwidth x its kind's measured "
+                    "share: norm {norm:.0%}, rotary {rope:.0%}, activation {act:.0%}, add "
+                    "{add:.0%}))"
+                )
+                if work.kernels != "eager"
+                else N_(
+                    "6 kernels per layer (norms, rotary, activation, adds), each max(floor, "
+                    "bytes / (peak bandwidth x its kind's measured share: norm {norm:.0%}, "
+                    "rotary {rope:.0%}, activation {act:.0%}, add {add:.0%}))"
+                )
             ).format(norm=ew.norm, rope=ew.rope, act=ew.activation, add=ew.add),
         ),
     ]

@@ -372,6 +372,7 @@ def serve_rows(
             max_tpot_s=max_tpot_ms / 1e3 if max_tpot_ms else None,
             formats=formats,
             projections=work.projections,
+            kernels=work.kernels,
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}
         if best is None:

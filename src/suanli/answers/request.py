@@ -42,6 +42,9 @@ class WorkRequest:
     recompute: str = "none"
     attention: str = "sdpa"
     kernels: str = "eager"
+    """The non-matmul kernels (``eager``, ``fused``, ``compiled``). Training: how many kernels the
+    element-wise ops take and what they save; inference: whether each residual add runs inside
+    the next norm (``fused``, ``compiled``)."""
     fp8_scaling: str = "delayed"
     """fp8 training: ``delayed`` (Transformer Engine, Megatron) or ``dynamic`` (torchao,
     torchtitan)."""
@@ -222,7 +225,15 @@ INFER_ONLY_OPTIONS = frozenset(
         "gpu_layers",
     }
 )
-INFER_OPTIONS = INFER_ONLY_OPTIONS | {"cuda_context", "fragmentation", "nccl", "tp", "pp", "batch"}
+INFER_OPTIONS = INFER_ONLY_OPTIONS | {
+    "cuda_context",
+    "fragmentation",
+    "nccl",
+    "tp",
+    "pp",
+    "batch",
+    "kernels",
+}
 
 
 def image_tokens(req: WorkRequest, spec: Any) -> int:
@@ -340,6 +351,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             gpu_memory_utilization=req.gpu_memory_utilization,
             overheads=overheads,
             projections=req.projections,
+            kernels=req.kernels,
         )
     tp, pp = req.tp, req.pp
     dp = req.dp

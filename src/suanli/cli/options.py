@@ -210,7 +210,8 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         help=N_(
             "eager: one kernel per op (HF, torchtune); fused: hand-fused kernels (Megatron, "
             "Transformer Engine, Liger, Unsloth); compiled: torch.compile's (fewer kernels, and "
-            "fused norms and SwiGLU keep fewer tensors)."
+            "fused norms and SwiGLU keep fewer tensors). Inference: fused (vLLM, SGLang) and "
+            "compiled (gpt-fast) run each residual add inside the next norm."
         ),
     ),
     click.option(

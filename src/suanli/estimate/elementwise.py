@@ -12,9 +12,12 @@ from suanli.estimate.workload import TrainWork
 from suanli.models.spec import ModelSpec
 
 
-def serving_op_bytes(spec: ModelSpec, tp: Any = 1, dtype_bytes: int = 2) -> ServingOpBytes:
+def serving_op_bytes(
+    spec: ModelSpec, tp: Any = 1, dtype_bytes: int = 2, kernels: str = "eager"
+) -> ServingOpBytes:
     """Bytes one token moves through each element-wise kernel of one layer of a serving engine,
-    on one GPU of ``tp`` (an int or an array of them).
+    on one GPU of ``tp`` (an int or an array of them); ``kernels`` other than ``eager`` fuse
+    each residual add into the next norm (:attr:`ServingOpBytes.residual_fused`).
 
     RMSNorm ``2·b·h`` and residual add ``3·b·h`` (neither split by TP); rotary on q and k in
     place ``2·b·(n_q + n_kv)·d / tp`` (MLA: the rotary part of the heads and the shared key;
@@ -41,7 +44,13 @@ def serving_op_bytes(spec: ModelSpec, tp: Any = 1, dtype_bytes: int = 2) -> Serv
             moe = moe + 3 * b * spec.moe.shared_expert.intermediate_size / tp
         layers = spec.num_layers
         activation = ((layers - moe_layers) * dense + moe_layers * moe) / layers
-    return ServingOpBytes(norm=2 * b * h, rope=rope, activation=activation, add=3 * b * h)
+    return ServingOpBytes(
+        norm=2 * b * h,
+        rope=rope,
+        activation=activation,
+        add=3 * b * h,
+        residual_fused=kernels != "eager",
+    )
 
 
 def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[str, float]:

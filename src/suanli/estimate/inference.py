@@ -85,13 +85,15 @@ def serve_kernels(
     *,
     kv_efficiency: Any = None,
     projections: str = "fused",
+    kernels: str = "eager",
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> tuple[ServeKernels, ServeKernels]:
     """Kernel-level seconds of the prefill of ``batch`` prompts and of one decode step
     (:func:`suanli.estimate.kernels.serve_forward`); ``kv_bytes_per_seq`` is the KV cache one
     sequence holds on one GPU at the average decode context; ``projections`` how the engine
-    launches the input projections (:func:`suanli.estimate.shapes.serving_shapes`). Floats or
+    launches the input projections (:func:`suanli.estimate.shapes.serving_shapes`), ``kernels``
+    whether it fuses each residual add into the next norm (:func:`serving_op_bytes`). Floats or
     numpy arrays."""
     from suanli.catalog.formats import get_format
 
@@ -110,7 +112,7 @@ def serve_kernels(
         "peak_flops": device.peak_flops,
         "bandwidth_bytes_per_s": device.memory_bytes_per_s,
         "model": device.gemm_model,
-        "op_bytes": serving_op_bytes(spec, tp),
+        "op_bytes": serving_op_bytes(spec, tp, kernels=kernels),
         "expert_share": share,
         "num_experts": moe.num_experts if moe is not None else 1,
         "maximum": maximum,
@@ -198,6 +200,7 @@ def inference_perf(
         device,
         kv_efficiency=kv_eff,
         projections=work.projections,
+        kernels=work.kernels,
     )
     # Kernel by kernel (GEMMs by shape, attention, element-wise floors), never faster than the
     # roofline of the whole pass.

@@ -291,6 +291,10 @@ class ServingOpBytes:
     activation: Any
     add: Any
     """One of the two residual adds of a layer."""
+    residual_fused: bool = False
+    """Each residual add runs inside the next RMSNorm, one kernel for both (vLLM's and SGLang's
+    ``fused_add_rms_norm``; torch.compile fuses the add into the norm's reduction): a layer
+    launches four element-wise kernels instead of six."""
 
 
 def serving_ops_seconds(
@@ -304,18 +308,29 @@ def serving_ops_seconds(
 ) -> Any:
     """Seconds of the element-wise kernels of ``num_layers`` layers over ``rows`` tokens: each
     kernel its bytes at its measured share of the peak bandwidth, never below one kernel floor
-    (``model.small_op_s``); a model without rotary embeddings runs no rotary kernel."""
+    (``model.small_op_s``); a model without rotary embeddings runs no rotary kernel. Where the
+    engine fuses each residual add into the next norm (``ops.residual_fused``) the pair is one
+    kernel: one floor, and the bandwidth time of the two parts (no fused kernel is measured, so
+    the fusion is credited with the launch it saves, not with a better bandwidth)."""
     eff = model.elementwise_efficiency()
     floor = model.small_op_s
 
-    def one(nbytes: Any, efficiency: float) -> Any:
-        return maximum(floor, rows * nbytes / (bandwidth_bytes_per_s * efficiency))
+    def streaming(nbytes: Any, efficiency: float) -> Any:
+        return rows * nbytes / (bandwidth_bytes_per_s * efficiency)
 
+    def one(nbytes: Any, efficiency: float) -> Any:
+        return maximum(floor, streaming(nbytes, efficiency))
+
+    if ops.residual_fused:
+        norms_and_adds = 2 * maximum(
+            floor, streaming(ops.norm, eff.norm) + streaming(ops.add, eff.add)
+        )
+    else:
+        norms_and_adds = 2 * one(ops.norm, eff.norm) + 2 * one(ops.add, eff.add)
     per_layer = (
-        2 * one(ops.norm, eff.norm)
+        norms_and_adds
         + one(ops.rope, eff.rope) * (ops.rope > 0)
         + one(ops.activation, eff.activation)
-        + 2 * one(ops.add, eff.add)
     )
     return num_layers * per_layer
 

@@ -467,9 +467,10 @@ def infer_speed(
     output: int,
     device: Device,
     projections: str = "fused",
+    kernels: str = "eager",
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
-    (batch, tp); ``projections`` as ``InferWork.projections``."""
+    (batch, tp); ``projections`` and ``kernels`` as ``InferWork``'s."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.inference import active_weight_bytes, serve_kernels, weight_bytes
     from suanli.estimate.inference_memory import kv_bytes_per_token
@@ -521,6 +522,7 @@ def infer_speed(
         device,
         kv_efficiency=kv_eff,
         projections=projections,
+        kernels=kernels,
         maximum=np.maximum,
         ceil=np.ceil,
     )

@@ -304,6 +304,10 @@ class InferWork:
     overheads: Overheads = field(default_factory=Overheads)
     projections: str = "fused"
     """How the engine launches each layer's input projections (:data:`PROJECTIONS`)."""
+    kernels: str = "eager"
+    """The element-wise kernels (:data:`KERNELS`): ``eager`` runs each norm and residual add as
+    its own kernel; ``fused`` (vLLM, SGLang) and ``compiled`` (torch.compile, gpt-fast) run each
+    residual add inside the next norm."""
 
     def __post_init__(self) -> None:
         _positive("batch", self.batch)
@@ -312,6 +316,7 @@ class InferWork:
         _positive("pp", self.pp)
         _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
         _choice("projections", self.projections, PROJECTIONS)
+        _choice("kernels", self.kernels, KERNELS)
         if self.prefill_chunk is not None:
             _positive("prefill_chunk", self.prefill_chunk)
         if self.gpu_layers is not None:

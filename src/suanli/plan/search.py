@@ -458,9 +458,11 @@ def search_serve(
     max_tpot_s: float | None = None,
     formats: tuple[str, ...] = SERVE_FORMATS,
     projections: str = "fused",
+    kernels: str = "eager",
 ) -> tuple[ServeCandidate | None, int, str]:
     """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
-    (``projections``: how the engine launches the input projections, ``InferWork``'s).
+    (``projections`` and ``kernels``: how the engine launches the input projections and the
+    element-wise kernels, ``InferWork``'s).
 
     Memory is linear in the batch (weights and the prefill peak fixed, KV cache and last-token
     logits per sequence), so two exact estimates per format and TP degree give every batch.
@@ -513,6 +515,7 @@ def search_serve(
                     output,
                     device,
                     projections,
+                    kernels,
                 )
                 req = batches / (speed["ttft_s"] + output * speed["tpot_s"])
                 replicas = np.ones(len(batches)) if rps is None else np.ceil(rps / req)
