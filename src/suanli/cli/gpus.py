@@ -43,7 +43,8 @@ SORT_HELP = N_(
     "--vendor",
     type=click.Choice(VENDORS, case_sensitive=False),
     multiple=True,
-    help=N_("Keep only these vendors (repeatable)."),
+    metavar="VENDOR",
+    help=N_("Keep only these vendors (repeatable): {choices}.").format(choices=", ".join(VENDORS)),
 )
 @click.option(
     "--form-factor",

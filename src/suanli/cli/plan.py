@@ -58,10 +58,20 @@ def _money(usd: float | None) -> str:
     "--scenario",
     type=click.Choice(sorted(SCENARIOS)),
     default=None,
-    help=N_("A documented weighting: sets task, objective and candidate GPUs."),
+    metavar="NAME",
+    # The choices go in the help, which wraps; in the option's name they ran past 80 columns.
+    help=N_("A documented weighting: sets task, objective and candidate GPUs ({choices}).").format(
+        choices=", ".join(sorted(SCENARIOS))
+    ),
 )
 @click.option("--gpu", "gpu_names", multiple=True, help=N_("Only these GPUs (repeatable)."))
-@click.option("--vendor", type=click.Choice(VENDORS), multiple=True)
+@click.option(
+    "--vendor",
+    type=click.Choice(VENDORS),
+    multiple=True,
+    metavar="VENDOR",
+    help=N_("Keep only these vendors (repeatable): {choices}.").format(choices=", ".join(VENDORS)),
+)
 @click.option("--form-factor", type=click.Choice(FORM_FACTORS), multiple=True)
 @click.option("--min-memory", type=FloatRange(min=0), default=None, metavar="GIB")
 @click.option(
