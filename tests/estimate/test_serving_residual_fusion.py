@@ -141,3 +141,49 @@ def test_the_web_api_takes_the_kernel_class_for_inference() -> None:
         bad = client.post("/api/perf", json={**body, "kernels": "triton"})
     assert tpot["fused"] < tpot["eager"]
     assert 400 <= bad.status_code < 500
+
+
+@pytest.mark.parametrize(("model", "eager", "fused"), [("gpt2", 5, 3), ("llama-3.1-8b", 6, 4)])
+def test_capacitys_floor_counts_the_engines_kernels(model: str, eager: int, fused: int) -> None:
+    """`capacity` pays one element-wise floor per kernel the engine runs, as perf counts them:
+    with the add fused into the norm two fewer a layer (GPT-2 has no rotary kernel)."""
+    import dataclasses
+
+    from suanli.estimate.serving.timing import kernel_floor_s
+
+    spec = load_model(model).spec
+    device = _device("h100")
+    gemm = device.gemm_model
+    no_floor = dataclasses.replace(device, gemm=dataclasses.replace(gemm, small_op_s=0.0))
+    for kernels, per_layer in (("eager", eager), ("fused", fused), ("compiled", fused)):
+        small = kernel_floor_s(spec, device, kernels) - kernel_floor_s(spec, no_floor, kernels)
+        assert small == pytest.approx(spec.num_layers * per_layer * gemm.small_op_s)
+
+
+def test_capacity_with_vllm_fuses_unless_told_otherwise() -> None:
+    from suanli.answers.capacity import CapacityRequest, engine_config, with_engine_defaults
+
+    for framework, kernels in (("vllm", "fused"), ("sglang", "fused"), ("tensorrt-llm", "eager")):
+        req = with_engine_defaults(
+            CapacityRequest(model="llama-3.1-8b", rate=2.0, gpu="h100", framework=framework)
+        )
+        assert engine_config(req).kernels == kernels
+    explicit = with_engine_defaults(
+        CapacityRequest(
+            model="llama-3.1-8b",
+            rate=2.0,
+            gpu="h100",
+            framework="vllm",
+            kernels="eager",
+            explicit=("kernels",),
+        )
+    )
+    assert explicit.kernels == "eager"
+
+
+def test_capacitys_bad_kernel_class_is_one_sentence_and_exit_2() -> None:
+    result = CliRunner().invoke(
+        main, ["capacity", "llama-3.1-8b", "--gpu", "h100", "--rate", "2", "--kernels", "triton"]
+    )
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output and "compiled" in result.output

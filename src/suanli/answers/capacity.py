@@ -111,6 +111,9 @@ class CapacityRequest:
     quant: str = "bf16"
     """Weight format: bf16, fp8, int8, awq-4bit-g128, ... (catalog/data/quant.toml)."""
     kv_dtype: str = "bf16"
+    kernels: str = "eager"
+    """The engine's element-wise kernels: ``fused`` (vLLM, SGLang) or ``compiled`` run each
+    residual add inside the next norm; ``eager`` runs them apart."""
     catalog_file: str | None = None
     """Extra or overriding GPU entries (TOML)."""
     framework: str | None = None
@@ -389,6 +392,7 @@ def engine_config(req: CapacityRequest) -> EngineConfig:
         kv_policy=req.kv_policy,
         gpu_memory_utilization=req.gpu_memory_utilization,
         step_overhead_s=req.step_overhead_ms / 1e3,
+        kernels=req.kernels,
     )
 
 

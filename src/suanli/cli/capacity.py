@@ -17,7 +17,7 @@ import click
 from suanli.cli.options import given_options, revision_option
 from suanli.cli.render import count_column, print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
-from suanli.estimate.workload import KV_DTYPES
+from suanli.estimate.workload import KERNELS, KV_DTYPES
 from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
@@ -219,6 +219,16 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     help=N_("preempt (vLLM: allocate on demand, recompute when full) or reserve (no eviction)."),
 )
 @click.option(
+    "--kernels",
+    type=click.Choice(KERNELS),
+    default="eager",
+    show_default=True,
+    help=N_(
+        "The engine's element-wise kernels: fused (vLLM, SGLang) or compiled run each residual "
+        "add inside the next norm, eager runs them apart."
+    ),
+)
+@click.option(
     "--gpu-memory-utilization",
     type=FloatRange(0, 1, min_open=True),
     default=0.9,
@@ -306,6 +316,7 @@ def capacity_cmd(
     max_batched_tokens: int | None,
     batch_timeout: float,
     kv_policy: str,
+    kernels: str,
     gpu_memory_utilization: float,
     step_overhead_ms: float,
     gpu_name: str | None,
@@ -350,6 +361,7 @@ def capacity_cmd(
         max_batched_tokens=max_batched_tokens,
         batch_timeout=batch_timeout,
         kv_policy=kv_policy,
+        kernels=kernels,
         gpu_memory_utilization=gpu_memory_utilization,
         step_overhead_ms=step_overhead_ms,
         gpu=gpu_name,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from suanli.estimate.workload import KERNELS
 from suanli.i18n import N_
 
 POLICIES = ("static", "continuous", "chunked", "prefill-first")
@@ -30,6 +31,9 @@ class EngineConfig:
     gpu_memory_utilization: float = 0.9
     step_overhead_s: float = 0.0
     """Fixed time per iteration (scheduling, sampling, launches); 0 in the pure roofline."""
+    kernels: str = "eager"
+    """The element-wise kernels (``InferWork.kernels``): ``fused`` and ``compiled`` run each
+    residual add inside the next norm, two kernel floors fewer per layer and iteration."""
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -42,6 +46,12 @@ class EngineConfig:
             raise ValueError(
                 N_("kv policy {value!r} is not one of {allowed}").format(
                     value=self.kv_policy, allowed=KV_POLICIES
+                )
+            )
+        if self.kernels not in KERNELS:
+            raise ValueError(
+                N_("--{option} {value!r} is not one of {allowed}").format(
+                    option="kernels", value=self.kernels, allowed=", ".join(KERNELS)
                 )
             )
         if self.max_batch < 1:

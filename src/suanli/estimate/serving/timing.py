@@ -118,14 +118,14 @@ class ReplicaCost:
         return linear + attention + elementwise + self.comm_s(tokens) + overhead + floor
 
 
-def kernel_floor_s(spec: ModelSpec, device: Device) -> float:
+def kernel_floor_s(spec: ModelSpec, device: Device, kernels: str = "eager") -> float:
     """The launches and element-wise floors of one forward pass (an iteration at batch 1 cannot
     be faster): one GEMM per linear weight group a serving engine launches in each layer (QKV and
     gate/up fused, :func:`~suanli.estimate.shapes.serving_shapes`; the ``k`` routed experts of a
     token in MoE layers), one attention kernel per layer, the LM head, and the element-wise
     kernels' floors, as the speed model counts them (:func:`~suanli.estimate.kernels.
     serving_ops_seconds` of no tokens: two norms, two adds, the activation, and rotary where the
-    model has it)."""
+    model has it; with ``kernels`` ``fused`` or ``compiled`` each add runs inside the next norm)."""
     model = device.gemm_model
     gemms = 0.0
     for s in serving_shapes(spec):
@@ -135,7 +135,11 @@ def kernel_floor_s(spec: ModelSpec, device: Device) -> float:
             gemms += s.count
     launches = gemms + 2 * spec.num_layers + 1  # + attention per layer, + LM head
     small = serving_ops_seconds(
-        serving_op_bytes(spec), 0, spec.num_layers, device.memory_bytes_per_s, model
+        serving_op_bytes(spec, kernels=kernels),
+        0,
+        spec.num_layers,
+        device.memory_bytes_per_s,
+        model,
     )
     return launches * model.launch_s + float(small)
 
@@ -157,7 +161,7 @@ def replica_cost(
     per query and KV bytes per position); exact for models without sliding windows.
     """
     config = config or EngineConfig()
-    floor = kernel_floor_s(spec, device)
+    floor = kernel_floor_s(spec, device, config.kernels)
     elementwise_s = elementwise_seconds_per_token(spec, device, tp)
     if device.gemm is not None:
         # GEMMs of real shapes reach the kernel model's efficiencies, not the best shape's.
