@@ -123,3 +123,29 @@ def test_every_command_help_fits_80_columns_in_both_languages() -> None:
             set_lang(None)
     plan = runner.invoke(cli, ["plan", "--help"], terminal_width=80, env={"SUANLI_LANG": "en"})
     assert "--vendor VENDOR" in plan.output and "cambricon" in plan.output
+
+
+def test_the_main_jobs_footer_lines_wrap_and_its_command_stays_whole() -> None:
+    """`suanli plan` on an 80-column terminal: the notes under the tables wrap at spaces with a
+    hanging indent (the "cannot run it" line ran to 225 columns), and the command to paste
+    keeps a line of its own, whole, so that it copies as one line."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "80"}
+    out = subprocess.run(
+        [sys.executable, "-m", "suanli", "plan"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    ).stdout
+    lines = out.splitlines()
+    commands = [line for line in lines if line.startswith("  suanli perf ")]
+    assert len(commands) == 1 and "--grad-accum" in commands[0]
+    assert any(line.endswith("->") for line in lines)
+    others = [line for line in lines if line not in commands]
+    assert max(cell_len(line) for line in others) <= 80
+    assert any("cannot run it" in line for line in lines)

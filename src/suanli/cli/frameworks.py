@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import print_json, print_line, print_table
 from suanli.i18n import N_, _, sentence
 
 #: The kinds of framework (English in the JSON), shown translated.
@@ -53,10 +53,10 @@ def frameworks_cmd(name: str | None, as_json: bool) -> None:
         [[d.option, str(d.value), sentence(d.why), d.source] for d in fw.defaults]
         or [["-", "-", _("no defaults: suanli's own"), fw.source]],
     )
-    click.echo(_("aliases: {aliases}").format(aliases=", ".join(fw.aliases) or "-"))
-    click.echo(
+    print_line(_("aliases: {aliases}").format(aliases=", ".join(fw.aliases) or "-"))
+    print_line(
         _("techniques it offers: {techniques}").format(techniques=", ".join(fw.techniques) or "-")
     )
     if fw.notes:
-        click.echo(_("notes: {notes}").format(notes=sentence(fw.notes)))
-    click.echo(_("source: {source}").format(source=fw.source))
+        print_line(_("notes: {notes}").format(notes=sentence(fw.notes)))
+    print_line(_("source: {source}").format(source=fw.source))

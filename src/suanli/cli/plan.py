@@ -8,7 +8,7 @@ import click
 
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.cli.options import shape_options, work_request, workload_options
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import print_command, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_, _, sentence
 from suanli.plan.scenarios import SCENARIOS
@@ -352,13 +352,13 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         print_table(title, columns, [_row_cells(doc, r) for r in rows], no_wrap=[_("gpu")])
         shown = [r.gpu for r in rows]
     if doc.reasoning:
-        click.echo(_("scenario: {reasoning}").format(reasoning=sentence(doc.reasoning)))
+        print_line(_("scenario: {reasoning}").format(reasoning=sentence(doc.reasoning)))
     after: dict[str, list[str]] = {}
     for gpu, why in (doc.ranked_after_cuda or {}).items():
         if gpu in shown:
             after.setdefault(why, []).append(gpu)
     for why, gpus in after.items():
-        click.echo(
+        print_line(
             _(
                 "ranked after the CUDA cards: {gpus} ({why}; --stack-ok ranks by speed alone)"
             ).format(gpus=", ".join(gpus), why=sentence(why))
@@ -369,11 +369,7 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         winner = next(r for r in doc.rows if r.fits and not r.reason)
         if grouped and winner.group == "buy-or-rent":
             label = _("fastest to buy or rent") if fastest else _("best to buy or rent")
-        click.echo(
-            _("{label}: {gpu} -> {command}").format(
-                label=label, gpu=winner.gpu, command=doc.best_command
-            )
-        )
+        print_command(_("{label}: {gpu} ->").format(label=label, gpu=winner.gpu), doc.best_command)
         if grouped:
             other = next(
                 (r for r in doc.rows if r.group == "datacenter" and r.fits and not r.reason), None
@@ -384,7 +380,7 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
                     if fastest
                     else _("best datacenter card: {gpu} ({speed} tok/s, {time})")
                 )
-                click.echo(
+                print_line(
                     text.format(
                         gpu=other.gpu,
                         speed=_short(other.layout.tokens_per_s),
@@ -393,14 +389,14 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
                 )
         cheap = doc.cheapest
         if cheap is not None and cheap.layout is not None:
-            click.echo(
+            print_line(
                 _("cheapest per token: {gpu} (${usd} per million tokens)").format(
                     gpu=cheap.gpu, usd=f"{cheap.layout.usd_per_million_tokens:,.3f}"
                 )
             )
     lost = [r for r in doc.rows if not r.fits]
     if lost:
-        click.echo(
+        print_line(
             _("{n} GPUs cannot run it: ").format(n=len(lost))
             + _("; ").join(f"{r.gpu} ({sentence(r.reason)})" for r in lost[:4])
             + (_("; ") + "..." if len(lost) > 4 else "")

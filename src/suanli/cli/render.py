@@ -290,3 +290,20 @@ def print_line(text: str, *, err: bool = False, fg: str | None = None) -> None:
     cuts = [0, *_breaks(line, width), len(line)]
     pieces = [line[a:b].strip() for a, b in itertools.pairwise(cuts)]
     click.secho("\n  ".join(p for p in pieces if p), err=err, fg=fg)
+
+
+def print_command(label: str, command: str) -> None:
+    """``label`` and a command to paste: on one line when both fit the terminal's width (80
+    when piped), else the label (wrapped as :func:`print_line`) and the command on a line of its
+    own, indented and whole, so that it copies as one line."""
+    import shutil
+
+    import click
+    from rich.cells import cell_len
+
+    width = max(shutil.get_terminal_size((80, 24)).columns, 40)
+    if cell_len(label) + 1 + len(command) <= width:
+        click.echo(f"{label} {command}")
+        return
+    print_line(label)
+    click.echo(f"  {command}")
