@@ -12,7 +12,8 @@ import pytest
 from suanli.i18n import sentence
 from suanli.live.devices import DriverInfo
 from suanli.live.diagnosis import StepRecord, diagnose_steps
-from suanli.live.env import Environment, diagnose
+from suanli.live.env import diagnose
+from suanli.live.environment import Environment
 from suanli.live.errors import bundled_entry, bundled_errors, parse_errors
 
 from .cli.test_cli import run

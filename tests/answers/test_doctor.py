@@ -7,7 +7,7 @@ import json
 from suanli.answers.base import json_schema
 from suanli.answers.doctor import DoctorAnswer, doctor
 from suanli.live.devices import DriverInfo
-from suanli.live.env import Environment
+from suanli.live.environment import Environment
 from tests.cli.test_cli import run
 
 DRIVER_124 = DriverInfo("nvml", driver_version="550.54.15", cuda_driver_version="12.4")

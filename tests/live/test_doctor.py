@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from suanli.live.devices import DriverInfo
-from suanli.live.env import Environment, diagnose, pip_command, probe, torch_wheel_tag
+from suanli.live.env import diagnose, pip_command, probe, torch_wheel_tag
+from suanli.live.environment import Environment
 
 DRIVER_124 = DriverInfo("nvml", driver_version="550.54.15", cuda_driver_version="12.4")
 H100 = ("NVIDIA H100 80GB HBM3",)

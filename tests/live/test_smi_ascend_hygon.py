@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from suanli.live import devices, env, smi
+from suanli.live import ascend_env, devices, env, smi
+from suanli.live.ascend_env import ascend_verdicts, cann_version
 from suanli.live.devices import DriverInfo, gpu_samples, providers
-from suanli.live.env import Environment, ascend_verdicts, cann_version, diagnose, probe
+from suanli.live.env import diagnose, probe
+from suanli.live.environment import Environment
 from suanli.live.smi import (
     HySmiProvider,
     NpuSmiProvider,
@@ -60,7 +62,7 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
     monkeypatch.setattr(devices, "NvmlProvider", NoNvml)
     monkeypatch.setattr(smi, "PROC_NVIDIA", str(tmp_path / "no-proc"))
-    monkeypatch.setattr(env, "ASCEND_ROOT", str(tmp_path / "Ascend"))
+    monkeypatch.setattr(ascend_env, "ASCEND_ROOT", str(tmp_path / "Ascend"))
     return bindir
 
 

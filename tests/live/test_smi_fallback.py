@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 from suanli.live import devices, smi
 from suanli.live.devices import DriverInfo, gpu_samples, parse_amd_json, providers
-from suanli.live.env import Environment, diagnose, probe
+from suanli.live.env import diagnose, probe
+from suanli.live.environment import Environment
 from suanli.live.smi import (
     NvidiaSmiProvider,
     ProcNvidiaProvider,

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from suanli.answers.base import NOT_IN_JSON, Answer
 from suanli.errors import MissingExtra
 from suanli.i18n import N_
-from suanli.live.env import Environment, Verdict, diagnose, probe
+from suanli.live.env import diagnose, probe
+from suanli.live.environment import Environment, Verdict
 from suanli.live.ranks import Disagreement, RankFacts, collect_facts, compare, gather, rendezvous
 
 
