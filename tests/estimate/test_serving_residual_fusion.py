@@ -102,6 +102,9 @@ def test_vllm_and_sglang_fuse_unless_told_otherwise(framework: str) -> None:
     assert isinstance(answer, InferPerfAnswer)
     term = next(t for t in answer.terms if t.term.startswith("decode: element-wise"))
     assert term.formula.startswith("4 kernels per layer")
+    # The answer says which of its defaults the framework set (the JSON carries them too).
+    assert any("kernels = fused" in line for line in answer.assumptions)
+    assert any("kernels = fused" in line for line in answer.to_json()["assumptions"])
 
 
 def test_tensorrt_llm_and_llama_cpp_keep_one_kernel_per_op() -> None:

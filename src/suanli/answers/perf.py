@@ -246,6 +246,9 @@ class InferPerfAnswer(Answer):
     closed_loop: ClosedLoop | None = None
     """``batch`` clients each sending a request when their last one ends (AIPerf, genai-perf,
     vllm bench serve --max-concurrency): steady-state TTFT, TPOT and throughput."""
+    assumptions: tuple[str, ...] = ()
+    """What was taken as given that the request did not say: the serving framework's defaults
+    (``--framework``), one line each."""
     batch: int = field(default=1, metadata=NOT_IN_JSON)
     prompt: int = field(default=1024, metadata=NOT_IN_JSON)
     output: int = field(default=256, metadata=NOT_IN_JSON)
@@ -395,10 +398,11 @@ def infer_perf_answer(
     host: Device | None = None,
     images: int = 0,
     image_tokens_total: int = 0,
+    assumptions: tuple[str, ...] = (),
 ) -> InferPerfAnswer:
     """The inference answer for a built workload on a device, with a batch sweep up to
     ``largest_batch`` (the largest that fits; None: the whole sweep); ``host`` runs the layers
-    left in system memory (``work.gpu_layers``)."""
+    left in system memory (``work.gpu_layers``); ``assumptions`` are listed as the answer's."""
     share = work.gpu_share(spec.num_layers)
 
     def timed(w: InferWork) -> InferPerf:
@@ -469,6 +473,7 @@ def infer_perf_answer(
         request_s=result.request_s,
         batch_tokens_per_s=result.batch_tokens_per_s,
         closed_loop=closed_loop(work.batch, output, alone.ttft_s, result.tpot_s),
+        assumptions=assumptions,
         batch=work.batch,
         prompt=prompt,
         output=output,
@@ -529,6 +534,7 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             host,
             req.work.images,
             image_tokens(work_req, spec) if req.work.images else 0,
+            framework_assumptions(work_req),
         )
     return train_perf_answer(
         req.model,

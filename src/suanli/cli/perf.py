@@ -266,6 +266,8 @@ def _render_infer(doc: InferPerfAnswer) -> None:
         sweep,
         right_align=[_("batch"), _("TPOT"), _("tokens/s")],
     )
+    for note in doc.assumptions:
+        print_line(_("assumption: {note}").format(note=sentence(note)))
 
 
 def _render_train(doc: TrainPerfAnswer) -> None:

@@ -569,9 +569,9 @@
       return;
     }
     if (f.task === "infer") {
-      cell(t("time to first token"), dur(doc.ttft_s), ex.ttft_s, [breakdown, terms]);
-      cell(t("time per output token"), dur(doc.tpot_s), ex.tpot_s, [breakdown, terms]);
-      cell("tokens/s", rate(doc.tokens_per_s), ex.tokens_per_s);
+      cell(t("time to first token"), dur(doc.ttft_s), ex.ttft_s, [breakdown, terms, assumptions]);
+      cell(t("time per output token"), dur(doc.tpot_s), ex.tpot_s, [breakdown, terms, assumptions]);
+      cell("tokens/s", rate(doc.tokens_per_s), ex.tokens_per_s, [assumptions]);
       cell(t("decode bound by"), w(doc.bound), ex.bound);
       cell(t("compute-bound from batch"),
         doc.compute_bound_batch ? String(doc.compute_bound_batch) : t("never"), ex.compute_bound_batch);
