@@ -19,6 +19,7 @@ from suanli.estimate.shapes import linear_shapes, serving_shapes
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
 from suanli.models.resolve import load_model
+from tests.web_parity import infer_tpot_by_option
 
 
 def _weights(shapes: tuple) -> int:  # type: ignore[type-arg]
@@ -126,20 +127,7 @@ def test_a_bad_projection_layout_is_one_sentence_and_exit_2() -> None:
 def test_the_web_api_takes_the_layout_and_refuses_a_bad_one() -> None:
     """One answer, many views: the page's API gives the same TPOT as the library for each
     layout, and a bad value is a 4xx with one sentence."""
-    from fastapi.testclient import TestClient
-
-    from suanli.web.app import create_app
-
-    body = {"model": "llama-3.1-8b", "task": "infer", "gpu": "a100"}
-    with TestClient(create_app(allow_hub=False), raise_server_exceptions=False) as client:
-        for layout in ("fused", "separate"):
-            doc = client.post("/api/perf", json={**body, "projections": layout}).json()
-            library = perf(
-                PerfRequest("llama-3.1-8b", WorkRequest(task="infer", projections=layout), "a100")
-            )
-            assert isinstance(library, InferPerfAnswer)
-            assert doc["tpot_s"] == pytest.approx(library.tpot_s, rel=1e-9)
-        bad = client.post("/api/perf", json={**body, "projections": "merged"})
+    _, bad = infer_tpot_by_option("projections", ("fused", "separate"), "merged")
     assert 400 <= bad.status_code < 500
     message = bad.json()["error"]
     assert "projections" in message and "separate" in message and "\n" not in message

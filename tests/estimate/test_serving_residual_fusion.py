@@ -19,6 +19,7 @@ from suanli.estimate.kernels import serving_ops_seconds
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
 from suanli.models.resolve import load_model
+from tests.web_parity import infer_tpot_by_option
 
 
 def _device(gpu: str = "a100"):  # type: ignore[no-untyped-def]
@@ -126,22 +127,7 @@ def test_a_bad_kernel_class_is_one_sentence_and_exit_2() -> None:
 
 def test_the_web_api_takes_the_kernel_class_for_inference() -> None:
     """One answer, many views: the API's TPOT for each class is the library's."""
-    from fastapi.testclient import TestClient
-
-    from suanli.web.app import create_app
-
-    body = {"model": "llama-3.1-8b", "task": "infer", "gpu": "a100"}
-    with TestClient(create_app(allow_hub=False), raise_server_exceptions=False) as client:
-        tpot = {}
-        for kernels in ("eager", "fused"):
-            doc = client.post("/api/perf", json={**body, "kernels": kernels}).json()
-            library = perf(
-                PerfRequest("llama-3.1-8b", WorkRequest(task="infer", kernels=kernels), "a100")
-            )
-            assert isinstance(library, InferPerfAnswer)
-            assert doc["tpot_s"] == pytest.approx(library.tpot_s, rel=1e-9)
-            tpot[kernels] = doc["tpot_s"]
-        bad = client.post("/api/perf", json={**body, "kernels": "triton"})
+    tpot, bad = infer_tpot_by_option("kernels", ("eager", "fused"), "triton")
     assert tpot["fused"] < tpot["eager"]
     assert 400 <= bad.status_code < 500
 

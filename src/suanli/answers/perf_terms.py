@@ -296,7 +296,7 @@ def infer_terms(
                     "share: norm {norm:.0%}, rotary {rope:.0%}, activation {act:.0%}, add "
                     "{add:.0%}))"
                 )
-                if work.kernels != "eager"
+                if work.fused_kernels
                 else N_(
                     "6 kernels per layer (norms, rotary, activation, adds), each max(floor, "
                     "bytes / (peak bandwidth x its kind's measured share: norm {norm:.0%}, "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import sys
@@ -281,28 +280,28 @@ def print_line(text: str, *, err: bool = False, fg: str | None = None) -> None:
     """One line of prose, wrapped to the terminal's width (80 when piped) by display cells, at
     spaces or between CJK characters (the tables' rule, :func:`_breaks`), continuation lines
     indented by two spaces."""
-    import shutil
-
     import click
 
-    width = max(shutil.get_terminal_size((80, 24)).columns, 40) - 2  # room for the indent
-    line = " ".join(text.split())  # as textwrap did: runs of whitespace are one space
-    cuts = [0, *_breaks(line, width), len(line)]
-    pieces = [line[a:b].strip() for a, b in itertools.pairwise(cuts)]
+    # As textwrap did: runs of whitespace are one space; room for the indent.
+    pieces = wrap_cells(" ".join(text.split()), _terminal_width() - 2)
     click.secho("\n  ".join(p for p in pieces if p), err=err, fg=fg)
+
+
+def _terminal_width() -> int:
+    """The terminal's columns (80 when piped), never under 40."""
+    import shutil
+
+    return max(shutil.get_terminal_size((80, 24)).columns, 40)
 
 
 def print_command(label: str, command: str) -> None:
     """``label`` and a command to paste: on one line when both fit the terminal's width (80
     when piped), else the label (wrapped as :func:`print_line`) and the command on a line of its
     own, indented and whole, so that it copies as one line."""
-    import shutil
-
     import click
     from rich.cells import cell_len
 
-    width = max(shutil.get_terminal_size((80, 24)).columns, 40)
-    if cell_len(label) + 1 + len(command) <= width:
+    if cell_len(label) + 1 + len(command) <= _terminal_width():
         click.echo(f"{label} {command}")
         return
     print_line(label)

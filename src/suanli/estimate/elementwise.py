@@ -119,7 +119,7 @@ def elementwise_kernels_per_layer(spec: ModelSpec, work: TrainWork) -> int:
     gated = spec.mlp.gated if spec.mlp else True
     rope = spec.architecture not in ("gpt2", "bert")
     softmax = work.attention == "eager"
-    if work.kernels == "eager":
+    if not work.fused_kernels:
         return (
             spec.norm.per_layer * 6
             + (10 if rope else 0)
@@ -149,7 +149,7 @@ def elementwise_seconds(
     Forward once, backward twice the forward's bytes (the gradient of each op reads its saved
     inputs and the incoming gradient, writes its own), the forward once more in checkpointed
     layers."""
-    fused = work.kernels != "eager"
+    fused = work.fused_kernels
     # Checkpointed layers (full or per-op) re-run their element-wise ops once in backward.
     rerun = 1 / work.recompute_every if work.checkpointed else 0
     weighted = 0.0

@@ -404,7 +404,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             "full": ("tokens x V x (b + 4)", "transformers ForCausalLMLoss"),
             "chunked": (
                 N_("tokens x V x (b + b / 8): compiled")
-                if work.kernels != "eager"
+                if work.fused_kernels
                 else "tokens x V x (b + 4 / 8)",
                 SRC_CHUNKED,
             ),

@@ -514,7 +514,7 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
         )
     memory_share = base.breakdown_s["memory"] / step
     if memory_share > 0.3:
-        if work.kernels == "eager":
+        if not work.fused_kernels:
             candidates.append(
                 (
                     N_("memory traffic is {share:.0%} of the step").format(share=memory_share),

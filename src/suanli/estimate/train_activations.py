@@ -59,7 +59,7 @@ def activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
         logits_fp32=work.logits_fp32,
         batch=work.batch,
         saved_tensors=work.saved_tensors,
-        fused=work.kernels != "eager",
+        fused=work.fused_kernels,
     )
 
 
@@ -113,7 +113,7 @@ def logits_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
     if not spec.is_decoder:
         return 0.0
     vocab, b = spec.vocab_size, work.dtype_bytes
-    if work.loss == "chunked" and work.kernels != "eager":
+    if _compiled_chunked(work):
         # Compiled (torchtune compiles the loss with the model): the dtype logits are the saved
         # input, the softmax is recomputed in backward, one chunk's gradient at a time.
         return vocab * (b + b / LOSS_CHUNKS)
@@ -143,7 +143,7 @@ def edge_drop(work: TrainWork) -> tuple[str, ...]:
 
 
 def _compiled_chunked(work: TrainWork) -> bool:
-    return work.loss == "chunked" and work.kernels != "eager"
+    return work.loss == "chunked" and work.fused_kernels
 
 
 def backward_transient_bytes_per_token(spec: ModelSpec, work: TrainWork, tp: Any) -> Any:
@@ -161,6 +161,6 @@ def backward_transient_bytes_per_token(spec: ModelSpec, work: TrainWork, tp: Any
         gated = True
     else:
         return 0.0 * tp
-    if work.kernels != "eager":
+    if work.fused_kernels:
         return b * width / tp
     return (3 if gated else 2) * b * width / tp

@@ -59,7 +59,9 @@ def check_tensor_parallel(num_heads: int, tp: int, model_name: str) -> None:
         )
 
 
-def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` (one sentence naming ``--name`` and the choices) unless ``value`` is
+    one of ``allowed``."""
     if value not in allowed:
         raise ValueError(
             N_("--{option} {value!r} is not one of {allowed}").format(
@@ -223,20 +225,20 @@ class TrainWork:
     """How fp8 training scales its casts (:data:`FP8_SCALING`); only read when ``dtype`` is fp8."""
 
     def __post_init__(self) -> None:
-        _choice("task", self.task, TRAIN_TASKS)
-        _choice("kernels", self.kernels, KERNELS)
-        _choice("fp8_scaling", self.fp8_scaling, FP8_SCALING)
+        check_choice("task", self.task, TRAIN_TASKS)
+        check_choice("kernels", self.kernels, KERNELS)
+        check_choice("fp8_scaling", self.fp8_scaling, FP8_SCALING)
         _positive("batch", self.batch)
         _positive("seq", self.seq)
         _positive("grad_accum", self.grad_accum)
-        _choice("dtype", self.dtype, DTYPES)
-        _choice("precision", self.precision, PRECISIONS)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("recompute", self.recompute, RECOMPUTE)
+        check_choice("dtype", self.dtype, DTYPES)
+        check_choice("precision", self.precision, PRECISIONS)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("recompute", self.recompute, RECOMPUTE)
         _positive("recompute_every", self.recompute_every)
         if self.recompute_every > 1 and self.recompute not in ("op", "full"):
             raise ValueError(N_("--recompute-every needs --recompute op or full"))
-        _choice("loss", self.loss, LOSSES)
+        check_choice("loss", self.loss, LOSSES)
         if self.offload_params and self.task in ("lora", "qlora"):
             raise ValueError(
                 N_(
@@ -244,13 +246,13 @@ class TrainWork:
                     "base stays on the GPU"
                 )
             )
-        _choice("saved_tensors", self.saved_tensors, SAVED_TENSORS)
-        _choice("zero_buckets", self.zero_buckets, ZERO_BUCKETS)
-        _choice("attention", self.attention, ATTENTION)
-        _choice("device", self.device, DEVICES)
+        check_choice("saved_tensors", self.saved_tensors, SAVED_TENSORS)
+        check_choice("zero_buckets", self.zero_buckets, ZERO_BUCKETS)
+        check_choice("attention", self.attention, ATTENTION)
+        check_choice("device", self.device, DEVICES)
         _positive("lora_rank", self.lora_rank)
         for target in self.lora_targets:
-            _choice("lora_targets", target, LORA_TARGETS)
+            check_choice("lora_targets", target, LORA_TARGETS)
         if self.dropout is not None and not 0 <= self.dropout < 1:
             raise ValueError(
                 N_("--dropout must be in [0, 1), got {value}").format(value=self.dropout)
@@ -271,6 +273,12 @@ class TrainWork:
     def checkpointed(self) -> bool:
         """Layers run under activation checkpointing (``op`` or ``full``)."""
         return self.recompute in ("op", "full")
+
+    @property
+    def fused_kernels(self) -> bool:
+        """The non-matmul ops run fused (hand-fused or compiled): fewer kernels, fewer saved
+        tensors."""
+        return self.kernels != "eager"
 
     @property
     def is_lora(self) -> bool:
@@ -314,9 +322,9 @@ class InferWork:
         _positive("context", self.context)
         _positive("tp", self.tp)
         _positive("pp", self.pp)
-        _choice("kv_dtype", self.kv_dtype, KV_DTYPES)
-        _choice("projections", self.projections, PROJECTIONS)
-        _choice("kernels", self.kernels, KERNELS)
+        check_choice("kv_dtype", self.kv_dtype, KV_DTYPES)
+        check_choice("projections", self.projections, PROJECTIONS)
+        check_choice("kernels", self.kernels, KERNELS)
         if self.prefill_chunk is not None:
             _positive("prefill_chunk", self.prefill_chunk)
         if self.gpu_layers is not None:
@@ -326,6 +334,11 @@ class InferWork:
             raise ValueError(
                 N_("--gpu-memory-utilization must be in (0, 1], got {value}").format(value=util)
             )
+
+    @property
+    def fused_kernels(self) -> bool:
+        """Each residual add runs inside the next norm (``fused`` or ``compiled`` kernels)."""
+        return self.kernels != "eager"
 
     def gpu_share(self, num_layers: int) -> float:
         """Share of the model's layers on the GPU (1.0 without partial offload)."""

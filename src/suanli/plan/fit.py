@@ -75,7 +75,7 @@ def work_options(work: TrainWork) -> str:
         parts.append(f"--recompute-every {work.recompute_every}")
     if work.loss != "full":
         parts.append(f"--loss {work.loss}")
-    if work.kernels != "eager":
+    if work.fused_kernels:
         # Fused and compiled norms and SwiGLU keep fewer tensors for backward.
         parts.append(f"--kernels {work.kernels}")
     if work.activation_offload:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from suanli.estimate.workload import KERNELS
+from suanli.estimate.workload import KERNELS, check_choice
 from suanli.i18n import N_
 
 POLICIES = ("static", "continuous", "chunked", "prefill-first")
@@ -36,24 +36,14 @@ class EngineConfig:
     residual add inside the next norm, two kernel floors fewer per layer and iteration."""
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise ValueError(
-                N_("--{option} {value!r} is not one of {allowed}").format(
-                    option="policy", value=self.policy, allowed=", ".join(POLICIES)
-                )
-            )
+        check_choice("policy", self.policy, POLICIES)
         if self.kv_policy not in KV_POLICIES:
             raise ValueError(
                 N_("kv policy {value!r} is not one of {allowed}").format(
                     value=self.kv_policy, allowed=KV_POLICIES
                 )
             )
-        if self.kernels not in KERNELS:
-            raise ValueError(
-                N_("--{option} {value!r} is not one of {allowed}").format(
-                    option="kernels", value=self.kernels, allowed=", ".join(KERNELS)
-                )
-            )
+        check_choice("kernels", self.kernels, KERNELS)
         if self.max_batch < 1:
             raise ValueError(
                 N_("--{option} must be >= 1, got {value}").format(
