@@ -1,0 +1,380 @@
+"""The figures a cost comparison stands on, each the user's or the data's: purchase price,
+server share, power, PUE, electricity and facility prices, rent (on-demand, spot, reserved) and
+API prices. Each function settles one group, writes it to the :class:`Ledger` with its source
+and raises ValueError, in one sentence, for a bad or missing figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from suanli.catalog.gpu import GPU
+from suanli.i18n import N_
+from suanli.plan.cost.checks import check_nonneg, check_number, check_positive
+from suanli.plan.cost.data import (
+    DEFAULT_REGION,
+    CloudPrice,
+    ServerOverhead,
+    api_prices,
+    cheapest_cloud,
+    cloud_prices,
+    electricity_entry,
+    facility_entry,
+    pue_entry,
+    purchase_entry,
+    row_source,
+)
+from suanli.plan.cost.ledger import Ledger
+
+
+def purchase_price(gpu: GPU, price_usd: float | None, market: str, ledger: Ledger) -> float:
+    """USD per GPU: ``price_usd``, else the China price (``market`` "cn", or where the catalog
+    has none), else the catalog's."""
+    if price_usd is not None:
+        price = check_positive("price_usd", price_usd)
+        ledger.cash("price_{cur}_per_gpu", price, "{cur}", True)
+        return price
+    catalog_price = gpu.get("price_usd")
+    bought = purchase_entry(gpu.id)
+    if bought is not None and (catalog_price is None or market == "cn"):
+        ledger.cash(
+            "price_{cur}_per_gpu",
+            bought.usd_per_gpu,
+            "{cur}",
+            False,
+            (
+                N_("costs.toml purchase ({kind}): {source}").format(
+                    kind=bought.kind, source=bought.source
+                ),
+                *row_source(bought)[1:],
+            ),
+            bought.cny_per_gpu,
+        )
+        return bought.usd_per_gpu
+    if catalog_price is None:
+        raise ValueError(
+            N_(
+                "the catalog has no purchase price for {gpu}; give one with --price "
+                "({currency} per GPU)"
+            ).format(gpu=gpu.id, currency=ledger.money.code)
+        )
+    price = float(catalog_price)
+    src = gpu.source_of("price_usd")
+    kind = gpu.get("price_kind") or "price"
+    ledger.cash(
+        "price_{cur}_per_gpu",
+        price,
+        "{cur}",
+        False,
+        (
+            N_("GPU catalog ({kind}): {source}").format(
+                kind=kind, source=src.ref if src else gpu.origin
+            ),
+            str(gpu.get("price_date") or ""),
+            "uncertain" if "price_usd" in gpu.uncertain else "",
+        ),
+    )
+    return price
+
+
+def _server_src(row: ServerOverhead) -> tuple[str, ...]:
+    return (
+        N_("server {server!r}: {source}").format(server=row.id, source=row.source),
+        *row_source(row)[1:],
+    )
+
+
+def server_share(row: ServerOverhead, server_usd_per_gpu: float | None, ledger: Ledger) -> float:
+    """USD per GPU of the server around it: ``server_usd_per_gpu``, else the server ``row``'s."""
+    if server_usd_per_gpu is not None:
+        server_usd = check_nonneg("server_usd_per_gpu", server_usd_per_gpu)
+        ledger.cash("server_{cur}_per_gpu", server_usd, "{cur}", True)
+        return server_usd
+    ledger.cash("server_{cur}_per_gpu", row.usd_per_gpu, "{cur}", False, _server_src(row))
+    return row.usd_per_gpu
+
+
+def power_watts(
+    gpu: GPU,
+    watts_per_gpu: float | None,
+    row: ServerOverhead,
+    server_watts_per_gpu: float | None,
+    ledger: Ledger,
+) -> tuple[float, float]:
+    """(W per GPU, W of server overhead per GPU): the given figures, else the catalog's TDP and
+    the server ``row``'s overhead."""
+    if watts_per_gpu is None:
+        tdp = gpu.get("tdp_watts")
+        if tdp is None:
+            raise ValueError(
+                N_("the catalog has no TDP for {gpu}; give the power per GPU with --watts").format(
+                    gpu=gpu.id
+                )
+            )
+        gpu_watts = float(tdp)
+        src = gpu.source_of("tdp_watts")
+        ledger.note(
+            "watts_per_gpu",
+            gpu_watts,
+            "W",
+            False,
+            (
+                N_("GPU catalog tdp_watts: {source}").format(source=src.ref if src else gpu.origin),
+                src.date if src else "",
+                "",
+            ),
+        )
+    else:
+        gpu_watts = check_positive("watts_per_gpu", watts_per_gpu)
+        ledger.note("watts_per_gpu", gpu_watts, "W", True, ())
+    if server_watts_per_gpu is None:
+        host_watts = row.watts_per_gpu_overhead
+        ledger.note("server_watts_per_gpu", host_watts, "W", False, _server_src(row))
+    else:
+        host_watts = check_nonneg("server_watts_per_gpu", server_watts_per_gpu)
+        ledger.note("server_watts_per_gpu", host_watts, "W", True, ())
+    return gpu_watts, host_watts
+
+
+def pue_ratio(pue: float | str | None, default_id: str, ledger: Ledger) -> float:
+    """Facility power over IT power: a number, a PUE row's id, or the form factor's default."""
+    if pue is None or isinstance(pue, str):
+        row = pue_entry(pue if pue is not None else default_id)
+        ledger.note("pue", row.value, f"ratio ({row.id})", False, row_source(row))
+        return row.value
+    value = check_number("pue", pue)
+    if value < 1.0:
+        raise ValueError(
+            N_("pue must be at least 1 (facility power / IT power), got {pue:g}").format(pue=value)
+        )
+    ledger.note("pue", value, "ratio", True, ())
+    return value
+
+
+def kwh_price(usd_per_kwh: float | None, region: str | None, ledger: Ledger) -> float:
+    """USD per kWh: ``usd_per_kwh``, else the ``region``'s electricity price."""
+    if usd_per_kwh is None:
+        elec = electricity_entry(region if region is not None else DEFAULT_REGION)
+        ledger.cash(
+            "{cur}_per_kwh",
+            elec.usd_per_kwh,
+            f"{{cur}}/kWh ({elec.region})",
+            False,
+            row_source(elec),
+            elec.cny_per_kwh,
+        )
+        return elec.usd_per_kwh
+    price = check_nonneg("usd_per_kwh", usd_per_kwh)
+    if region is not None:
+        electricity_entry(region)  # still reject an unknown region name
+    ledger.cash("{cur}_per_kwh", price, "{cur}/kWh", True)
+    return price
+
+
+def facility_price(facility_usd_per_kw_year: float | None, facility: str, ledger: Ledger) -> float:
+    """USD per kW of IT power a year: the given figure, else the ``facility`` row's."""
+    if facility_usd_per_kw_year is None:
+        fac = facility_entry(facility)
+        ledger.cash(
+            "facility_{cur}_per_kw_year",
+            fac.usd_per_kw_year,
+            f"{{cur}}/kW/year ({fac.id})",
+            False,
+            row_source(fac),
+        )
+        return fac.usd_per_kw_year
+    price = check_nonneg("facility_usd_per_kw_year", facility_usd_per_kw_year)
+    ledger.cash("facility_{cur}_per_kw_year", price, "{cur}/kW/year", True)
+    return price
+
+
+@dataclass(frozen=True)
+class RentPrices:
+    """USD per GPU-hour: on-demand, and spot and reserved where known."""
+
+    rent: float
+    spot: float | None
+    reserved: float | None
+
+
+def rent_prices(
+    gpu: GPU,
+    market: str,
+    cloud: str | None,
+    rent_usd_per_gpu_hour: float | None,
+    spot_usd_per_gpu_hour: float | None,
+    reserved_usd_per_gpu_hour: float | None,
+    ledger: Ledger,
+) -> RentPrices:
+    """The rents: the given ones, else the cheapest cloud rows of ``market`` (the other market
+    when it has no on-demand price for this GPU), of providers matching ``cloud``; on-demand
+    falls back to the catalog's figure. Spot and reserved come from the on-demand row's market:
+    the data keeps spot below on-demand within a market, not across them."""
+    rate = ledger.money.rate
+    other = "global" if market == "cn" else "cn"
+
+    def pick(kind: str, markets: tuple[str, ...]) -> CloudPrice | None:
+        for where in markets:
+            row = cheapest_cloud(gpu.id, kind, where, cloud)
+            if row is not None:
+                return row
+        return None
+
+    def row_usd(row: CloudPrice) -> float:
+        """A cloud row in USD at the comparison's rate (a CNY row keeps its CNY figure)."""
+        if row.cny_per_gpu_hour is not None:
+            return row.cny_per_gpu_hour / rate
+        return row.usd_per_gpu_hour
+
+    def rent_note(name: str, unit: str, row: CloudPrice) -> None:
+        ledger.cash(
+            name,
+            row_usd(row),
+            unit,
+            False,
+            (f"{row.provider} {row.kind}: {row.source}", *row_source(row)[1:]),
+            row.cny_per_gpu_hour,
+        )
+
+    if cloud is not None and not cloud_prices(gpu.id, None, "all", cloud):
+        known = sorted({r.provider for r in cloud_prices(gpu.id, None, "all")})
+        raise ValueError(
+            N_(
+                "no cloud provider matching {cloud!r} has a price for {gpu}; "
+                "known providers: {providers}"
+            ).format(cloud=cloud, gpu=gpu.id, providers=", ".join(known))
+            if known
+            else N_(
+                "no cloud provider matching {cloud!r} has a price for {gpu}; give one with --rent"
+            ).format(cloud=cloud, gpu=gpu.id)
+        )
+    rent_market = market
+    if rent_usd_per_gpu_hour is None:
+        rent_row = pick("on-demand", (market, other))
+        if rent_row is not None:
+            rent = row_usd(rent_row)
+            rent_market = rent_row.market
+            rent_note("rent_{cur}_per_gpu_hour", "{cur}/GPU-hour", rent_row)
+        else:
+            rent = _catalog_rent(gpu, cloud, ledger)
+            rent_market = "global"
+    else:
+        rent = check_nonneg("rent_usd_per_gpu_hour", rent_usd_per_gpu_hour)
+        ledger.cash("rent_{cur}_per_gpu_hour", rent, "{cur}/GPU-hour", True)
+    spot: float | None
+    if spot_usd_per_gpu_hour is None:
+        spot_row = pick("spot", (rent_market,))
+        spot = row_usd(spot_row) if spot_row is not None else None
+        if spot_row is not None:
+            rent_note("spot_{cur}_per_gpu_hour", "{cur}/GPU-hour", spot_row)
+    else:
+        spot = check_nonneg("spot_usd_per_gpu_hour", spot_usd_per_gpu_hour)
+        ledger.cash("spot_{cur}_per_gpu_hour", spot, "{cur}/GPU-hour", True)
+    reserved: float | None = None
+    every_hour = N_("{cur}/GPU-hour, every hour")
+    if reserved_usd_per_gpu_hour is None:
+        reserved_row = pick("reserved", (rent_market,))
+        if reserved_row is not None:
+            reserved = row_usd(reserved_row)
+            rent_note("reserved_{cur}_per_gpu_hour", every_hour, reserved_row)
+    else:
+        reserved = check_nonneg("reserved_usd_per_gpu_hour", reserved_usd_per_gpu_hour)
+        ledger.cash("reserved_{cur}_per_gpu_hour", reserved, every_hour, True)
+    return RentPrices(rent, spot, reserved)
+
+
+def _catalog_rent(gpu: GPU, cloud: str | None, ledger: Ledger) -> float:
+    """The GPU catalog's cloud price (none when a provider was asked for)."""
+    catalog_rent = gpu.get("cloud_usd_per_hour") if cloud is None else None
+    if catalog_rent is None:
+        raise ValueError(
+            N_(
+                "no cloud price is known for {gpu}; give one with --rent ({currency} per GPU-hour)"
+            ).format(gpu=gpu.id, currency=ledger.money.code)
+        )
+    rent = float(catalog_rent)
+    src = gpu.source_of("cloud_usd_per_hour")
+    ledger.cash(
+        "rent_{cur}_per_gpu_hour",
+        rent,
+        "{cur}/GPU-hour",
+        False,
+        (
+            N_("GPU catalog cloud_usd_per_hour: {source}").format(
+                source=src.ref if src else N_("GPU catalog")
+            ),
+            str(gpu.get("cloud_price_date")),
+            "uncertain" if "cloud_usd_per_hour" in gpu.uncertain else "",
+        ),
+    )
+    return rent
+
+
+def api_cost_per_year(
+    api: str | None,
+    api_provider: str | None,
+    given_in: float | None,
+    given_out: float | None,
+    input_tokens_per_year: float,
+    output_tokens_per_year: float,
+    ledger: Ledger,
+) -> float | None:
+    """USD a year of the token volume through an API, or None without one: both prices per
+    million tokens given, or the cheapest provider of ``api`` for this mix of tokens (only
+    ``api_provider`` where given). A price needs a volume and a volume a price."""
+    tokens = input_tokens_per_year + output_tokens_per_year
+    if api is None and given_in is None and given_out is None:
+        if tokens > 0:
+            raise ValueError(
+                N_("a token volume needs an API price; give --api MODEL or both API prices")
+            )
+        return None
+    if tokens <= 0:
+        raise ValueError(
+            N_(
+                "an API price needs a token volume; give input_tokens_per_year and/or "
+                "output_tokens_per_year"
+            )
+        )
+    cny_in: float | None = None
+    cny_out: float | None = None
+    if given_in is not None or given_out is not None:
+        if given_in is None or given_out is None:
+            raise ValueError(
+                N_("give both API prices, per million input and per million output tokens")
+            )
+        p_in = check_nonneg("api_usd_per_million_input_tokens", given_in)
+        p_out = check_nonneg("api_usd_per_million_output_tokens", given_out)
+        api_src: tuple[str, ...] = ("given", "", "")
+        api_label = "given"
+    else:
+        assert api is not None
+        rows = api_prices(api)
+        if api_provider is not None:
+            rows = tuple(r for r in rows if r.provider.lower() == api_provider.lower())
+            if not rows:
+                providers = ", ".join(r.provider for r in api_prices(api))
+                raise ValueError(
+                    N_("no price for {api!r} at {provider!r}; known providers: {providers}").format(
+                        api=api, provider=api_provider, providers=providers
+                    )
+                )
+        row = min(
+            rows,
+            key=lambda r: (
+                input_tokens_per_year * r.usd_per_million_input_tokens
+                + output_tokens_per_year * r.usd_per_million_output_tokens
+            ),
+        )
+        cny_in = row.cny_per_million_input_tokens
+        cny_out = row.cny_per_million_output_tokens
+        p_in, p_out = row.usd_per_million_input_tokens, row.usd_per_million_output_tokens
+        if cny_in is not None and cny_out is not None:
+            p_in, p_out = cny_in / ledger.money.rate, cny_out / ledger.money.rate
+        api_src = (f"{row.provider} {row.id}: {row.source}", *row_source(row)[1:])
+        api_label = f"{row.id} at {row.provider}"
+    given_api = api_src[0] == "given"
+    unit = f"{{cur}} ({api_label})"
+    ledger.cash("api_{cur}_per_million_input_tokens", p_in, unit, given_api, api_src, cny_in)
+    ledger.cash("api_{cur}_per_million_output_tokens", p_out, unit, given_api, api_src, cny_out)
+    return (input_tokens_per_year * p_in + output_tokens_per_year * p_out) / 1e6
