@@ -34,9 +34,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "BenchAnswer": ("suanli.answers.bench", "BenchAnswer"),
     "BenchRequest": ("suanli.answers.bench", "BenchRequest"),
     "bench": ("suanli.answers.bench", "bench"),
-    "CapacityPlan": ("suanli.answers.capacity", "CapacityPlan"),
+    "CapacityPlan": ("suanli.answers.capacity_result", "CapacityPlan"),
     "CapacityRequest": ("suanli.answers.capacity", "CapacityRequest"),
-    "CapacitySimulation": ("suanli.answers.capacity", "CapacitySimulation"),
+    "CapacitySimulation": ("suanli.answers.capacity_result", "CapacitySimulation"),
     "capacity": ("suanli.answers.capacity", "capacity"),
     "CardAnswer": ("suanli.answers.card", "CardAnswer"),
     "CardRequest": ("suanli.answers.card", "CardRequest"),
@@ -104,7 +104,8 @@ _LAZY: dict[str, tuple[str, str]] = {
 if TYPE_CHECKING:
     from suanli.answers.base import SCHEMA_VERSION, Answer
     from suanli.answers.bench import BenchAnswer, BenchRequest, bench
-    from suanli.answers.capacity import CapacityPlan, CapacityRequest, CapacitySimulation, capacity
+    from suanli.answers.capacity import CapacityRequest, capacity
+    from suanli.answers.capacity_result import CapacityPlan, CapacitySimulation
     from suanli.answers.card import CardAnswer, CardRequest, card
     from suanli.answers.compare import CompareAnswer, CompareRequest, compare
     from suanli.answers.cost import CostAnswer, CostRequest, cost

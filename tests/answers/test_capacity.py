@@ -12,13 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from suanli.answers.base import SCHEMA_VERSION, json_schema
-from suanli.answers.capacity import (
-    CapacityPlan,
-    CapacityRequest,
-    CapacitySimulation,
-    capacity,
-    clip_to_context,
-)
+from suanli.answers.capacity import CapacityRequest, capacity, clip_to_context
+from suanli.answers.capacity_result import CapacityPlan, CapacitySimulation
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli.capacity import capacity_cmd
 from suanli.estimate.inference import inference_perf

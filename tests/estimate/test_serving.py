@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from suanli.answers.capacity import CapacityRequest, CapacitySimulation, capacity
+from suanli.answers.capacity import CapacityRequest, capacity
+from suanli.answers.capacity_result import CapacitySimulation
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli.capacity import capacity_cmd
 from suanli.cli.main import cli

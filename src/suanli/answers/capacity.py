@@ -18,12 +18,20 @@ with this module.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from suanli.answers.base import FLATTEN, FLATTEN_OPTIONAL, Answer
+from suanli.answers.capacity_result import (
+    CapacityPlan,
+    CapacitySimulation,
+    CapacityWorkload,
+    QueueSeries,
+    finite_number,
+    plan_row,
+    serving_stats,
+)
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.i18n import N_
 from suanli.limits import MAX_SIMULATED_REQUESTS
@@ -32,7 +40,7 @@ from suanli.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from suanli.estimate.perf import Device
-    from suanli.estimate.serving import CapacityRow, EngineConfig, Requests, ServingResult
+    from suanli.estimate.serving import EngineConfig, Requests
 
 #: Shortest burst period the arrival generator accepts (finer bursts are a constant rate).
 MIN_BURST_PERIOD_S = 1e-3
@@ -129,220 +137,8 @@ class CapacityRequest:
         return "simulate" if self.gpu else "plan"
 
 
-@dataclass(frozen=True)
-class CapacityWorkload:
-    """The requests and the engine: the keys both documents open with."""
-
-    model: str
-    rate_requests_per_s: float | None
-    """Mean arrival rate; null for a trace and for arrivals all at once."""
-    all_at_once: bool
-    """All requests arrive at time 0 (an offline benchmark, ``rate`` inf)."""
-    arrivals: str
-    requests: int
-    prompt_tokens_mean: float
-    output_tokens_mean: float
-    policy: str
-    kv_policy: str
-    weight_format: str
-    kv_dtype: str
-    seed: int
-    clipped_requests: int
-    """Sampled requests cut to the model's context (a heavy tail can pass it)."""
-    slo_ttft_s: float | None
-    slo_tpot_s: float | None
-
-
-@dataclass(frozen=True)
-class ServingStats:
-    """What one simulated deployment measured (rates per second of all replicas)."""
-
-    duration_s: float
-    requests_per_s: float
-    tokens_per_s: float
-    """Output tokens per second."""
-    input_tokens_per_s: float
-    ttft_mean_s: float | None
-    ttft_p50_s: float | None
-    ttft_p95_s: float | None
-    ttft_p99_s: float | None
-    tpot_mean_s: float | None
-    """Null when no completed request has more than one output token."""
-    tpot_p50_s: float | None
-    tpot_p95_s: float | None
-    tpot_p99_s: float | None
-    e2e_mean_s: float | None
-    e2e_p50_s: float | None
-    e2e_p95_s: float | None
-    e2e_p99_s: float | None
-    queue_wait_mean_s: float | None
-    gpu_utilization: float
-    kv_usage_mean: float
-    kv_usage_max: float
-    kv_blocks_per_replica: int
-    max_running_per_replica: int
-    preemptions: int
-    iterations: int
-    usd_per_gpu_hour: float | None
-    usd_per_hour: float | None
-    usd_per_million_tokens: float | None
-    """Rent per million output tokens at the simulated throughput."""
-
-
-@dataclass(frozen=True)
-class QueueSeries:
-    """Requests waiting (all replicas) sampled over the run."""
-
-    t_s: tuple[float, ...]
-    """Seconds since the first arrival."""
-    waiting: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class CapacitySimulation(Answer):
-    """A simulated deployment: ``replicas`` x ``tp`` GPUs serving the arrivals."""
-
-    schema_name = "capacity-simulation"
-
-    workload: CapacityWorkload = field(metadata=FLATTEN)
-    gpu: str
-    """Catalog id."""
-    dispatch: str
-    kv_tokens_per_replica: int
-    meets_slo: bool | None
-    """p95 TTFT and TPOT within the targets; null when no target was given."""
-    completed: int
-    replicas: int
-    tp: int
-    gpus: int
-    stats: ServingStats = field(metadata=FLATTEN)
-    queue_series: QueueSeries
-    assumptions: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON document; a non-finite float is written as null."""
-        doc: dict[str, Any] = finite(super().to_json())
-        return doc
-
-
-@dataclass(frozen=True)
-class DeploymentResult:
-    """The simulation of a plan row's deployment."""
-
-    requests: int
-    completed: int
-    policy: str
-    stats: ServingStats = field(metadata=FLATTEN)
-
-
-@dataclass(frozen=True)
-class CapacityPlanRow:
-    """The cheapest deployment of one GPU type that meets the SLOs, or why there is none."""
-
-    gpu: str
-    """Catalog id."""
-    fits: bool
-    reason: str
-    """Why no deployment meets the SLOs (empty when one does)."""
-    tp: int | None
-    replicas: int | None
-    gpus: int | None
-    weight_format: str | None
-    simulations: int
-    result: DeploymentResult | None = field(default=None, metadata=FLATTEN_OPTIONAL)
-
-
-@dataclass(frozen=True)
-class CapacityPlan(Answer):
-    """The fewest GPUs of each catalog type meeting the SLOs, ranked by cost per hour (priced
-    first, then unpriced by GPU count, then those without an answer)."""
-
-    schema_name = "capacity-plan"
-
-    workload: CapacityWorkload = field(metadata=FLATTEN)
-    max_gpus: int
-    rows: tuple[CapacityPlanRow, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON document; a non-finite float is written as null."""
-        doc: dict[str, Any] = finite(super().to_json())
-        return doc
-
-
 #: What :func:`capacity` answers: a simulation (a GPU was given) or a plan.
 CapacityAnswer = CapacitySimulation | CapacityPlan
-
-
-def finite(obj: Any) -> Any:
-    """``obj`` with every non-finite float (in dicts and lists) as ``None``: strict JSON."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, Mapping):
-        return {k: finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite(v) for v in obj]
-    return obj
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def _usd(value: float | None) -> float | None:
-    # An infinite price stays infinite here (the table shows it); to_json writes it as null.
-    return None if value is None else float(value)
-
-
-def serving_stats(result: ServingResult) -> ServingStats:
-    """The answer's view of an estimator :class:`~suanli.estimate.serving.ServingResult`."""
-    ttft, tpot, e2e = result.ttft_s, result.tpot_s, result.e2e_s
-    return ServingStats(
-        duration_s=float(result.duration_s),
-        requests_per_s=float(result.requests_per_s),
-        tokens_per_s=float(result.tokens_per_s),
-        input_tokens_per_s=float(result.input_tokens_per_s),
-        ttft_mean_s=_num(ttft["mean"]),
-        ttft_p50_s=_num(ttft["p50"]),
-        ttft_p95_s=_num(ttft["p95"]),
-        ttft_p99_s=_num(ttft["p99"]),
-        tpot_mean_s=_num(tpot["mean"]),
-        tpot_p50_s=_num(tpot["p50"]),
-        tpot_p95_s=_num(tpot["p95"]),
-        tpot_p99_s=_num(tpot["p99"]),
-        e2e_mean_s=_num(e2e["mean"]),
-        e2e_p50_s=_num(e2e["p50"]),
-        e2e_p95_s=_num(e2e["p95"]),
-        e2e_p99_s=_num(e2e["p99"]),
-        queue_wait_mean_s=_num(result.queue_wait_mean_s),
-        gpu_utilization=float(result.gpu_utilization),
-        kv_usage_mean=float(result.kv_usage_mean),
-        kv_usage_max=float(result.kv_usage_max),
-        kv_blocks_per_replica=int(result.kv_blocks),
-        max_running_per_replica=int(result.max_running),
-        preemptions=int(result.preemptions),
-        iterations=int(result.iterations),
-        usd_per_gpu_hour=_usd(result.usd_per_gpu_hour),
-        usd_per_hour=_usd(result.usd_per_hour),
-        usd_per_million_tokens=_usd(result.usd_per_million_tokens),
-    )
-
-
-def plan_row(row: CapacityRow) -> CapacityPlanRow:
-    """The answer's view of an estimator :class:`~suanli.estimate.serving.CapacityRow`."""
-    res = row.result
-    return CapacityPlanRow(
-        gpu=row.gpu_id,
-        fits=row.fits,
-        reason=row.reason,
-        tp=row.tp or None,
-        replicas=row.replicas or None,
-        gpus=row.gpus or None,
-        weight_format=row.weight_format or None,
-        simulations=row.simulations,
-        result=None
-        if res is None
-        else DeploymentResult(res.requests, res.completed, res.policy, serving_stats(res)),
-    )
 
 
 def clip_to_context(reqs: Requests, context: int) -> tuple[Requests, int]:
@@ -514,7 +310,7 @@ def capacity(
     rate = req.rate if req.arrivals != "trace" else None
     workload = CapacityWorkload(
         model=req.model,
-        rate_requests_per_s=_num(rate),
+        rate_requests_per_s=finite_number(rate),
         all_at_once=rate is not None and math.isinf(rate),
         arrivals=req.arrivals,
         requests=len(reqs),

@@ -23,6 +23,7 @@ ANSWER_MODULES = (
     "compare",
     "cost",
     "capacity",
+    "capacity_result",
     "stencil",
     "model",
     "gpus",

@@ -21,7 +21,7 @@ from suanli.estimate.workload import KERNELS, KV_DTYPES
 from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
-    from suanli.answers.capacity import (
+    from suanli.answers.capacity_result import (
         CapacityPlan,
         CapacitySimulation,
         CapacityWorkload,
@@ -338,7 +338,8 @@ def capacity_cmd(
     as_json: bool,
 ) -> None:
     """``suanli capacity``: its help is the ``help=`` above (translated with --lang zh)."""
-    from suanli.answers.capacity import CapacityRequest, CapacitySimulation, capacity
+    from suanli.answers.capacity import CapacityRequest, capacity
+    from suanli.answers.capacity_result import CapacitySimulation
 
     given = given_options(locals())
     explicit = None if given is None else tuple(_FIELD_OF.get(n, n) for n in given)
