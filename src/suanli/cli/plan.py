@@ -259,7 +259,7 @@ def _render_rendering(doc: RenderingPlanAnswer, top: int) -> None:
 #: The objectives' words, for the catalog (the answer's ``objective`` is shown translated).
 OBJECTIVE_WORDS = (N_("time"), N_("cost"), N_("cost-per-token"))
 
-#: Titles of the groups of a personal fine-tune's plan (answers.plan.plan_groups).
+#: Titles of the groups of a personal fine-tune's plan (answers.plan_policy.plan_groups).
 GROUP_TITLES = {
     "buy-or-rent": N_("cards to buy or rent by the hour (consumer, workstation)"),
     "datacenter": N_("datacenter cards"),
