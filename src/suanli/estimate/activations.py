@@ -19,137 +19,21 @@ the terms here follow transformers' modules so the CPU measurement can check the
 
 from __future__ import annotations
 
+from suanli.estimate.activation_blocks import (
+    attention_core_terms,
+    dropout_terms,
+    gated_mlp_terms,
+    layer_norm_terms,
+    norm_terms,
+    plain_mlp_terms,
+    rms_norm_terms,
+    trainable,
+)
 from suanli.estimate.saved_terms import FP32, INDEX, ActivationSettings, Term
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 __all__ = ["FP32", "INDEX", "ActivationSettings", "Term", "layer_terms", "model_terms"]
-
-
-def _trainable(st: ActivationSettings, module: str) -> bool:
-    """Whether a linear's input is saved: trainable weight, adapter, or a 4-bit base layer."""
-    return st.train_weights or st.frozen_linear_saves_input or module in st.lora_targets
-
-
-def _rms_norm(h: int, st: ActivationSettings, name: str, gemma: bool = False) -> list[Term]:
-    """transformers RMSNorm: ``w * (x.float() * rsqrt(mean(x^2) + eps)).to(dtype)``.
-
-    Saves the fp32 input (the input itself when computing in fp32), rsqrt per token, and, when the
-    weight is trainable, the normalised tensor (fp32 for Gemma's ``(1 + w)`` form, else ``dtype``).
-    """
-    b = st.dtype_bytes
-    if st.fused:
-        # A fused RMSNorm kernel (Liger's LigerRMSNorm, Inductor's fusion under torch.compile)
-        # keeps its input in the dtype and the fp32 rstd; the backward recomputes the rest.
-        return [
-            Term(
-                N_("{name}: input and rstd (fused kernel)").format(name=name),
-                b * h + FP32,
-                "b·h + 4",
-                "sp",
-            )
-        ]
-    terms = [
-        Term(N_("{name}: fp32 input and rsqrt").format(name=name), FP32 * h + FP32, "4h + 4", "sp")
-    ]
-    if st.train_weights:
-        width = FP32 if gemma else b
-        terms.append(
-            Term(
-                N_("{name}: normalised (for the weight's gradient)").format(name=name),
-                width * h,
-                f"{width}h",
-                "sp",
-            )
-        )
-    return terms
-
-
-def _layer_norm(h: int, st: ActivationSettings, name: str) -> list[Term]:
-    """LayerNorm (native kernel): saves its input plus mean and rstd per token."""
-    b = st.dtype_bytes
-    return [
-        Term(N_("{name}: input, mean, rstd").format(name=name), b * h + 2 * b, "b·h + 2b", "sp")
-    ]
-
-
-def _dropout(width: float, st: ActivationSettings, name: str) -> list[Term]:
-    if st.dropout <= 0:
-        return []
-    return [
-        Term(
-            N_("{name}: dropout mask").format(name=name), st.mask_bytes * width, "mask·width", "sp"
-        )
-    ]
-
-
-def _attention_core(
-    spec: ModelSpec, st: ActivationSettings, q_storage: float, kv_storage: float, out_copy: bool
-) -> list[Term]:
-    """Scores and softmax (eager) or the fused kernel's saves (sdpa/flash).
-
-    ``q_storage``/``kv_storage``: bytes per token of the storages the kernel's q and k/v live in
-    (a fused QKV projection keeps one storage for all three).
-    """
-    att = spec.attention
-    b = st.dtype_bytes
-    nh, d, s = att.num_heads, att.head_dim, st.seq
-    dv = att.v_head_dim
-    terms = []
-    if st.attention == "eager":
-        # repeat_kv copies K and V to every query head (GQA/MQA); MHA keeps them as they are.
-        k_width = nh * d
-        v_width = nh * dv
-        terms.append(
-            Term(
-                N_("attention: q, k, v (k and v repeated to all heads)"),
-                q_storage + b * (k_width + v_width),
-                "b·(n_q·d) + b·n_q·(d + d_v)",
-            )
-        )
-        scores = FP32 * nh * s + (b * nh * s if b != FP32 else 0)
-        terms.append(
-            Term(
-                N_("attention: softmax (fp32) and its copy in dtype"),
-                scores,
-                "4·n_q·s + b·n_q·s",
-                "tp",
-            )
-        )
-        if spec.attn_logit_softcap:
-            terms.append(Term(N_("attention: tanh soft-cap output"), b * nh * s, "b·n_q·s"))
-        if spec.architecture == "xglm":
-            # XGLM clamps the masked scores with torch.max against the dtype's minimum, in fp32.
-            terms.append(Term(N_("attention: clamped scores (fp32)"), FP32 * nh * s, "4·n_q·s"))
-        if st.dropout > 0:
-            terms.append(
-                Term(
-                    N_("attention: dropout mask and dropped probabilities"),
-                    st.mask_bytes * nh * s + b * nh * s,
-                    "(mask + b)·n_q·s",
-                )
-            )
-        if _trainable(st, "o"):
-            terms.append(Term(N_("attention: output copy for o_proj"), b * nh * dv, "b·n_q·d_v"))
-        return terms
-    terms.append(
-        Term(
-            N_("attention: q, k, v (saved by the kernel)"),
-            q_storage + kv_storage,
-            "b·(n_q·d + 2·n_kv·d)",
-        )
-    )
-    terms.append(Term(N_("attention: output"), b * nh * dv, "b·n_q·d_v"))
-    terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
-    if out_copy:
-        terms.append(
-            Term(
-                N_("attention: merged-heads copy for the output projection"),
-                b * nh * dv,
-                "b·n_q·d_v",
-            )
-        )
-    return terms
 
 
 def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> list[Term]:
@@ -158,8 +42,8 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     b = st.dtype_bytes
     att = spec.attention
     gemma = spec.architecture.startswith("gemma")
-    terms = _norm(spec, st, N_("attention norm"), gemma)
-    if any(_trainable(st, m) for m in ("q", "k", "v")):
+    terms = norm_terms(spec, st, N_("attention norm"), gemma)
+    if any(trainable(st, m) for m in ("q", "k", "v")):
         terms.append(Term(N_("q/k/v projection input"), b * h, "b·h", "sp"))
     nh, nkv, d = att.num_heads, att.num_kv_heads, att.head_dim
     if att.kind == "mla":
@@ -175,7 +59,7 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
         )
         terms.append(Term(N_("MLA: rope key"), b * rope, "b·d_rope"))
         kv_storage = b * nh * (d + att.v_head_dim)
-        terms += _attention_core(spec, st, b * nh * d, kv_storage, out_copy=False)
+        terms += attention_core_terms(spec, st, b * nh * d, kv_storage, out_copy=False)
     else:
         if att.qk_norm:
             for part, heads in (("q", nh), ("k", nkv)):
@@ -199,15 +83,15 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                         formula,
                     )
                 )
-        terms += _attention_core(spec, st, b * nh * d, b * 2 * nkv * d, out_copy=False)
+        terms += attention_core_terms(spec, st, b * nh * d, b * 2 * nkv * d, out_copy=False)
     if spec.architecture == "bitnet":
         # BitNet normalises the attention output before o_proj (attn_sub_norm).
-        terms += _rms_norm(h, st, N_("attention sub-norm"))
-    terms += _dropout(h, st, N_("attention residual"))
+        terms += rms_norm_terms(h, st, N_("attention sub-norm"))
+    terms += dropout_terms(h, st, N_("attention residual"))
     # Sandwich norms outside Gemma (GLM-4): a norm on each block's output before the residual.
     sandwich = spec.norm.per_layer >= 4 and not gemma
     if sandwich:
-        terms += _norm(spec, st, N_("post-attention norm"), gemma)
+        terms += norm_terms(spec, st, N_("post-attention norm"), gemma)
     if spec.architecture.startswith(("gemma2", "gemma3")):
         terms.append(
             Term(
@@ -218,12 +102,12 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
             )
         )
     if not spec.parallel_block:
-        terms += _norm(spec, st, N_("MLP norm"), gemma)
+        terms += norm_terms(spec, st, N_("MLP norm"), gemma)
     elif spec.norm.per_layer > 1:
         # Two norms on the same input (Falcon's new decoder): the input is saved once.
         terms += [
             t
-            for t in _norm(spec, st, N_("MLP norm"), gemma)
+            for t in norm_terms(spec, st, N_("MLP norm"), gemma)
             if spec.norm.kind not in ("layernorm", "layernorm-nobias", "none")
         ] or [Term(N_("MLP norm: mean and rstd (input shared)"), 2 * FP32, "8", "sp")]
     # A parallel block with one norm (GPT-J, Phi-2, Cohere) feeds attention and MLP from it.
@@ -232,23 +116,23 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     else:
         assert spec.mlp is not None
         if spec.mlp.gated:
-            mlp = _gated_mlp(spec.mlp.intermediate_size, h, st, "MLP")
+            mlp = gated_mlp_terms(spec.mlp.intermediate_size, h, st, "MLP")
         else:
-            mlp = _plain_mlp(spec.mlp.intermediate_size, h, spec.mlp.activation, st)
+            mlp = plain_mlp_terms(spec.mlp.intermediate_size, h, spec.mlp.activation, st)
     if spec.architecture == "bitnet" and spec.mlp is not None:
         # ...and the MLP's act(gate) * up before down_proj (ffn_sub_norm, I wide).
-        mlp += _rms_norm(spec.mlp.intermediate_size, st, N_("MLP sub-norm"))
+        mlp += rms_norm_terms(spec.mlp.intermediate_size, st, N_("MLP sub-norm"))
     if (
         spec.parallel_block
         and spec.norm.per_layer <= 1
-        and any(_trainable(st, m) for m in ("q", "k", "v"))
+        and any(trainable(st, m) for m in ("q", "k", "v"))
     ):
         # One normalised input feeds q/k/v and the MLP: autograd saves that tensor once.
         mlp = [t for t in mlp if t.name not in ("MLP: up-projection input", "MLP: gate/up input")]
     terms += mlp
     if sandwich:
-        terms += _norm(spec, st, N_("post-MLP norm"), gemma)
-    terms += _dropout(h, st, N_("MLP residual"))
+        terms += norm_terms(spec, st, N_("post-MLP norm"), gemma)
+    terms += dropout_terms(h, st, N_("MLP residual"))
     if st.lora_targets and st.lora_rank:
         # lora_B saves lora_A's output: r values per token for each adapted matrix.
         adapted = sum(1 for t in st.lora_targets if t in ("q", "k", "v", "o", "gate", "up", "down"))
@@ -268,94 +152,6 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                 "sp",
             )
         )
-    return terms
-
-
-def _norm(spec: ModelSpec, st: ActivationSettings, name: str, gemma: bool) -> list[Term]:
-    """The family's norm: transformers' RMSNorm, or LayerNorm (with or without parameters)."""
-    if spec.norm.kind == "layernorm-fp32":
-        # Cohere: x.float(); mean; (x - mean).pow(2).mean(); (x - mean) * rsqrt(var); w * that.
-        # Each subtraction makes its own fp32 tensor; the weight's product saves the normalised.
-        h = spec.hidden_size
-        kept = 3 if st.train_weights else 2
-        return [
-            Term(
-                N_("{name}: fp32 centred input (twice), normalised, rsqrt").format(name=name),
-                kept * FP32 * h + FP32,
-                "3·4h + 4 (frozen weight: 2·4h + 4)",
-                "sp",
-            )
-        ]
-    if spec.norm.kind in ("layernorm", "layernorm-nobias", "none"):
-        return _layer_norm(spec.hidden_size, st, name)
-    return _rms_norm(spec.hidden_size, st, name, gemma)
-
-
-#: What an ungated MLP's activation keeps, in I-wide tensors besides the down projection's input:
-#: GELU and SiLU keep their input; tanh-GELU written out in Python (transformers'
-#: NewGELUActivation) keeps four intermediates; ReLU keeps its output (the down input itself);
-#: ReLU² keeps the ReLU output for the square.
-_PLAIN_ACTIVATION_SAVES = {
-    "gelu": 1,
-    "gelu_pytorch_tanh": 1,
-    "silu": 1,
-    "swish": 1,
-    "gelu_new": 4,
-    "gelu_fast": 4,
-    "relu": 0,
-    "relu2": 1,
-    # Apertus' xIELU in Python: x, alpha_p·x, min(x, eps) and expm1 of it (plus a bool mask).
-    "xielu": 4,
-}
-
-
-def _plain_mlp(width: int, h: int, activation: str, st: ActivationSettings) -> list[Term]:
-    """up -> activation -> down (GPT-J, Falcon, StarCoder2, BLOOM, OPT, Phi-2, Arcee)."""
-    b = st.dtype_bytes
-    terms = []
-    if _trainable(st, "up"):
-        terms.append(Term(N_("MLP: up-projection input"), b * h, "b·h", "sp"))
-    keeps = _PLAIN_ACTIVATION_SAVES.get(activation, 1)
-    if keeps:
-        terms.append(
-            Term(
-                N_("MLP: {activation} saved tensors").format(activation=activation),
-                keeps * b * width,
-                f"{keeps}·b·I",
-            )
-        )
-    if activation == "xielu":  # torch.where's condition x > 0
-        terms.append(Term(N_("MLP: xIELU branch mask (bool)"), width, "I"))
-    terms.append(Term(N_("MLP: down-projection input (activation output)"), b * width, "b·I"))
-    return terms
-
-
-def _gated_mlp(width: int, h: int, st: ActivationSettings, name: str) -> list[Term]:
-    """gate and up read the normalised input; act(gate) * up feeds down."""
-    b = st.dtype_bytes
-    terms = []
-    if _trainable(st, "gate") or _trainable(st, "up"):
-        terms.append(Term(N_("{name}: gate/up input").format(name=name), b * h, "b·h", "sp"))
-    if st.fused:
-        # A fused SwiGLU (Liger's, Megatron's, Inductor's) keeps gate and up and recomputes
-        # act(gate) in the backward pass.
-        terms.append(
-            Term(
-                N_("{name}: gate and up outputs (fused SwiGLU)").format(name=name),
-                2 * b * width,
-                "2·b·I",
-            )
-        )
-    else:
-        terms.append(
-            Term(
-                N_("{name}: gate output, activation output, up output").format(name=name),
-                3 * b * width,
-                "3·b·I",
-            )
-        )
-    if _trainable(st, "down"):
-        terms.append(Term(N_("{name}: down-projection input").format(name=name), b * width, "b·I"))
     return terms
 
 
@@ -392,7 +188,7 @@ def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
         ),
     ]
     if moe.shared_expert is not None:
-        terms += _gated_mlp(moe.shared_expert.intermediate_size, h, st, N_("shared expert"))
+        terms += gated_mlp_terms(moe.shared_expert.intermediate_size, h, st, N_("shared expert"))
     return terms
 
 
@@ -402,7 +198,7 @@ def _gpt2_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     assert spec.mlp is not None
     width = spec.mlp.intermediate_size
     nh = spec.attention.num_heads
-    terms = _layer_norm(h, st, "ln_1")
+    terms = layer_norm_terms(h, st, "ln_1")
     terms.append(Term(N_("c_attn input"), b * h, "b·h", "sp"))
     if st.attention == "eager" or st.dropout > 0:
         # The eager path: matmul(q, kᵀ), softmax in dtype, matmul(probs, v). With one sequence
@@ -427,11 +223,11 @@ def _gpt2_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
         terms.append(Term(N_("attention: fused qkv output, k and v copies"), b * 5 * h, "5·b·h"))
         terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
     terms.append(Term(N_("c_proj input (merged heads)"), b * h, "b·h"))
-    terms += _dropout(h, st, N_("attention residual"))
-    terms += _layer_norm(h, st, "ln_2")
+    terms += dropout_terms(h, st, N_("attention residual"))
+    terms += layer_norm_terms(h, st, "ln_2")
     terms.append(Term(N_("c_fc input"), b * h, "b·h", "sp"))
     terms.append(Term(N_("gelu_new: x, 0.5x, tanh, 1 + tanh, output"), 5 * b * width, "5·b·I"))
-    terms += _dropout(h, st, N_("MLP residual"))
+    terms += dropout_terms(h, st, N_("MLP residual"))
     return terms
 
 
@@ -492,12 +288,12 @@ def _bert_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
             Term(N_("attention: log-sum-exp (fp32)"), FP32 * spec.attention.num_heads, "4·n_q")
         )
     terms.append(Term(N_("attention output (dense input)"), b * h, "b·h"))
-    terms += _dropout(h, st, N_("attention output"))
-    terms += _layer_norm(h, st, N_("attention LayerNorm"))
+    terms += dropout_terms(h, st, N_("attention output"))
+    terms += layer_norm_terms(h, st, N_("attention LayerNorm"))
     terms.append(Term(N_("intermediate input"), b * h, "b·h", "sp"))
     terms.append(Term(N_("GELU input and output"), 2 * b * width, "2·b·I"))
-    terms += _dropout(h, st, "output")
-    terms += _layer_norm(h, st, N_("output LayerNorm"))
+    terms += dropout_terms(h, st, "output")
+    terms += layer_norm_terms(h, st, N_("output LayerNorm"))
     return terms
 
 
@@ -576,18 +372,18 @@ def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Ter
     if spec.architecture not in ("gpt2", "bert"):
         d = spec.attention.qk_rope_head_dim or spec.attention.head_dim
         terms.append(Term(N_("rotary cos and sin"), 2 * d * b / batch, "2·d·b/batch", "none"))
-    terms += _dropout(h, st, "embedding")
+    terms += dropout_terms(h, st, "embedding")
     if spec.architecture == "bert":
-        terms += _layer_norm(h, st, N_("embedding LayerNorm"))
+        terms += layer_norm_terms(h, st, N_("embedding LayerNorm"))
         # The pooler's dense layer saves hidden[:, 0], a view that keeps the whole last hidden
         # state alive; its tanh saves one h-vector per sequence.
         terms.append(Term(N_("pooler: last hidden state (viewed)"), b * h, "b·h", "none"))
         terms.append(Term(N_("pooler: tanh output"), b * h / st.seq, "b·h/s", "none"))
         return terms
     if spec.architecture in ("gpt2", "gpt_neox"):
-        terms += _layer_norm(h, st, N_("final LayerNorm"))
+        terms += layer_norm_terms(h, st, N_("final LayerNorm"))
     elif spec.norm.final:
-        terms += _norm(spec, st, N_("final norm"), spec.architecture.startswith("gemma"))
+        terms += norm_terms(spec, st, N_("final norm"), spec.architecture.startswith("gemma"))
     head_width = h
     if spec.embedding_extra and spec.architecture == "opt" and st.train_weights:
         # OPT-350m's project_in / project_out (no bias): word embeddings of width p. The spec

@@ -1,0 +1,225 @@
+"""The building blocks of a layer's saved activations, as transformers' modules save them:
+norms (RMSNorm with its fp32 upcast, LayerNorm), dropout masks, the attention core by kernel,
+and plain and gated MLPs. :mod:`suanli.estimate.activations` assembles them into layers; the
+autograd rules they follow are in its docstring."""
+
+from __future__ import annotations
+
+from suanli.estimate.saved_terms import FP32, ActivationSettings, Term
+from suanli.i18n import N_
+from suanli.models.spec import ModelSpec
+
+
+def trainable(st: ActivationSettings, module: str) -> bool:
+    """Whether a linear's input is saved: trainable weight, adapter, or a 4-bit base layer."""
+    return st.train_weights or st.frozen_linear_saves_input or module in st.lora_targets
+
+
+def rms_norm_terms(h: int, st: ActivationSettings, name: str, gemma: bool = False) -> list[Term]:
+    """transformers RMSNorm: ``w * (x.float() * rsqrt(mean(x^2) + eps)).to(dtype)``.
+
+    Saves the fp32 input (the input itself when computing in fp32), rsqrt per token, and, when the
+    weight is trainable, the normalised tensor (fp32 for Gemma's ``(1 + w)`` form, else ``dtype``).
+    """
+    b = st.dtype_bytes
+    if st.fused:
+        # A fused RMSNorm kernel (Liger's LigerRMSNorm, Inductor's fusion under torch.compile)
+        # keeps its input in the dtype and the fp32 rstd; the backward recomputes the rest.
+        return [
+            Term(
+                N_("{name}: input and rstd (fused kernel)").format(name=name),
+                b * h + FP32,
+                "b·h + 4",
+                "sp",
+            )
+        ]
+    terms = [
+        Term(N_("{name}: fp32 input and rsqrt").format(name=name), FP32 * h + FP32, "4h + 4", "sp")
+    ]
+    if st.train_weights:
+        width = FP32 if gemma else b
+        terms.append(
+            Term(
+                N_("{name}: normalised (for the weight's gradient)").format(name=name),
+                width * h,
+                f"{width}h",
+                "sp",
+            )
+        )
+    return terms
+
+
+def layer_norm_terms(h: int, st: ActivationSettings, name: str) -> list[Term]:
+    """LayerNorm (native kernel): saves its input plus mean and rstd per token."""
+    b = st.dtype_bytes
+    return [
+        Term(N_("{name}: input, mean, rstd").format(name=name), b * h + 2 * b, "b·h + 2b", "sp")
+    ]
+
+
+def dropout_terms(width: float, st: ActivationSettings, name: str) -> list[Term]:
+    """The mask a dropout of ``width`` elements per token saves (none without dropout)."""
+    if st.dropout <= 0:
+        return []
+    return [
+        Term(
+            N_("{name}: dropout mask").format(name=name), st.mask_bytes * width, "mask·width", "sp"
+        )
+    ]
+
+
+def attention_core_terms(
+    spec: ModelSpec, st: ActivationSettings, q_storage: float, kv_storage: float, out_copy: bool
+) -> list[Term]:
+    """Scores and softmax (eager) or the fused kernel's saves (sdpa/flash).
+
+    ``q_storage``/``kv_storage``: bytes per token of the storages the kernel's q and k/v live in
+    (a fused QKV projection keeps one storage for all three).
+    """
+    att = spec.attention
+    b = st.dtype_bytes
+    nh, d, s = att.num_heads, att.head_dim, st.seq
+    dv = att.v_head_dim
+    terms = []
+    if st.attention == "eager":
+        # repeat_kv copies K and V to every query head (GQA/MQA); MHA keeps them as they are.
+        k_width = nh * d
+        v_width = nh * dv
+        terms.append(
+            Term(
+                N_("attention: q, k, v (k and v repeated to all heads)"),
+                q_storage + b * (k_width + v_width),
+                "b·(n_q·d) + b·n_q·(d + d_v)",
+            )
+        )
+        scores = FP32 * nh * s + (b * nh * s if b != FP32 else 0)
+        terms.append(
+            Term(
+                N_("attention: softmax (fp32) and its copy in dtype"),
+                scores,
+                "4·n_q·s + b·n_q·s",
+                "tp",
+            )
+        )
+        if spec.attn_logit_softcap:
+            terms.append(Term(N_("attention: tanh soft-cap output"), b * nh * s, "b·n_q·s"))
+        if spec.architecture == "xglm":
+            # XGLM clamps the masked scores with torch.max against the dtype's minimum, in fp32.
+            terms.append(Term(N_("attention: clamped scores (fp32)"), FP32 * nh * s, "4·n_q·s"))
+        if st.dropout > 0:
+            terms.append(
+                Term(
+                    N_("attention: dropout mask and dropped probabilities"),
+                    st.mask_bytes * nh * s + b * nh * s,
+                    "(mask + b)·n_q·s",
+                )
+            )
+        if trainable(st, "o"):
+            terms.append(Term(N_("attention: output copy for o_proj"), b * nh * dv, "b·n_q·d_v"))
+        return terms
+    terms.append(
+        Term(
+            N_("attention: q, k, v (saved by the kernel)"),
+            q_storage + kv_storage,
+            "b·(n_q·d + 2·n_kv·d)",
+        )
+    )
+    terms.append(Term(N_("attention: output"), b * nh * dv, "b·n_q·d_v"))
+    terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
+    if out_copy:
+        terms.append(
+            Term(
+                N_("attention: merged-heads copy for the output projection"),
+                b * nh * dv,
+                "b·n_q·d_v",
+            )
+        )
+    return terms
+
+
+def norm_terms(spec: ModelSpec, st: ActivationSettings, name: str, gemma: bool) -> list[Term]:
+    """The family's norm: transformers' RMSNorm, or LayerNorm (with or without parameters)."""
+    if spec.norm.kind == "layernorm-fp32":
+        # Cohere: x.float(); mean; (x - mean).pow(2).mean(); (x - mean) * rsqrt(var); w * that.
+        # Each subtraction makes its own fp32 tensor; the weight's product saves the normalised.
+        h = spec.hidden_size
+        kept = 3 if st.train_weights else 2
+        return [
+            Term(
+                N_("{name}: fp32 centred input (twice), normalised, rsqrt").format(name=name),
+                kept * FP32 * h + FP32,
+                "3·4h + 4 (frozen weight: 2·4h + 4)",
+                "sp",
+            )
+        ]
+    if spec.norm.kind in ("layernorm", "layernorm-nobias", "none"):
+        return layer_norm_terms(spec.hidden_size, st, name)
+    return rms_norm_terms(spec.hidden_size, st, name, gemma)
+
+
+#: What an ungated MLP's activation keeps, in I-wide tensors besides the down projection's input:
+#: GELU and SiLU keep their input; tanh-GELU written out in Python (transformers'
+#: NewGELUActivation) keeps four intermediates; ReLU keeps its output (the down input itself);
+#: ReLU² keeps the ReLU output for the square.
+PLAIN_ACTIVATION_SAVES = {
+    "gelu": 1,
+    "gelu_pytorch_tanh": 1,
+    "silu": 1,
+    "swish": 1,
+    "gelu_new": 4,
+    "gelu_fast": 4,
+    "relu": 0,
+    "relu2": 1,
+    # Apertus' xIELU in Python: x, alpha_p·x, min(x, eps) and expm1 of it (plus a bool mask).
+    "xielu": 4,
+}
+
+
+def plain_mlp_terms(width: int, h: int, activation: str, st: ActivationSettings) -> list[Term]:
+    """up -> activation -> down (GPT-J, Falcon, StarCoder2, BLOOM, OPT, Phi-2, Arcee)."""
+    b = st.dtype_bytes
+    terms = []
+    if trainable(st, "up"):
+        terms.append(Term(N_("MLP: up-projection input"), b * h, "b·h", "sp"))
+    keeps = PLAIN_ACTIVATION_SAVES.get(activation, 1)
+    if keeps:
+        terms.append(
+            Term(
+                N_("MLP: {activation} saved tensors").format(activation=activation),
+                keeps * b * width,
+                f"{keeps}·b·I",
+            )
+        )
+    if activation == "xielu":  # torch.where's condition x > 0
+        terms.append(Term(N_("MLP: xIELU branch mask (bool)"), width, "I"))
+    terms.append(Term(N_("MLP: down-projection input (activation output)"), b * width, "b·I"))
+    return terms
+
+
+def gated_mlp_terms(width: int, h: int, st: ActivationSettings, name: str) -> list[Term]:
+    """gate and up read the normalised input; act(gate) * up feeds down."""
+    b = st.dtype_bytes
+    terms = []
+    if trainable(st, "gate") or trainable(st, "up"):
+        terms.append(Term(N_("{name}: gate/up input").format(name=name), b * h, "b·h", "sp"))
+    if st.fused:
+        # A fused SwiGLU (Liger's, Megatron's, Inductor's) keeps gate and up and recomputes
+        # act(gate) in the backward pass.
+        terms.append(
+            Term(
+                N_("{name}: gate and up outputs (fused SwiGLU)").format(name=name),
+                2 * b * width,
+                "2·b·I",
+            )
+        )
+    else:
+        terms.append(
+            Term(
+                N_("{name}: gate output, activation output, up output").format(name=name),
+                3 * b * width,
+                "3·b·I",
+            )
+        )
+    if trainable(st, "down"):
+        terms.append(Term(N_("{name}: down-projection input").format(name=name), b * width, "b·I"))
+    return terms
