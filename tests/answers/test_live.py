@@ -9,7 +9,8 @@ from typing import Any
 
 from suanli.answers.base import SCHEMA_VERSION, json_schema
 from suanli.answers.live import CPU_NOTE, PSUTIL_NOTE, LiveAnswer, live_report
-from suanli.live.devices import DeviceSample, fake_provider
+from suanli.live.devices import DeviceSample
+from suanli.live.fake_devices import fake_provider
 from suanli.live.monitor import flags
 from tests.cli.test_cli import run
 

@@ -12,10 +12,10 @@ from suanli.live.devices import (
     CpuProvider,
     NvmlProvider,
     decode_throttle,
-    fake_provider,
     gpu_samples,
     parse_amd_json,
 )
+from suanli.live.fake_devices import fake_provider
 
 
 def test_cpu_provider_reads_this_machine() -> None:

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from suanli.live import exporter
-from suanli.live.devices import fake_provider
+from suanli.live.fake_devices import fake_provider
 from suanli.live.samples import DeviceSample
 
 H100_BYTES = 85_899_345_920  # 80 GiB: 6 significant digits would make it 85,899,300,000

@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from suanli.live import ascend_env, devices, env, smi
+from suanli.live import ascend_env, ascend_hygon_smi, devices, env, smi
 from suanli.live.ascend_env import ascend_verdicts, cann_version
-from suanli.live.devices import DriverInfo, gpu_samples, providers
-from suanli.live.env import diagnose, probe
-from suanli.live.environment import Environment
-from suanli.live.smi import (
+from suanli.live.ascend_hygon_smi import (
     HySmiProvider,
     NpuSmiProvider,
     parse_hy_smi_json,
     parse_hy_smi_table,
     parse_npu_smi_info,
 )
+from suanli.live.devices import DriverInfo, gpu_samples, providers
+from suanli.live.env import diagnose, probe
+from suanli.live.environment import Environment
 
 from . import smi_fixtures as fx
 from .test_smi_fallback import NoNvml
@@ -126,7 +126,9 @@ def test_npu_smi_failing_or_hanging_is_not_available(
     assert "exited with status 1" in (provider.driver().error or "")
     assert [p.name for p in providers()] == ["cpu"]
     _tool(machine, "npu-smi", f"{SLEEP} 5\n")
-    monkeypatch.setattr(smi, "run_tool", functools.partial(smi.run_tool, timeout_s=0.3))
+    monkeypatch.setattr(
+        ascend_hygon_smi, "run_tool", functools.partial(smi.run_tool, timeout_s=0.3)
+    )
     slow = NpuSmiProvider()
     assert not slow.available()
     assert "did not answer within 0.3 s" in (slow.driver().error or "")

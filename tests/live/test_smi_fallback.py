@@ -20,6 +20,7 @@ from suanli.live import devices, smi
 from suanli.live.devices import DriverInfo, gpu_samples, parse_amd_json, providers
 from suanli.live.env import diagnose, probe
 from suanli.live.environment import Environment
+from suanli.live.fake_devices import FakeProvider
 from suanli.live.smi import (
     NvidiaSmiProvider,
     ProcNvidiaProvider,
@@ -207,7 +208,7 @@ def test_nvidia_smi_is_used_when_nvml_cannot_load(machine: Path) -> None:
 
 def test_nvml_wins_over_nvidia_smi(machine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _nvidia_smi(machine)
-    fake = devices.FakeProvider([devices.DeviceSample(0, "H100", "nvidia")], name="nvml")
+    fake = FakeProvider([devices.DeviceSample(0, "H100", "nvidia")], name="nvml")
     monkeypatch.setattr(devices, "NvmlProvider", lambda: fake)
     assert [p.name for p in providers()] == ["nvml", "cpu"]
     assert not (machine.parent / "args.txt").exists()  # nvidia-smi never ran
