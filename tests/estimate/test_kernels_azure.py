@@ -49,13 +49,15 @@ def test_large_gemms_within_fifteen_percent_on_nvidia(gpu: str) -> None:
     assert statistics.median(abs(p.error) for p in large) < 0.08
 
 
-def test_mi300x_small_gemms_are_the_known_miss() -> None:
-    """hipBLASLt fp8 took about 40 us for every GEMM under 20 GFLOP in this benchmark; the model,
-    with the A100's launch floor, is 2-4x too fast there (docs/accuracy.md)."""
-    small = [p for p in POINTS if p.gpu == "mi300x-192gb" and p.kind == "gemm" and p.size < 2e10]
-    assert small and all(p.error > 0.5 for p in small)
-    large = [p for p in POINTS if p.gpu == "mi300x-192gb" and p.kind == "gemm" and p.size > 1e11]
-    assert all(abs(p.error) < 0.15 for p in large)
+def test_mi300x_gemms_within_fifteen_percent() -> None:
+    """hipBLASLt fp8 on ND MI300X v5 as Azure last published it (ROCm 6.8.5, 2025-03): every
+    shape within 15%, the small ones included. (The February run, ROCm 6.8.1, took about 40 us
+    for every GEMM under 20 GFLOP: 53 TFLOP/s at 1024^3 against 278 a month later.)"""
+    gemms = [p for p in POINTS if p.gpu == "mi300x-192gb" and p.kind == "gemm"]
+    assert len(gemms) == 9
+    for p in gemms:
+        assert abs(p.error) < 0.15, (p.label, p.error)
+    assert statistics.median(abs(p.error) for p in gemms) < 0.06
 
 
 @pytest.mark.parametrize("gpu", (*NVIDIA, "mi300x-192gb"))
