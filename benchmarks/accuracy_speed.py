@@ -107,8 +107,10 @@ def _rows_table(results: list[Result]) -> None:
     for r in results:
         row = r.row
         fits = "yes" if r.est.fits and r.est.supported else "no"
+        # A row whose card differs from the catalog's names its calibration file (see below).
+        gpu = f"{row.gpu}\\*" if dict(row.extras).get("calibration") else row.gpu
         print(
-            f"| {row.id} | {row.source_id} | {row.gpu} x {row.gpus} | {row.model} | {row.metric} | "
+            f"| {row.id} | {row.source_id} | {gpu} x {row.gpus} | {row.model} | {row.metric} | "
             f"{_fmt(r.est.value)} | {_fmt(row.value)} | {_pct(r.error)} | {fits} |"
         )
 
@@ -133,6 +135,20 @@ def main() -> None:
         "(`closed_loop`), other rows read TPOT and batch / TPOT.\n"
     )
     _rows_table(results)
+    calibrated = sorted(
+        {
+            dict(r.row.extras)["calibration"]
+            for r in results
+            if dict(r.row.extras).get("calibration")
+        }
+    )
+    if calibrated:
+        names = ", ".join(f"`tests/fixtures/calibration/{name}`" for name in calibrated)
+        print(
+            "\n\\* The card differs from the catalog's and the row says how, in the form a user "
+            f"of that card would give to `--calibration`: {names} (its comments give each "
+            "figure's source; nothing in it comes from the rows)."
+        )
 
     print("\n### Summary\n")
     print("| rows | within 20% | median abs error | mean signed error | median signed |")

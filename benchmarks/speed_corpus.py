@@ -79,7 +79,12 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "fp8_scaling": str,
     "projections": str,
     "recompute_every": int,
+    "calibration": str,
 }
+
+#: Calibration files a row can name (``{calibration=NAME}``): the measured ceilings of a card
+#: that differs from the catalog's, as a user of that card would give them with --calibration.
+CALIBRATIONS = CORPUS.parent / "calibration"
 
 #: How an inference row's requests were run (the ``load`` option): ``decode`` (default) reads
 #: TPOT and batch / TPOT; ``static``, one batch started together and run to the end (TensorRT-LLM's
@@ -89,6 +94,8 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
 LOADS = ("decode", "static", "closed")
 #: Options that describe an inference row rather than set a WorkRequest field.
 INFER_ONLY = frozenset({"kv_dtype", "load", "projections"})
+#: Options of the request, not of the work.
+REQUEST_ONLY = frozenset({"calibration"})
 
 #: Prompt length used for an inference row whose source does not state it (suanli's default).
 DEFAULT_PROMPT = PerfRequest().prompt
@@ -228,6 +235,7 @@ def request(row: Row) -> PerfRequest:
     """The public-API request for a row (``ignore_fit``: a job suanli thinks cannot run still
     gets its speed, marked ``fits=False``)."""
     extras = dict(row.extras)
+    calibration = str(CALIBRATIONS / extras["calibration"]) if "calibration" in extras else None
     if row.kind == "infer":
         if row.batch is None:
             raise ValueError(f"{row.id}: an inference row needs its batch (concurrency)")
@@ -252,6 +260,7 @@ def request(row: Row) -> PerfRequest:
             prompt=row.prompt or DEFAULT_PROMPT,
             output=row.output or 1,
             ignore_fit=True,
+            calibration=calibration,
         )
     options: dict[str, Any] = {
         "task": row.task,
@@ -268,7 +277,7 @@ def request(row: Row) -> PerfRequest:
         "dp": row.dp,
         "gpus": row.gpus,
     }
-    options.update({k: v for k, v in extras.items() if k not in INFER_ONLY})
+    options.update({k: v for k, v in extras.items() if k not in INFER_ONLY | REQUEST_ONLY})
     return PerfRequest(
         model=row.model,
         work=WorkRequest(**options),
@@ -276,6 +285,7 @@ def request(row: Row) -> PerfRequest:
         gpus_per_node=row.gpus_per_node,
         inter_node=row.inter_node,
         ignore_fit=True,
+        calibration=calibration,
     )
 
 

@@ -7,6 +7,7 @@ benchmarks/accuracy_speed.py (docs/accuracy.md). These tests only keep the corpu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any
@@ -91,3 +92,37 @@ def test_every_row_gets_a_finite_positive_estimate(row: Any) -> None:
     est = sc.estimate(row)
     assert math.isfinite(est.value) and est.value > 0
     assert isinstance(est.fits, bool) and isinstance(est.supported, bool)
+
+
+def test_a_named_calibration_file_exists_and_reaches_the_request() -> None:
+    named = [
+        (row, dict(row.extras)["calibration"]) for row in ROWS if "calibration" in dict(row.extras)
+    ]
+    assert named
+    for row, name in named:
+        assert (sc.CALIBRATIONS / name).is_file(), (row.id, name)
+        assert sc.request(row).calibration == str(sc.CALIBRATIONS / name)
+
+
+def test_grand_teton_calibration_is_the_documented_card_not_a_fit() -> None:
+    """torchtitan's H100s: 2.4 TB/s of HBM2e (their docs) at the share of its peak the A100's
+    HBM2e reaches (a catalog measurement), and the 700 W card's GEMM ceilings unchanged."""
+    from suanli.catalog.toml_data import read_data
+    from suanli.hardware import read_calibration
+
+    rows = read_calibration(sc.CALIBRATIONS / "grand-teton-h100.toml")
+    ceilings = {(c["gpu_id"], c["precision"]): c for c in read_data("efficiency.toml")["ceiling"]}
+    hbm2e_share = ceilings[("a100-sxm-80gb", "bf16")]["memory_fraction"]
+    for precision in ("bf16", "fp8"):
+        row = rows[("h100-sxm-80gb", precision)]
+        assert row["memory_bandwidth_bytes_per_s"] == pytest.approx(2.4e12 * hbm2e_share)
+        sxm = ceilings[("h100-sxm-80gb", precision)]
+        assert row["matmul_flops"] == pytest.approx(sxm["matmul_flops"])
+    teton = [row for row in ROWS if row.id.startswith("torchtitan-h100")]
+    assert len(teton) == 12
+    assert all(dict(row.extras).get("calibration") == "grand-teton-h100.toml" for row in teton)
+    # The documented card is slower than the catalog's: never a faster estimate.
+    for row in teton[:2]:
+        req = sc.request(row)
+        plain = sc.perf(dataclasses.replace(req, calibration=None))
+        assert sc.perf(req).tokens_per_s < plain.tokens_per_s
