@@ -80,6 +80,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "projections": str,
     "recompute_every": int,
     "calibration": str,
+    "rope": str,
 }
 
 #: Calibration files a row can name (``{calibration=NAME}``): the measured ceilings of a card

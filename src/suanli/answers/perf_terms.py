@@ -147,8 +147,16 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
                 floor=gemm.small_op_s * 1e6,
                 kernels=work.kernels,
                 norm=_pair(slow.of("norm", kernels)),
-                rope=_pair(slow.of("rope", kernels)),
+                rope=_pair(slow.of("rope", work.rope_kernels)),
                 act=_pair(slow.of("activation", kernels)),
+            )
+            + (
+                N_(
+                    " ; complex rotary (--rope complex): torch.compile cannot generate code for "
+                    "complex operators, so it runs as eager kernels"
+                )
+                if work.rope_kernels != work.kernels
+                else ""
             ),
         ),
     ]

@@ -48,6 +48,9 @@ class WorkRequest:
     fp8_scaling: str = "delayed"
     """fp8 training: ``delayed`` (Transformer Engine, Megatron) or ``dynamic`` (torchao,
     torchtitan)."""
+    rope: str = "real"
+    """Training: the model code's rotary embedding, ``real`` (transformers, torchtune, Megatron)
+    or ``complex`` (torchtitan), which torch.compile leaves as eager kernels."""
     zero: int = 0
     tp: int = 1
     pp: int = 1
@@ -408,6 +411,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         overheads=overheads,
         kernels=req.kernels,
         fp8_scaling=req.fp8_scaling,
+        rope=req.rope,
         recompute_every=req.recompute_every,
         activation_offload=req.activation_offload,
         loss=req.loss,

@@ -23,6 +23,7 @@ from suanli.estimate.workload import (
     PRECISIONS,
     PROJECTIONS,
     RECOMPUTE,
+    ROPE,
     SAVED_TENSORS,
     TASKS,
     ZERO_BUCKETS,
@@ -223,6 +224,17 @@ _OPTIONS: list[Callable[[Any], Any]] = [
             "With --dtype fp8: delayed scales from the amax history, one pass per cast "
             "(Transformer Engine, Megatron); dynamic reads each tensor for its amax first "
             "(torchao float8, torchtitan)."
+        ),
+    ),
+    click.option(
+        "--rope",
+        type=click.Choice(ROPE),
+        default="real",
+        show_default=True,
+        help=N_(
+            "The model code's rotary embedding: real (transformers, torchtune, Megatron) or "
+            "complex (torchtitan), which torch.compile cannot fuse: with --kernels compiled it "
+            "stays eager."
         ),
     ),
     click.option(
@@ -432,6 +444,7 @@ SHAPE_OPTIONS = (
     "attention",
     "kernels",
     "fp8_scaling",
+    "rope",
     "lora_rank",
     "lora_targets",
     "dropout",

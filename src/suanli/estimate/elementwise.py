@@ -67,7 +67,9 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     output once: RMSNorm/LayerNorm ``2bh``; RoPE on q and k ``2b·w``; gated activation ``3bI``
     (read gate and up, write the product; plain ``2bI``); two residual adds ``3bh`` each; eager
     attention one fused softmax over the scores (``2b·n_q·s``). Every fused term is at most its
-    eager counterpart."""
+    eager counterpart. A complex rotary under torch.compile keeps its eager ``10bw``
+    (``work.rope_kernels``): ``x.float()`` ``6bw``, the complex multiply ``8bw``, the cast back
+    ``6bw`` with ``b = 2``."""
     h, b = spec.hidden_size, work.dtype_bytes
     att = spec.attention
     width = spec.mlp.intermediate_size if spec.mlp else 0
@@ -91,6 +93,10 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
             (5 if gated else 2) * b * width,
             14,
         )
+    if fused and work.rope_kernels != work.kernels:
+        # A complex rotary under torch.compile runs as eager kernels: upcast, complex multiply,
+        # cast back, 10·b·w bytes as the real one's five ops.
+        rope = 10 * b * rope_width
     return {
         "norm": float(spec.norm.per_layer * norm),
         "rope": float(rope),
@@ -114,20 +120,26 @@ def fused_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
 
 def elementwise_kernels_per_layer(spec: ModelSpec, work: TrainWork) -> int:
     """Non-matmul kernels of one layer's forward: eager PyTorch launches one per op (an RMSNorm
-    is six, RoPE five for q and five for k, the gated activation two, two residual adds, eager
-    attention four softmax passes); fused code one per group (norm, RoPE, activation, adds)."""
+    is six, RoPE five for q and five for k, or three each when complex, the gated activation
+    two, two residual adds, eager attention four softmax passes); fused code one per group
+    (norm, RoPE, activation, adds), a complex RoPE under torch.compile as eager."""
     gated = spec.mlp.gated if spec.mlp else True
-    rope = spec.architecture not in ("gpt2", "bert")
+    has_rope = spec.architecture not in ("gpt2", "bert")
     softmax = work.attention == "eager"
+    # Eager RoPE: five ops for q and five for k (real), or upcast, complex multiply and cast
+    # back for each (complex); fused, one kernel.
+    rope = (
+        0
+        if not has_rope
+        else 1
+        if work.rope_kernels != "eager"
+        else 6
+        if work.rope == "complex"
+        else 10
+    )
     if not work.fused_kernels:
-        return (
-            spec.norm.per_layer * 6
-            + (10 if rope else 0)
-            + (2 if gated else 1)
-            + 2
-            + (4 if softmax else 0)
-        )
-    return spec.norm.per_layer + (1 if rope else 0) + 1 + 2 + (1 if softmax else 0)
+        return spec.norm.per_layer * 6 + rope + (2 if gated else 1) + 2 + (4 if softmax else 0)
+    return spec.norm.per_layer + rope + 1 + 2 + (1 if softmax else 0)
 
 
 def elementwise_seconds(
@@ -154,7 +166,8 @@ def elementwise_seconds(
     rerun = 1 / work.recompute_every if work.checkpointed else 0
     weighted = 0.0
     for kind, nbytes in training_op_bytes(spec, work, fused=fused).items():
-        forward, backward = model.training_elementwise.of(kind, work.kernels)
+        kernel_class = work.rope_kernels if kind == "rope" else work.kernels
+        forward, backward = model.training_elementwise.of(kind, kernel_class)
         weighted += nbytes * (forward * (1 + rerun) + 2 * backward)
     traffic_s = weighted * layers * tokens / tp / bandwidth_bytes_per_s
     kernels = elementwise_kernels_per_layer(spec, work) * (3 + rerun) * layers

@@ -34,6 +34,13 @@ KERNELS = ("eager", "fused", "compiled")
 #: ``dynamic`` reads each tensor for its amax before casting it (torchao float8, torchtitan;
 #: Megatron's ``--fp8-recipe tensorwise``).
 FP8_SCALING = ("delayed", "dynamic")
+#: How the model code rotates q and k: ``real`` (cos/sin products and a rotated half:
+#: transformers, torchtune, Megatron) or ``complex`` (q and k viewed as complex numbers and
+#: multiplied by complex frequencies: torchtitan, Meta's Llama reference code). torch.compile
+#: cannot generate code for complex operators (torch/_inductor/lowering.py falls back to the eager
+#: kernels: "Torchinductor does not support code generation for complex operators"), so under
+#: ``kernels="compiled"`` a complex rotary stays eager.
+ROPE = ("real", "complex")
 DEVICES = ("cuda", "cpu")
 KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
 #: How a serving engine launches a layer's input projections: ``fused`` (one QKV GEMM and one
@@ -223,11 +230,14 @@ class TrainWork:
     backward (fused and compiled alike)."""
     fp8_scaling: str = "delayed"
     """How fp8 training scales its casts (:data:`FP8_SCALING`); only read when ``dtype`` is fp8."""
+    rope: str = "real"
+    """How the model code computes its rotary embedding (:data:`ROPE`)."""
 
     def __post_init__(self) -> None:
         check_choice("task", self.task, TRAIN_TASKS)
         check_choice("kernels", self.kernels, KERNELS)
         check_choice("fp8_scaling", self.fp8_scaling, FP8_SCALING)
+        check_choice("rope", self.rope, ROPE)
         _positive("batch", self.batch)
         _positive("seq", self.seq)
         _positive("grad_accum", self.grad_accum)
@@ -279,6 +289,14 @@ class TrainWork:
         """The non-matmul ops run fused (hand-fused or compiled): fewer kernels, fewer saved
         tensors."""
         return self.kernels != "eager"
+
+    @property
+    def rope_kernels(self) -> str:
+        """The kernel class the rotary embedding runs as: ``kernels``, except that a complex
+        rotary under torch.compile stays eager (:data:`ROPE`)."""
+        if self.kernels == "compiled" and self.rope == "complex":
+            return "eager"
+        return self.kernels
 
     @property
     def is_lora(self) -> bool:

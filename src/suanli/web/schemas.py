@@ -28,6 +28,7 @@ from suanli.estimate.workload import (
     PRECISIONS,
     PROJECTIONS,
     RECOMPUTE,
+    ROPE,
     SAVED_TENSORS,
     TASKS,
     ZERO_BUCKETS,
@@ -66,6 +67,7 @@ Recompute = Annotated[str, _one_of(RECOMPUTE)]
 Attention = Annotated[str, _one_of(ATTENTION)]
 Kernels = Annotated[str, _one_of(KERNELS)]
 Fp8Scaling = Annotated[str, _one_of(FP8_SCALING)]
+Rope = Annotated[str, _one_of(ROPE)]
 KvDtype = Annotated[str, _one_of(KV_DTYPES)]
 Projections = Annotated[str, _one_of(PROJECTIONS)]
 Loss = Annotated[str, _one_of(LOSSES)]
@@ -100,6 +102,7 @@ class _Shape(BaseModel):
     attention: Attention = "sdpa"
     kernels: Kernels = "eager"
     fp8_scaling: Fp8Scaling = "delayed"
+    rope: Rope = "real"
     lora_rank: int = Field(16, ge=1, le=4096)
     lora_targets: str = Field("q,k,v,o", max_length=100)
     dropout: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
