@@ -25,7 +25,7 @@ import json
 import re
 
 from suanli.live.samples import NA, DeviceSample
-from suanli.live.smi import SmiTableProvider, ToolError, run_tool
+from suanli.live.smi import ROCM_SMI_QUERY, SmiTableProvider, ToolError, run_tool
 
 # --- Huawei Ascend (npu-smi) --------------------------------------------------------------------
 
@@ -117,15 +117,7 @@ class NpuSmiProvider(SmiTableProvider):
 
 # --- Hygon DCU (hy-smi) -------------------------------------------------------------------------
 
-HY_SMI_QUERY = (
-    "--showproductname",
-    "--showmeminfo",
-    "vram",
-    "--showuse",
-    "--showpower",
-    "--showtemp",
-    "--json",
-)
+HY_SMI_QUERY = ROCM_SMI_QUERY
 
 #: A value that directly follows another without the comma (``"91.0""Average ...": ...``).
 _MISSING_COMMA_RE = re.compile(r'(?<=[^\s{,:\[\\])"(\s*)"(?=[^"]+"\s*:)')

@@ -264,16 +264,9 @@ class AmdSmiProvider:
                     self._static = []
             args = [self._tool, "metric", "--json"]
         else:
-            args = [
-                self._tool,
-                "--showproductname",
-                "--showmeminfo",
-                "vram",
-                "--showuse",
-                "--showpower",
-                "--showtemp",
-                "--json",
-            ]
+            from suanli.live.smi import ROCM_SMI_QUERY
+
+            args = [self._tool, *ROCM_SMI_QUERY]
         try:
             data = json.loads(self._run(args))
         except (ValueError, OSError, RuntimeError) as exc:

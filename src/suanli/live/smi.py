@@ -57,6 +57,17 @@ NVIDIA_SMI_QUERY = (
     "--query-gpu=" + ",".join(NVIDIA_SMI_FIELDS),
     "--format=csv,noheader,nounits",
 )
+#: rocm-smi's query for name, VRAM, utilisation, power and temperature as JSON; Hygon's hy-smi,
+#: derived from rocm-smi, takes the same flags.
+ROCM_SMI_QUERY = (
+    "--showproductname",
+    "--showmeminfo",
+    "vram",
+    "--showuse",
+    "--showpower",
+    "--showtemp",
+    "--json",
+)
 
 #: Minimum Linux driver for each CUDA release (CUDA Toolkit release notes, "CUDA Toolkit and
 #: Corresponding Driver Versions", GA releases), newest first. Used only when the ``nvidia-smi``
