@@ -22,6 +22,8 @@ from suanli.estimate.workload import TrainWork
 from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
+from ..cli.test_cli import run
+
 SPEC = load_model("llama-3.1-8b").spec
 DEVICE = device_for(find_gpu("h100-sxm-80gb", load_catalog()), "bf16", auto_calibration=False)
 
@@ -100,13 +102,11 @@ def test_torchtitan_brings_its_complex_rotary() -> None:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_bad_rope_is_one_sentence_and_exit_2(lang: str) -> None:
-    result = CliRunner().invoke(
-        cli, ["--lang", lang, "perf", "llama-3.1-8b", "--gpu", "h100", "--rope", "quaternion"]
-    )
-    assert result.exit_code == 2
-    assert "Traceback" not in result.output
-    assert "quaternion" in result.output
-    assert len([line for line in result.output.strip().splitlines() if line]) == 1
+    result = run("--lang", lang, "perf", "llama-3.1-8b", "--gpu", "h100", "--rope", "quaternion")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and not result.stdout
+    assert "quaternion" in result.stderr
+    assert len([line for line in result.stderr.strip().splitlines() if line]) == 1
 
 
 def test_explain_says_the_rotary_ran_eager() -> None:
@@ -116,3 +116,13 @@ def test_explain_says_the_rotary_ran_eager() -> None:
     titan = CliRunner().invoke(cli, [*args, "--rope", "complex"])
     assert plain.exit_code == titan.exit_code == 0, titan.output
     assert "complex rotary" in titan.output and "complex rotary" not in plain.output
+
+
+def test_explain_says_it_in_chinese_too() -> None:
+    args = ["--lang", "zh", "perf", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--zero", "3"]
+    args += ["--batch", "2", "--seq", "8192", "--recompute", "op", "--kernels", "compiled"]
+    result = run(*args, "--rope", "complex", "--explain")
+    assert result.returncode == 0, result.stderr
+    # The whole memory formula is translated, the note on the rotary with it.
+    assert "复数旋转位置编码" in result.stdout and "优化器步字节数" in result.stdout
+    assert "complex rotary" not in result.stdout

@@ -3,7 +3,7 @@ the formula behind it (``suanli perf --explain``, the ``terms`` of the perf docu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from suanli.estimate.comm import OneShot
 from suanli.estimate.inference import InferPerf
@@ -149,17 +149,18 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
                 norm=_pair(slow.of("norm", kernels)),
                 rope=_pair(slow.of("rope", work.rope_kernels)),
                 act=_pair(slow.of("activation", kernels)),
-            )
-            + (
-                N_(
-                    " ; complex rotary (--rope complex): torch.compile cannot generate code for "
-                    "complex operators, so it runs as eager kernels"
-                )
-                if work.rope_kernels != work.kernels
-                else ""
             ),
         ),
     ]
+    if work.rope_kernels != work.kernels:
+        memory = terms[1]
+        terms[1] = replace(
+            memory,
+            formula=N_(
+                "{formula} ; complex rotary (--rope complex): torch.compile cannot generate code "
+                "for complex operators, so it runs as eager kernels"
+            ).format(formula=memory.formula),
+        )
     groups = {
         "tensor_parallel": (par.tp, 1),
         "data_parallel": (par.dp, par.tp * par.pp),
