@@ -268,6 +268,18 @@ def train_matmul_seconds(
     return stage_layers * layer + head
 
 
+def fsdp_root_s(root_bytes: Any, work: TrainWork, group: Any, link: Any) -> Any:
+    """Seconds of FSDP traffic that nothing can hide: the root unit (embeddings, final norm, LM
+    head, which FSDP wraps with the model itself) is gathered before each micro-batch's forward
+    and again before its backward (it is resharded after forward), and its gradients are
+    reduce-scattered after the last layer's backward, when no compute is left to overlap
+    (torchtitan 9dec370 parallelize_llama.py: ``fully_shard(model, reshard_after_forward=not
+    pp_enabled)``). LoRA freezes the root: no gradients to reduce."""
+    gather = all_gather_s(root_bytes, group, link)
+    scatter = 0.0 if work.is_lora else reduce_scatter_s(root_bytes, group, link)
+    return 2 * work.grad_accum * gather + scatter
+
+
 def offloaded_step_s(work: TrainWork, params: Any, device: Device) -> Any:
     """An optimizer step on the CPU (ZeRO-Offload): the same state traffic at the host's memory
     bandwidth, then the updated 16-bit parameters copied back over PCIe (the gradients' copy
@@ -394,7 +406,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
             # reduce-scatter the gradients; prefetching overlaps them with compute.
             gathers = passes * m * all_gather_s(split.total * b, group, link)
             dp_s = gathers + reduce_scatter_s(grad_bytes, group, link) + replica_s
-            exposed = max(0.0, dp_s - DP_OVERLAP * busy)
+            exposed = max(fsdp_root_s(split.other * b, work, group, link), dp_s - DP_OVERLAP * busy)
         else:
             dp_s = (
                 reduce_scatter_s(grad_bytes, group, link)

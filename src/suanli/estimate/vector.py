@@ -425,7 +425,10 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         _all_reduce(net, grad_bytes / group, replicas, tp * pp * group),
         0.0,
     )
-    fsdp = np.maximum(0.0, gathers + scatter + replica - DP_OVERLAP * busy)
+    # The root unit's gathers and gradient reduction, which nothing hides (perf.fsdp_root_s).
+    root = _reduce_scatter(split["other"] * b, group, bw, lat, base)
+    root_s = 2 * m * root + (0.0 if work.is_lora else root)
+    fsdp = np.maximum(root_s, gathers + scatter + replica - DP_OVERLAP * busy)
     ddp_s = (
         np.where(
             zero >= 2,
