@@ -5,32 +5,21 @@ Figures the docs quote (docs/capacity.md) are printed; run with ``-s`` to see th
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from collections import deque
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-import click
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from suanli.answers.capacity import CapacityRequest, capacity
-from suanli.answers.capacity_result import CapacitySimulation
 from suanli.catalog import bundled_gpus, find_gpu
-from suanli.cli.capacity import capacity_cmd
-from suanli.cli.main import cli
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.serving import (
-    POLICIES,
     EngineConfig,
     Lengths,
     ReplicaCost,
     Requests,
-    ServingResult,
     make_requests,
     parse_trace,
     plan_replicas,
@@ -39,32 +28,12 @@ from suanli.estimate.serving import (
 )
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
-from suanli.models.resolve import load_model
 from suanli.models.spec import ModelSpec
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+from .serving_helpers import Seq, summary
+
 GPUS = bundled_gpus()
 H100 = find_gpu("h100-sxm-80gb", GPUS)
-
-
-@pytest.fixture(scope="module")
-def llama8b() -> ModelSpec:
-    return load_model("llama-3.1-8b").spec
-
-
-@pytest.fixture(scope="module")
-def h100_cost(llama8b: ModelSpec) -> ReplicaCost:
-    return replica_cost(
-        llama8b, device_for(H100, "bf16"), memory_bytes=H100.memory_bytes, reference_context=640
-    )
-
-
-def _summary(r: ServingResult) -> str:
-    return (
-        f"{r.requests_per_s:7.2f} req/s {r.tokens_per_s:8.0f} tok/s  TTFT p50/p95 "
-        f"{r.ttft_s['p50']:.3f}/{r.ttft_s['p95']:.3f} s  TPOT p95 {r.tpot_s['p95'] * 1e3:.1f} ms  "
-        f"E2E p50/p95 {r.e2e_s['p50']:.2f}/{r.e2e_s['p95']:.2f} s  busy {r.gpu_utilization:.0%}"
-    )
 
 
 # --- queueing theory ------------------------------------------------------------------------
@@ -125,10 +94,10 @@ def test_continuous_beats_static_for_mixed_output_lengths(h100_cost: ReplicaCost
     lat = {c.policy: simulate(h100_cost, online, c) for c in (static, cont)}
     print("\nsaturated (3,000 requests at once, batch <= 64):")
     for name, r in sat.items():
-        print(f"  {name:10s} {_summary(r)}")
+        print(f"  {name:10s} {summary(r)}")
     print("at 1 request/s (Poisson):")
     for name, r in lat.items():
-        print(f"  {name:10s} {_summary(r)}")
+        print(f"  {name:10s} {summary(r)}")
     assert sat["continuous"].tokens_per_s > 1.5 * sat["static"].tokens_per_s
     # Both sustain the offered rate: their request rates agree within 2%.
     assert lat["static"].requests_per_s == pytest.approx(lat["continuous"].requests_per_s, 0.02)
@@ -143,9 +112,7 @@ def test_chunked_prefill_bounds_the_decode_stall(h100_cost: ReplicaCost) -> None
     reqs = make_requests(rate=2, prompt=prompt, output=output, requests=800, seed=2)
     cont = simulate(h100_cost, reqs, EngineConfig(policy="continuous"))
     chunk = simulate(h100_cost, reqs, EngineConfig(policy="chunked", max_batched_tokens=512))
-    print(
-        f"\nlong prompts: continuous {_summary(cont)}\n              chunked    {_summary(chunk)}"
-    )
+    print(f"\nlong prompts: continuous {summary(cont)}\n              chunked    {summary(chunk)}")
     assert chunk.tpot_s["p99"] < cont.tpot_s["p99"]
     assert chunk.completed == cont.completed == len(reqs)
 
@@ -174,10 +141,10 @@ def test_kv_capacity_limits_concurrency(llama8b: ModelSpec) -> None:
     cramped = simulate(tiny, reqs)
     reserved = simulate(tiny, reqs, EngineConfig(kv_policy="reserve"))
     print(
-        f"\nKV {big.kv_blocks * 16:,} tokens: {_summary(roomy)}, max running {roomy.max_running}"
-        f"\nKV {tiny.kv_blocks * 16:,} tokens (preempt): {_summary(cramped)}, max running "
+        f"\nKV {big.kv_blocks * 16:,} tokens: {summary(roomy)}, max running {roomy.max_running}"
+        f"\nKV {tiny.kv_blocks * 16:,} tokens (preempt): {summary(cramped)}, max running "
         f"{cramped.max_running}, preemptions {cramped.preemptions}"
-        f"\nKV {tiny.kv_blocks * 16:,} tokens (reserve): {_summary(reserved)}, max running "
+        f"\nKV {tiny.kv_blocks * 16:,} tokens (reserve): {summary(reserved)}, max running "
         f"{reserved.max_running}"
     )
     assert roomy.max_running > 12 and roomy.kv_usage_max < 0.25
@@ -200,15 +167,6 @@ def test_a_request_larger_than_the_kv_cache_is_refused(h100_cost: ReplicaCost) -
 # --- an independent reference: one iteration, one sequence at a time ----------------------------
 
 
-@dataclass
-class _Seq:
-    rid: int
-    ctx: int = 0
-    produced: int = 0
-    total: int = 0
-    done: int = 0
-
-
 def _reference(cost: ReplicaCost, reqs: Requests, cfg: EngineConfig) -> dict[str, list[float]]:
     """The continuous and chunked policies stepped naively, per iteration and per sequence."""
     bs, free = cfg.block_size, cost.kv_blocks
@@ -220,8 +178,8 @@ def _reference(cost: ReplicaCost, reqs: Requests, cfg: EngineConfig) -> dict[str
     out: dict[str, list[float]] = {k: [math.nan] * n for k in ("admit", "first", "finish")}
     held: dict[int, int] = {}
     waiting: deque[int] = deque()
-    prefilling: list[_Seq] = []
-    decoding: list[_Seq] = []
+    prefilling: list[Seq] = []
+    decoding: list[Seq] = []
     nxt, clock, preemptions = 0, arrival[0], 0
     while nxt < n or waiting or prefilling or decoding:
         if not (waiting or prefilling or decoding):
@@ -243,7 +201,7 @@ def _reference(cost: ReplicaCost, reqs: Requests, cfg: EngineConfig) -> dict[str
                     waiting.appendleft(d.rid)
                     preemptions += 1
                 preempted = bool(decoding)
-        chunks: list[tuple[_Seq, int, int]] = []
+        chunks: list[tuple[Seq, int, int]] = []
         budget = cfg.token_budget
         if chunked:
             budget = max(budget - len(decoding), 0)
@@ -275,7 +233,7 @@ def _reference(cost: ReplicaCost, reqs: Requests, cfg: EngineConfig) -> dict[str
                 held[rid] = blocks
                 if math.isnan(out["admit"][rid]):
                     out["admit"][rid] = clock
-                e = _Seq(rid)
+                e = Seq(rid)
                 prefilling.append(e)
                 chunks.append((e, c, 0))
                 used += c
@@ -314,7 +272,7 @@ def _reference(cost: ReplicaCost, reqs: Requests, cfg: EngineConfig) -> dict[str
                 out["finish"][e.rid] = clock
                 free += held[e.rid]
             else:
-                decoding.append(_Seq(e.rid, prompt[e.rid], 1, remaining[e.rid]))
+                decoding.append(Seq(e.rid, prompt[e.rid], 1, remaining[e.rid]))
     assert free == cost.kv_blocks, "blocks leaked"
     out["preemptions"] = [float(preemptions)]
     return out
@@ -362,222 +320,6 @@ def test_matches_a_step_by_step_reference(
 # --- prefill-first (vLLM v0's default scheduler) ----------------------------------------------
 
 
-def _reference_prefill_first(
-    cost: ReplicaCost, reqs: Requests, cfg: EngineConfig
-) -> dict[str, list[float]]:
-    """vLLM v0's default scheduler stepped naively, per iteration and per sequence: an
-    iteration prefills the prompts that can be admitted and nothing else; when none can be, it
-    decodes every running sequence, preempting the newest when blocks run short."""
-    bs, free = cfg.block_size, cost.kv_blocks
-    water = int(0.01 * cost.kv_blocks)
-    reserve = cfg.kv_policy == "reserve"
-    arrival = reqs.arrival_s.tolist()
-    prompt, remaining = reqs.prompt.tolist(), reqs.output.tolist()
-    n = len(arrival)
-    out: dict[str, list[float]] = {k: [math.nan] * n for k in ("admit", "first", "finish")}
-    held: dict[int, int] = {}
-    waiting: deque[int] = deque()
-    decoding: list[_Seq] = []
-    nxt, clock, preemptions, prefill_only = 0, arrival[0], 0, 0
-    while nxt < n or waiting or decoding:
-        if not (waiting or decoding):
-            clock = max(clock, arrival[nxt])
-        while nxt < n and arrival[nxt] <= clock:
-            waiting.append(nxt)
-            nxt += 1
-        admitted: list[int] = []
-        slots, used = cfg.max_batch - len(decoding), 0
-        while waiting and slots > 0:
-            rid = waiting[0]
-            p = prompt[rid]
-            if used and used + p > cfg.token_budget:
-                break
-            blocks = -(-(p + remaining[rid]) // bs) if reserve else -(-p // bs)
-            if blocks > free - (water if decoding and not reserve else 0):
-                break
-            waiting.popleft()
-            free -= blocks
-            held[rid] = blocks
-            if math.isnan(out["admit"][rid]):
-                out["admit"][rid] = clock
-            admitted.append(rid)
-            used += p
-            slots -= 1
-        if admitted:  # a prefill-only iteration: the running sequences wait
-            keys = 0.0
-            for rid in admitted:
-                keys += prompt[rid] * (prompt[rid] + 1) / 2
-            clock += cost.iteration_s(used, len(admitted), keys, float(used), cfg.step_overhead_s)
-            prefill_only += bool(decoding)
-            for rid in admitted:
-                if math.isnan(out["first"][rid]):
-                    out["first"][rid] = clock
-                if remaining[rid] <= 1:
-                    out["finish"][rid] = clock
-                    free += held[rid]
-                else:
-                    decoding.append(_Seq(rid, prompt[rid], 1, remaining[rid]))
-            continue
-        assert decoding, "stuck"
-        need = 0
-        if not reserve:
-            need = sum(1 for d in decoding if d.ctx % bs == 0)
-            while need > free and decoding:
-                d = decoding.pop()
-                if d.ctx % bs == 0:
-                    need -= 1
-                free += -(-d.ctx // bs)
-                prompt[d.rid] += d.produced
-                remaining[d.rid] -= d.produced
-                waiting.appendleft(d.rid)
-                preemptions += 1
-            if not decoding:
-                continue
-        free -= need
-        b = len(decoding)
-        keys = float(sum(d.ctx + 1 for d in decoding))
-        clock += cost.iteration_s(b, b, keys, keys, cfg.step_overhead_s)
-        still = []
-        for d in decoding:
-            d.ctx += 1
-            d.produced += 1
-            if d.produced == d.total:
-                out["finish"][d.rid] = clock
-                free += held[d.rid] if reserve else -(-d.ctx // bs)
-            else:
-                still.append(d)
-        decoding = still
-    assert free == cost.kv_blocks, "blocks leaked"
-    out["preemptions"] = [float(preemptions)]
-    out["paused"] = [float(prefill_only)]
-    return out
-
-
-@pytest.mark.parametrize(
-    ("kv_policy", "blocks"), [("preempt", 100_000), ("preempt", 120), ("reserve", 120)]
-)
-def test_prefill_first_matches_a_step_by_step_reference(
-    h100_cost: ReplicaCost, kv_policy: str, blocks: int
-) -> None:
-    """Prefill-only iterations leave the decode-step count (the aggregate bookkeeping's clock)
-    alone: the simulator's times equal stepping every iteration and every sequence."""
-    cost = replace(h100_cost, kv_blocks=blocks)
-    cfg = EngineConfig(
-        policy="prefill-first", kv_policy=kv_policy, max_batch=24, max_batched_tokens=700
-    )
-    reqs = make_requests(
-        rate=40,
-        prompt=Lengths(300, "uniform", 0.9),
-        output=Lengths(120, "lognormal", 0.8),
-        requests=400,
-        seed=5,
-    )
-    reqs = Requests(reqs.arrival_s, reqs.prompt, np.minimum(reqs.output, 1500))
-    ref = _reference_prefill_first(cost, reqs, cfg)
-    got = simulate(cost, reqs, cfg)
-    assert ref["paused"][0] > 50  # prefills did pause running decodes
-    assert got.preemptions == ref["preemptions"][0]
-    if blocks == 120 and kv_policy == "preempt":
-        assert got.preemptions > 0
-    arrival = reqs.arrival_s
-    for key, stats in (("first", got.ttft_s), ("finish", got.e2e_s)):
-        times = np.asarray(ref[key]) - arrival
-        assert stats["mean"] == pytest.approx(times.mean(), rel=1e-9)
-        assert stats["p95"] == pytest.approx(np.percentile(times, 95), rel=1e-9)
-    wait = (np.asarray(ref["admit"]) - arrival).mean()
-    assert got.queue_wait_mean_s == pytest.approx(wait, rel=1e-9, abs=1e-12)
-    assert got.completed == len(reqs)
-
-
-def test_prefill_first_alone_equals_continuous(h100_cost: ReplicaCost) -> None:
-    """One request alone (and requests that never overlap): nothing runs while a prompt is
-    prefilled, so prefill-first and continuous batching give the same times exactly."""
-    one = make_requests(rate=1, prompt=Lengths(1024), output=Lengths(256), requests=1)
-    apart = Requests(np.array([0.0, 10.0, 20.0]), np.array([100, 2000, 7]), np.array([1, 300, 9]))
-    for reqs in (one, apart):
-        cont = simulate(h100_cost, reqs, EngineConfig(policy="continuous"))
-        first = simulate(h100_cost, reqs, EngineConfig(policy="prefill-first"))
-        assert first.ttft_s == cont.ttft_s
-        assert first.tpot_s == cont.tpot_s
-        assert first.e2e_s == cont.e2e_s
-        assert first.iterations == cont.iterations
-        assert first.completed == len(reqs)
-
-
-def test_prefill_first_trades_tpot_for_ttft_under_load(h100_cost: ReplicaCost) -> None:
-    """25 req/s on one H100 (busy all the time, not saturated): a prompt's prefill runs alone
-    instead of alongside ~100 decodes, so it finishes sooner (lower TTFT), and every running
-    sequence waits for it (higher TPOT: the prefill and the decode step no longer share a
-    weight read)."""
-    reqs = make_requests(
-        rate=25,
-        prompt=Lengths(512, "uniform"),
-        output=Lengths(256, "lognormal", 0.8),
-        requests=3000,
-        seed=3,
-    )
-    cont = simulate(h100_cost, reqs, EngineConfig(policy="continuous"))
-    first = simulate(h100_cost, reqs, EngineConfig(policy="prefill-first"))
-    print(f"\n25 req/s: continuous    {_summary(cont)}\n          prefill-first {_summary(first)}")
-    # Measured: TTFT about 0.8x, TPOT about 1.3x that of continuous batching.
-    assert first.ttft_s["mean"] < 0.9 * cont.ttft_s["mean"]
-    assert first.ttft_s["p95"] < 0.9 * cont.ttft_s["p95"]
-    assert first.tpot_s["mean"] > 1.15 * cont.tpot_s["mean"]
-    assert first.tpot_s["p95"] > 1.15 * cont.tpot_s["p95"]
-    assert first.completed == cont.completed == len(reqs)
-
-
-def test_prefill_first_throughput_is_near_continuous(h100_cost: ReplicaCost) -> None:
-    """Below saturation both serve the offered rate; saturated (all requests at once),
-    prefill-first loses the decode tokens that ride along in mixed iterations, a few percent
-    to ~10% of the tokens per second, never more than 15%."""
-    prompt, output = Lengths(512, "uniform"), Lengths(256, "lognormal", 0.8)
-    online = make_requests(rate=20, prompt=prompt, output=output, requests=3000, seed=1)
-    offline = make_requests(rate=math.inf, prompt=prompt, output=output, requests=3000, seed=1)
-    for reqs, batch, low in ((online, 256, 0.98), (offline, 256, 0.85), (offline, 64, 0.85)):
-        cont = simulate(h100_cost, reqs, EngineConfig(policy="continuous", max_batch=batch))
-        first = simulate(h100_cost, reqs, EngineConfig(policy="prefill-first", max_batch=batch))
-        ratio = first.tokens_per_s / cont.tokens_per_s
-        print(f"\nprefill-first / continuous, batch {batch}: {ratio:.3f} of the tokens/s")
-        assert low <= ratio <= 1.02
-        assert first.requests_per_s / cont.requests_per_s >= low
-        assert first.completed == len(reqs)
-    # Least-loaded dispatch over replicas (the lower bound on a replica's next completion).
-    two = simulate(
-        h100_cost, online, EngineConfig(policy="prefill-first"), replicas=2, dispatch="least-loaded"
-    )
-    assert two.completed == len(online)
-
-
-def test_prefill_first_policy_name_is_accepted_and_checked() -> None:
-    """The answers layer and the command line take ``prefill-first``; a bad name is one
-    sentence and exit status 2."""
-    assert "prefill-first" in POLICIES
-    sim = capacity(
-        CapacityRequest("llama-3.1-8b", gpu="h100", rate=5, requests=200, policy="prefill-first")
-    )
-    assert isinstance(sim, CapacitySimulation)
-    assert sim.workload.policy == "prefill-first" and sim.completed == 200
-    with pytest.raises(ValueError, match=r"--policy 'fifo' is not one of .*prefill-first"):
-        capacity(CapacityRequest("llama-3.1-8b", gpu="h100", rate=5, policy="fifo"))
-    runner = CliRunner()
-    base = ["capacity", "llama-3.1-8b", "--gpu", "h100", "--rate", "5"]
-    ok = runner.invoke(cli, [*base, "--policy", "prefill-first", "--requests", "200", "--json"])
-    assert ok.exit_code == 0, ok.output
-    doc = json.loads(ok.stdout)
-    assert doc["policy"] == "prefill-first"
-    bad = runner.invoke(cli, [*base, "--policy", "fifo"])
-    assert bad.exit_code == 2
-    lines = bad.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--policy" in lines[0] and "prefill-first" in lines[0]
-    option = next(p for p in capacity_cmd.params if p.name == "policy")
-    assert isinstance(option.type, click.Choice)
-    assert tuple(option.type.choices) == POLICIES  # the command line offers every policy
-
-
-# --- replicas and capacity ------------------------------------------------------------------
-
-
 def test_replicas_share_the_load(h100_cost: ReplicaCost) -> None:
     reqs = make_requests(
         rate=60, prompt=Lengths(512), output=Lengths(256, "lognormal", 1.0), requests=6000
@@ -585,9 +327,9 @@ def test_replicas_share_the_load(h100_cost: ReplicaCost) -> None:
     one = simulate(h100_cost, reqs)
     rr = simulate(h100_cost, reqs, replicas=4)
     ll = simulate(h100_cost, reqs, replicas=4, dispatch="least-loaded")
-    print(f"\n1 replica:          {_summary(one)}")
-    print(f"4, round-robin:     {_summary(rr)}")
-    print(f"4, least-loaded:    {_summary(ll)}")
+    print(f"\n1 replica:          {summary(one)}")
+    print(f"4, round-robin:     {summary(rr)}")
+    print(f"4, least-loaded:    {summary(ll)}")
     assert rr.ttft_s["p95"] < one.ttft_s["p95"]
     assert rr.tpot_s["p95"] < one.tpot_s["p95"]
     assert ll.tpot_s["p95"] <= rr.tpot_s["p95"] * 1.05
@@ -612,7 +354,7 @@ def test_capacity_search_meets_the_slo_when_resimulated(llama8b: ModelSpec) -> N
     print(
         f"\n40 req/s, TTFT p95 <= 0.5 s, TPOT p95 <= 30 ms: {replicas} x tp{tp} H100 ({sims} runs)"
     )
-    print(f"  {_summary(result)}, ${result.usd_per_hour:.2f}/h")
+    print(f"  {summary(result)}, ${result.usd_per_hour:.2f}/h")
     cfg = EngineConfig()
     ref = int(reqs.prompt.mean() + reqs.output.mean() / 2)
     cost = replica_cost(
@@ -753,102 +495,3 @@ def test_bad_layouts_raise_value_error(llama8b: ModelSpec, h100_cost: ReplicaCos
 
 
 # --- published serving benchmarks --------------------------------------------------------------
-
-BENCHMARKS = list(csv.DictReader((FIXTURES / "serving-benchmarks.csv").read_text().splitlines()))
-
-#: Rows outside 25%, and why (docs/capacity.md, "Against published benchmarks"). None since the
-#: GEMM kernel model (suanli.estimate.kernels): the one miss before, TensorRT-LLM v0.6.1 on H100
-#: at static batch 768 of Llama-2-7B (+29.9%), came from GEMMs and KV reads at the best-shape
-#: ceilings; at the kernel model's efficiencies it is +14%.
-EXPECTED_MISSES: set[str] = set()
-
-
-def _trtllm_bench_settings(cost: ReplicaCost, isl: int, osl: int) -> tuple[int, int]:
-    """trtllm-bench's engine settings (tensorrt_llm/bench/build/tuning.py, finetune_setting):
-    max batch from the requests the KV cache holds at ISL + OSL (capped at 4096, rounded up),
-    max tokens = batch x (1 + ISL/OSL) (capped at 32768, rounded up)."""
-    raw_bs = min(cost.kv_blocks * cost.block_size / (isl + osl), 4096)
-    raw_tok = min(raw_bs * (1 + isl / osl), 32768)
-    if raw_bs < 256:
-        bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        bs = 256 * math.ceil(raw_bs / 256)
-    if raw_tok < 4096:
-        tok = max(2048, 256 * math.ceil(raw_tok / 256))
-    elif raw_tok < 8192:
-        tok = 512 * math.ceil(raw_tok / 512)
-    else:
-        tok = 1024 * math.ceil(raw_tok / 1024)
-    return bs, tok
-
-
-def simulate_benchmark(row: dict[str, str]) -> float:
-    """Output tokens per second (per GPU where the source reports per GPU) for one row."""
-    spec = load_model(row["model"]).spec
-    gpu = find_gpu(row["gpu"], GPUS)
-    fmt, kv, tp = row["weight_format"], row["kv_dtype"], int(row["tp"])
-    isl, osl, n = int(row["isl"]), int(row["osl"]), int(row["num_requests"])
-    device = device_for(gpu, "fp8" if fmt == "fp8" else "bf16")
-    ref = isl + osl // 2
-    util = float(row["gpu_memory_utilization"])
-    if row["mode"] == "static":
-        batch = int(row["batch"])
-        cfg = EngineConfig(
-            policy="static", max_batch=batch, batch_timeout_s=0, gpu_memory_utilization=util
-        )
-    else:
-        probe = EngineConfig(kv_policy="reserve", gpu_memory_utilization=util)
-        base = replica_cost(
-            spec,
-            device,
-            tp=tp,
-            weight_format=fmt,
-            kv_dtype=kv,
-            memory_bytes=gpu.memory_bytes,
-            config=probe,
-            reference_context=ref,
-        )
-        batch, tokens = _trtllm_bench_settings(base, isl, osl)
-        cfg = replace(probe, policy="continuous", max_batch=batch, max_batched_tokens=tokens)
-    cost = replica_cost(
-        spec,
-        device,
-        tp=tp,
-        weight_format=fmt,
-        kv_dtype=kv,
-        memory_bytes=gpu.memory_bytes,
-        config=cfg,
-        reference_context=ref,
-    )
-    reqs = make_requests(rate=math.inf, prompt=Lengths(isl), output=Lengths(osl), requests=n)
-    result = simulate(cost, reqs, cfg)
-    return result.tokens_per_s / (tp if row["per_gpu"] == "yes" else 1)
-
-
-def _key(row: dict[str, str]) -> str:
-    batch = f" b{row['batch']}" if row["batch"] else ""
-    return f"{row['engine']} {row['model']} {row['gpu']} {row['isl']}/{row['osl']}{batch}"
-
-
-def test_published_serving_benchmarks() -> None:
-    """Against TensorRT-LLM's published throughput (tests/fixtures/serving-benchmarks.csv):
-    most rows within 25%; the misses are the ones named in EXPECTED_MISSES."""
-    within, misses = 0, set()
-    print()
-    for row in BENCHMARKS:
-        predicted = simulate_benchmark(row)
-        published = float(row["value"])
-        error = predicted / published - 1
-        ok = abs(error) <= 0.25
-        within += ok
-        if not ok:
-            misses.add(_key(row))
-        print(
-            f"  {_key(row):55s} published {published:9,.0f}  simulated {predicted:9,.0f}  "
-            f"{error:+6.1%}"
-        )
-    assert len(BENCHMARKS) >= 6
-    assert within >= 0.75 * len(BENCHMARKS)
-    assert misses == EXPECTED_MISSES
