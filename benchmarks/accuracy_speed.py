@@ -108,7 +108,7 @@ def _rows_table(results: list[Result]) -> None:
         row = r.row
         fits = "yes" if r.est.fits and r.est.supported else "no"
         # A row whose card differs from the catalog's names its calibration file (see below).
-        gpu = f"{row.gpu}\\*" if dict(row.extras).get("calibration") else row.gpu
+        gpu = f"{row.gpu}\\*" if row.option("calibration") else row.gpu
         print(
             f"| {row.id} | {row.source_id} | {gpu} x {row.gpus} | {row.model} | {row.metric} | "
             f"{_fmt(r.est.value)} | {_fmt(row.value)} | {_pct(r.error)} | {fits} |"
@@ -135,13 +135,7 @@ def main() -> None:
         "(`closed_loop`), other rows read TPOT and batch / TPOT.\n"
     )
     _rows_table(results)
-    calibrated = sorted(
-        {
-            dict(r.row.extras)["calibration"]
-            for r in results
-            if dict(r.row.extras).get("calibration")
-        }
-    )
+    calibrated = sorted({r.row.option("calibration") for r in results} - {None})
     if calibrated:
         names = ", ".join(f"`tests/fixtures/calibration/{name}`" for name in calibrated)
         print(

@@ -147,6 +147,10 @@ class Row:
         """The metric is a duration (less is faster)."""
         return self.metric in TIME_METRICS
 
+    def option(self, key: str, default: Any = None) -> Any:
+        """The notes' ``{key=value}`` option, or ``default``."""
+        return dict(self.extras).get(key, default)
+
 
 @dataclass(frozen=True)
 class Estimate:

@@ -80,23 +80,12 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     rope_width = (att.num_heads + att.num_kv_heads) * att.head_dim if has_rope else 0
     softmax = work.attention == "eager"
     if fused:
-        norm, rope, act, scores = (
-            2 * b * h,
-            2 * b * rope_width,
-            (3 if gated else 2) * b * width,
-            2 * b,
-        )
+        norm, act, scores = 2 * b * h, (3 if gated else 2) * b * width, 2 * b
     else:
-        norm, rope, act, scores = (
-            28 * h + 4 * b * h,
-            10 * b * rope_width,
-            (5 if gated else 2) * b * width,
-            14,
-        )
-    if fused and work.rope_kernels != work.kernels:
-        # A complex rotary under torch.compile runs as eager kernels: upcast, complex multiply,
-        # cast back, 10·b·w bytes as the real one's five ops.
-        rope = 10 * b * rope_width
+        norm, act, scores = 28 * h + 4 * b * h, (5 if gated else 2) * b * width, 14
+    # A complex rotary under torch.compile runs as eager kernels (work.rope_kernels): upcast,
+    # complex multiply, cast back, the 10·b·w bytes of the real one's five ops.
+    rope = (2 if fused and work.rope_kernels == work.kernels else 10) * b * rope_width
     return {
         "norm": float(spec.norm.per_layer * norm),
         "rope": float(rope),
@@ -128,15 +117,12 @@ def elementwise_kernels_per_layer(spec: ModelSpec, work: TrainWork) -> int:
     softmax = work.attention == "eager"
     # Eager RoPE: five ops for q and five for k (real), or upcast, complex multiply and cast
     # back for each (complex); fused, one kernel.
-    rope = (
-        0
-        if not has_rope
-        else 1
-        if work.rope_kernels != "eager"
-        else 6
-        if work.rope == "complex"
-        else 10
-    )
+    if not has_rope:
+        rope = 0
+    elif work.rope_kernels != "eager":
+        rope = 1
+    else:
+        rope = 6 if work.rope == "complex" else 10
     if not work.fused_kernels:
         return spec.norm.per_layer * 6 + rope + (2 if gated else 1) + 2 + (4 if softmax else 0)
     return spec.norm.per_layer + rope + 1 + 2 + (1 if softmax else 0)
