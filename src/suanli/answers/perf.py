@@ -23,7 +23,7 @@ from suanli.answers.request import (
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
 from suanli.estimate.inference import InferPerf, inference_perf
-from suanli.estimate.load import ClosedLoop, closed_loop
+from suanli.estimate.load import ClosedLoop, closed_loop, static_batch
 from suanli.estimate.offload import split_layers
 from suanli.estimate.perf import Device, advice, scaling, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
@@ -60,6 +60,11 @@ INFER_EXPLAIN = {
         "achievable bandwidth) + tensor-parallel all-reduces"
     ),
     "tokens_per_s": N_("batch / TPOT"),
+    "batch_tokens_per_s": N_(
+        "batch x output / (TTFT + (output - 1) x TPOT); a batch larger than the KV cache holds "
+        "runs in waves of the largest batch that fits, as serving engines queue what they "
+        "cannot hold (an engine that preempts and recomputes is slower still)"
+    ),
     "bound": N_("decode is memory-bound while the bytes a step reads take longer than its FLOPs"),
     "compute_bound_batch": N_(
         "the batch from which a decode step's FLOPs take longer than "
@@ -242,7 +247,11 @@ class InferPerfAnswer(Answer):
     """One request end to end: TTFT + (output - 1) x TPOT."""
     batch_tokens_per_s: float = 0.0
     """Output tokens/s of a static batch whose sequences start together, prefill included
-    (batch x output / request_s); tokens_per_s counts decode steps only."""
+    (batch x output / request_s); tokens_per_s counts decode steps only. A batch larger than
+    ``largest_batch`` runs in ``batch_waves`` waves, as a serving engine queues what its KV cache
+    cannot hold (:func:`suanli.estimate.load.static_batch`)."""
+    batch_waves: int = 1
+    """How many waves the static batch runs in: 1 when the KV cache holds all of it."""
     closed_loop: ClosedLoop | None = None
     """``batch`` clients each sending a request when their last one ends (AIPerf, genai-perf,
     vllm bench serve --max-concurrency): steady-state TTFT, TPOT and throughput."""
@@ -425,6 +434,12 @@ def infer_perf_answer(
 
     result = timed(work)
     alone = result if work.batch == 1 else timed(replace(work, batch=1))
+    static = static_batch(
+        work.batch,
+        largest_batch or 0,
+        output,
+        lambda n: result.request_s if n == work.batch else timed(replace(work, batch=n)).request_s,
+    )
     sweep = []
     for batch in sweep_batches(largest_batch):
         r = timed(replace(work, batch=batch))
@@ -471,7 +486,8 @@ def infer_perf_answer(
         terms=infer_terms(work, device, result, int(prompt + output / 2)),
         largest_batch=largest_batch or 0,
         request_s=result.request_s,
-        batch_tokens_per_s=result.batch_tokens_per_s,
+        batch_tokens_per_s=static.tokens_per_s,
+        batch_waves=static.waves,
         closed_loop=closed_loop(work.batch, output, alone.ttft_s, result.tpot_s),
         assumptions=assumptions,
         batch=work.batch,

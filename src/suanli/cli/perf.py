@@ -212,6 +212,13 @@ def _render_terms(doc: InferPerfAnswer | TrainPerfAnswer) -> None:
         print_line(
             _("{term}: {formula}").format(term=sentence(t.term), formula=sentence(t.formula))
         )
+    if "batch_tokens_per_s" in doc.explain:  # inference answers only
+        print_line(
+            _("{term}: {formula}").format(
+                term=_("static batch, prefill included"),
+                formula=sentence(doc.explain["batch_tokens_per_s"]),
+            )
+        )
 
 
 def _runnable_rows(doc: InferPerfAnswer | TrainPerfAnswer) -> list[list[str]]:
@@ -233,6 +240,15 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:,.1f}"
 
 
+def _static_batch(doc: InferPerfAnswer) -> str:
+    rate = f"{doc.batch_tokens_per_s:,.0f} tokens/s"
+    if doc.batch_waves <= 1:
+        return rate
+    return _("{rate}, in {waves} waves of at most {held} (the KV cache holds no more)").format(
+        rate=rate, waves=doc.batch_waves, held=doc.largest_batch
+    )
+
+
 def _render_infer(doc: InferPerfAnswer) -> None:
     rows = [
         *_runnable_rows(doc),
@@ -240,7 +256,7 @@ def _render_infer(doc: InferPerfAnswer) -> None:
         [_("TPOT (per output token)"), _fmt_s(doc.tpot_s)],
         [_("throughput (decode)"), f"{doc.tokens_per_s:,.0f} tokens/s"],
         [_("request (prefill + decode)"), _fmt_s(doc.request_s)],
-        [_("static batch, prefill included"), f"{doc.batch_tokens_per_s:,.0f} tokens/s"],
+        [_("static batch, prefill included"), _static_batch(doc)],
         [_("decode is bound by"), _(doc.bound)],
         [
             _("decode turns compute-bound at batch"),

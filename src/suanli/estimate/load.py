@@ -15,10 +15,15 @@ and the prefills queue with the Pollaczek-Khinchine mean wait of an M/D/1 queue 
 *Queueing Systems* vol. 1, 1975, eq. 5.72 with a deterministic service time):
 ``wait = rho / (2 (1 - rho)) x prefill_one``, where ``rho`` is the share of the cycle spent on the
 *other* clients' prefills (a client never waits for its own).
+
+A static batch (:func:`static_batch`) is the other way to load a replica: every prompt at once,
+as offline batch inference and ``benchmark_latency``-style runs do; when the KV cache cannot hold
+the whole batch, the engine runs it in waves.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from suanli.i18n import N_
@@ -64,3 +69,36 @@ def closed_loop(
         cycle_s=cycle_s,
         prefill_share=clients * prefill_one_s / cycle_s,
     )
+
+
+@dataclass(frozen=True)
+class StaticBatch:
+    """A static batch (every sequence submitted together) on an engine that holds at most
+    ``held`` sequences' KV cache at once."""
+
+    tokens_per_s: float
+    """Output tokens/s of the whole batch, prefills included."""
+    waves: int
+    """How many times the engine fills up: 1 when the whole batch fits."""
+    held: int
+    """The most sequences that run at once."""
+
+
+def static_batch(
+    batch: int, held: int, output: int, request_s: Callable[[int], float]
+) -> StaticBatch:
+    """The rate of ``batch`` sequences of ``output`` tokens submitted together, where the KV cache
+    holds ``held`` of them (0 or more than ``batch``: all) and ``request_s(n)`` is the end-to-end
+    time of ``n`` sequences run together (prefill, then decode).
+
+    A serving engine admits what its KV cache holds and queues the rest (vLLM's scheduler keeps
+    them waiting until blocks free up), so the batch runs in full waves of ``held`` and one of
+    what is left. This is the best an engine can do: vLLM admits more at first and preempts
+    (recomputing or swapping) when sequences outgrow the cache, which only adds time."""
+    if batch < 1 or output < 1:
+        raise ValueError(N_("static_batch needs at least one sequence and one output token"))
+    if held < 1 or held >= batch:
+        return StaticBatch(batch * output / request_s(batch), 1, batch)
+    full, rest = divmod(batch, held)
+    seconds = full * request_s(held) + (request_s(rest) if rest else 0.0)
+    return StaticBatch(batch * output / seconds, full + (1 if rest else 0), held)
