@@ -60,6 +60,12 @@ SHAPES = [
     ),
     ("llama-3.1-8b", TrainWork(task="full", seq=2048, parallel=Parallelism(shard=2))),
     ("llama-3.1-8b", TrainWork(task="full", seq=2048, offload_params=True)),
+    # fp8: the GEMMs in fp8, what flows between them (and every collective) in bf16.
+    ("llama-3.1-8b", TrainWork(task="pretrain", seq=4096, dtype="fp8", kernels="compiled")),
+    (
+        "mixtral-8x7b",
+        TrainWork(task="pretrain", seq=2048, dtype="fp8", parallel=Parallelism(ep=2)),
+    ),
 ]
 
 

@@ -112,7 +112,8 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
     if work.dtype == "fp8":
         formula = N_(
             "{formula} ; fp8: linear layers only, with operand casts ({scaling} scaling: "
-            "{cast_bytes:g} bytes moved per element cast)"
+            "{cast_bytes:g} bytes moved per element cast); attention, element-wise ops, loss, "
+            "optimizer and collectives stay in bf16 (Transformer Engine, torchao float8)"
         ).format(
             formula=formula, scaling=work.fp8_scaling, cast_bytes=FP8_CAST_BYTES[work.fp8_scaling]
         )
@@ -153,6 +154,14 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
             ),
         ),
     ]
+    if work.dtype == "fp8":
+        memory = terms[1]
+        terms[1] = replace(
+            memory,
+            formula=N_(
+                "{formula} ; fp8 training: these ops read and write bf16, as a bf16 run's do"
+            ).format(formula=memory.formula),
+        )
     if work.rope_kernels != work.kernels:
         memory = terms[1]
         terms[1] = replace(

@@ -70,7 +70,7 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     eager counterpart. A complex rotary under torch.compile keeps its eager ``10bw``
     (``work.rope_kernels``): ``x.float()`` ``6bw``, the complex multiply ``8bw``, the cast back
     ``6bw`` with ``b = 2``."""
-    h, b = spec.hidden_size, work.dtype_bytes
+    h, b = spec.hidden_size, work.tensor_bytes
     att = spec.attention
     width = spec.mlp.intermediate_size if spec.mlp else 0
     gated = spec.mlp.gated if spec.mlp else True
@@ -165,7 +165,7 @@ def loss_bytes(spec: ModelSpec, work: TrainWork, tokens: int) -> float:
     and write ``(4b + 28)`` bytes per logit."""
     if not spec.is_decoder:
         return 0.0
-    return tokens * spec.vocab_size / work.parallel.tp * (4 * work.dtype_bytes + 28)
+    return tokens * spec.vocab_size / work.parallel.tp * (4 * work.tensor_bytes + 28)
 
 
 def optimizer_step_bytes(work: TrainWork, trainable: float) -> float:
@@ -175,7 +175,7 @@ def optimizer_step_bytes(work: TrainWork, trainable: float) -> float:
     precision ``b`` (grad) + 3 x 4 read and 3 x 4 + ``b`` written (fp32 master, moments, then the
     dtype copy); in pure precision ``7b``. One state (SGD momentum, Lion) saves a third.
     """
-    b = work.dtype_bytes
+    b = work.tensor_bytes
     mixed = work.precision == "mixed" and not work.fp32_storage
     per_param = float(2 * b + 24) if mixed else float(7 * b)
     if work.optimizer in ("sgd",):

@@ -287,7 +287,7 @@ def offloaded_step_s(work: TrainWork, params: Any, device: Device) -> Any:
     if not device.host_memory_bytes_per_s or not device.host_bytes_per_s:
         return 0.0 * params
     step = optimizer_step_bytes(work, 1.0) * params / device.host_memory_bytes_per_s
-    return step + params * work.dtype_bytes / device.host_bytes_per_s
+    return step + params * work.tensor_bytes / device.host_bytes_per_s
 
 
 def params_offload_s(
@@ -316,7 +316,6 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     communication and the 1F1B bubble ``(p-1)/vpp`` micro-batch times (Narayanan et al. 2021).
     """
     par = work.parallel
-    b = work.dtype_bytes
     frozen = 1.0 if work.is_lora else 0.0
     # Flash/SDPA kernels skip the masked half of causal attention; eager attention computes
     # the full s x s scores and masks them.
@@ -363,9 +362,11 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     comm: dict[str, float] = {}
     net = device.network
     h = spec.hidden_size
+    # Activations, gradients and gathered weights travel in bf16 under fp8 training.
+    tb = work.tensor_bytes
     if par.tp > 1:
         link = net.link_for(par.tp)
-        volume = tokens * h * b
+        volume = tokens * h * tb
         # Megatron: 2 all-reduces in forward and 2 in backward per layer (attention and MLP
         # outputs); with sequence parallelism an all-gather and a reduce-scatter replace each,
         # moving the same bytes (Korthikanti et al. 2022, §4.2.2). Recompute repeats forward.
@@ -378,16 +379,16 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         comm["tensor_parallel"] = per_layer * layers * one * m
     if par.ep > 1 and spec.moe is not None and spec.moe_layers:
         link = net.link_for(par.ep, par.tp)
-        moe_volume = tokens * spec.moe.experts_per_token * h * b / par.tp
+        moe_volume = tokens * spec.moe.experts_per_token * h * tb / par.tp
         moe_layers = math.ceil(len(spec.moe_layers) / par.pp)
         # Dispatch and combine in forward, and again in backward.
         comm["expert_all_to_all"] = 4 * moe_layers * all_to_all_s(moe_volume, par.ep, link) * m
     bubble_s = 0.0
     if par.pp > 1:
         link = net.point_to_point_link(par.pp, par.tp)
-        comm["pipeline_p2p"] = 2 * p2p_s(tokens * h * b / par.tp, link) * m
+        comm["pipeline_p2p"] = 2 * p2p_s(tokens * h * tb / par.tp, link) * m
         bubble_s = (par.pp - 1) / par.vpp * per_micro_s
-    grad_bytes = trainable * (4 if work.is_lora else b)
+    grad_bytes = trainable * (4 if work.is_lora else tb)
     if par.dp > 1:
         group = par.zero_group if par.zero else par.dp
         link = net.link_for(group, par.tp * par.pp)
@@ -404,9 +405,11 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         if par.zero >= 3:
             # FSDP: all-gather the parameters before each forward, recompute and backward pass,
             # reduce-scatter the gradients; prefetching overlaps them with compute.
-            gathers = passes * m * all_gather_s(split.total * b, group, link)
+            gathers = passes * m * all_gather_s(split.total * tb, group, link)
             dp_s = gathers + reduce_scatter_s(grad_bytes, group, link) + replica_s
-            exposed = max(fsdp_root_s(split.other * b, work, group, link), dp_s - DP_OVERLAP * busy)
+            exposed = max(
+                fsdp_root_s(split.other * tb, work, group, link), dp_s - DP_OVERLAP * busy
+            )
         else:
             dp_s = (
                 reduce_scatter_s(grad_bytes, group, link)
@@ -421,7 +424,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     if work.offload_params:
         group = par.zero_group if par.zero >= 3 else 1
         comm["host_offload"] = params_offload_s(
-            split.total * b / group, m, passes, compute_s + memory_total_s, device
+            split.total * tb / group, m, passes, compute_s + memory_total_s, device
         )
     comm_s = sum(comm.values())
     step = compute_s + memory_total_s + comm_s + bubble_s

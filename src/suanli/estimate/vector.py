@@ -347,7 +347,8 @@ def _overhead(tensors: Array, overheads: Overheads, multi: Array) -> Array:
 
 def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) -> dict[str, Array]:
     """Step time, tokens/s and MFU (as :func:`suanli.estimate.perf.training_perf`) per layout."""
-    b = work.dtype_bytes
+    # Activations, gradients and gathered weights travel in bf16 under fp8 training.
+    tb = work.tensor_bytes
     tp, pp, dp, zero, m = lay.tp, lay.pp, lay.dp, lay.zero, lay.grad_accum
     tokens = lay.batch * work.seq
     frozen = 1.0 if work.is_lora else 0.0
@@ -387,7 +388,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     h = spec.hidden_size
     comm = np.zeros(len(tp))
     bw, lat, base = _pick(net, tp, np.ones_like(tp))
-    volume = tokens * h * b
+    volume = tokens * h * tb
     per_layer_coll = 4 + (2 if work.recompute == "full" else 0)
     one_coll = np.where(
         lay.sp > 0,
@@ -398,7 +399,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     ep = work.parallel.ep
     if ep > 1 and spec.moe is not None and spec.moe_layers:
         bw, lat, base = _pick(net, np.full_like(tp, ep), tp)
-        moe_volume = tokens * spec.moe.experts_per_token * h * b / tp
+        moe_volume = tokens * spec.moe.experts_per_token * h * tb / tp
         moe_layers = np.ceil(len(spec.moe_layers) / pp)
         comm += (
             4 * moe_layers * _reduce_scatter(moe_volume, np.full_like(tp, ep), bw, lat, base) * m
@@ -408,15 +409,15 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     peer_bw = net.intra.for_group(2).effective_bytes_per_s
     bw = np.where(inside, peer_bw, net.inter.effective_bytes_per_s)
     lat = np.where(inside, net.intra.latency_s, net.inter.latency_s)
-    p2p = tokens * h * b / tp / bw + lat
+    p2p = tokens * h * tb / tp / bw + lat
     comm += np.where(pp > 1, 2 * p2p * m, 0.0)
     vpp = work.parallel.vpp
     bubble = np.where(pp > 1, (pp - 1) / vpp * per_micro, 0.0)
-    grad_bytes = trainable * (4 if work.is_lora else b)
+    grad_bytes = trainable * (4 if work.is_lora else tb)
     group = np.where(zero >= 1, _zero_group(work, dp), dp)
     bw, lat, base = _pick(net, group, tp * pp)
     busy = compute_s + memory_total
-    gathers = passes * m * _reduce_scatter(split["total"] * b, group, bw, lat, base)
+    gathers = passes * m * _reduce_scatter(split["total"] * tb, group, bw, lat, base)
     scatter = _reduce_scatter(grad_bytes, group, bw, lat, base)
     # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
     replicas = dp // group
@@ -426,7 +427,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         0.0,
     )
     # The root unit's gathers and gradient reduction, which nothing hides (perf.fsdp_root_s).
-    root = _reduce_scatter(split["other"] * b, group, bw, lat, base)
+    root = _reduce_scatter(split["other"] * tb, group, bw, lat, base)
     root_s = 2 * m * root + (0.0 if work.is_lora else root)
     fsdp = np.maximum(root_s, gathers + scatter + replica - DP_OVERLAP * busy)
     ddp_s = (
@@ -440,7 +441,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     ddp = np.maximum(0.0, ddp_s - DP_OVERLAP * per_micro * 2 / 3)
     comm += np.where(dp > 1, np.where(zero >= 3, fsdp, ddp), 0.0)
     if work.offload_params:
-        shard = split["total"] * b / np.where(zero >= 3, _zero_group(work, dp), 1)
+        shard = split["total"] * tb / np.where(zero >= 3, _zero_group(work, dp), 1)
         comm += params_offload_s(shard, m, passes, busy, device, maximum=np.maximum)
     step = compute_s + memory_total + comm + bubble
     gpus = tp * pp * dp

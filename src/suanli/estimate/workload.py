@@ -280,6 +280,15 @@ class TrainWork:
         return DTYPE_BYTES[self.dtype]
 
     @property
+    def tensor_bytes(self) -> int:
+        """Bytes per element of what flows between the matmuls: activations, their gradients,
+        the weight gradients and the weights as communicated. The dtype's, except under fp8
+        training, where only the linear layers' operands are cast to fp8 and everything else
+        stays in bf16 (NVIDIA Transformer Engine's fp8 autocast, torchao's Float8Linear: the
+        casts are charged with the GEMMs)."""
+        return 2 if self.dtype == "fp8" else DTYPE_BYTES[self.dtype]
+
+    @property
     def checkpointed(self) -> bool:
         """Layers run under activation checkpointing (``op`` or ``full``)."""
         return self.recompute in ("op", "full")
