@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from suanli.catalog.formats import get_format
 from suanli.estimate.comm import OneShot
 from suanli.estimate.inference import InferPerf
 from suanli.estimate.kernels import FP8_CAST_BYTES
@@ -324,6 +325,21 @@ def infer_terms(
             ).format(norm=ew.norm, rope=ew.rope, act=ew.activation, add=ew.add),
         ),
     ]
+    fmt = get_format(work.weight_format)
+    if fmt.dequant_efficiency < 1:
+        decode = terms[1]  # the decode GEMMs
+        terms[1] = replace(
+            decode,
+            formula=N_(
+                "{formula} ; {weights} weights stream at {share:.0%} of the 16-bit rate, the "
+                "kernel dequantizing them ({source})"
+            ).format(
+                formula=decode.formula,
+                weights=fmt.id,
+                share=fmt.dequant_efficiency,
+                source=fmt.dequant_source,
+            ),
+        )
     if b.get("communication"):
         parts = []
         if work.tp > 1:

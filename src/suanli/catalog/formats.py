@@ -36,6 +36,10 @@ class WeightFormat:
     date: str
     unquantized: tuple[str, ...] = ()
     notes: str = ""
+    dequant_efficiency: float = 1.0
+    """The share of the 16-bit streaming rate at which a decode GEMM reads these weights: the
+    kernel's dequantization (measured on a real kernel; 1: none measured or none needed)."""
+    dequant_source: str = ""
 
     @property
     def gemm_dtype(self) -> str:
@@ -93,6 +97,19 @@ def weight_formats() -> dict[str, WeightFormat]:
                 )
         if fid in out:
             raise CatalogError(N_("quant.toml: duplicate format id {id!r}").format(id=fid))
+        dequant = raw.get("dequant_efficiency", 1.0)
+        if not isinstance(dequant, (int, float)) or not 0.1 <= dequant <= 1:
+            raise CatalogError(
+                N_("quant.toml, format {id!r}: dequant_efficiency must be in [0.1, 1]").format(
+                    id=fid
+                )
+            )
+        if dequant < 1 and not raw.get("dequant_source"):
+            raise CatalogError(
+                N_("quant.toml, format {id!r}: dequant_efficiency needs a dequant_source").format(
+                    id=fid
+                )
+            )
         out[fid] = WeightFormat(
             id=fid,
             name=str(raw["name"]),
@@ -104,6 +121,8 @@ def weight_formats() -> dict[str, WeightFormat]:
             date=str(raw["date"]),
             unquantized=tuple(raw.get("unquantized", [])),
             notes=str(raw.get("notes", "")),
+            dequant_efficiency=float(dequant),
+            dequant_source=str(raw.get("dequant_source", "")),
         )
     return out
 

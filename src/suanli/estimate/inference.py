@@ -63,6 +63,19 @@ def weight_bytes(spec: ModelSpec, work: InferWork) -> float:
     return split.layer_linear * fmt.bits_per_weight / 8 + split.other * 2
 
 
+def streamed_weight_bytes(spec: ModelSpec, work: InferWork) -> float:
+    """:func:`weight_bytes` as a decode step's time sees them: the quantized linear layers read at
+    their format's ``dequant_efficiency`` of the 16-bit streaming rate (the kernel dequantizes
+    them), so ``bytes / dequant_efficiency``; the rest as stored."""
+    from suanli.catalog.formats import get_format
+
+    fmt = get_format(work.weight_format)
+    if fmt.dequant_efficiency >= 1 or fmt.kind == "gguf" or fmt.bits_per_weight >= 16:
+        return weight_bytes(spec, work)
+    split = param_split(spec, work.tp)
+    return split.layer_linear * fmt.bits_per_weight / 8 / fmt.dequant_efficiency + split.other * 2
+
+
 def active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
     """Weights a decode step reads: all dense weights, and the experts the batch touches."""
     total = weight_bytes(spec, work)
@@ -98,7 +111,8 @@ def serve_kernels(
     from suanli.catalog.formats import get_format
 
     fmt = get_format(weight_format)
-    weight_bytes_per_element = fmt.bits_per_weight / 8
+    # Dequantizing in the kernel slows the weights' stream (WeightFormat.dequant_efficiency).
+    weight_bytes_per_element = fmt.bits_per_weight / 8 / fmt.dequant_efficiency
     shapes = serving_shapes(spec, projections)
     moe = spec.moe
     share = moe.experts_per_token / moe.num_experts if moe is not None else 1.0

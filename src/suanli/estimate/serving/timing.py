@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from suanli.estimate.comm import tp_all_reduce_s
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
-from suanli.estimate.inference import weight_bytes
+from suanli.estimate.inference import streamed_weight_bytes
 from suanli.estimate.inference_memory import inference_memory, kv_bytes_per_token
 from suanli.estimate.kernels import serving_ops_seconds
 from suanli.estimate.perf import Device
@@ -55,7 +55,8 @@ class ReplicaCost:
     attn_b: float
     """Attention FLOPs of one query on one GPU: ``attn_a + attn_b x keys``."""
     weight_bytes: float
-    """Weights read per iteration on one GPU (all of them for a dense model)."""
+    """Weights read per iteration on one GPU (all of them for a dense model), as the step's time
+    sees them: quantized ones over their format's ``dequant_efficiency``."""
     expert_fraction: float
     """Share of the weights in routed experts (MoE); 0 for dense models."""
     expert_pick: float
@@ -203,7 +204,8 @@ def replica_cost(
     core_2ref = forward_flops_per_token(spec, 2 * ref, causal=False)["attention_core"]
     attn_b = (core_2ref - core_ref) / ref
     attn_a = core_ref - attn_b * ref
-    weights = weight_bytes(spec, work)
+    # What a step's time sees: quantized weights at their kernel's dequantizing rate.
+    weights = streamed_weight_bytes(spec, work)
     expert_fraction = expert_pick = 0.0
     if spec.is_moe and spec.moe is not None:
         counts = count_params(spec)
