@@ -31,7 +31,7 @@ from suanli.catalog.network import (
     nics_per_gpu,
     node_layouts,
 )
-from suanli.estimate.comm import Network, all_reduce_s
+from suanli.estimate.comm import Network, all_gather_s, all_reduce_s, reduce_scatter_s
 
 GPUS = bundled_gpus()
 
@@ -101,7 +101,8 @@ def test_geforce_cards_have_no_peer_to_peer(gpu_id: str) -> None:
     assert not has_peer_to_peer(gpu)
     link = intra_node_link(gpu)
     assert "without peer-to-peer" in link.name
-    assert link.efficiency == 0.13
+    # The stock driver's all-reduce, and its all-gather and reduce-scatter, which lose more.
+    assert link.efficiency == 0.11 and link.gather_efficiency == 0.104
 
 
 @pytest.mark.parametrize(
@@ -118,8 +119,11 @@ def test_host_staged_bandwidth_matches_4x_rtx4090_without_p2p() -> None:
     assert 3.48e9 * 0.85 <= link.effective_bytes_per_s <= 4.66e9 * 1.15
     nbytes = 256 * 2**20  # node14 stock driver: 117.9 ms out-of-place (3.42 GB/s busbw)
     assert all_reduce_s(nbytes, 4, link) == pytest.approx(117.9e-3, rel=0.25)
-    # 2-6x slower than a clean PCIe 4.0 x16 link (0.76 bus efficiency)
-    assert 2 <= 0.76 / link.efficiency <= 6
+    # node14 stock driver, out-of-place at 256 MiB: all-gather 61.9 ms, reduce-scatter 62.6 ms.
+    assert all_gather_s(nbytes, 4, link) == pytest.approx(61.9e-3, rel=0.10)
+    assert reduce_scatter_s(nbytes, 4, link) == pytest.approx(62.6e-3, rel=0.10)
+    # A seventh of a clean PCIe 4.0 x16 link's bus bandwidth (0.76 bus efficiency).
+    assert 5 <= 0.76 / link.efficiency <= 8
 
 
 @pytest.mark.parametrize(

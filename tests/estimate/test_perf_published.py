@@ -157,8 +157,9 @@ def test_torchtune_single_gpu_rows_within_20_percent() -> None:
 
 def test_known_miss_fsdp_on_geforce_without_p2p() -> None:
     """Documented miss: FSDP across 4 RTX 4090s measured 1,388 tokens/s; the model, with the
-    PCIe link at half efficiency (no P2P), predicts several times more. The measured rate implies
-    about 1.7 GB/s of effective all-gather bandwidth: host-staged traffic of 4 GPUs sharing the
-    CPU's PCIe root, which the model does not represent (docs/accuracy.md)."""
+    all-gathers and reduce-scatters staged through host memory at the stock driver's measured
+    3.3 GB/s, still predicts over 1.5x more. The measured rate implies about 1.7 GB/s of
+    effective all-gather bandwidth, which no nccl-tests run of such a host shows
+    (docs/accuracy.md)."""
     published = _row("Llama2-7B", "training speed", "Full FT", "4")
-    assert training_perf(LLAMA7, FULL_FSDP4_WORK, RTX4090).tokens_per_s > 2 * published
+    assert training_perf(LLAMA7, FULL_FSDP4_WORK, RTX4090).tokens_per_s > 1.5 * published

@@ -101,6 +101,14 @@ def _link_source(
             rate=nvls.bytes_per_s / 1e9,
             fit=nvls.source,
         )
+    if not all_reduce and link.gather_share != 1:
+        # All-gathers and reduce-scatters run at their own measured share of this link.
+        gather = link.efficiency * link.gather_share
+        source = N_(
+            "{source}; all-gathers and reduce-scatters reach {gather:.1%} of it, all-reduces "
+            "{reduce:.1%} (measured apart)"
+        ).format(source=source, gather=gather, reduce=link.efficiency)
+        return gather, source
     return link.efficiency, source
 
 

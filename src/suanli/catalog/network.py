@@ -52,6 +52,8 @@ class LinkSpec:
     """Base latency of the bulk protocol (with ``small_efficiency``)."""
     per_peer_bytes_per_s: float = 0.0
     """One peer's link on a mesh without a switch (``Link.per_peer_bytes_per_s``); 0: a switch."""
+    gather_efficiency: float = 0.0
+    """All-gather and reduce-scatter bandwidth share, where measured apart (``Link``); 0: none."""
 
     def link(self, bandwidth: float | None = None) -> Link:
         """As a :class:`Link`, optionally with a GPU-specific bandwidth (the in-switch
@@ -73,6 +75,7 @@ class LinkSpec:
             self.bulk_base_latency_s,
             # A peer link's rate is the fabric's, whatever total the GPU catalog gives.
             min(self.per_peer_bytes_per_s, bw),
+            self.gather_efficiency,
         )
 
 
@@ -164,6 +167,7 @@ def links() -> dict[str, LinkSpec]:
                 small_efficiency=float(raw.get("small_efficiency", 0.0)),
                 bulk_base_latency_s=float(raw.get("bulk_base_latency_s", 0.0)),
                 per_peer_bytes_per_s=float(raw.get("per_peer_unidirectional_bytes_per_s", 0.0)),
+                gather_efficiency=float(raw.get("gather_efficiency", 0.0)),
             )
         except KeyError as exc:
             raise CatalogError(
@@ -203,6 +207,15 @@ def links() -> dict[str, LinkSpec]:
         if not 1e8 <= spec.unidirectional_bytes_per_s <= 2e13:
             raise CatalogError(
                 N_("interconnect.toml, link {id!r}: implausible bandwidth").format(id=lid)
+            )
+        if spec.gather_efficiency and not (
+            0 < spec.gather_efficiency <= 1 and raw.get("gather_source")
+        ):
+            raise CatalogError(
+                N_(
+                    "interconnect.toml, link {id!r}: gather_efficiency must be in (0, 1] and "
+                    "come with a gather_source"
+                ).format(id=lid)
             )
         if not 1e-8 <= spec.latency_s <= 1e-3 or not 0 < spec.bus_efficiency <= 1:
             raise CatalogError(
@@ -432,7 +445,14 @@ def intra_node_link(gpu: GPU) -> Link:
             name = N_(
                 "{link} at x{lanes} without peer-to-peer (staged through host memory)"
             ).format(link=pcie.name, lanes=lanes)
-        return Link(name, rate, staged.latency_s, staged.bus_efficiency, staged.base_latency_s)
+        return Link(
+            name,
+            rate,
+            staged.latency_s,
+            staged.bus_efficiency,
+            staged.base_latency_s,
+            gather_efficiency=staged.gather_efficiency,
+        )
     return pcie.link(rate)
 
 

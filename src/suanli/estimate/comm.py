@@ -122,6 +122,17 @@ class Link:
     per_peer_bytes_per_s: float = 0.0
     """One peer's link of a mesh without a switch (AMD's xGMI, Gaudi's RoCE): a group of ``n``
     GPUs reaches ``n - 1`` links, not the GPU's total. 0: a switch (every group gets it all)."""
+    gather_efficiency: float = 0.0
+    """Share of the bandwidth all-gathers, reduce-scatters and all-to-alls reach, where measured
+    apart from the all-reduce's ``efficiency`` (staged through host memory they lose more).
+    0: the same as ``efficiency``."""
+
+    @property
+    def gather_share(self) -> float:
+        """What an all-gather or reduce-scatter reaches of :attr:`effective_bytes_per_s`."""
+        if self.gather_efficiency <= 0 or self.efficiency <= 0:
+            return 1.0
+        return self.gather_efficiency / self.efficiency
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -239,6 +250,18 @@ class Network:
         latency = where(inside, self.intra.latency_s, self.inter.latency_s)
         return bandwidth, latency
 
+    def gather_share(
+        self,
+        group: Any,
+        stride: Any = 1,
+        *,
+        where: Callable[[Any, Any, Any], Any] = _where,
+    ) -> Any:
+        """:attr:`Link.gather_share` of the link :meth:`bottleneck` picks (ints, or arrays of
+        layouts with numpy's ``where``)."""
+        inside = (group * stride <= self.gpus_per_node) | (group <= 1)
+        return where(inside, self.intra.gather_share, self.inter.gather_share)
+
     def base_latency(
         self,
         group: Any,
@@ -317,7 +340,8 @@ def reduce_scatter_s(nbytes: float, n: int, link: Link) -> float:
     if n <= 1 or nbytes <= 0:
         return 0.0
     steps = (n - 1) * link.latency_s
-    return (n - 1) / n * nbytes / link.effective_bytes_per_s + steps + link.base_latency_s
+    bandwidth = link.effective_bytes_per_s * link.gather_share
+    return (n - 1) / n * nbytes / bandwidth + steps + link.base_latency_s
 
 
 def all_gather_s(nbytes: float, n: int, link: Link) -> float:

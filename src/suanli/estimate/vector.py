@@ -83,10 +83,15 @@ class Layouts:
 # --- vectorized collectives (mirror suanli.estimate.comm) ------------------------------------
 
 
-def _pick(net: Network, group: Array, stride: Array) -> tuple[Array, Array, Array]:
+def _pick(
+    net: Network, group: Array, stride: Array, *, gather: bool = False
+) -> tuple[Array, Array, Array]:
     """Effective bandwidth, per-step latency and per-collective base latency of the bottleneck
-    link per element."""
+    link per element; with ``gather``, the bandwidth all-gathers and reduce-scatters reach
+    (:attr:`suanli.estimate.comm.Link.gather_share`)."""
     bw, lat = net.bottleneck(group, stride, where=np.where, minimum=np.minimum, maximum=np.maximum)
+    if gather:
+        bw = bw * net.gather_share(group, stride, where=np.where)
     return bw, lat, net.base_latency(group, stride, where=np.where)
 
 
@@ -387,7 +392,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     net = device.network
     h = spec.hidden_size
     comm = np.zeros(len(tp))
-    bw, lat, base = _pick(net, tp, np.ones_like(tp))
+    bw, lat, base = _pick(net, tp, np.ones_like(tp), gather=True)
     volume = tokens * h * tb
     per_layer_coll = 4 + (2 if work.recompute == "full" else 0)
     one_coll = np.where(
@@ -398,7 +403,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     comm += np.where(tp > 1, per_layer_coll * stage_layers * one_coll * m, 0.0)
     ep = work.parallel.ep
     if ep > 1 and spec.moe is not None and spec.moe_layers:
-        bw, lat, base = _pick(net, np.full_like(tp, ep), tp)
+        bw, lat, base = _pick(net, np.full_like(tp, ep), tp, gather=True)
         moe_volume = tokens * spec.moe.experts_per_token * h * tb / tp
         moe_layers = np.ceil(len(spec.moe_layers) / pp)
         comm += (
@@ -415,7 +420,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     bubble = np.where(pp > 1, (pp - 1) / vpp * per_micro, 0.0)
     grad_bytes = trainable * (4 if work.is_lora else tb)
     group = np.where(zero >= 1, _zero_group(work, dp), dp)
-    bw, lat, base = _pick(net, group, tp * pp)
+    bw, lat, base = _pick(net, group, tp * pp, gather=True)
     busy = compute_s + memory_total
     gathers = passes * m * _reduce_scatter(split["total"] * tb, group, bw, lat, base)
     scatter = _reduce_scatter(grad_bytes, group, bw, lat, base)
