@@ -109,7 +109,7 @@ def test_the_table_says_how_many_waves(lang: str) -> None:
     result = run(*args)
     assert result.returncode == 0, result.stderr
     doc = json.loads(run(*args, "--json").stdout)
-    waves, held = str(doc["batch_waves"]), str(doc["largest_batch"])
+    waves, held = str(doc["batch_waves"]), f"{doc['largest_batch']:,}"
     text = " ".join(result.stdout.split())
     assert waves in text and held in text
     assert ("waves" in text) if lang == "en" else ("轮" in text and "waves" not in text)

@@ -245,7 +245,7 @@ def _static_batch(doc: InferPerfAnswer) -> str:
     if doc.batch_waves <= 1:
         return rate
     return _("{rate}, in {waves} waves of at most {held} (the KV cache holds no more)").format(
-        rate=rate, waves=doc.batch_waves, held=doc.largest_batch
+        rate=rate, waves=doc.batch_waves, held=f"{doc.largest_batch:,}"
     )
 
 
