@@ -50,3 +50,28 @@ def test_collectives_carry_bf16_under_fp8() -> None:
     # The GEMMs are faster and the rest is not: fp8 wins, but by well under the 2x of its peak.
     assert slow.breakdown_s["memory"] == pytest.approx(fast.breakdown_s["memory"], rel=1e-12)
     assert 1.0 < slow.step_time_s / fast.step_time_s < 1.6
+
+
+def test_transformer_engine_casts_the_weights_once_a_step() -> None:
+    from suanli.estimate.kernels import fp8_cast_seconds
+    from suanli.estimate.perf import train_matmul_seconds
+    from suanli.estimate.shapes import linear_shapes
+
+    device = device_for(find_gpu("h100", bundled_gpus()), "fp8")
+    shapes = linear_shapes(SPEC)
+    args = (shapes, SPEC.num_layers, SPEC.hidden_size, 4096, 1, device.memory_bytes_per_s)
+    every = fp8_cast_seconds(*args, device.gemm_model)
+    once = fp8_cast_seconds(*args, device.gemm_model, weight_casts=1 / 16)
+    # Of 2MK + MN + 2KN elements a GEMM casts, the weights' 2KN are paid a sixteenth as often.
+    assert 0.3 * every < once < 0.8 * every
+    te = TrainWork(task="pretrain", seq=4096, dtype="fp8", fp8_scaling="delayed")
+    torchao = replace(te, fp8_scaling="dynamic")
+    assert te.fp8_weight_cache and not torchao.fp8_weight_cache
+    assert not replace(te, dtype="bf16").fp8_weight_cache
+
+    def micro_s(work: TrainWork, grad_accum: int) -> float:
+        work = replace(work, grad_accum=grad_accum)
+        return float(train_matmul_seconds(SPEC, work, device, 4096, 1, SPEC.num_layers))
+
+    assert micro_s(te, 16) < micro_s(te, 1)
+    assert micro_s(torchao, 16) == micro_s(torchao, 1)

@@ -126,6 +126,11 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
         ).format(
             formula=formula, scaling=work.fp8_scaling, cast_bytes=FP8_CAST_BYTES[work.fp8_scaling]
         )
+        if work.fp8_weight_cache and work.grad_accum > 1:
+            formula = N_(
+                "{formula} ; the weights are cast once a step and reused by its {micro} "
+                "micro-batches (Transformer Engine's fp8 weight cache, set_is_first_microbatch)"
+            ).format(formula=formula, micro=work.grad_accum)
     if work.task == "qlora":
         formula = N_("{formula} ; NF4 weights dequantized before each GEMM").format(formula=formula)
     if work.attention == "sdpa" and device.sdpa_attention is not None:

@@ -457,6 +457,7 @@ def fp8_cast_seconds(
     *,
     expert_share: float = 1.0,
     scaling: str = "delayed",
+    weight_casts: Any = 1.0,
     maximum: Callable[[Any, Any], Any] = max,
 ) -> Any:
     """Casting every linear GEMM's operands to fp8, per average layer and micro-batch.
@@ -467,16 +468,21 @@ def fp8_cast_seconds(
     write fp8) with delayed scaling, 5 bytes with dynamic ``scaling`` (an amax pass first; see
     :data:`FP8_CAST_BYTES`), five cast kernels, each at least one element-wise floor. This is why
     fp8 training is 1.3-1.5x bf16 end to end, not 2x (Micikevicius et al. 2022, "FP8 formats for
-    deep learning", and the torchao float8 README's per-shape speedup tables)."""
+    deep learning", and the torchao float8 README's per-shape speedup tables).
+
+    ``weight_casts``: the share of micro-batches that cast the weights (their two casts of the
+    five): 1, or ``1 / grad_accum`` where the recipe keeps them for the step
+    (:attr:`suanli.estimate.workload.TrainWork.fp8_weight_cache`)."""
     memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
     total: Any = 0.0
     for s in shapes:
         per_layer = s.count / num_layers
         rows = tokens * expert_share if s.kind == "experts" else tokens
         k, n = shard_dims(s, hidden, tp)
-        elements = 2 * rows * k + rows * n + 2 * k * n
+        elements = 2 * rows * k + rows * n + 2 * k * n * weight_casts
         total = total + per_layer * maximum(
-            FP8_CAST_BYTES[scaling] * elements / memory_bw, 5 * model.small_op_s
+            FP8_CAST_BYTES[scaling] * elements / memory_bw,
+            (3 + 2 * weight_casts) * model.small_op_s,
         )
     return total
 

@@ -164,10 +164,13 @@ def train_matmul_seconds(
     tp: Any,
     stage_layers: Any,
     *,
+    grad_accum: Any = None,
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> Any:
-    """Matmul seconds of one micro-batch of ``tokens`` tokens on the busiest pipeline stage.
+    """Matmul seconds of one micro-batch of ``tokens`` tokens on the busiest pipeline stage
+    (``grad_accum``: micro-batches per step, default ``work.grad_accum``; fp8 recipes that cache
+    their weights cast them once per step).
 
     Every linear layer is a GEMM of its own shape (:mod:`suanli.estimate.kernels`): forward,
     input gradient and (for trained weights) weight gradient, LoRA adapters and the MoE router
@@ -233,6 +236,9 @@ def train_matmul_seconds(
             model,
             expert_share=share,
             scaling=work.fp8_scaling,
+            weight_casts=1 / (work.grad_accum if grad_accum is None else grad_accum)
+            if work.fp8_weight_cache
+            else 1.0,
             maximum=maximum,
         )
     if work.task == "qlora":

@@ -360,7 +360,15 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     model_one = step_flops(spec, 1, work.seq, causal=False, frozen_fraction=frozen).model_flops
     stage_layers = np.ceil(spec.num_layers / pp)
     matmul_s = train_matmul_seconds(
-        spec, work, device, tokens, tp, stage_layers, maximum=np.maximum, ceil=np.ceil
+        spec,
+        work,
+        device,
+        tokens,
+        tp,
+        stage_layers,
+        grad_accum=m.astype(np.float64),
+        maximum=np.maximum,
+        ceil=np.ceil,
     )
     split = _param_split(spec, tp, pp, work.parallel.ep)
     passes = 3 if work.recompute == "full" else 2

@@ -280,6 +280,15 @@ class TrainWork:
         return DTYPE_BYTES[self.dtype]
 
     @property
+    def fp8_weight_cache(self) -> bool:
+        """fp8 training whose linear layers keep each weight's fp8 copies for all the
+        micro-batches of one step: Transformer Engine under Megatron and NeMo (the ``delayed``
+        recipe here), whose schedule calls ``set_is_first_microbatch`` so that TE modules "update
+        their fp8 parameter cache" once a step. torchao's Float8Linear (``dynamic``) recasts the
+        weights every micro-batch."""
+        return self.dtype == "fp8" and self.fp8_scaling == "delayed"
+
+    @property
     def tensor_bytes(self) -> int:
         """Bytes per element of what flows between the matmuls: activations, their gradients,
         the weight gradients and the weights as communicated. The dtype's, except under fp8
