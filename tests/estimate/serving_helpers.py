@@ -26,3 +26,26 @@ class Seq:
     produced: int = 0
     total: int = 0
     done: int = 0
+
+
+def decode_one_token(
+    decoding: list[Seq],
+    clock: float,
+    finish: list[float],
+    held: dict[int, int],
+    reserve: bool,
+    block_size: int,
+) -> tuple[list[Seq], int]:
+    """Every decoding sequence gains a token at ``clock``; those that reach their length finish
+    (``finish[rid] = clock``) and give back their KV blocks (what they reserved, or what their
+    context fills). Returns the sequences still decoding and the blocks freed."""
+    still, freed = [], 0
+    for d in decoding:
+        d.ctx += 1
+        d.produced += 1
+        if d.produced == d.total:
+            finish[d.rid] = clock
+            freed += held[d.rid] if reserve else -(-d.ctx // block_size)
+        else:
+            still.append(d)
+    return still, freed

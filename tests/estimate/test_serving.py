@@ -30,7 +30,7 @@ from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
 from suanli.models.spec import ModelSpec
 
-from .serving_helpers import Seq, summary
+from .serving_helpers import Seq, decode_one_token, summary
 
 GPUS = bundled_gpus()
 H100 = find_gpu("h100-sxm-80gb", GPUS)
@@ -254,16 +254,8 @@ def _reference(cost: ReplicaCost, reqs: Requests, cfg: EngineConfig) -> dict[str
                 completing.append(e)
         free -= need
         clock += cost.iteration_s(tokens, logits, keys, positions, cfg.step_overhead_s)
-        still = []
-        for d in decoding:
-            d.ctx += 1
-            d.produced += 1
-            if d.produced == d.total:
-                out["finish"][d.rid] = clock
-                free += held[d.rid] if reserve else -(-d.ctx // bs)
-            else:
-                still.append(d)
-        decoding = still
+        decoding, freed = decode_one_token(decoding, clock, out["finish"], held, reserve, bs)
+        free += freed
         for e in completing:
             prefilling.remove(e)
             if math.isnan(out["first"][e.rid]):

@@ -27,7 +27,7 @@ from suanli.estimate.serving import (
     simulate,
 )
 
-from .serving_helpers import Seq, summary
+from .serving_helpers import Seq, decode_one_token, summary
 
 
 def _reference_prefill_first(
@@ -105,16 +105,8 @@ def _reference_prefill_first(
         b = len(decoding)
         keys = float(sum(d.ctx + 1 for d in decoding))
         clock += cost.iteration_s(b, b, keys, keys, cfg.step_overhead_s)
-        still = []
-        for d in decoding:
-            d.ctx += 1
-            d.produced += 1
-            if d.produced == d.total:
-                out["finish"][d.rid] = clock
-                free += held[d.rid] if reserve else -(-d.ctx // bs)
-            else:
-                still.append(d)
-        decoding = still
+        decoding, freed = decode_one_token(decoding, clock, out["finish"], held, reserve, bs)
+        free += freed
     assert free == cost.kv_blocks, "blocks leaked"
     out["preemptions"] = [float(preemptions)]
     out["paused"] = [float(prefill_only)]

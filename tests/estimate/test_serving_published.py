@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from suanli.catalog import bundled_gpus, find_gpu
@@ -62,6 +63,16 @@ def simulate_benchmark(row: dict[str, str]) -> float:
     device = device_for(gpu, "fp8" if fmt == "fp8" else "bf16")
     ref = isl + osl // 2
     util = float(row["gpu_memory_utilization"])
+    cost_with = partial(
+        replica_cost,
+        spec,
+        device,
+        tp=tp,
+        weight_format=fmt,
+        kv_dtype=kv,
+        memory_bytes=gpu.memory_bytes,
+        reference_context=ref,
+    )
     if row["mode"] == "static":
         batch = int(row["batch"])
         cfg = EngineConfig(
@@ -69,28 +80,9 @@ def simulate_benchmark(row: dict[str, str]) -> float:
         )
     else:
         probe = EngineConfig(kv_policy="reserve", gpu_memory_utilization=util)
-        base = replica_cost(
-            spec,
-            device,
-            tp=tp,
-            weight_format=fmt,
-            kv_dtype=kv,
-            memory_bytes=gpu.memory_bytes,
-            config=probe,
-            reference_context=ref,
-        )
-        batch, tokens = _trtllm_bench_settings(base, isl, osl)
+        batch, tokens = _trtllm_bench_settings(cost_with(config=probe), isl, osl)
         cfg = replace(probe, policy="continuous", max_batch=batch, max_batched_tokens=tokens)
-    cost = replica_cost(
-        spec,
-        device,
-        tp=tp,
-        weight_format=fmt,
-        kv_dtype=kv,
-        memory_bytes=gpu.memory_bytes,
-        config=cfg,
-        reference_context=ref,
-    )
+    cost = cost_with(config=cfg)
     reqs = make_requests(rate=math.inf, prompt=Lengths(isl), output=Lengths(osl), requests=n)
     result = simulate(cost, reqs, cfg)
     return result.tokens_per_s / (tp if row["per_gpu"] == "yes" else 1)

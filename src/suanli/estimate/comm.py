@@ -229,6 +229,10 @@ class Network:
         intra = self.intra.group_effective_bytes_per_s(m, minimum=minimum, maximum=maximum)
         return where(m > 1, minimum(striped, intra), striped)
 
+    def _inside(self, group: Any, stride: Any) -> Any:
+        """Whether a group of ``group`` ranks spaced ``stride`` GPUs apart stays in one node."""
+        return (group * stride <= self.gpus_per_node) | (group <= 1)
+
     def bottleneck(
         self,
         group: Any,
@@ -241,7 +245,7 @@ class Network:
         """(effective bandwidth, per-step latency) of the link a group of ``group`` ranks spaced
         ``stride`` GPUs apart is limited by: what :meth:`link_for` returns, for ints or (with
         numpy's ``where``/``minimum``/``maximum``) for arrays of layouts."""
-        inside = (group * stride <= self.gpus_per_node) | (group <= 1)
+        inside = self._inside(group, stride)
         inter_bw = self.inter_bandwidth(
             group, stride, where=where, minimum=minimum, maximum=maximum
         )
@@ -259,7 +263,7 @@ class Network:
     ) -> Any:
         """:attr:`Link.gather_share` of the link :meth:`bottleneck` picks (ints, or arrays of
         layouts with numpy's ``where``)."""
-        inside = (group * stride <= self.gpus_per_node) | (group <= 1)
+        inside = self._inside(group, stride)
         return where(inside, self.intra.gather_share, self.inter.gather_share)
 
     def base_latency(
@@ -271,7 +275,7 @@ class Network:
     ) -> Any:
         """The per-collective base latency of the link :meth:`bottleneck` picks (ints, or arrays
         of layouts with numpy's ``where``)."""
-        inside = (group * stride <= self.gpus_per_node) | (group <= 1)
+        inside = self._inside(group, stride)
         return where(inside, self.intra.base_latency_s, self.inter.base_latency_s)
 
     def point_to_point_link(self, group: int, stride: int = 1) -> Link:

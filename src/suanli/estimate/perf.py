@@ -226,6 +226,8 @@ def train_matmul_seconds(
         core_back = 2.5 * core_flops / (bf16_peak * bwd)
     forward, backward = g.forward_s + core, g.backward_s + core_back
     if fp8:
+        # A recipe that caches its fp8 weights casts them once for the step's micro-batches.
+        micro_batches = work.grad_accum if grad_accum is None else grad_accum
         backward = backward + fp8_cast_seconds(
             shapes,
             spec.num_layers,
@@ -236,9 +238,7 @@ def train_matmul_seconds(
             model,
             expert_share=share,
             scaling=work.fp8_scaling,
-            weight_casts=1 / (work.grad_accum if grad_accum is None else grad_accum)
-            if work.fp8_weight_cache
-            else 1.0,
+            weight_casts=1 / micro_batches if work.fp8_weight_cache else 1.0,
             maximum=maximum,
         )
     if work.task == "qlora":
