@@ -126,7 +126,7 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         type=click.Choice(PRECISIONS),
         default="mixed",
         show_default=True,
-        help=N_("mixed: fp32 master weights and states; pure: all in --dtype."),
+        help=N_("mixed: fp32 master weights and states; pure: all in --dtype (bf16 under fp8)."),
     ),
     click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="adamw", show_default=True),
     click.option(

@@ -56,6 +56,11 @@ SRC_DS_BUCKETS = (
     "allgather_bucket_size = 5e8; overlap_comm on for stage 3); huggingface/transformers "
     "docs/source/en/deepspeed.md ('4.5x ... 5e8 ... requires 9GB')"
 )
+SRC_TE_CACHE = (
+    "NVIDIA/TransformerEngine transformer_engine/pytorch/module/linear.py: "
+    "get_weight_workspace(cache_name='weight') with row-wise and column-wise usage; "
+    "Megatron-LM passes is_first_microbatch"
+)
 SRC_SET_TO_NONE = N_(
     "torch.optim.Optimizer.zero_grad(set_to_none=True), the default since PyTorch 2.0: no "
     "gradient tensor exists until backward writes it"
@@ -246,7 +251,8 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
 def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     """Per-GPU memory of one training step (peak at the start of the backward pass)."""
     par = work.parallel
-    b = work.dtype_bytes
+    b = work.tensor_bytes  # fp8 training holds its tensors in bf16
+    stored = work.storage_dtype
     split = param_split(spec, par.tp, par.pp, par.ep)
     assumptions: list[str] = []
     lines: list[Line] = []
@@ -268,7 +274,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
                     N_("weights ({dtype}) in CPU memory")
                     if work.offload_params
                     else N_("weights ({dtype})")
-                ).format(dtype=work.dtype),
+                ).format(dtype=stored),
                 0.0 if work.offload_params else weights_bytes,
                 f"P x {b} B" + (f" / {shard} (ZeRO-3)" if shard > 1 else ""),
                 SRC_ZERO,
@@ -284,7 +290,24 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             ).format(
                 rank=work.lora_rank,
                 targets=", ".join(work.lora_targets),
-                dtype="fp32" if mixed else work.dtype,
+                dtype="fp32" if mixed else stored,
+            )
+        )
+    if work.fp8_weight_cache_bytes_per_param:
+        cache = work.fp8_weight_cache_bytes_per_param
+        lines.append(
+            Line(
+                "weights",
+                N_("fp8 copies of the linear weights, kept for the whole step"),
+                split.layer_linear * cache,
+                N_("P_linear x {bytes} B (fp8 weight and its transpose)").format(bytes=cache),
+                SRC_TE_CACHE,
+            )
+        )
+        assumptions.append(
+            N_(
+                "Transformer Engine's fp8 weight cache: each linear weight is cast once a step "
+                "and kept, with its transpose, for every micro-batch"
             )
         )
     # Gradients shard with ZeRO-2 and up; adapters' gradients shard with FSDP too.
@@ -435,14 +458,22 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         precision = N_(
             "frozen base in {dtype}; adapters, their gradients and optimizer states "
             "in {adapter_dtype}"
-        ).format(dtype=work.dtype, adapter_dtype="fp32" if mixed else work.dtype)
+        ).format(dtype=stored, adapter_dtype="fp32" if mixed else stored)
     elif mixed:
         precision = N_(
             "mixed precision: {dtype} weights, fp32 master weights and optimizer states"
-        ).format(dtype=work.dtype)
+        ).format(dtype=stored)
     else:
         precision = N_("pure {dtype}: weights, gradients and optimizer states").format(
-            dtype=work.dtype
+            dtype=stored
+        )
+    if work.dtype == "fp8":
+        assumptions.append(
+            N_(
+                "fp8 training casts only the linear layers' operands to fp8: weights, gradients "
+                "and saved activations are held in bf16 (an upper bound for the activations, "
+                "as Transformer Engine saves some linear inputs in fp8)"
+            )
         )
     assumptions += [
         precision,
@@ -473,20 +504,20 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
             )
         )
     else:
-        base = split.total * work.dtype_bytes
+        base = split.total * work.tensor_bytes
         lines.append(
             Line(
                 "weights",
-                N_("frozen base weights ({dtype})").format(dtype=work.dtype),
+                N_("frozen base weights ({dtype})").format(dtype=work.storage_dtype),
                 base / shard,
-                f"P x {work.dtype_bytes} B" + note,
+                f"P x {work.tensor_bytes} B" + note,
                 SRC_LORA,
             )
         )
     stage = split.layers_on_stage / spec.num_layers
     adapters = lora_adapter_params(spec, work) * stage / par.tp
     mixed = work.precision == "mixed" and not work.fp32_storage
-    adapter_bytes = 4 if mixed else work.dtype_bytes
+    adapter_bytes = 4 if mixed else work.tensor_bytes
     lines.append(
         Line(
             "weights",
@@ -501,7 +532,7 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
         )
     )
     if shard > 1:
-        gather = 2 * layer_params(spec) * work.dtype_bytes / par.tp
+        gather = 2 * layer_params(spec) * work.tensor_bytes / par.tp
         lines.append(
             Line(
                 "weights",

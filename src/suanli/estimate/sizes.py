@@ -74,7 +74,7 @@ def zero_bucket_bytes(work: TrainWork, params_on_gpu: float) -> float:
     if work.zero_buckets != "deepspeed" or par.zero < 1 or par.dp < 2:
         return 0.0
     factor = DS_OVERLAP_FACTOR if par.zero >= 3 else 1.0
-    return 2 * min(DS_BUCKET_ELEMENTS, params_on_gpu) * work.dtype_bytes * factor
+    return 2 * min(DS_BUCKET_ELEMENTS, params_on_gpu) * work.tensor_bytes * factor
 
 
 def grads_replace_activations(work: TrainWork) -> bool:

@@ -47,11 +47,11 @@ def activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
     workload (dropout: the workload's, else the model's)."""
     dropout = work.dropout if work.dropout is not None else spec.dropout
     return ActivationSettings(
-        dtype_bytes=work.dtype_bytes,
+        dtype_bytes=work.tensor_bytes,  # fp8 training saves bf16 activations
         seq=work.seq,
         attention=work.attention,
         dropout=dropout,
-        mask_bytes=1 if work.device == "cuda" else work.dtype_bytes,
+        mask_bytes=1 if work.device == "cuda" else work.tensor_bytes,
         train_weights=not work.is_lora,
         frozen_linear_saves_input=work.task == "qlora",
         lora_targets=work.lora_targets if work.is_lora else (),
@@ -72,7 +72,7 @@ def first_dense_layer(spec: ModelSpec) -> int:
 def checkpoint_bytes_per_token(spec: ModelSpec, work: TrainWork, tp: Any, sp: Any) -> Any:
     """Bytes per token one checkpointed layer keeps: its input (``full``; split by ``sp``) or
     its input and the saved op outputs (``op``, :mod:`suanli.estimate.checkpointing`)."""
-    b = work.dtype_bytes
+    b = work.tensor_bytes
     h_bytes = spec.hidden_size * b / sp
     if work.recompute == "op":
         return op_saved_bytes_per_token(spec, b, tp) - spec.hidden_size * b + h_bytes
@@ -112,7 +112,7 @@ def logits_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
     gradient at the start of the backward pass, by how the loss is computed."""
     if not spec.is_decoder:
         return 0.0
-    vocab, b = spec.vocab_size, work.dtype_bytes
+    vocab, b = spec.vocab_size, work.tensor_bytes
     if _compiled_chunked(work):
         # Compiled (torchtune compiles the loss with the model): the dtype logits are the saved
         # input, the softmax is recomputed in backward, one chunk's gradient at a time.
@@ -131,7 +131,7 @@ def fused_loss_extra_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
     """What a fused loss keeps instead of the fp32 log-softmax: a fused linear-cross-entropy
     the hidden state's gradient; a compiled chunked loss one fp32 log-sum-exp per token."""
     if work.loss == "fused":
-        return float(spec.hidden_size * work.dtype_bytes)
+        return float(spec.hidden_size * work.tensor_bytes)
     if _compiled_chunked(work):
         return 4.0
     return 0.0
@@ -153,7 +153,7 @@ def backward_transient_bytes_per_token(spec: ModelSpec, work: TrainWork, tp: Any
     Unsloth, Inductor) writes the gate and up gradients over its saved inputs, leaving the one
     incoming gradient (b·I). Split over ``tp``. With recomputation this transient sits on top
     of the one layer being recomputed."""
-    b = work.dtype_bytes
+    b = work.tensor_bytes
     if spec.mlp is not None:
         width, gated = spec.mlp.intermediate_size, spec.mlp.gated
     elif spec.moe is not None:

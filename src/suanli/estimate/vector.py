@@ -277,7 +277,7 @@ def _activations(
 
 def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
     """Per-GPU bytes (the ``total_bytes`` of :func:`training_memory`) for every layout."""
-    b = work.dtype_bytes
+    b = work.tensor_bytes  # fp8 training holds its tensors in bf16
     split = _param_split(spec, lay.tp, lay.pp, work.parallel.ep)
     mixed = work.precision == "mixed" and not work.fp32_storage
     state_bytes = 4 if (mixed or work.fp32_storage) else b
@@ -301,6 +301,7 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
             total += split["total"] * b / w3
         gathered = (zero >= 3) | work.offload_params
         total += np.where(gathered, 2 * layer_params(spec) * b / lay.tp, 0.0)
+    total += split["layer_linear"] * work.fp8_weight_cache_bytes_per_param
     trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
     grads = trainable * trainable_bytes / np.where(zero >= 2, group, 1)
     if work.optimizer_in_backward:

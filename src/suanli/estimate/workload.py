@@ -289,13 +289,29 @@ class TrainWork:
         return self.dtype == "fp8" and self.fp8_scaling == "delayed"
 
     @property
+    def storage_dtype(self) -> str:
+        """The dtype tensors are held in outside the matmuls: the dtype, except under fp8
+        training, where only the linear layers' operands are cast to fp8 and the weights,
+        gradients, optimizer states and activations stay in bf16 (NVIDIA Transformer Engine's
+        fp8 autocast, torchao's Float8Linear)."""
+        return "bf16" if self.dtype == "fp8" else self.dtype
+
+    @property
     def tensor_bytes(self) -> int:
-        """Bytes per element of what flows between the matmuls: activations, their gradients,
-        the weight gradients and the weights as communicated. The dtype's, except under fp8
-        training, where only the linear layers' operands are cast to fp8 and everything else
-        stays in bf16 (NVIDIA Transformer Engine's fp8 autocast, torchao's Float8Linear: the
-        casts are charged with the GEMMs)."""
-        return 2 if self.dtype == "fp8" else DTYPE_BYTES[self.dtype]
+        """Bytes per element of what is stored and what flows between the matmuls: weights,
+        gradients, activations and their gradients, the weights as communicated
+        (:attr:`storage_dtype`'s; the fp8 casts are charged with the GEMMs)."""
+        return DTYPE_BYTES[self.storage_dtype]
+
+    @property
+    def fp8_weight_cache_bytes_per_param(self) -> int:
+        """Bytes per linear-layer weight of the fp8 copies :attr:`fp8_weight_cache` keeps for
+        a whole step: Transformer Engine quantizes each weight once with both its row-wise and
+        its column-wise (transposed) usage, because the backward pass multiplies by the
+        transpose (``weight_quantizer.set_usage(rowwise=True, columnwise=...)`` before
+        ``get_weight_workspace(cache_name="weight")`` in transformer_engine/pytorch/module/
+        linear.py). 0 when nothing is cached."""
+        return 2 if self.fp8_weight_cache else 0
 
     @property
     def checkpointed(self) -> bool:
