@@ -28,8 +28,9 @@ COLLECTIVE_FORMULA = {
     ),
     "data_parallel": N_(
         "gradient all-reduce (ZeRO 2: reduce-scatter + all-gather; FSDP: all-gathers "
-        "per pass) less what overlaps the backward pass; FSDP never hides its root unit "
-        "(embeddings, LM head): gathered before each forward and backward, reduced last"
+        "per pass, a reduce-scatter per micro-batch, one per step with a pipeline) less what "
+        "overlaps the backward pass; FSDP never hides its root unit (embeddings, LM head): "
+        "gathered before each forward and backward, reduced after it"
     ),
     "pipeline_p2p": N_("2 sends of the activations per micro-batch over one NIC or NVLink"),
     "expert_all_to_all": N_("dispatch and combine, forward and backward, per MoE layer"),

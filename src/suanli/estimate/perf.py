@@ -278,12 +278,23 @@ def fsdp_root_s(root_bytes: Any, work: TrainWork, group: Any, link: Any) -> Any:
     """Seconds of FSDP traffic that nothing can hide: the root unit (embeddings, final norm, LM
     head, which FSDP wraps with the model itself) is gathered before each micro-batch's forward
     and again before its backward (it is resharded after forward), and its gradients are
-    reduce-scattered after the last layer's backward, when no compute is left to overlap
+    reduce-scattered after the last layer's backward (each :func:`fsdp_syncs`), when no compute
+    is left to overlap
     (torchtitan 9dec370 parallelize_llama.py: ``fully_shard(model, reshard_after_forward=not
     pp_enabled)``). LoRA freezes the root: no gradients to reduce."""
     gather = all_gather_s(root_bytes, group, link)
     scatter = 0.0 if work.is_lora else reduce_scatter_s(root_bytes, group, link)
-    return 2 * work.grad_accum * gather + scatter
+    return 2 * work.grad_accum * gather + fsdp_syncs(work) * scatter
+
+
+def fsdp_syncs(work: TrainWork) -> int:
+    """Gradient reduce-scatters per optimizer step under ZeRO-3 / FSDP: one per micro-batch
+    without pipeline parallelism, because sharded gradients cannot wait unreduced (DeepSpeed
+    ZeRO-3 reduces in every backward and refuses ``no_sync``; FSDP2 reduce-scatters every
+    backward unless told ``set_requires_gradient_sync(False)``, which torchtitan and torchtune
+    do not call); one per step with a pipeline, whose schedule syncs only the last backward
+    (torch.distributed.pipelining ``backward_maybe_with_nosync``)."""
+    return work.grad_accum if work.parallel.pp == 1 else 1
 
 
 def offloaded_step_s(work: TrainWork, params: Any, device: Device) -> Any:
@@ -410,9 +421,11 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         )
         if par.zero >= 3:
             # FSDP: all-gather the parameters before each forward, recompute and backward pass,
-            # reduce-scatter the gradients; prefetching overlaps them with compute.
+            # reduce-scatter the gradients after each backward (fsdp_syncs); prefetching
+            # overlaps them with compute.
+            syncs = fsdp_syncs(work)
             gathers = passes * m * all_gather_s(split.total * tb, group, link)
-            dp_s = gathers + reduce_scatter_s(grad_bytes, group, link) + replica_s
+            dp_s = gathers + syncs * (reduce_scatter_s(grad_bytes, group, link) + replica_s)
             exposed = max(
                 fsdp_root_s(split.other * tb, work, group, link), dp_s - DP_OVERLAP * busy
             )

@@ -440,10 +440,13 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         _all_reduce(net, grad_bytes / group, replicas, tp * pp * group),
         0.0,
     )
+    # Sharded gradients are reduced after every micro-batch, once a step with a pipeline
+    # (perf.fsdp_syncs).
+    syncs = np.where(pp == 1, m, 1)
     # The root unit's gathers and gradient reduction, which nothing hides (perf.fsdp_root_s).
     root = _reduce_scatter(split["other"] * tb, group, bw, lat, base)
-    root_s = 2 * m * root + (0.0 if work.is_lora else root)
-    fsdp = np.maximum(root_s, gathers + scatter + replica - DP_OVERLAP * busy)
+    root_s = 2 * m * root + (0.0 if work.is_lora else syncs * root)
+    fsdp = np.maximum(root_s, gathers + syncs * (scatter + replica) - DP_OVERLAP * busy)
     ddp_s = (
         np.where(
             zero >= 2,

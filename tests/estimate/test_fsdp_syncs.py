@@ -1,0 +1,46 @@
+"""Sharded gradients are reduced after every micro-batch: DeepSpeed ZeRO-3 reduce-scatters in
+each backward (it refuses ``no_sync``) and FSDP2 does unless told otherwise, so gradient
+accumulation does not amortise the reduce-scatter the way DDP's ``no_sync`` amortises its
+all-reduce. A pipeline schedule syncs only its last backward."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.perf import DP_OVERLAP, fsdp_syncs, training_perf
+from suanli.estimate.workload import Parallelism, TrainWork
+from suanli.hardware import device_for
+from suanli.models.resolve import load_model
+
+SPEC = load_model("llama-2-7b").spec
+# Four GeForce cards without peer-to-peer: the collectives, not the matmuls, set the step.
+DEVICE = device_for(find_gpu("rtx-4090-24gb", bundled_gpus()), "bf16")
+WORK = TrainWork(
+    task="full", batch=1, seq=2048, precision="pure", recompute="full",
+    parallel=Parallelism(dp=4, zero=3),
+)  # fmt: skip
+
+
+def test_one_sync_per_micro_batch_without_a_pipeline() -> None:
+    assert fsdp_syncs(replace(WORK, grad_accum=8)) == 8
+    piped = replace(WORK, grad_accum=8, parallel=Parallelism(dp=2, pp=2, zero=3))
+    assert fsdp_syncs(piped) == 1
+
+
+@pytest.mark.parametrize("micro_batches", [2, 4, 8])
+def test_accumulation_repeats_all_of_fsdps_traffic(micro_batches: int) -> None:
+    """Every collective of a ZeRO-3 step (gathers and reduce-scatters) happens once per
+    micro-batch, so the traffic before overlap is exactly m times one micro-batch's. Exposed =
+    traffic - overlap x (compute + memory) when the link is the bottleneck."""
+    one = training_perf(SPEC, WORK, DEVICE)
+    many = training_perf(SPEC, replace(WORK, grad_accum=micro_batches), DEVICE)
+
+    def traffic(perf: object) -> float:
+        busy = perf.breakdown_s["compute"] + perf.breakdown_s["memory"]  # type: ignore[attr-defined]
+        return perf.comm_detail_s["data_parallel"] + DP_OVERLAP * busy  # type: ignore[attr-defined]
+
+    assert one.bound == "communication"
+    assert traffic(many) == pytest.approx(micro_batches * traffic(one), rel=1e-9)
