@@ -88,3 +88,18 @@ def test_recompute_and_frozen_weights() -> None:
     )
     lora = step_flops(spec, 2, 64, frozen_fraction=1.0)
     assert lora.backward < plain.backward
+
+
+@pytest.mark.parametrize(
+    "name", ["llama-3.1-8b", "bert-base-uncased", "gemma-3-4b", "mixtral-8x7b", "deepseek-v2-lite"]
+)
+@pytest.mark.parametrize("frozen", [0.0, 1.0])
+def test_model_flops_shortcut_is_step_flops(name: str, frozen: float) -> None:
+    """MFU's numerator without the breakdown: the same sum, sliding windows, MoE, MLA and
+    BERT's pooler included."""
+    from suanli.estimate.flops import model_step_flops
+    from suanli.models.resolve import load_model
+
+    spec = load_model(name).spec
+    full = step_flops(spec, 3, 1024, causal=False, frozen_fraction=frozen).model_flops
+    assert model_step_flops(spec, 3, 1024, frozen) == pytest.approx(full, rel=1e-12)

@@ -19,6 +19,8 @@ uniform`` with ``--recompute-num-layers`` do: the other layers keep all their ac
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from suanli.estimate.shapes import LinearShape, linear_shapes
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
@@ -66,6 +68,7 @@ def op_saved_bytes_per_token(spec: ModelSpec, dtype_bytes: int, tp: int = 1) -> 
     return saved
 
 
+@lru_cache(maxsize=256)
 def op_recompute_share(spec: ModelSpec) -> float:
     """Share of one layer's forward matmul FLOPs that per-op SAC re-runs in backward (the
     even-numbered matmuls)."""

@@ -105,6 +105,26 @@ def _forward_flops_per_token(spec: ModelSpec, seq: int, causal: bool) -> dict[st
     return parts
 
 
+def _backward(forward: float, core: float, frozen_fraction: float) -> float:
+    """Backward FLOPs: twice the attention core's forward, and twice the linear layers' (the
+    input and the weight gradient) less the weight gradients of frozen weights."""
+    return 2 * core + (forward - core) * (2 - frozen_fraction)
+
+
+def model_step_flops(
+    spec: ModelSpec, batch: int, seq: int, frozen_fraction: float = 0.0, pooler: bool = True
+) -> float:
+    """Model FLOPs of one micro-batch, the numerator of MFU: forward and backward with the full
+    ``s x s`` attention and no recomputation (``step_flops(..., causal=False).model_flops``,
+    without building the breakdown)."""
+    tokens = batch * seq
+    per_token = _forward_flops_per_token(spec, seq, False)
+    forward = sum(v * tokens for v in per_token.values())
+    if spec.architecture == "bert" and pooler:
+        forward += 2 * spec.hidden_size * spec.hidden_size * batch
+    return forward + _backward(forward, per_token["attention_core"] * tokens, frozen_fraction)
+
+
 def step_flops(
     spec: ModelSpec,
     batch: int,
@@ -125,14 +145,13 @@ def step_flops(
     layer of ``full`` and ``op``.
     """
     tokens = batch * seq
-    per_token = forward_flops_per_token(spec, seq, causal)
+    per_token = _forward_flops_per_token(spec, seq, causal)
     forward_parts = {k: v * tokens for k, v in per_token.items()}
     if spec.architecture == "bert" and pooler:
         forward_parts["lm_head"] += 2 * spec.hidden_size * spec.hidden_size * batch
     forward = sum(forward_parts.values())
-    linear = forward - forward_parts["attention_core"]
     core = forward_parts["attention_core"]
-    backward = 2 * core + linear * (2 - frozen_fraction)
+    backward = _backward(forward, core, frozen_fraction)
     layers = forward - forward_parts["lm_head"]
     if recompute == "op":
         from suanli.estimate.checkpointing import op_recompute_share

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 #: Output-tile edge of the tensor-core GEMM kernels (M and N are rounded up to it).
@@ -132,6 +132,15 @@ class GemmModel:
     """The serving engine's prefill attention kernel, where measured (None: the fused-attention
     rates of ``Device.attention`` and one launch per layer)."""
 
+    def __hash__(self) -> int:
+        # Hashed once and kept (as ModelSpec): the assumption cache of every training estimate
+        # looks the card's model up, and a nested frozen dataclass rehashes every field.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
     def elementwise_efficiency(self) -> ElementwiseEfficiency:
         """The measured element-wise efficiencies, or ``memory_efficiency`` for every kind."""
         if self.elementwise is not None:
@@ -160,20 +169,7 @@ def gemm_seconds(
     tile = model.tile
     w_bytes = dtype_bytes if weight_bytes is None else weight_bytes
     if maximum is max:  # one GEMM (the scalar path): plain branches, a few times faster
-        if tile > 1 and m < tile:
-            m_pad = math.ceil(m / SMALL_TILE) * SMALL_TILE
-        else:
-            m_pad = math.ceil(m / tile) * tile
-        flops_time = (
-            2.0 * m_pad * (math.ceil(n / tile) * tile) * k / (peak_flops * model.compute_efficiency)
-        )
-        bytes_time = (dtype_bytes * (m * k + m * n) + w_bytes * k * n) / (
-            bandwidth_bytes_per_s * model.memory_efficiency
-        )
-        p = model.blend
-        if p:
-            return (flops_time**p + bytes_time**p) ** (1 / p) + model.launch_s
-        return (flops_time if flops_time > bytes_time else bytes_time) + model.launch_s
+        return gemm_timer(dtype_bytes, peak_flops, bandwidth_bytes_per_s, model, w_bytes)(m, n, k)
     # Below one tile the kernels switch to narrow tiles (GEMV-like, split-K): M pads to a
     # multiple of 16 only. Written with ``maximum`` and ``ceil`` alone so that arrays work.
     big_pad = ceil(m / tile) * tile
@@ -188,6 +184,64 @@ def gemm_seconds(
         p = model.blend
         return (compute**p + memory**p) ** (1 / p) + model.launch_s
     return maximum(compute, memory) + model.launch_s
+
+
+def gemm_timer(
+    dtype_bytes: float,
+    peak_flops: float,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    weight_bytes: float | None = None,
+) -> Callable[[float, float, float], float]:
+    """:func:`gemm_seconds` on plain numbers for one card and dtype, as a function of ``(m, n,
+    k)`` alone: the scalar path of an estimate times dozens of GEMMs with the same card, so the
+    constants are looked up once (the same arithmetic, in the same order)."""
+    tile = model.tile
+    narrow = tile > 1
+    w_bytes = dtype_bytes if weight_bytes is None else weight_bytes
+    compute_rate = peak_flops * model.compute_efficiency
+    memory_rate = bandwidth_bytes_per_s * model.memory_efficiency
+    p = model.blend
+    inverse_p = 1 / p if p else 0.0
+    launch = model.launch_s
+    ceil = math.ceil
+
+    def seconds(m: float, n: float, k: float) -> float:
+        if narrow and m < tile:
+            m_pad = ceil(m / SMALL_TILE) * SMALL_TILE
+        else:
+            m_pad = ceil(m / tile) * tile
+        flops_time = 2.0 * m_pad * (ceil(n / tile) * tile) * k / compute_rate
+        bytes_time = (dtype_bytes * (m * k + m * n) + w_bytes * k * n) / memory_rate
+        if p:
+            return (flops_time**p + bytes_time**p) ** inverse_p + launch
+        return (flops_time if flops_time > bytes_time else bytes_time) + launch
+
+    return seconds
+
+
+def gemm_time_fn(
+    dtype_bytes: float,
+    peak_flops: float,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    maximum: Callable[[Any, Any], Any] = max,
+    ceil: Callable[[Any], Any] = math.ceil,
+    *,
+    weight_bytes: float | None = None,
+) -> Callable[[Any, Any, Any], Any]:
+    """:func:`gemm_seconds` as a function of ``(m, n, k)``: :func:`gemm_timer` on plain numbers,
+    the array form with numpy's ``maximum`` and ``ceil``."""
+    if maximum is max:
+        return gemm_timer(dtype_bytes, peak_flops, bandwidth_bytes_per_s, model, weight_bytes)
+
+    def seconds(m: Any, n: Any, k: Any) -> Any:
+        return gemm_seconds(
+            m, n, k, dtype_bytes, peak_flops, bandwidth_bytes_per_s, model,
+            weight_bytes=weight_bytes, maximum=maximum, ceil=ceil,
+        )  # fmt: skip
+
+    return seconds
 
 
 #: Linear kinds split along their input (row-parallel in Megatron): the others split their output.
@@ -240,19 +294,7 @@ def layer_gemms(
     see ``tokens x expert_share`` tokens each
     (``top_k / experts``). LoRA adds two rank-``r`` GEMMs per adapted weight, all trained."""
 
-    def t(m: Any, n: Any, k: Any) -> Any:
-        return gemm_seconds(
-            m,
-            n,
-            k,
-            dtype_bytes,
-            peak_flops,
-            bandwidth_bytes_per_s,
-            model,
-            maximum=maximum,
-            ceil=ceil,
-        )
-
+    t = gemm_time_fn(dtype_bytes, peak_flops, bandwidth_bytes_per_s, model, maximum, ceil)
     forward: Any = 0.0
     backward: Any = 0.0
     kernels = 0.0
@@ -392,20 +434,16 @@ def serve_forward(
     sequence, as serving engines do. The element-wise kernels move ``op_bytes`` per token each
     (:func:`serving_ops_seconds`)."""
     b = 2.0
+    timers: dict[float, Callable[[Any, Any, Any], Any]] = {}
 
     def t(m: Any, n: Any, k: Any, w: float) -> Any:
-        return gemm_seconds(
-            m,
-            n,
-            k,
-            b,
-            peak_flops,
-            bandwidth_bytes_per_s,
-            model,
-            weight_bytes=w,
-            maximum=maximum,
-            ceil=ceil,
-        )
+        # One timer per weight format (the linears' and the 16-bit LM head's).
+        timer = timers.get(w)
+        if timer is None:
+            timer = timers[w] = gemm_time_fn(
+                b, peak_flops, bandwidth_bytes_per_s, model, maximum, ceil, weight_bytes=w
+            )
+        return timer(m, n, k)
 
     gemm: Any = 0.0
     for s in shapes:

@@ -10,6 +10,7 @@ all-reduce that outlasts the backward pass) adds to the step. Efficiencies are m
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,11 +29,12 @@ from suanli.estimate.elementwise import (
     loss_bytes,
     optimizer_step_bytes,
 )
-from suanli.estimate.flops import forward_flops_per_token, step_flops
+from suanli.estimate.flops import forward_flops_per_token, model_step_flops, step_flops
 from suanli.estimate.kernels import (
     GemmModel,
     fp8_cast_seconds,
     gemm_seconds,
+    gemm_time_fn,
     layer_gemms,
     nf4_dequant_seconds,
 )
@@ -252,22 +254,21 @@ def train_matmul_seconds(
         backward = backward + 2 * router / spec.num_layers
     # Full recomputation re-runs the layer's forward; per-op SAC its even-numbered matmuls;
     # with --recompute-every K only every K-th layer is checkpointed.
-    recompute = {
-        "full": forward,
-        "selective": core,
-        "op": g.forward_s * op_recompute_share(spec),
-    }.get(work.recompute, 0.0) / (work.recompute_every if work.checkpointed else 1)
+    if work.recompute == "full":
+        recompute = forward
+    elif work.recompute == "selective":
+        recompute = core
+    elif work.recompute == "op":
+        recompute = g.forward_s * op_recompute_share(spec)
+    else:
+        recompute = 0.0
+    recompute = recompute / (work.recompute_every if work.checkpointed else 1)
     layer = forward + backward + recompute
     head: Any = 0.0
     if spec.is_decoder:
         vocab = spec.vocab_size / tp
-
-        def th(m: Any, n: Any, k: Any) -> Any:
-            head_bytes = 2 if fp8 else b
-            return gemm_seconds(
-                m, n, k, head_bytes, bf16_peak, bw, model, maximum=maximum, ceil=ceil
-            )
-
+        # The LM head stays in bf16 under fp8 training.
+        th = gemm_time_fn(2 if fp8 else b, bf16_peak, bw, model, maximum, ceil)
         head = th(tokens, vocab, spec.hidden_size) + th(tokens, spec.hidden_size, vocab)
         if not work.is_lora:
             head = head + th(spec.hidden_size, vocab, tokens)
@@ -346,9 +347,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         causal=causal,
         frozen_fraction=frozen,
     )
-    model_per_micro = step_flops(
-        spec, work.batch, work.seq, causal=False, frozen_fraction=frozen
-    ).model_flops
+    model_per_micro = model_step_flops(spec, work.batch, work.seq, frozen)
     tokens = work.batch * work.seq
     m = work.grad_accum
     layers = math.ceil(spec.num_layers / par.pp)
@@ -461,25 +460,8 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     )[0]
     total_model = model_per_micro * m * par.dp
     total_hw = micro.hardware_flops * m * par.dp
-    assumptions = (
-        N_(
-            "GEMMs by shape: tensor cores at {compute:.0%} of peak on tile-padded shapes, "
-            "operands streamed at {memory:.0%} of the bandwidth, {launch:.0f} us per kernel "
-            "({source})"
-        ).format(
-            compute=device.gemm_model.compute_efficiency,
-            memory=device.gemm_model.memory_efficiency,
-            launch=device.gemm_model.launch_s * 1e6,
-            source=device.gemm_model.source or device.efficiency_source,
-        ),
-        N_("memory at {efficiency:.0%} of peak bandwidth").format(
-            efficiency=device.memory_efficiency
-        ),
-        N_("{kernels} kernels for the non-matmul ops").format(kernels=work.kernels),
-        N_("flash/SDPA kernels skip the masked half of causal attention; MFU counts the full s²"),
-        N_("gradient reduction overlaps {overlap:.0%} of the backward pass (bucketed)").format(
-            overlap=DP_OVERLAP
-        ),
+    assumptions = _training_assumptions(
+        device.gemm_model, device.memory_efficiency, device.efficiency_source, work.kernels
     )
     return TrainPerf(
         par.gpus,
@@ -491,6 +473,32 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         bound,
         comm,
         assumptions,
+    )
+
+
+@lru_cache(maxsize=64)
+def _training_assumptions(
+    gemm: GemmModel, memory_efficiency: float, efficiency_source: str, kernels: str
+) -> tuple[str, ...]:
+    """The assumptions every training estimate on one card states (formatted once per card and
+    kernel class: the planner asks for thousands of layouts)."""
+    return (
+        N_(
+            "GEMMs by shape: tensor cores at {compute:.0%} of peak on tile-padded shapes, "
+            "operands streamed at {memory:.0%} of the bandwidth, {launch:.0f} us per kernel "
+            "({source})"
+        ).format(
+            compute=gemm.compute_efficiency,
+            memory=gemm.memory_efficiency,
+            launch=gemm.launch_s * 1e6,
+            source=gemm.source or efficiency_source,
+        ),
+        N_("memory at {efficiency:.0%} of peak bandwidth").format(efficiency=memory_efficiency),
+        N_("{kernels} kernels for the non-matmul ops").format(kernels=kernels),
+        N_("flash/SDPA kernels skip the masked half of causal attention; MFU counts the full s²"),
+        N_("gradient reduction overlaps {overlap:.0%} of the backward pass (bucketed)").format(
+            overlap=DP_OVERLAP
+        ),
     )
 
 

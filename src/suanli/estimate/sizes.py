@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import TrainWork, check_tensor_parallel
@@ -28,14 +29,16 @@ class ParamSplit:
     layers_on_stage: int
 
 
+@lru_cache(maxsize=1024)
 def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> ParamSplit:
     """Parameters per GPU: layers over ``pp`` stages, matrices over ``tp`` (Megatron splits
-    attention heads, MLP width and the vocabulary), routed experts over ``ep``."""
+    attention heads, MLP width and the vocabulary), routed experts over ``ep``. Cached: a
+    model's split depends on the layout alone, and the estimators ask for it per layout."""
     check_tensor_parallel(spec.attention.num_heads, tp, spec.name)
     counts = count_params(spec).by_component
     layers_on_stage = math.ceil(spec.num_layers / pp)
     stage_fraction = layers_on_stage / spec.num_layers
-    linear = sum(n for kind, n in _linear_totals(spec).items() if kind != "experts")
+    linear = _dense_linear_params(spec)
     experts = counts["experts"] / ep
     layer_other = counts["attention"] + counts["mlp"] + counts["shared_experts"] - linear
     layer_linear = (linear + experts) * stage_fraction / tp
@@ -50,11 +53,11 @@ def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> Param
     return ParamSplit(layer_linear + other, layer_linear, other, layers_on_stage)
 
 
-def _linear_totals(spec: ModelSpec) -> dict[str, int]:
-    totals: dict[str, int] = {}
-    for shape in linear_shapes(spec):
-        totals[shape.kind] = totals.get(shape.kind, 0) + shape.weights * shape.count
-    return totals
+@lru_cache(maxsize=256)
+def _dense_linear_params(spec: ModelSpec) -> int:
+    """Linear weights of the layers other than the routed experts (cached: every estimate and
+    every planner layout asks)."""
+    return sum(s.weights * s.count for s in linear_shapes(spec) if s.kind != "experts")
 
 
 # --- training's extra tensors ---------------------------------------------------------------
