@@ -207,14 +207,13 @@ def gemm_timer(
     ceil = math.ceil
 
     def seconds(m: float, n: float, k: float) -> float:
-        if narrow and m < tile:
-            m_pad = ceil(m / SMALL_TILE) * SMALL_TILE
-        else:
-            m_pad = ceil(m / tile) * tile
+        # Below one tile the kernels switch to narrow tiles: M pads to a multiple of 16 only.
+        m_pad = ceil(m / SMALL_TILE) * SMALL_TILE if narrow and m < tile else ceil(m / tile) * tile
         flops_time = 2.0 * m_pad * (ceil(n / tile) * tile) * k / compute_rate
         bytes_time = (dtype_bytes * (m * k + m * n) + w_bytes * k * n) / memory_rate
         if p:
-            return (flops_time**p + bytes_time**p) ** inverse_p + launch
+            blended: float = (flops_time**p + bytes_time**p) ** inverse_p
+            return blended + launch
         return (flops_time if flops_time > bytes_time else bytes_time) + launch
 
     return seconds

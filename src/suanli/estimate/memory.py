@@ -464,9 +464,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             "mixed precision: {dtype} weights, fp32 master weights and optimizer states"
         ).format(dtype=stored)
     else:
-        precision = N_("pure {dtype}: weights, gradients and optimizer states").format(
-            dtype=stored
-        )
+        precision = N_("pure {dtype}: weights, gradients and optimizer states").format(dtype=stored)
     if work.dtype == "fp8":
         assumptions.append(
             N_(

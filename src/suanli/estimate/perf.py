@@ -10,9 +10,9 @@ all-reduce that outlasts the backward pass) adds to the step. Efficiencies are m
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from suanli.estimate.checkpointing import op_recompute_share
