@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
+
+from suanli.hashing import hash_once
 
 #: Output-tile edge of the tensor-core GEMM kernels (M and N are rounded up to it).
 TILE = 128
@@ -133,13 +135,7 @@ class GemmModel:
     rates of ``Device.attention`` and one launch per layer)."""
 
     def __hash__(self) -> int:
-        # Hashed once and kept (as ModelSpec): the assumption cache of every training estimate
-        # looks the card's model up, and a nested frozen dataclass rehashes every field.
-        cached: int | None = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+        return hash_once(self)
 
     def elementwise_efficiency(self) -> ElementwiseEfficiency:
         """The measured element-wise efficiencies, or ``memory_efficiency`` for every kind."""

@@ -7,8 +7,10 @@ nothing here holds bytes, because the dtype belongs to the workload, not the arc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from suanli.hashing import hash_once
 
 
 @dataclass(frozen=True)
@@ -162,13 +164,7 @@ class ModelSpec:
     """What was left out or assumed while reading the config."""
 
     def __hash__(self) -> int:
-        # Hashed once and kept: the estimators' caches (shapes, FLOPs per token) look a spec up
-        # many times per estimate, and a nested frozen dataclass rehashes every field each time.
-        cached: int | None = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached
+        return hash_once(self)
 
     @property
     def num_dense_layers(self) -> int:
