@@ -1,9 +1,15 @@
-"""Against published peaks: torchtune's README table and the ZeRO paper's model-state figures.
+"""Against published peaks: torchtune's README table, Answer.AI's fsdp_qlora benchmarks and the
+ZeRO paper's model-state figures.
 
-Rows come from shared/reference/memory-examples.csv (copied to tests/fixtures). The settings of
-each torchtune row are from the recipe configs at torchtune commit 0217d44c2 (May 2024, where
-the table was added), as recorded in docs/research/torchtune-memory-settings.md: pure bf16,
-full activation checkpointing, SDPA, fp32 logits with a plain cross-entropy, batch 4.
+Rows come from shared/reference/memory-examples.csv (copied to tests/fixtures) and
+tests/fixtures/memory-fsdp-qlora.csv (its .md gives the source). The settings of each torchtune
+row are from the recipe configs at torchtune commit 0217d44c2 (May 2024, where the table was
+added), as recorded in docs/research/torchtune-memory-settings.md: pure bf16, full activation
+checkpointing, SDPA, fp32 logits with a plain cross-entropy, batch 4.
+
+Both tables report PyTorch's reserved memory, which does not see the CUDA context or NCCL's
+buffers (allocated outside PyTorch's caching allocator): the estimate compared is the breakdown
+without those two lines (:func:`_torch_reserved`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,14 @@ def _measured(workload: str, hardware: str) -> float:
         if row["workload"].startswith(workload) and row["hardware"].startswith(hardware):
             return float(row["measured_GB"]) * GB
     raise LookupError(workload)
+
+
+def _torch_reserved(work: TrainWork, spec: ModelSpec) -> float:
+    """The estimate of what PyTorch's allocator reserves: the total less the CUDA context and
+    NCCL's communicator buffers."""
+    memory = training_memory(spec, work)
+    outside = ("CUDA context and kernels", "NCCL communicator buffers")
+    return memory.total_bytes - sum(ln.bytes for ln in memory.lines if ln.label in outside)
 
 
 def _spec(name: str) -> ModelSpec:
@@ -101,8 +115,39 @@ TORCHTUNE = [
 def test_torchtune_llama2_7b_peaks_within_15_percent(
     workload: str, hardware: str, work: TrainWork
 ) -> None:
-    estimate = training_memory(_spec("llama-2-7b"), work).total_bytes
+    estimate = _torch_reserved(work, _spec("llama-2-7b"))
     assert estimate == pytest.approx(_measured(workload, hardware), rel=0.15)
+
+
+FSDP_QLORA = list(csv.DictReader((FIXTURES / "memory-fsdp-qlora.csv").read_text().splitlines()))
+
+
+def _fsdp_qlora_error(row: dict[str, str]) -> float:
+    work = TrainWork(
+        task=row["task"],
+        batch=int(row["batch"]),
+        seq=int(row["seq"]),
+        precision="pure",
+        recompute="full",
+        lora_rank=64,
+        lora_targets=("q", "k", "v", "gate", "up", "down"),
+        offload_params=row["cpu_offload"] == "true",
+        parallel=Parallelism(dp=2, zero=3 if row["sharding"] == "full_shard" else 0),
+    )
+    estimate = _torch_reserved(work, _spec(row["model"]))
+    return estimate / (float(row["measured_GiB"]) * 2**30) - 1
+
+
+def test_fsdp_qlora_peaks_on_two_geforce_cards() -> None:
+    """13 runs: LoRA and QLoRA, FSDP full shard, its DDP mode and CPU offload, Llama-2 7B and
+    70B. Each within 25%, ten within 15%, the median within 8% (the two smallest runs, one
+    sequence of 512 tokens, are the worst: the source notes their reserved memory hardly
+    moved with the context)."""
+    errors = sorted(abs(_fsdp_qlora_error(row)) for row in FSDP_QLORA)
+    assert len(errors) == 13
+    assert errors[-1] < 0.25
+    assert sum(e < 0.15 for e in errors) >= 10
+    assert errors[len(errors) // 2] < 0.08
 
 
 def _gpt_like_7_5b() -> ModelSpec:

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.advice import scaling
 from suanli.estimate.elementwise import eager_bytes_per_token
 from suanli.estimate.flops import step_flops
 from suanli.estimate.inference import inference_perf
-from suanli.estimate.perf import scaling, training_perf
+from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.models.resolve import load_model
@@ -142,7 +143,7 @@ def test_bad_calibration_file_is_one_sentence(tmp_path: Path) -> None:
 
 
 def test_advice_names_the_bottleneck_and_quantifies_the_fix() -> None:
-    from suanli.estimate.perf import advice
+    from suanli.estimate.advice import advice
 
     work = TrainWork(task="full", batch=1, seq=1024, parallel=Parallelism(dp=2))
     tips = advice(LLAMA3B, work, L40S)

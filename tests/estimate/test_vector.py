@@ -60,6 +60,10 @@ SHAPES = [
     ),
     ("llama-3.1-8b", TrainWork(task="full", seq=2048, parallel=Parallelism(shard=2))),
     ("llama-3.1-8b", TrainWork(task="full", seq=2048, offload_params=True)),
+    # QLoRA's NF4 base gathered by FSDP and copied by CPU offload (fsdp_qlora).
+    ("llama-3.1-8b", TrainWork(task="qlora", seq=2048, recompute="full")),
+    ("llama-3.1-8b", TrainWork(task="qlora", seq=2048, offload_params=True)),
+    ("llama-3.1-8b", TrainWork(task="lora", seq=2048, offload_params=True)),
     # fp8: the GEMMs in fp8, what flows between them (and every collective) in bf16.
     ("llama-3.1-8b", TrainWork(task="pretrain", seq=4096, dtype="fp8", kernels="compiled")),
     (

@@ -22,10 +22,11 @@ from suanli.answers.request import (
 )
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
+from suanli.estimate.advice import advice, scaling
 from suanli.estimate.inference import InferPerf, inference_perf
 from suanli.estimate.load import ClosedLoop, closed_loop, static_batch
 from suanli.estimate.offload import split_layers
-from suanli.estimate.perf import Device, advice, scaling, training_perf
+from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.i18n import N_

@@ -312,7 +312,8 @@ _OPTIONS: list[Callable[[Any], Any]] = [
         is_flag=True,
         help=N_(
             "Parameters and gradients in CPU memory, one layer on the GPU at a time "
-            "(ZeRO-Infinity, FSDP CPU offload); costs PCIe time."
+            "(ZeRO-Infinity, FSDP CPU offload; with LoRA/QLoRA the frozen base too); costs PCIe "
+            "time."
         ),
     ),
     click.option("--lora-rank", type=IntRange(min=1), default=16, show_default=True),

@@ -17,6 +17,7 @@ from suanli.estimate.checkpointing import OP_POLICY
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.sizes import (
     ParamSplit,
+    base_weight_bytes,
     grads_replace_activations,
     largest_tensor_params,
     layer_params,
@@ -261,7 +262,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     params_cpu = 0.0
 
     if work.is_lora:
-        trainable, adapter_lines = _lora_params(spec, work, split)
+        trainable, adapter_lines, params_cpu = _lora_params(spec, work, split)
         lines += adapter_lines
     else:
         trainable = split.total
@@ -483,35 +484,34 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     return assemble(lines, assumptions, per_layer=per_layer, cpu_bytes=cpu, tokens=tokens)
 
 
-def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[float, list[Line]]:
-    """Frozen base (bf16, or NF4 for QLoRA) plus the adapters; FSDP (ZeRO-3) shards both."""
+def _lora_params(
+    spec: ModelSpec, work: TrainWork, split: ParamSplit
+) -> tuple[float, list[Line], float]:
+    """Frozen base (bf16, or NF4 for QLoRA) plus the adapters; FSDP (ZeRO-3) shards both, and
+    FSDP's CPU offload (``offload_params``) keeps both in CPU memory, one layer on the GPU at a
+    time. Returns the adapters' parameters, the lines and the bytes in CPU memory."""
     par = work.parallel
     shard = par.zero_group if par.zero >= 3 else 1
     note = f" / {shard} (FSDP)" if shard > 1 else ""
+    offload = work.offload_params
     lines: list[Line] = []
+    base = base_weight_bytes(work, split.layer_linear, split.other)
     if work.task == "qlora":
-        fmt = get_format("nf4-dq")
-        base = split.layer_linear * fmt.bits_per_weight / 8 + split.other * 2
-        lines.append(
-            Line(
-                "weights",
-                N_("frozen base: NF4 linears + bf16 embeddings and norms"),
-                base / shard,
-                f"P_linear x {fmt.bits_per_weight:.3f} bits / 8 + P_other x 2 B" + note,
-                SRC_QLORA,
-            )
+        bits = get_format("nf4-dq").bits_per_weight
+        label = (
+            N_("frozen base in CPU memory: NF4 linears + bf16 embeddings and norms")
+            if offload
+            else N_("frozen base: NF4 linears + bf16 embeddings and norms")
         )
+        formula, source = f"P_linear x {bits:.3f} bits / 8 + P_other x 2 B" + note, SRC_QLORA
     else:
-        base = split.total * work.tensor_bytes
-        lines.append(
-            Line(
-                "weights",
-                N_("frozen base weights ({dtype})").format(dtype=work.storage_dtype),
-                base / shard,
-                f"P x {work.tensor_bytes} B" + note,
-                SRC_LORA,
-            )
-        )
+        label = (
+            N_("frozen base weights ({dtype}) in CPU memory")
+            if offload
+            else N_("frozen base weights ({dtype})")
+        ).format(dtype=work.storage_dtype)
+        formula, source = f"P x {work.tensor_bytes} B" + note, SRC_LORA
+    lines.append(Line("weights", label, 0.0 if offload else base / shard, formula, source))
     stage = split.layers_on_stage / spec.num_layers
     adapters = lora_adapter_params(spec, work) * stage / par.tp
     mixed = work.precision == "mixed" and not work.fp32_storage
@@ -519,8 +519,8 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
     lines.append(
         Line(
             "weights",
-            N_("LoRA adapters"),
-            adapters * adapter_bytes / shard,
+            N_("LoRA adapters in CPU memory") if offload else N_("LoRA adapters"),
+            0.0 if offload else adapters * adapter_bytes / shard,
             (
                 N_("r x (d_in + d_out) per adapted matrix / {shard} (FSDP)")
                 if shard > 1
@@ -529,7 +529,7 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
             SRC_LORA,
         )
     )
-    if shard > 1:
+    if shard > 1 or offload:
         gather = 2 * layer_params(spec) * work.tensor_bytes / par.tp
         lines.append(
             Line(
@@ -540,4 +540,5 @@ def _lora_params(spec: ModelSpec, work: TrainWork, split: ParamSplit) -> tuple[f
                 SRC_ZERO,
             )
         )
-    return adapters, lines
+    cpu = (base + adapters * adapter_bytes) / shard if offload else 0.0
+    return adapters, lines, cpu

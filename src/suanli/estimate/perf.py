@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -40,8 +40,8 @@ from suanli.estimate.kernels import (
 )
 from suanli.estimate.memory import offloaded_activation_bytes
 from suanli.estimate.shapes import linear_shapes
-from suanli.estimate.sizes import lora_adapter_params, param_split
-from suanli.estimate.workload import Parallelism, TrainWork
+from suanli.estimate.sizes import base_weight_bytes, lora_adapter_params, param_split
+from suanli.estimate.workload import TrainWork
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
@@ -315,13 +315,16 @@ def params_offload_s(
     busy_s: Any,
     device: Device,
     maximum: Callable[[Any, Any], Any] = max,
+    grad_bytes: Any = None,
 ) -> Any:
     """Exposed seconds per step of parameter offloading: every micro-batch copies this GPU's
-    parameter shard (``shard_bytes``) in for each pass and its gradient shard out, over PCIe,
-    prefetched behind the compute as far as it lasts. Floats or numpy arrays."""
+    parameter shard (``shard_bytes``) in for each pass and its gradient shard out
+    (``grad_bytes``, default the parameters' size; LoRA's adapters only), over PCIe, prefetched
+    behind the compute as far as it lasts. Floats or numpy arrays."""
     if not device.host_bytes_per_s:
         return 0.0 * busy_s
-    copy_s = grad_accum * (passes + 1) * shard_bytes / device.host_bytes_per_s
+    out = shard_bytes if grad_bytes is None else grad_bytes
+    copy_s = grad_accum * (passes * shard_bytes + out) / device.host_bytes_per_s
     return maximum(0.0, copy_s - DP_OVERLAP * busy_s)
 
 
@@ -405,6 +408,8 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         comm["pipeline_p2p"] = 2 * p2p_s(tokens * h * tb / par.tp, link) * m
         bubble_s = (par.pp - 1) / par.vpp * per_micro_s
     grad_bytes = trainable * (4 if work.is_lora else tb)
+    # What FSDP gathers and CPU offload copies: QLoRA's base in NF4.
+    weight_bytes = base_weight_bytes(work, split.layer_linear, split.other)
     if par.dp > 1:
         group = par.zero_group if par.zero else par.dp
         link = net.link_for(group, par.tp * par.pp)
@@ -423,7 +428,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
             # reduce-scatter the gradients after each backward (fsdp_syncs); prefetching
             # overlaps them with compute.
             syncs = fsdp_syncs(work)
-            gathers = passes * m * all_gather_s(split.total * tb, group, link)
+            gathers = passes * m * all_gather_s(weight_bytes, group, link)
             dp_s = gathers + syncs * (reduce_scatter_s(grad_bytes, group, link) + replica_s)
             exposed = max(
                 fsdp_root_s(split.other * tb, work, group, link), dp_s - DP_OVERLAP * busy
@@ -442,7 +447,12 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     if work.offload_params:
         group = par.zero_group if par.zero >= 3 else 1
         comm["host_offload"] = params_offload_s(
-            split.total * tb / group, m, passes, compute_s + memory_total_s, device
+            weight_bytes / group,
+            m,
+            passes,
+            compute_s + memory_total_s,
+            device,
+            grad_bytes=grad_bytes / group,
         )
     comm_s = sum(comm.values())
     step = compute_s + memory_total_s + comm_s + bubble_s
@@ -500,99 +510,3 @@ def _training_assumptions(
             overlap=DP_OVERLAP
         ),
     )
-
-
-def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, object]]:
-    """What dominates the step and what would fix it, each fix quantified by re-estimating.
-
-    Returns ``{"issue", "fix", "tokens_per_s_after", "speedup"}`` entries, largest gain first.
-    """
-    base = training_perf(spec, work, device)
-    step = base.step_time_s
-    par = work.parallel
-    candidates: list[tuple[str, str, TrainWork]] = []
-    dp_share = base.comm_detail_s.get("data_parallel", 0.0) / step
-    if dp_share > 0.1:
-        candidates.append(
-            (
-                N_("gradient communication is {share:.0%} of the step").format(share=dp_share),
-                N_("accumulate more micro-batches (--grad-accum {grad_accum})").format(
-                    grad_accum=work.grad_accum * 4
-                ),
-                replace(work, grad_accum=work.grad_accum * 4),
-            )
-        )
-        if par.zero < 2 and not work.is_lora:
-            candidates.append(
-                (
-                    N_("gradient communication is {share:.0%} of the step").format(share=dp_share),
-                    N_("shard gradients (--zero 2)"),
-                    replace(work, parallel=replace(par, zero=2)),
-                )
-            )
-    tp_share = base.comm_detail_s.get("tensor_parallel", 0.0) / step
-    if tp_share > 0.1 and par.tp > 1:
-        candidates.append(
-            (
-                N_("tensor-parallel collectives are {share:.0%} of the step").format(
-                    share=tp_share
-                ),
-                N_("halve tensor parallelism (--tp {tp}, --dp {dp})").format(
-                    tp=par.tp // 2, dp=par.dp * 2
-                ),
-                replace(work, parallel=replace(par, tp=par.tp // 2, dp=par.dp * 2)),
-            )
-        )
-    bubble_share = base.breakdown_s["bubble"] / step
-    if bubble_share > 0.1:
-        candidates.append(
-            (
-                N_("the pipeline bubble is {share:.0%} of the step").format(share=bubble_share),
-                N_("more micro-batches per step (--grad-accum {grad_accum})").format(
-                    grad_accum=work.grad_accum * 4
-                ),
-                replace(work, grad_accum=work.grad_accum * 4),
-            )
-        )
-    memory_share = base.breakdown_s["memory"] / step
-    if memory_share > 0.3:
-        if not work.fused_kernels:
-            candidates.append(
-                (
-                    N_("memory traffic is {share:.0%} of the step").format(share=memory_share),
-                    N_("fuse the non-matmul ops (torch.compile: --kernels compiled)"),
-                    replace(work, kernels="compiled"),
-                )
-            )
-        candidates.append(
-            (
-                N_("memory traffic is {share:.0%} of the step").format(share=memory_share),
-                N_("a larger micro-batch (--batch {batch})").format(batch=work.batch * 2),
-                replace(work, batch=work.batch * 2),
-            )
-        )
-    out: list[dict[str, object]] = []
-    for issue, fix, changed in candidates:
-        after = training_perf(spec, changed, device).tokens_per_s
-        if after > base.tokens_per_s * 1.02:
-            out.append(
-                {
-                    "issue": issue,
-                    "fix": fix,
-                    "tokens_per_s_after": after,
-                    "speedup": after / base.tokens_per_s,
-                }
-            )
-    return sorted(out, key=lambda a: -float(a["speedup"]))  # type: ignore[arg-type]
-
-
-def scaling(spec: ModelSpec, work: TrainWork, device: Device) -> dict[str, float]:
-    """Speed-up of this layout over one GPU (same per-GPU micro-batch and steps)."""
-    one = training_perf(spec, replace(work, parallel=Parallelism()), device)
-    many = training_perf(spec, work, device)
-    speedup = many.tokens_per_s / one.tokens_per_s
-    return {
-        "gpus": float(work.parallel.gpus),
-        "speedup": speedup,
-        "efficiency": speedup / work.parallel.gpus,
-    }

@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+from suanli.catalog.formats import get_format
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import TrainWork, check_tensor_parallel
 from suanli.models.params import count_params
@@ -58,6 +60,15 @@ def _dense_linear_params(spec: ModelSpec) -> int:
     """Linear weights of the layers other than the routed experts (cached: every estimate and
     every planner layout asks)."""
     return sum(s.weights * s.count for s in linear_shapes(spec) if s.kind != "experts")
+
+
+def base_weight_bytes(work: TrainWork, layer_linear: Any, other: Any) -> Any:
+    """Bytes of the weights as a GPU holds them, FSDP gathers them and CPU offload copies them:
+    QLoRA's layer linears in NF4 with double quantization and the rest in bf16, every other
+    task's weights in the tensor dtype. Floats or numpy arrays."""
+    if work.task == "qlora":
+        return layer_linear * get_format("nf4-dq").bits_per_weight / 8 + other * 2
+    return (layer_linear + other) * work.tensor_bytes
 
 
 # --- training's extra tensors ---------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from suanli.catalog.formats import get_format, overhead_bytes, overhead_fraction
+from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.comm import Network
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
@@ -33,6 +33,7 @@ from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.sizes import (
     DS_BUCKET_ELEMENTS,
     DS_OVERLAP_FACTOR,
+    base_weight_bytes,
     grads_replace_activations,
     largest_tensor_params,
     layer_params,
@@ -286,15 +287,13 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
     w3 = np.where(zero >= 3, group, 1)
     total = np.zeros(len(lay.tp))
     if work.is_lora:
-        if work.task == "qlora":
-            bits = get_format("nf4-dq").bits_per_weight
-            base = split["layer_linear"] * bits / 8 + split["other"] * 2
-        else:
-            base = split["total"] * b
+        base = base_weight_bytes(work, split["layer_linear"], split["other"])
         stage = split["layers"] / spec.num_layers
         trainable = lora_adapter_params(spec, work) * stage / lay.tp
-        total += base / w3 + trainable * (4 if mixed else b) / w3
-        total += np.where(w3 > 1, 2 * layer_params(spec) * b / lay.tp, 0.0)
+        if not work.offload_params:
+            total += base / w3 + trainable * (4 if mixed else b) / w3
+        gathered = (w3 > 1) | work.offload_params
+        total += np.where(gathered, 2 * layer_params(spec) * b / lay.tp, 0.0)
     else:
         trainable = split["total"]
         if not work.offload_params:
@@ -431,7 +430,9 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     group = np.where(zero >= 1, _zero_group(work, dp), dp)
     bw, lat, base = _pick(net, group, tp * pp, gather=True)
     busy = compute_s + memory_total
-    gathers = passes * m * _reduce_scatter(split["total"] * tb, group, bw, lat, base)
+    # What FSDP gathers and CPU offload copies: QLoRA's base in NF4.
+    weight_bytes = base_weight_bytes(work, split["layer_linear"], split["other"])
+    gathers = passes * m * _reduce_scatter(weight_bytes, group, bw, lat, base)
     scatter = _reduce_scatter(grad_bytes, group, bw, lat, base)
     # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
     replicas = dp // group
@@ -458,8 +459,16 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     ddp = np.maximum(0.0, ddp_s - DP_OVERLAP * per_micro * 2 / 3)
     comm += np.where(dp > 1, np.where(zero >= 3, fsdp, ddp), 0.0)
     if work.offload_params:
-        shard = split["total"] * tb / np.where(zero >= 3, _zero_group(work, dp), 1)
-        comm += params_offload_s(shard, m, passes, busy, device, maximum=np.maximum)
+        shard_group = np.where(zero >= 3, _zero_group(work, dp), 1)
+        comm += params_offload_s(
+            weight_bytes / shard_group,
+            m,
+            passes,
+            busy,
+            device,
+            maximum=np.maximum,
+            grad_bytes=grad_bytes / shard_group,
+        )
     step = compute_s + memory_total + comm + bubble
     gpus = tp * pp * dp
     tokens_step = tokens * m * dp

@@ -211,7 +211,8 @@ class TrainWork:
     """Optimizer states (and master weights) live in CPU memory (ZeRO-Offload)."""
     offload_params: bool = False
     """Parameters and their gradients live in CPU memory and come to the GPU one layer at a
-    time (ZeRO-Infinity offload_param, FSDP CPUOffload(offload_params=True))."""
+    time (ZeRO-Infinity offload_param, FSDP CPUOffload(offload_params=True)); under LoRA and
+    QLoRA the frozen base and the adapters (Answer.AI's fsdp_qlora ``--use_cpu_offload``)."""
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = ("q", "k", "v", "o")
     """Modules that get adapters (``q k v o gate up down``)."""
@@ -249,13 +250,6 @@ class TrainWork:
         if self.recompute_every > 1 and self.recompute not in ("op", "full"):
             raise ValueError(N_("--recompute-every needs --recompute op or full"))
         check_choice("loss", self.loss, LOSSES)
-        if self.offload_params and self.task in ("lora", "qlora"):
-            raise ValueError(
-                N_(
-                    "--offload-params applies to full fine-tuning and pre-training; LoRA's frozen "
-                    "base stays on the GPU"
-                )
-            )
         check_choice("saved_tensors", self.saved_tensors, SAVED_TENSORS)
         check_choice("zero_buckets", self.zero_buckets, ZERO_BUCKETS)
         check_choice("attention", self.attention, ATTENTION)

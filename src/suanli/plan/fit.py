@@ -242,7 +242,8 @@ def _remedies(
             N_("optimizer states and master weights in CPU memory"),
             replace(current, offload_optimizer=True),
         )
-    if not current.offload_params and "offload_params" in allowed and not current.is_lora:
+    # Under LoRA and QLoRA the frozen base goes too (FSDP CPU offload, fsdp_qlora's recipe).
+    if not current.offload_params and "offload_params" in allowed:
         current = yield (
             "offload",
             N_("parameters and gradients in CPU memory (one layer on the GPU at a time)"),
