@@ -20,15 +20,18 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
     step = base.step_time_s
     par = work.parallel
     candidates: list[tuple[str, str, TrainWork]] = []
+    # Accumulating four times the micro-batches answers both exposed gradient traffic and the
+    # pipeline bubble.
+    more_micro = replace(work, grad_accum=work.grad_accum * 4)
     dp_share = base.comm_detail_s.get("data_parallel", 0.0) / step
     if dp_share > 0.1:
         candidates.append(
             (
                 N_("gradient communication is {share:.0%} of the step").format(share=dp_share),
                 N_("accumulate more micro-batches (--grad-accum {grad_accum})").format(
-                    grad_accum=work.grad_accum * 4
+                    grad_accum=more_micro.grad_accum
                 ),
-                replace(work, grad_accum=work.grad_accum * 4),
+                more_micro,
             )
         )
         if par.zero < 2 and not work.is_lora:
@@ -58,9 +61,9 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
             (
                 N_("the pipeline bubble is {share:.0%} of the step").format(share=bubble_share),
                 N_("more micro-batches per step (--grad-accum {grad_accum})").format(
-                    grad_accum=work.grad_accum * 4
+                    grad_accum=more_micro.grad_accum
                 ),
-                replace(work, grad_accum=work.grad_accum * 4),
+                more_micro,
             )
         )
     memory_share = base.breakdown_s["memory"] / step

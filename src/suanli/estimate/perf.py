@@ -310,21 +310,20 @@ def offloaded_step_s(work: TrainWork, params: Any, device: Device) -> Any:
 
 def params_offload_s(
     shard_bytes: Any,
+    grad_bytes: Any,
     grad_accum: Any,
     passes: int,
     busy_s: Any,
     device: Device,
     maximum: Callable[[Any, Any], Any] = max,
-    grad_bytes: Any = None,
 ) -> Any:
     """Exposed seconds per step of parameter offloading: every micro-batch copies this GPU's
-    parameter shard (``shard_bytes``) in for each pass and its gradient shard out
-    (``grad_bytes``, default the parameters' size; LoRA's adapters only), over PCIe, prefetched
-    behind the compute as far as it lasts. Floats or numpy arrays."""
+    parameter shard (``shard_bytes``) in for each pass and its gradient shard (``grad_bytes``;
+    LoRA's adapters only) out, over PCIe, prefetched behind the compute as far as it lasts.
+    Floats or numpy arrays."""
     if not device.host_bytes_per_s:
         return 0.0 * busy_s
-    out = shard_bytes if grad_bytes is None else grad_bytes
-    copy_s = grad_accum * (passes * shard_bytes + out) / device.host_bytes_per_s
+    copy_s = grad_accum * (passes * shard_bytes + grad_bytes) / device.host_bytes_per_s
     return maximum(0.0, copy_s - DP_OVERLAP * busy_s)
 
 
@@ -447,12 +446,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     if work.offload_params:
         group = par.zero_group if par.zero >= 3 else 1
         comm["host_offload"] = params_offload_s(
-            weight_bytes / group,
-            m,
-            passes,
-            compute_s + memory_total_s,
-            device,
-            grad_bytes=grad_bytes / group,
+            weight_bytes / group, grad_bytes / group, m, passes, compute_s + memory_total_s, device
         )
     comm_s = sum(comm.values())
     step = compute_s + memory_total_s + comm_s + bubble_s

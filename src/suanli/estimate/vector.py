@@ -462,12 +462,12 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         shard_group = np.where(zero >= 3, _zero_group(work, dp), 1)
         comm += params_offload_s(
             weight_bytes / shard_group,
+            grad_bytes / shard_group,
             m,
             passes,
             busy,
             device,
             maximum=np.maximum,
-            grad_bytes=grad_bytes / shard_group,
         )
     step = compute_s + memory_total + comm + bubble
     gpus = tp * pp * dp
