@@ -146,6 +146,7 @@ def _money(usd: float | None) -> str:
 @click.pass_context
 def plan_cmd(
     ctx: click.Context,
+    /,
     model: str,
     scenario: str | None,
     gpu_names: tuple[str, ...],
@@ -333,13 +334,17 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         if doc.max_gpus == 1
         else _("{model} {task}: best layout per GPU (up to {n} GPUs)")
     ).format(model=doc.model, task=doc.task, n=doc.max_gpus)
-    grouped = any(getattr(r, "group", None) for r in doc.rows)
+    from suanli.answers.plan import TrainPlanRow
+
+    # Only a training plan groups its rows (a personal fine-tune: buy or rent, then datacenter).
+    train_rows = [r for r in doc.rows if isinstance(r, TrainPlanRow)]
+    grouped = any(r.group for r in train_rows)
     shown: list[str] = []
     if grouped:
         # A personal fine-tune: what one can buy or rent first, datacenter cards after, each
         # table ranked within itself.
         for group, label in GROUP_TITLES.items():
-            rows = [r for r in doc.rows if r.group == group and r.fits][:top]
+            rows = [r for r in train_rows if r.group == group and r.fits][:top]
             if rows:
                 title = _("{head}, {group}, ranked by {objective}").format(
                     head=head, group=_(label), objective=_(doc.objective)
@@ -347,10 +352,10 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
                 print_table(title, columns, [_row_cells(doc, r) for r in rows])
                 shown += [r.gpu for r in rows]
     else:
-        rows = list(doc.rows[:top])
+        ranked = doc.rows[:top]
         title = _("{head}, ranked by {objective}").format(head=head, objective=_(doc.objective))
-        print_table(title, columns, [_row_cells(doc, r) for r in rows], no_wrap=[_("gpu")])
-        shown = [r.gpu for r in rows]
+        print_table(title, columns, [_row_cells(doc, r) for r in ranked], no_wrap=[_("gpu")])
+        shown = [r.gpu for r in ranked]
     if doc.reasoning:
         print_line(_("scenario: {reasoning}").format(reasoning=sentence(doc.reasoning)))
     after: dict[str, list[str]] = {}
@@ -367,12 +372,12 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         fastest = doc.objective == "time"
         label = _("fastest") if fastest else _("best")
         winner = next(r for r in doc.rows if r.fits and not r.reason)
-        if grouped and winner.group == "buy-or-rent":
+        if grouped and getattr(winner, "group", None) == "buy-or-rent":
             label = _("fastest to buy or rent") if fastest else _("best to buy or rent")
         print_command(_("{label}: {gpu} ->").format(label=label, gpu=winner.gpu), doc.best_command)
         if grouped:
             other = next(
-                (r for r in doc.rows if r.group == "datacenter" and r.fits and not r.reason), None
+                (r for r in train_rows if r.group == "datacenter" and r.fits and not r.reason), None
             )
             if other is not None and other.layout is not None:
                 text = (

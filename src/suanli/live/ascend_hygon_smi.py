@@ -192,7 +192,7 @@ def parse_hy_smi_json(text: str) -> list[DeviceSample]:
 def parse_hy_smi_table(text: str) -> list[DeviceSample]:
     """DCUs from the plain ``hy-smi`` table (no names or memory sizes there)."""
     header: list[str] = []
-    out = []
+    out: list[DeviceSample] = []
     for line in text.splitlines():
         words = line.split()
         if not words:

@@ -185,7 +185,7 @@ def hf_callback(
     (default: ``args.run_name``, else the script's name)."""
     from transformers import TrainerCallback
 
-    class SuanliDoctorCallback(TrainerCallback):  # type: ignore[misc]
+    class SuanliDoctorCallback(TrainerCallback):
         """Prints the training-loop verdict when training ends (``.session.report``)."""
 
         def __init__(self) -> None:

@@ -121,7 +121,7 @@ class NvmlProvider:
         """Read every GPU (or its MIG instances); a GPU that cannot be read is reported lost."""
         if self._nvml is None:
             return []
-        out = []
+        out: list[DeviceSample] = []
         for dev in nvml.devices():
             if dev.mig_enabled and dev.instances:
                 out.extend(_nvml_sample(inst, gpu=dev) for inst in dev.instances)
@@ -145,6 +145,7 @@ def _nvml_sample(dev: Any, gpu: Any = None) -> DeviceSample:
     if reasons is None:
         reasons = phys.get("nvmlDeviceGetCurrentClocksThrottleReasons")
     util = r.get("nvmlDeviceGetUtilizationRates")
+    ecc = nvml.ecc_counts(phys)
     # Power is the whole GPU's: given once, on the GPU, never on each of its instances.
     power = r.get("nvmlDeviceGetPowerUsage") if gpu is None else NA
     limit = r.get("nvmlDeviceGetEnforcedPowerLimit") if gpu is None else NA
@@ -174,7 +175,10 @@ def _nvml_sample(dev: Any, gpu: Any = None) -> DeviceSample:
         encoder_pct=enc[0] if isinstance(enc, (list, tuple)) else NA,
         decoder_pct=dec[0] if isinstance(dec, (list, tuple)) else NA,
         fan_pct=phys.get("nvmlDeviceGetFanSpeed"),
-        **nvml.ecc_counts(phys),
+        ecc_corrected_volatile=ecc["ecc_corrected_volatile"],
+        ecc_uncorrected_volatile=ecc["ecc_uncorrected_volatile"],
+        ecc_corrected_aggregate=ecc["ecc_corrected_aggregate"],
+        ecc_uncorrected_aggregate=ecc["ecc_uncorrected_aggregate"],
         processes=_nvml_processes(r),
     )
     if r.lost or phys.lost:  # it went away while being read

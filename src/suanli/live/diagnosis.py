@@ -50,7 +50,7 @@ class StepRecord:
     @property
     def total(self) -> float:
         """Wall time of the step."""
-        return sum(getattr(self, p) for p in PHASES)
+        return sum(float(getattr(self, p)) for p in PHASES)
 
     @property
     def compute(self) -> float:
@@ -103,7 +103,7 @@ class Report:
 
 
 def _median(records: Sequence[StepRecord], phase: str) -> float:
-    return statistics.median(getattr(r, phase) for r in records)
+    return statistics.median(float(getattr(r, phase)) for r in records)
 
 
 def diagnose_steps(

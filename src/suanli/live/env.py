@@ -362,7 +362,7 @@ def probe() -> Environment:
                 )
             )
             try:
-                nccl = torch.cuda.nccl.version()
+                nccl = torch.cuda.nccl.version()  # type: ignore[no-untyped-call]
                 values["nccl_version"] = (
                     ".".join(str(x) for x in nccl) if isinstance(nccl, tuple) else str(nccl)
                 )

@@ -17,7 +17,7 @@ import socket
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler
 from wsgiref.simple_server import make_server as make_wsgi_server
 
@@ -349,7 +349,7 @@ def make_server(host: str, port: int, collector: Collector | None = None) -> Exp
     server_class = ExporterServer6 if ":" in host else ExporterServer
     app = make_app(collector if collector is not None else GpuCollector())
     server = make_wsgi_server(host, port, app, server_class, handler_class=QuietHandler)
-    return cast(ExporterServer, server)  # wsgiref types it as its base class
+    return server
 
 
 def serving_collector() -> tuple[GpuCollector, XidWatcher]:

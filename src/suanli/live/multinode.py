@@ -356,12 +356,14 @@ def measure_simulated(nnodes: int, procs_per_node: int, **kwargs: Any) -> NodesR
     """Start ``nnodes x procs_per_node`` local processes that count as ``nnodes`` nodes
     (loopback, gloo unless ``backend`` says otherwise) and return rank 0's result."""
     import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import start_processes
 
     world = nnodes * procs_per_node
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
     kwargs.setdefault("backend", "gloo")
-    mp.start_processes(
+    # torch.multiprocessing re-exports it without annotations: typed by its own module.
+    start_processes(  # type: ignore[no-untyped-call]
         _simulated_worker,
         args=(world, procs_per_node, free_port(), nnodes, kwargs, queue),
         nprocs=world,

@@ -173,11 +173,13 @@ def _worker(
 
 def _run(world: int, hidden: int, layers: int, batch: int, steps: int) -> dict[str, Any]:
     import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import start_processes
 
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
     port = free_port()
-    mp.start_processes(
+    # torch.multiprocessing re-exports it without annotations: typed by its own module.
+    start_processes(  # type: ignore[no-untyped-call]
         _worker,
         args=(world, port, hidden, layers, batch, steps, queue),
         nprocs=world,

@@ -64,7 +64,7 @@ def build_model(cfg: dict[str, Any], dtype: str, device: str, attention: str = "
     conf._attn_implementation = attention
     torch.manual_seed(0)
     with torch.device(device):
-        model = transformers.AutoModelForCausalLM.from_config(conf)
+        model = transformers.AutoModelForCausalLM.from_config(conf)  # type: ignore[no-untyped-call]
     return model.to(getattr(torch, DTYPES[dtype]))
 
 
@@ -204,7 +204,7 @@ def _nvml_used_bytes() -> float | None:
 
 def _context_bytes(estimate: Any) -> float:
     """The CUDA context line, which PyTorch's allocator does not see."""
-    return sum(ln.bytes for ln in estimate.lines if ln.label.startswith("CUDA context"))
+    return float(sum(ln.bytes for ln in estimate.lines if ln.label.startswith("CUDA context")))
 
 
 def _speed_estimate(spec: ModelSpec, work: TrainWork) -> dict[str, float]:

@@ -45,7 +45,7 @@ class XidWatcher:
         """Register every GPU and start waiting; False when NVML has no events here."""
         nv = nvml.library()
         create = getattr(nv, "nvmlEventSetCreate", None) if nv is not None else None
-        if create is None:
+        if nv is None or create is None:
             return False
         try:
             event_set = create()

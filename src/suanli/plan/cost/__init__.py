@@ -11,8 +11,8 @@ formula are in docs/cost.md.
 
 from __future__ import annotations
 
+from suanli.catalog.costs_schema import CLOUD_KINDS
 from suanli.plan.cost.data import (
-    CLOUD_KINDS,
     COSTS_FILE,
     CURRENCIES,
     DEFAULT_REGION,
