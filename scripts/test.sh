@@ -1,19 +1,75 @@
 #!/usr/bin/env bash
-# Install what the tests need into .venv and run every check CI runs:
-# ruff (lint + format), mypy on the pure core, then pytest (GPU tests skip without a GPU).
+# Install the locked test environment into .venv and run every check CI runs:
+# ruff (lint + format), mypy over all of src/, then pytest on two workers (GPU tests skip
+# without a GPU).
+#
+#   bash scripts/test.sh                  the locked versions (requirements/test.lock), the suite
+#   bash scripts/test.sh --upgrade        move the locks to the newest releases first
+#                                         (scripts/lock.sh), then the suite on the new lock
+#   bash scripts/test.sh --transformers4  the suite on transformers 4.x instead
+#                                         (requirements/test-transformers4.lock, .venv-transformers4):
+#                                         the tests that compare with transformers pass on both
+#   bash scripts/test.sh [MODE] -- ARGS   pass ARGS to pytest (e.g. -- tests/models -x)
+#
+# A lock pins every package of the test environment, with hashes, for this project's machines
+# (CPython 3.11 on Linux x86_64; torch is the local CPU build 2.13.0+cpu). The package's own
+# requirements in pyproject.toml stay ranges: only the test environment is locked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+LOCK=requirements/test.lock
+VENV=.venv
+
+mode=
+case "${1:-}" in
+  --upgrade | --transformers4)
+    mode=$1
+    shift
+    ;;
+esac
+if [ "${1:-}" = "--" ]; then
+  shift
 fi
-# torch is pinned here (a CPU build on this project's machines); the package itself asks torch>=2.1.
-.venv/bin/python -m pip install -q --disable-pip-version-check -U 'pip>=25.1'
-# The test tools are the `test` dependency group of pyproject.toml (PEP 735), not a user extra.
-.venv/bin/python -m pip install -q --disable-pip-version-check -e . --group test 'torch==2.13.0'
-.venv/bin/ruff check src tests benchmarks scripts
-.venv/bin/ruff format --check src tests benchmarks scripts
-.venv/bin/mypy
+if [ "$mode" = --transformers4 ]; then
+  LOCK=requirements/test-transformers4.lock
+  VENV=.venv-transformers4
+fi
+
+# pip reads the machine's extra package folders; its notes about the ones that lack a package
+# are noise here.
+quiet_pip() {
+  "$VENV/bin/python" -m pip "$@" --disable-pip-version-check 2> >(grep -v "is ignored: it is neither" >&2)
+}
+
+# Make the venv hold exactly the lock: one built from another lock (or by hand) is made anew, so
+# no package left from an earlier install can hide a missing pin.
+install_locked() {
+  local stamp
+  stamp=$(sha256sum "$LOCK" | cut -d' ' -f1)
+  if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.suanli-lock" 2>/dev/null)" = "$stamp" ]; then
+    return
+  fi
+  rm -rf "$VENV"
+  "$PY" -m venv "$VENV"
+  # --no-deps: the lock is the whole environment; --require-hashes: every file is the one locked.
+  quiet_pip install -q --require-hashes --no-deps -r "$LOCK"
+  # The project itself, editable, built by the locked setuptools (no isolated build environment).
+  quiet_pip install -q --no-deps --no-build-isolation -e .
+  quiet_pip check
+  echo "$stamp" >"$VENV/.suanli-lock"
+}
+
+if [ "$mode" = --upgrade ]; then
+  install_locked # uv is in the lock: the tool that writes the locks is pinned as well
+  bash scripts/lock.sh --upgrade
+fi
+install_locked
+
+if [ "$mode" != --transformers4 ]; then
+  "$VENV/bin/ruff" check src tests benchmarks scripts
+  "$VENV/bin/ruff" format --check src tests benchmarks scripts
+  "$VENV/bin/mypy"
+fi
 # The page's end-to-end test drives Debian's chromium (tests/web/test_page_e2e.py); if it cannot
 # be installed here, that one test skips and the run goes on.
 command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
@@ -21,4 +77,4 @@ command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq 
 # tests/live/test_prometheus_real.py runs Debian's prometheus and promtool; without them it skips.
 command -v prometheus >/dev/null || (apt-get update -qq && apt-get install -y -qq prometheus >/dev/null) \
   || echo "prometheus could not be installed: the Prometheus tests will skip" >&2
-.venv/bin/python -m pytest -q "$@"
+"$VENV/bin/python" -m pytest -q -n 2 --durations=20 "$@"

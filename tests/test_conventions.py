@@ -44,11 +44,11 @@ def test_importing_main_runs_nothing(capsys: object) -> None:
 
 
 def test_the_test_tools_are_a_dependency_group_not_a_user_extra() -> None:
-    """PEP 735: pytest, ruff, mypy... live in [dependency-groups] test, and the test command
-    installs that group (no `suanli[test]` extra for users to stumble on)."""
+    """PEP 735: pytest, ruff, mypy... live in [dependency-groups] test (no `suanli[test]` extra
+    for users to stumble on); the test command installs the lock made from that group
+    (tests/test_lock.py)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "test" not in config["project"]["optional-dependencies"]
     group = " ".join(config["dependency-groups"]["test"])
     for tool in ("pytest", "ruff", "mypy", "babel", "hypothesis"):
         assert tool in group
-    assert "--group test" in (ROOT / "scripts" / "test.sh").read_text()
