@@ -62,8 +62,20 @@ def test_missing_model_type() -> None:
 
 
 def test_missing_required_field_is_named() -> None:
-    with pytest.raises(ModelConfigError, match="'hidden_size'"):
-        spec_from_config({k: v for k, v in LLAMA.items() if k != "hidden_size"})
+    """A size no configuration class supplies (the original Falcon-40B type has none) is named;
+    one that a class does supply takes its default (tests/models/test_library_defaults.py)."""
+    falcon = {"model_type": "RefinedWeb", "num_hidden_layers": 2, "num_attention_heads": 4}
+    with pytest.raises(ModelConfigError, match="hidden_size"):
+        spec_from_config(falcon)
+
+
+def test_a_bare_model_type_is_the_class_default_model_and_says_so() -> None:
+    """transformers builds LlamaConfig()'s model (4,096 wide, 32 layers, 32,000 tokens) from
+    {"model_type": "llama"}; suanli counts the same model and names the defaulted sizes."""
+    spec = spec_from_config({"model_type": "llama"})
+    assert (spec.hidden_size, spec.num_layers, spec.vocab_size) == (4096, 32, 32000)
+    assert any("hidden_size=4096" in note for note in spec.notes)
+    assert not any("hidden_size=" in n for n in spec_from_config(LLAMA).notes)
 
 
 @pytest.mark.parametrize("value", [0, -4, 3.5, "32", True])

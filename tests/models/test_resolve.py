@@ -31,7 +31,8 @@ def test_config_path_and_folder(tmp_path: Path) -> None:
     [
         ("{not json", "not valid JSON (line 1"),
         ("[1]", "JSON object"),
-        ('{"model_type": "llama"}', "missing the required field"),
+        # no transformers class gives the original Falcon-40B type defaults to fall back on
+        ('{"model_type": "RefinedWeb"}', "is missing hidden_size"),
     ],
 )
 def test_bad_local_config(tmp_path: Path, content: str, message: str) -> None:

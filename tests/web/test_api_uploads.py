@@ -87,7 +87,7 @@ BAD_UPLOADS = [
     (b"[" * 100_000, 400, "nested too deeply"),
     (b'{"a": 1' + b"1" * 5000 + b"}", 400, "too many digits"),
     (b"{}", 400, "model_type"),
-    (b'{"model_type": "llama"}', 400, "hidden_size"),
+    (b'{"model_type": "RefinedWeb"}', 400, "hidden_size"),
     (b'{"model_type": "weird", "hidden_size": 8}', 400, "missing num_attention_heads"),
     (b'{"model_type": "mamba", "hidden_size": 8}', 400, "does not model yet"),
 ]

@@ -14,6 +14,7 @@ from typing import Any
 from suanli.i18n import N_
 from suanli.models.families import FAMILY_READERS, FamilyConfigError
 from suanli.models.families_moe import MOE_READERS
+from suanli.models.library_defaults import defaults_note, fill_defaults
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
 from suanli.models.validate import ConfigFieldError, check_config
 
@@ -588,12 +589,16 @@ def spec_from_config(cfg: Config, name: str = "model") -> ModelSpec:
         cfg = check_config(cfg)
     except ConfigFieldError as exc:
         raise ModelConfigError(str(exc)) from None
+    # Keys the file leaves out take their configuration class's default, as in transformers.
+    filled = fill_defaults(cfg)
     reader = READERS.get(str(model_type))
     if reader is None:
         from suanli.models.generic import generic_spec
 
         reader = generic_spec
     try:
-        return reader(name, cfg)
+        spec = reader(name, filled.config)
     except FamilyConfigError as exc:
         raise ModelConfigError(str(exc)) from None
+    note = defaults_note(filled)
+    return spec if note is None else _replace_notes(spec, (*spec.notes, note))

@@ -95,12 +95,13 @@ def _ernie4_5_moe(name: str, cfg: Config) -> ModelSpec:
         shared_expert=MLPSpec(width * int(shared), gated=True) if shared else None,
         router_bias=True,
     )
+    # Ernie4_5_MoeDecoderLayer: a layer is sparse when (i + 1) % interval == 0 and
+    # start <= i <= end; the class's end of -1 means the last layer.
     start = int(cfg.get("moe_layer_start_index") or 0)
-    end = int(cfg.get("moe_layer_end_index") or s["layers"] - 1)
+    end = cfg.get("moe_layer_end_index")
+    end = s["layers"] - 1 if end is None or end == -1 else int(end)
     step = get_int(cfg, ("moe_layer_interval",), 1)
-    layers = tuple(
-        i for i in range(start, min(end, s["layers"] - 1) + 1) if (i - start) % step == 0
-    )
+    layers = tuple(i for i in range(start, min(end, s["layers"] - 1) + 1) if (i + 1) % step == 0)
     return llama_like(
         name, cfg, tie=get_bool(cfg, ("tie_word_embeddings",), True), moe=moe, moe_layers=layers
     )
