@@ -28,7 +28,9 @@ def _measure(
 ) -> tuple[float, float]:  # type: ignore[type-arg]
     cfg = cfg or CONFIGS[family]
     model = _build(cfg, "fp32", attention)
-    if family == "mixtral":
+    if family == "mixtral" and hasattr(model, "set_experts_implementation"):
+        # transformers 5 picks an experts kernel; eager is the loop FlopCounterMode sees whole
+        # (4.x has only that loop)
         model.set_experts_implementation("eager")
     ids = torch.randint(0, cfg["vocab_size"], (batch, seq))
     with flop_counter.FlopCounterMode(display=False) as forward:
