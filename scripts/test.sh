@@ -74,6 +74,9 @@ fi
 # be installed here, that one test skips and the run goes on.
 command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
   || echo "chromium could not be installed: the browser test will skip" >&2
+# tests/hardening/test_emit_hostile.py checks the emitted job scripts with Debian's shellcheck.
+command -v shellcheck >/dev/null || (apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null) \
+  || echo "shellcheck could not be installed: the emitted scripts' lint will skip" >&2
 # tests/live/test_prometheus_real.py runs Debian's prometheus and promtool; without them it skips.
 command -v prometheus >/dev/null || (apt-get update -qq && apt-get install -y -qq prometheus >/dev/null) \
   || echo "prometheus could not be installed: the Prometheus tests will skip" >&2

@@ -99,4 +99,4 @@ def test_bad_serving_combinations_are_one_sentence() -> None:
     assert out.returncode == 2 and "--framework vllm or sglang" in out.stderr
     assert "Traceback" not in out.stderr
     out = run("plan", "llama-3.1-8b", "--task", "infer", "--emit", "k8s")
-    assert out.returncode == 0 and 'kind: "Deployment"' in out.stdout
+    assert out.returncode == 0 and "kind: Deployment" in out.stdout

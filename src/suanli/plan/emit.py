@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from suanli.i18n import N_
-from suanli.plan.manifests import K8S_GPU_RESOURCE, dns_label, to_yaml
+from suanli.plan.manifests import (
+    K8S_GPU_RESOURCE,
+    comment_text,
+    dns_label,
+    refuse_control,
+    shell_flag,
+    yaml_documents,
+)
 
 if TYPE_CHECKING:
     from suanli.answers.plan import PlanAnswer
@@ -186,14 +193,15 @@ def job_shape(answer: PlanAnswer, framework: str = "hf") -> JobShape:
 
 
 def _layout_comment(job: JobShape) -> list[str]:
+    """The plan in words, for comment lines; the model (user text) escaped."""
     return [
-        f"suanli plan: {job.model} --task {job.task} on {job.gpus} x {job.gpu}"
+        f"suanli plan: {comment_text(job.model)} --task {job.task} on {job.gpus} x {job.gpu}"
         f" ({job.nodes} node(s) x {job.gpus_per_node} GPUs)",
         f"layout: tp {job.tp}, pp {job.pp}, dp {job.dp}, zero {job.zero}, "
         f"sequence parallel {'on' if job.sp else 'off'}, recompute {job.recompute}, "
         f"micro-batch {job.micro_batch}, grad-accum {job.grad_accum}, "
         f"global batch {job.global_batch}, seq {job.seq}",
-        f"numbers: {job.perf_command}",
+        f"numbers: {comment_text(job.perf_command)}",
         f"framework: {job.framework}"
         + (f" (settings for your config: {'; '.join(job.settings)})" if job.settings else ""),
     ]
@@ -234,14 +242,15 @@ def _slurm_time(seconds: float) -> str:
 
 
 def _train_command(job: JobShape, rendezvous: list[str]) -> list[str]:
-    """torchrun and the script with the framework's flags, one piece per line."""
+    """torchrun and the script with the framework's flags, one piece per line; every flag's
+    words are quoted (the script and the rendezvous pieces are ours)."""
     lines = [
         "torchrun",
         f"--nnodes={job.nodes}",
         f"--nproc-per-node={job.gpus_per_node}",
         *rendezvous,
         '"${TRAIN_SCRIPT:-' + job.script + '}"',
-        *job.args,
+        *(shell_flag(flag) for flag in job.args),
         '"$@"',
     ]
     return lines
@@ -401,13 +410,13 @@ def kubeflow_object(job: JobShape) -> dict[str, Any]:
 def _manifest(job: JobShape, objects: list[dict[str, Any]], note: str) -> str:
     head = [f"# {line}" for line in (*_layout_comment(job), note)]
     head += [f"# {name}: {why}" for name, value, why in nccl_env(job) if not value]
-    docs = ["\n".join(to_yaml(obj)) for obj in objects]
-    return "\n".join(head) + "\n" + "\n---\n".join(docs) + "\n"
+    return "\n".join(head) + "\n" + yaml_documents(objects)
 
 
 def emit(answer: PlanAnswer, kind: str, framework: str = "hf") -> str:
     """The plan's chosen layout as a Slurm script, a Kubernetes or a Kubeflow manifest (a
     serving plan: :func:`suanli.plan.emit_serve.emit_serving`)."""
+    refuse_control(answer.model, "the model name")
     if answer.inference:
         from suanli.plan.emit_serve import emit_serving
 

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from suanli.i18n import N_
-from suanli.plan.manifests import K8S_GPU_RESOURCE, dns_label, to_yaml
+from suanli.plan.manifests import (
+    K8S_GPU_RESOURCE,
+    comment_text,
+    dns_label,
+    refuse_control,
+    shell_words,
+    yaml_documents,
+)
 
 if TYPE_CHECKING:
     from suanli.answers.plan import PlanAnswer
@@ -95,7 +102,7 @@ def serve_shape(answer: PlanAnswer, framework: str = "hf") -> ServeShape:
     return ServeShape(
         name=dns_label(f"{answer.model}-serve-{row.gpu}"),
         model=answer.model,
-        hf_id=preset.hf_id if preset is not None else answer.model,
+        hf_id=refuse_control(preset.hf_id if preset is not None else answer.model, "the model"),
         gpu=row.gpu,
         vendor=gpu.vendor,
         tp=lay.tp,
@@ -145,24 +152,27 @@ def server_args(shape: ServeShape) -> list[str]:
 
 
 def _comment(shape: ServeShape) -> list[str]:
+    """The plan in words, for comment lines; the model (user text) escaped."""
     lines = [
-        f"suanli plan: {shape.model} --task infer on {shape.gpus} x {shape.gpu}",
+        f"suanli plan: {comment_text(shape.model)} --task infer on {shape.gpus} x {shape.gpu}",
         f"{shape.replicas} replica(s) of tp={shape.tp}; batch {shape.batch}, "
         f"context {shape.context}, weights {shape.weight_format}, KV cache {shape.kv_dtype}",
         f"engine: {shape.engine} (its OpenAI-compatible API on port {PORT})",
     ]
     if shape.weight_format not in ONLINE_QUANT and shape.weight_format not in ("bf16", "fp16"):
         lines.append(
-            f"weights {shape.weight_format}: serve a pre-quantized checkpoint of {shape.hf_id} "
+            f"weights {shape.weight_format}: serve a pre-quantized checkpoint of "
+            f"{comment_text(shape.hf_id)} "
             "in that format instead (vLLM and SGLang read AWQ/GPTQ from its config)"
         )
     return lines
 
 
 def _lines(args: list[str]) -> list[str]:
-    """The command and its positional words on the first line, then one option per line."""
+    """The command and its positional words on the first line, then one option per line, each
+    word shell-quoted (the model is user text)."""
     first = next(i for i, a in enumerate(args) if a.startswith("--"))
-    return [" ".join(args[:first]), *args[first:]]
+    return [" ".join(shell_words(args[:first])), *shell_words(args[first:])]
 
 
 def slurm_array(shape: ServeShape) -> str:
@@ -252,8 +262,7 @@ def emit_serving(answer: PlanAnswer, kind: str, framework: str = "hf") -> str:
         return slurm_array(shape)
     if kind == "k8s":
         head = [f"# {line}" for line in _comment(shape)]
-        docs = ["\n".join(to_yaml(obj)) for obj in k8s_serving(shape)]
-        return "\n".join(head) + "\n" + "\n---\n".join(docs) + "\n"
+        return "\n".join(head) + "\n" + yaml_documents(k8s_serving(shape))
     raise ValueError(
         N_("--emit {kind} writes training jobs; a serving plan takes slurm or k8s").format(
             kind=kind

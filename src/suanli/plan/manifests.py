@@ -1,14 +1,58 @@
 """What the scheduler emitters share (:mod:`suanli.plan.emit` for training,
-:mod:`suanli.plan.emit_serve` for serving): Kubernetes names and resources, and block YAML."""
+:mod:`suanli.plan.emit_serve` for serving): Kubernetes names and resources, YAML from objects,
+and the rules that keep every emitted file data, never code (docs/security.md).
+
+- Text a user supplied (a model name or path) never reaches a script or a manifest raw: one
+  holding a control character or a line break is refused (:func:`refuse_control`); in a shell
+  command it is one ``shlex.quote``-d word (:func:`shell_words`); in YAML it is a scalar the
+  serializer quotes; in a comment it is escaped (:func:`comment_text`).
+- Manifests are written by PyYAML's safe dumper from dicts and lists, never by formatting.
+"""
 
 from __future__ import annotations
 
-import json
 import re
+import shlex
+from collections.abc import Iterable
 from typing import Any
+
+from suanli.i18n import N_
 
 #: The extended resource each vendor's Kubernetes device plugin advertises.
 K8S_GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "habana.ai/gaudi"}
+
+#: C0 and C1 controls, DEL, and the Unicode line and paragraph separators: any of them could end
+#: a comment line or a YAML scalar in some reader.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def refuse_control(text: str, what: str) -> str:
+    """``text`` unchanged, or ValueError with one sentence when it holds a control character or
+    a line break (``what`` names it: "the model name")."""
+    if _CONTROL.search(text):
+        raise ValueError(
+            N_(
+                "{what} holds a control character or a line break, which a job script could run "
+                "as code; rename it"
+            ).format(what=what)
+        )
+    return text
+
+
+def comment_text(text: str) -> str:
+    """``text`` for a ``#`` comment line: one line, non-printable characters escaped."""
+    return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
+
+
+def shell_words(words: Iterable[str]) -> list[str]:
+    """Each word quoted for a POSIX shell (``shlex.quote``): a value, never code."""
+    return [shlex.quote(w) for w in words]
+
+
+def shell_flag(flag: str) -> str:
+    """A framework flag from the catalog (``--tensor-model-parallel-size 2``), each of its words
+    quoted."""
+    return " ".join(shell_words(shlex.split(flag)))
 
 
 def dns_label(text: str) -> str:
@@ -18,34 +62,27 @@ def dns_label(text: str) -> str:
     return label[:52].rstrip("-") or "suanli-job"
 
 
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(str(value))  # a double-quoted YAML scalar is a JSON string
+def yaml_documents(objects: list[dict[str, Any]]) -> str:
+    """The objects as a YAML stream (``---`` between documents), by PyYAML's safe dumper: block
+    style, keys in the order given, a multi-line string as a literal block where PyYAML can keep
+    it exact (else it quotes it)."""
+    import yaml
 
+    class _Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:
+            return True  # a dict used twice (labels) is written twice, not as &anchor/*alias
 
-def to_yaml(value: Any, indent: int = 0) -> list[str]:
-    """``value`` (dicts, lists, scalars) as block YAML lines; strings with newlines as ``|``."""
-    pad = " " * indent
-    lines: list[str] = []
-    items = value.items() if isinstance(value, dict) else [(None, v) for v in value]
-    for key, item in items:
-        lead = f"{pad}{key}:" if key is not None else f"{pad}-"
-        if isinstance(item, str) and "\n" in item:
-            lines.append(f"{lead} |")
-            lines += [f"{pad}  {line}" for line in item.rstrip("\n").split("\n")]
-        elif isinstance(item, (dict, list)) and item:
-            nested = to_yaml(item, indent + 2)
-            if key is None:  # "- first: ..." then the rest aligned under it
-                lines.append(f"{pad}- {nested[0].lstrip()}")
-                lines += nested[1:]
-            else:
-                lines.append(lead)
-                lines += nested
-        elif isinstance(item, (dict, list)):
-            lines.append(f"{lead} {'{}' if isinstance(item, dict) else '[]'}")
-        else:
-            lines.append(f"{lead} {_scalar(item)}")
-    return lines
+    def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Dumper.add_representer(str, _str)
+    return yaml.dump_all(
+        objects,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=100,
+        explicit_start=False,
+    )
