@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -219,17 +218,21 @@ def test_each_translation_keeps_its_placeholders() -> None:
 def test_a_sentence_written_from_a_template_comes_back_in_chinese() -> None:
     """sentence() finds the template an English sentence was written from and fills the
     template's translation with the same values; unknown text stays as it was."""
-    from suanli.i18n import _fill, _pattern, sentence
+    from suanli.i18n import _fill, _template, sentence
 
-    pattern = _pattern("needs {size:.1f} GiB on {gpu!r}; {{x}}")
-    assert pattern is not None
-    match = pattern[0].fullmatch("needs 81.5 GiB on 'rtx-4090'; {x}")
-    assert match and match.groupdict() == {"size": "81.5", "gpu": "'rtx-4090'"}
-    assert _fill("{gpu} 上需要 {size:.1f} GiB {{x}}", match.groupdict()) == (
-        "'rtx-4090' 上需要 81.5 GiB {x}"
-    )
+    made = _template("needs {size:.1f} GiB on {gpu!r}; {{x}}", "")
+    assert made is not None
+    match = made[0].match("needs 81.5 GiB on 'rtx-4090'; {x}")
+    assert match == {"size": "81.5", "gpu": "'rtx-4090'"}
+    assert _fill("{gpu} 上需要 {size:.1f} GiB {{x}}", match) == "'rtx-4090' 上需要 81.5 GiB {x}"
     # Only placeholders, or too little literal text, cannot be recognised.
-    assert _pattern("{a}: {b}") is None and _pattern("{a} to {b}") is None
+    assert _template("{a}: {b}", "") is None and _template("{a} to {b}", "") is None
+    # A repeated name must repeat its value; a hole is never empty.
+    twice = _template("from {a} to {a} GiB", "")
+    assert twice is not None
+    assert twice[0].match("from 8 to 8 GiB") == {"a": "8"}
+    assert twice[0].match("from 8 to 9 GiB") is None
+    assert twice[0].match("from  to  GiB") is None
     assert sentence("does not fit", "zh") == "放不下"
     assert sentence("does not fit", "en") == "does not fit"
     assert sentence("a sentence no catalog has", "zh") == "a sentence no catalog has"
@@ -249,17 +252,13 @@ def test_every_error_template_in_the_catalog_round_trips() -> None:
     from suanli.i18n import _TOKEN, _templates, sentence
 
     checked = 0
-    for pattern, names, _translation in _templates("zh"):
-        template = pattern.pattern
-        values = {name: f"V{i}x" for i, name in enumerate(names)}
-
-        # Write the English from the regex's literal parts: rebuild by substituting groups.
-        def value(match: re.Match[str], values: dict[str, str] = values) -> str:
-            return values[match.group(1)]
-
-        text = re.sub(r"\(\?P<(\w+)>\.\+\?\)", value, template)
-        text = re.sub(r"\(\?P=(\w+)\)", value, text)
-        text = re.sub(r"\\(.)", r"\1", text)
+    for template in _templates("zh"):
+        values = {name: f"V{i}x" for i, name in enumerate(dict.fromkeys(template.names))}
+        # Write the English from the template's literal pieces and the made-up values.
+        text = template.pieces[0] + "".join(
+            values[name] + piece
+            for name, piece in zip(template.names, template.pieces[1:], strict=True)
+        )
         out = sentence(text, "zh")
         assert out != text, text
         for value in values.values():

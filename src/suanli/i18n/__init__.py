@@ -13,6 +13,7 @@ from __future__ import annotations
 import gettext
 import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -97,60 +98,92 @@ def translate_to(lang: str, message: str) -> str:
 # ``N_("... {name} ...").format(name=...)``, so answers and JSON stay English. A view shows such a
 # sentence with :func:`sentence`: the template it came from is found in the catalog by matching,
 # its values are kept as they were written, and the template's translation is filled with them.
+#
+# Matching is linear in the sentence's length, whatever it holds: a template is its literal pieces
+# between holes, found left to right with ``str.find`` (each hole takes the shortest text that
+# lets the next piece follow, as a lazy ``.+?`` would, but never backtracks), so no crafted text
+# can make it slow (docs/security.md). Sentences longer than MAX_SENTENCE_CHARS are not matched.
 _TOKEN = re.compile(r"\{\{|\}\}|\{(\w*)(?:![rsa])?(?::[^{}]*)?\}")
 _MAX_DEPTH = 2
+#: Longer text is shown as written: no answer sentence is this long, and it bounds the work.
+MAX_SENTENCE_CHARS = 4000
 
 
 def _hole_name(written: str, index: int) -> str:
-    """A regex group name for a hole: its name, ``_0`` for ``{0}``, ``_N`` for the N-th ``{}``."""
+    """A name for a hole: its name, ``_0`` for ``{0}``, ``_N`` for the N-th ``{}``."""
     if not written:
         return f"_{index}"
     return f"_{written}" if written[0].isdigit() else written
 
 
-def _pattern(template: str) -> tuple[re.Pattern[str], list[str], int] | None:
-    """A regex matching what ``template.format(...)`` writes, its hole names, and how many
-    letters its literal text has (more literal text = a more specific template)."""
-    parts: list[str] = []
+@dataclass(frozen=True)
+class _Template:
+    """A catalog message with holes: its literal pieces (one more than its holes), the hole
+    names (a repeated name must repeat its value) and its translation."""
+
+    pieces: tuple[str, ...]
+    names: tuple[str, ...]
+    translation: str
+
+    def match(self, text: str) -> dict[str, str] | None:
+        """The values ``template.format(...)`` must have been given to write ``text``, or None.
+
+        The first piece must start the text and the last end it; each piece between is the
+        first occurrence after its hole's (non-empty) value. One pass, no backtracking."""
+        first, last = self.pieces[0], self.pieces[-1]
+        if not text.startswith(first) or not text.endswith(last):
+            return None
+        position, end = len(first), len(text) - len(last)
+        values: dict[str, str] = {}
+        for index, name in enumerate(self.names):
+            if index == len(self.names) - 1:
+                value, position = text[position:end], end
+            else:
+                piece = self.pieces[index + 1]
+                found = text.find(piece, position + 1, end)
+                if found < 0:
+                    return None
+                value, position = text[position:found], found + len(piece)
+            if not value or values.setdefault(name, value) != value:
+                return None
+        return values
+
+
+def _template(message: str, translation: str) -> tuple[_Template, int] | None:
+    """``message`` as a :class:`_Template` and how many letters its literal text has (more
+    literal text = a more specific template); None when it has nothing to recognise it by."""
+    pieces: list[str] = []
     names: list[str] = []
-    literal, position, index = 0, 0, 0
-
-    def text(chunk: str) -> None:
-        nonlocal literal
-        parts.append(re.escape(chunk))
-        literal += sum(c.isalpha() for c in chunk)
-
-    for token in _TOKEN.finditer(template):
-        text(template[position : token.start()])
+    chunk, position, index = "", 0, 0
+    for token in _TOKEN.finditer(message):
+        chunk += message[position : token.start()]
         position = token.end()
         if token.group(0) in ("{{", "}}"):
-            text(token.group(0)[0])
+            chunk += token.group(0)[0]
             continue
-        name = _hole_name(token.group(1), index)
+        pieces.append(chunk)
+        chunk = ""
+        names.append(_hole_name(token.group(1), index))
         index += 1
-        if name in names:
-            parts.append(f"(?P={name})")
-        else:
-            parts.append(f"(?P<{name}>.+?)")
-            names.append(name)
-    text(template[position:])
-    if not names or literal < 3:  # nothing to recognise it by
+    pieces.append(chunk + message[position:])
+    literal = sum(c.isalpha() for piece in pieces for c in piece)
+    if not names or literal < 3:
         return None
-    return re.compile("".join(parts), re.DOTALL), names, literal
+    return _Template(tuple(pieces), tuple(names), translation), literal
 
 
 @lru_cache(maxsize=4)
-def _templates(lang: str) -> list[tuple[re.Pattern[str], list[str], str]]:
+def _templates(lang: str) -> list[_Template]:
     """The catalog's messages with placeholders, most specific first."""
     catalog = getattr(_translations(lang), "_catalog", {})
     found = []
     for message, translation in catalog.items():
         if isinstance(message, str) and "{" in message and translation:
-            made = _pattern(message)
+            made = _template(message, translation)
             if made:
-                found.append((made[2], made[0], made[1], translation))
-    found.sort(key=lambda item: -item[0])
-    return [(pattern, names, translation) for _, pattern, names, translation in found]
+                found.append(made)
+    found.sort(key=lambda item: -item[1])
+    return [template for template, _ in found]
 
 
 def _fill(translation: str, values: dict[str, str]) -> str:
@@ -177,16 +210,16 @@ def sentence(text: str, lang: str | None = None, _depth: int = 0) -> str:
     translated too). ``"A; B"`` and ``"where: what"`` are taken apart when the whole is not
     known. Anything unknown stays as it is."""
     lang = normalize(lang) if lang else current()
-    if lang == "en" or not text:
+    if lang == "en" or not text or len(text) > MAX_SENTENCE_CHARS:
         return text
     translations = _translations(lang)
     exact = translations.gettext(text)
     if exact != text or _depth > _MAX_DEPTH:
         return exact
-    for pattern, _names, translation in _templates(lang):
-        match = pattern.fullmatch(text)
-        if match:
-            if "; " in text and any("; " in v for v in match.groupdict().values()):
+    for template in _templates(lang):
+        match = template.match(text)
+        if match is not None:
+            if "; " in text and any("; " in v for v in match.values()):
                 # A hole swallowed a "; " join ("3.1x slower; 1.2x cost/token" read as one
                 # "{ratio}x cost/token"): sentences joined are translated one by one if each is
                 # known.
@@ -198,9 +231,9 @@ def sentence(text: str, lang: str | None = None, _depth: int = 0) -> str:
                 name: (
                     sentence(v, lang, _depth + 1) if " " in v and any(c.isalpha() for c in v) else v
                 )
-                for name, v in match.groupdict().items()
+                for name, v in match.items()
             }
-            return _fill(translation, values)
+            return _fill(template.translation, values)
     head, found, rest = text.partition(": ")
     if found and rest and " " not in head:
         # "where: what" (a path, a file or an id before the colon): the "where" stays.

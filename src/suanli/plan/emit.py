@@ -416,7 +416,7 @@ def _manifest(job: JobShape, objects: list[dict[str, Any]], note: str) -> str:
 def emit(answer: PlanAnswer, kind: str, framework: str = "hf") -> str:
     """The plan's chosen layout as a Slurm script, a Kubernetes or a Kubeflow manifest (a
     serving plan: :func:`suanli.plan.emit_serve.emit_serving`)."""
-    refuse_control(answer.model, "the model name")
+    refuse_control(answer.model)
     if answer.inference:
         from suanli.plan.emit_serve import emit_serving
 

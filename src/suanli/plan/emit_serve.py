@@ -102,7 +102,7 @@ def serve_shape(answer: PlanAnswer, framework: str = "hf") -> ServeShape:
     return ServeShape(
         name=dns_label(f"{answer.model}-serve-{row.gpu}"),
         model=answer.model,
-        hf_id=refuse_control(preset.hf_id if preset is not None else answer.model, "the model"),
+        hf_id=refuse_control(preset.hf_id if preset is not None else answer.model),
         gpu=row.gpu,
         vendor=gpu.vendor,
         tp=lay.tp,

@@ -26,15 +26,15 @@ K8S_GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def refuse_control(text: str, what: str) -> str:
-    """``text`` unchanged, or ValueError with one sentence when it holds a control character or
-    a line break (``what`` names it: "the model name")."""
+def refuse_control(text: str) -> str:
+    """``text`` (a model name or path) unchanged, or ValueError with one sentence when it holds
+    a control character or a line break."""
     if _CONTROL.search(text):
         raise ValueError(
             N_(
-                "{what} holds a control character or a line break, which a job script could run "
-                "as code; rename it"
-            ).format(what=what)
+                "the model name or path holds a control character or a line break, which a job "
+                "script could run as code; rename it"
+            )
         )
     return text
 
