@@ -37,9 +37,16 @@ else:  # pragma: no cover
 def read_calibration(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
     """Measured ceilings from a calibration TOML: ``[[ceiling]]`` rows with ``gpu_id``,
     ``precision``, ``matmul_flops`` and optionally ``memory_bandwidth_bytes_per_s``."""
+    from suanli.catalog.loader import MAX_TEXT_FILE_BYTES, TOO_DEEP
+    from suanli.safe_files import UnsafeFileError, read_regular_text
+
     p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        doc = tomllib.loads(read_regular_text(p, MAX_TEXT_FILE_BYTES, errors="replace"))
+    except UnsafeFileError as exc:
+        raise CatalogError(str(exc)) from None
+    except RecursionError:
+        raise CatalogError(TOO_DEEP.format(origin=str(p))) from None
     except OSError as exc:
         raise CatalogError(
             N_("cannot read calibration file {path!r} ({reason})").format(

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from suanli.answers.capacity_result import (
@@ -37,6 +36,10 @@ from suanli.i18n import N_
 from suanli.limits import MAX_SIMULATED_REQUESTS
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.models.spec import ModelSpec
+from suanli.safe_files import UnsafeFileError, read_regular_text
+
+#: The largest request trace read (about a million requests of JSON lines).
+MAX_TRACE_BYTES = 256 << 20
 
 if TYPE_CHECKING:
     from suanli.estimate.perf import Device
@@ -234,7 +237,9 @@ def load_trace(req: CapacityRequest) -> Requests | None:
     if req.trace_file is None:
         return None
     try:
-        text = Path(req.trace_file).read_text(encoding="utf-8")
+        text = read_regular_text(req.trace_file, MAX_TRACE_BYTES, errors="replace")
+    except UnsafeFileError as exc:
+        raise ValueError(str(exc)) from None
     except OSError as exc:
         raise ValueError(
             N_("cannot read trace {path!r} ({error})").format(

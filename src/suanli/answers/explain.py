@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from suanli.answers.base import Answer
 from suanli.i18n import N_
 from suanli.live.errors import Match, explain_lines
+from suanli.safe_files import UnsafeFileError, open_regular_text
+
+#: The largest training log ``explain --log`` reads (a FIFO or a device is refused, not read).
+MAX_LOG_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,10 @@ def log_lines(path: str) -> Iterator[str]:
                 yield raw.decode("utf-8", errors="replace")
         return
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open_regular_text(path, MAX_LOG_BYTES) as handle:
             yield from handle
+    except UnsafeFileError as exc:
+        raise ValueError(str(exc)) from None
     except OSError as exc:
         raise ValueError(
             N_("cannot read log file {path!r}: {error}").format(

@@ -28,6 +28,12 @@ from suanli.catalog.names import normalize
 from suanli.catalog.schema import DATE_FIELDS, PRICE_KINDS, convert_gpu_file
 from suanli.i18n import N_
 from suanli.paths import config_dir
+from suanli.safe_files import UnsafeFileError, read_regular_text
+
+#: The largest catalog, price or calibration file read (the bundled ones are under 200 KB).
+MAX_TEXT_FILE_BYTES = 16 << 20
+#: tomllib recurses once per nesting level: a file of thousands of "[" is refused in one sentence.
+TOO_DEEP = N_("{origin}: nested too deeply to be a catalog file; fix the syntax")
 
 __all__ = [
     "MAX_CATALOG_ENTRIES",
@@ -211,6 +217,8 @@ def parse_catalog_text(text: str, origin: str) -> list[GPU]:
                 origin=origin, error=exc
             )
         ) from None
+    except RecursionError:
+        raise CatalogError(TOO_DEEP.format(origin=origin)) from None
     raw_entries = doc.get("gpu", [])
     if isinstance(raw_entries, list) and len(raw_entries) > MAX_CATALOG_ENTRIES:
         raise CatalogError(
@@ -242,12 +250,18 @@ def read_catalog_file(path: str | Path) -> list[GPU]:
     """Read and validate a user catalog file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_regular_text(p, MAX_TEXT_FILE_BYTES)
     except OSError as exc:
         raise CatalogError(
             N_("cannot read catalog file {path!r} ({error}); check the path").format(
                 path=str(p), error=exc.strerror
             )
+        ) from None
+    except UnsafeFileError as exc:
+        raise CatalogError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise CatalogError(
+            N_("{path} is not UTF-8 text; pass a TOML catalog file").format(path=str(p))
         ) from None
     return parse_catalog_text(text, str(p))
 

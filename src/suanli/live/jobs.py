@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from suanli.safe_files import UnsafeFileError, read_regular_bytes
+
 log = logging.getLogger(__name__)
 
 JOBS_ENV = "SUANLI_JOBS_DIR"
@@ -132,10 +134,9 @@ def read_reports(
     out = []
     for path in paths:
         try:
-            if path.stat().st_size > MAX_REPORT_BYTES:
-                continue
-            report = msgspec.json.decode(path.read_bytes(), type=JobReport)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            # A FIFO, a device, a symlink to /dev/zero or an oversized file is skipped unread.
+            report = msgspec.json.decode(read_regular_bytes(path, MAX_REPORT_BYTES), type=JobReport)
+        except (OSError, UnsafeFileError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             log.debug("job report %s skipped: %s", path, exc)
             continue
         if not _valid(report) or now - report.updated_unix_s > stale_s:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from suanli.i18n import N_
+from suanli.safe_files import MAX_MODEL_FILE_BYTES, UnsafeFileError, open_regular
 
 MAGIC = b"GGUF"
 #: Bounds on what a header may claim (far above any real model), so reading stays bounded.
@@ -196,8 +197,10 @@ def read_gguf(path: str | Path) -> GGUFHeader:
     """The header of the GGUF file at ``path`` (GGUFError when it is not one)."""
     name = str(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, MAX_MODEL_FILE_BYTES) as f:
             return read_gguf_stream(f, name)
+    except UnsafeFileError as exc:
+        raise GGUFError(str(exc)) from None
     except OSError as exc:
         raise GGUFError(
             N_("cannot read {path} ({error}); check the path").format(path=name, error=exc.strerror)

@@ -41,6 +41,7 @@ from suanli.models.params import ParamCount, count_params
 from suanli.models.presets import Preset, find_preset, similar_presets
 from suanli.models.safetensors import SafetensorsError, StoredParams, stored_params
 from suanli.models.spec import ModelSpec
+from suanli.safe_files import UnsafeFileError, read_regular_text
 
 #: Largest config.json read (real ones are a few KiB; a GGUF-converted tokenizer is not one).
 MAX_CONFIG_BYTES = 16 << 20
@@ -125,11 +126,9 @@ def path_exists(path: Path) -> bool:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ModelSourceError(
-                N_("{path} is larger than a config can be; check the file").format(path=path)
-            )
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path, MAX_CONFIG_BYTES)
+    except UnsafeFileError as exc:
+        raise ModelSourceError(str(exc)) from None
     except OSError as exc:
         raise ModelSourceError(
             N_("cannot read {path} ({error}); check the path").format(path=path, error=exc.strerror)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from suanli.i18n import N_
+from suanli.safe_files import MAX_MODEL_FILE_BYTES, UnsafeFileError, open_regular
 
 #: Largest header we accept; the format caps it at 100 MB.
 _MAX_HEADER_BYTES = 100_000_000
@@ -65,7 +66,7 @@ def read_header(path: str | Path) -> dict[str, object]:
     """The JSON header of one safetensors file."""
     p = Path(path)
     try:
-        with p.open("rb") as fh:
+        with open_regular(p, MAX_MODEL_FILE_BYTES) as fh:
             head = fh.read(8)
             if len(head) != 8:
                 raise SafetensorsError(
@@ -77,6 +78,8 @@ def read_header(path: str | Path) -> dict[str, object]:
                     N_("{path} has an implausible header size; is it safetensors?").format(path=p)
                 )
             raw = fh.read(size)
+    except UnsafeFileError as exc:
+        raise SafetensorsError(str(exc)) from None
     except OSError as exc:
         raise SafetensorsError(
             N_("cannot read {path} ({error})").format(path=p, error=exc.strerror)

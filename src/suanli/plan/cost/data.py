@@ -32,7 +32,7 @@ from suanli.catalog.costs_schema import (
 )
 from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
-from suanli.catalog.loader import CatalogError
+from suanli.catalog.loader import TOO_DEEP, CatalogError
 from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
@@ -343,6 +343,8 @@ def parse_costs_text(
                 origin=origin, error=exc
             )
         ) from None
+    except RecursionError:
+        raise CatalogError(TOO_DEEP.format(origin=origin)) from None
     try:
         parsed = convert_costs_file(doc)
     except msgspec.ValidationError as exc:
