@@ -66,11 +66,13 @@ SHORT_EXTRAS: dict[str, dict[str, Any]] = {
 
 def _short_config(model_type: str) -> dict[str, Any]:
     """Only the sizes, under the names the class declares, plus the families test's extras."""
-    declared = library_defaults.class_defaults(CONFIG_MAPPING[model_type]).defaults
+    found = library_defaults.class_defaults(CONFIG_MAPPING[model_type])
+    declared, aliases = found.defaults, found.aliases
     doc: dict[str, Any] = {"model_type": model_type}
     for names, value in SMALL.items():
         for key in names:
-            if isinstance(declared.get(key), int) and not isinstance(declared.get(key), bool):
+            number = isinstance(declared.get(key), int) and not isinstance(declared.get(key), bool)
+            if number or key in aliases:  # ERNIE MoE's top-k is moe_k, num_experts_per_tok to HF
                 doc[key] = value
     if "pad_token_id" in declared:  # a padding row inside the small vocabulary
         doc["pad_token_id"] = 0

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from suanli.estimate.perf import Device
     from suanli.estimate.serving import EngineConfig, Requests
 
+#: Lowest arrival rate simulated (one request every ~17 minutes), requests per second.
+MIN_RATE = 1e-3
 #: Shortest burst period the arrival generator accepts (finer bursts are a constant rate).
 MIN_BURST_PERIOD_S = 1e-3
 
@@ -201,6 +203,13 @@ def check_request(req: CapacityRequest) -> None:
         raise ValueError(N_("give --requests or --duration, not both"))
     if req.arrivals != "trace" and req.rate is None:
         raise ValueError(N_("give --rate (requests per second), or --arrivals trace --trace FILE"))
+    if req.rate is not None and req.rate < MIN_RATE:
+        # a gap of 1/rate seconds between arrivals would overflow the simulator's clock
+        raise ValueError(
+            N_("--rate {rate:g} is below {least:g} requests/s; give at least {least:g}").format(
+                rate=req.rate, least=MIN_RATE
+            )
+        )
     has_trace = req.trace_file is not None or req.trace_text is not None
     if has_trace and req.arrivals != "trace":
         raise ValueError(N_("--trace needs --arrivals trace"))

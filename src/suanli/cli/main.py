@@ -19,10 +19,16 @@ from suanli import __version__
 from suanli.errors import MissingExtra
 from suanli.i18n import N_, _, sentence
 from suanli.log import configure, level_from_environment
+from suanli.printable import printable
 
 log = logging.getLogger(__name__)
 #: The variable click reads to answer a shell's completion request (see README, "Shell completion").
 COMPLETE_ENV = "_SUANLI_COMPLETE"
+
+
+def _echo_error(message: str) -> None:
+    """``error: <message>`` on stderr, in the current language, with no control characters."""
+    click.echo(printable(_("error: {message}").format(message=sentence(message))), err=True)
 
 
 def _usage_message(text: str) -> str:
@@ -163,19 +169,21 @@ class SuanliGroup(click.Group):
             where = exc.ctx.command_path if exc.ctx else "suanli"
             message = _usage_message(exc.format_message())
             click.echo(
-                _("error: {message}; run '{where} --help' for usage").format(
-                    message=message, where=where
+                printable(
+                    _("error: {message}; run '{where} --help' for usage").format(
+                        message=message, where=where
+                    )
                 ),
                 err=True,
             )
             sys.exit(2)
         except MissingExtra as exc:
             log.debug("missing extra", exc_info=True)
-            click.echo(_("error: {message}").format(message=sentence(str(exc))), err=True)
+            _echo_error(str(exc))
             sys.exit(1)
         except ValueError as exc:
             log.debug("refused input", exc_info=True)  # --debug shows where it was refused
-            click.echo(_("error: {message}").format(message=sentence(str(exc))), err=True)
+            _echo_error(str(exc))
             sys.exit(2)
         except BrokenPipeError:
             sys.exit(0)
@@ -364,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
         start_log(debug)
     except (ValueError, click.UsageError) as exc:
         message = exc.format_message() if isinstance(exc, click.UsageError) else str(exc)
-        click.echo(_("error: {message}").format(message=sentence(message)), err=True)
+        _echo_error(message)
         sys.exit(2)
     log.debug("suanli %s, Python %s, arguments %s", __version__, sys.version.split()[0], args)
     if current() != "en":

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from suanli.printable import printable
+
 
 def print_json(obj: Any) -> None:
     """Exactly one JSON document on stdout (numbers in base units)."""
@@ -177,15 +179,15 @@ def print_table(
     from rich.text import Text
 
     console = Console()
-    header_cells = [Text(c) for c in columns]
-    body = [[Text.from_markup(str(cell)) for cell in row] for row in rows]
+    header_cells = [Text(printable(c)) for c in columns]
+    body = [[Text.from_markup(printable(str(cell))) for cell in row] for row in rows]
     plain = [[t.plain for t in row] for row in body]
     unbreakable = [*no_wrap, *right_align]
     widths = table_layout(columns, plain, console.width, unbreakable=unbreakable)
     if widths is None:
         _print_records(console, title, columns, body, caption)
         return
-    _print_wrapped(console, Text(title, style="table.title"), console.width)
+    _print_wrapped(console, Text(printable(title), style="table.title"), console.width)
     table = Table(show_edge=True)
     for col, header, width in zip(columns, header_cells, widths, strict=True):
         header.no_wrap = False
@@ -200,7 +202,7 @@ def print_table(
         table.add_row(*row)
     console.print(table)
     if caption:
-        _print_wrapped(console, Text(caption, style="table.caption"), console.width)
+        _print_wrapped(console, Text(printable(caption), style="table.caption"), console.width)
 
 
 def _wrap_text(text: Any, width: int) -> list[Any]:
@@ -238,7 +240,7 @@ def _print_records(
     from rich.text import Text
 
     width = console.width
-    _print_wrapped(console, Text(title, style="table.title"), width)
+    _print_wrapped(console, Text(printable(title), style="table.title"), width)
     key_width = max((cell_len(c) for c in columns if c), default=0) + 2
     hanging = key_width <= width // 3
     for row in body:
@@ -258,7 +260,7 @@ def _print_records(
                 _print_wrapped(console, key + cell, width, indent="  ")
     console.print()
     if caption:
-        _print_wrapped(console, Text(caption, style="table.caption"), width)
+        _print_wrapped(console, Text(printable(caption), style="table.caption"), width)
 
 
 def count_column() -> Any:
@@ -283,7 +285,7 @@ def print_line(text: str, *, err: bool = False, fg: str | None = None) -> None:
     import click
 
     # As textwrap did: runs of whitespace are one space; room for the indent.
-    pieces = wrap_cells(" ".join(text.split()), _terminal_width() - 2)
+    pieces = wrap_cells(" ".join(printable(text).split()), _terminal_width() - 2)
     click.secho("\n  ".join(p for p in pieces if p), err=err, fg=fg)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gettext
 import os
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,12 +33,27 @@ def lang_from_environment(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     explicit = env.get("SUANLI_LANG", "").strip().lower()
     if explicit:
-        return normalize(explicit)
+        try:
+            return normalize(explicit)
+        except ValueError:
+            _warn_unknown_lang(explicit)
+            return "en"
     for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = env.get(name, "")
         if value:
             return "zh" if value.lower().startswith("zh") else "en"
     return "en"
+
+
+_warned: set[str] = set()
+
+
+def _warn_unknown_lang(value: str) -> None:
+    """Say once on stderr that ``SUANLI_LANG`` holds a language suanli does not speak."""
+    if value not in _warned:
+        _warned.add(value)
+        shown = value.encode("ascii", "backslashreplace").decode()[:40]
+        print(f"suanli: SUANLI_LANG={shown!r} is not zh or en; speaking English", file=sys.stderr)
 
 
 def normalize(lang: str) -> str:

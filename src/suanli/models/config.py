@@ -7,6 +7,7 @@ family's ``configuration_*.py``), so the derived parameter count is exact.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -16,7 +17,7 @@ from suanli.models.families import FAMILY_READERS, FamilyConfigError
 from suanli.models.families_moe import MOE_READERS
 from suanli.models.library_defaults import defaults_note, fill_defaults
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
-from suanli.models.validate import ConfigFieldError, check_config
+from suanli.models.validate import ConfigFieldError, check_config, check_routing
 
 
 class ModelConfigError(ValueError):
@@ -24,6 +25,8 @@ class ModelConfigError(ValueError):
 
 
 Config = Mapping[str, Any]
+#: What a model_type is in transformers: an identifier (``qwen2_moe``, ``gpt-sw3``).
+_MODEL_TYPE = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
 
 def _int(cfg: Config, key: str, default: int | None = None, *, allow_zero: bool = False) -> int:
@@ -583,8 +586,14 @@ def spec_from_config(cfg: Config, name: str = "model") -> ModelSpec:
     model_type = cfg.get("model_type")
     if not model_type:
         raise ModelConfigError(N_("config.json has no 'model_type'; add it (e.g. \"llama\")"))
-    if not isinstance(model_type, str) or len(model_type) > 100:
-        raise ModelConfigError(N_("config field 'model_type' must be a short string"))
+    if not isinstance(model_type, str) or not _MODEL_TYPE.fullmatch(model_type):
+        # a name, never text to print: no control characters or markup reach a terminal
+        raise ModelConfigError(
+            N_(
+                "config field 'model_type' must be a short name of letters, digits, '_', '.' "
+                "or '-' (like \"llama\")"
+            )
+        )
     try:
         cfg = check_config(cfg)
     except ConfigFieldError as exc:
@@ -599,6 +608,10 @@ def spec_from_config(cfg: Config, name: str = "model") -> ModelSpec:
     try:
         spec = reader(name, filled.config)
     except FamilyConfigError as exc:
+        raise ModelConfigError(str(exc)) from None
+    try:
+        check_routing(spec)
+    except ConfigFieldError as exc:
         raise ModelConfigError(str(exc)) from None
     note = defaults_note(filled)
     return spec if note is None else _replace_notes(spec, (*spec.notes, note))

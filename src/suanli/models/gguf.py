@@ -298,8 +298,13 @@ def hf_config(header: GGUFHeader) -> dict[str, Any]:
     if vocab is None:
         vocab = tokens if isinstance(tokens, int) else len(tokens or [])
     heads = get("attention.head_count")
+    model_type = ARCHITECTURES[arch]
+    if model_type in ("llama", "mistral") and get("expert_count"):
+        # llama.cpp stores Mixtral as architecture "llama" with expert counts (convert_hf_to_gguf:
+        # MixtralModel writes LLAMA): read as the MoE it is, not a dense 7B.
+        model_type = "mixtral"
     cfg: dict[str, Any] = {
-        "model_type": ARCHITECTURES[arch],
+        "model_type": model_type,
         "hidden_size": get("embedding_length"),
         "num_hidden_layers": get("block_count"),
         "intermediate_size": get("feed_forward_length"),

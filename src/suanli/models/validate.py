@@ -17,6 +17,7 @@ from typing import Any
 
 from suanli.i18n import N_
 from suanli.limits import MAX_EXPERTS, MAX_LAYERS, MAX_WIDTH
+from suanli.models.spec import ModelSpec
 
 #: Largest position count, window or head width a config may state.
 _POSITIONS = 1 << 31
@@ -217,3 +218,16 @@ def _int(key: str, value: Any, top: int) -> int:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_routing(spec: ModelSpec) -> None:
+    """A mixture of experts routes each token to at most as many experts as it has (else it
+    would report more active than total parameters); ConfigFieldError otherwise."""
+    moe = spec.moe
+    if moe is not None and moe.experts_per_token > moe.num_experts:
+        raise ConfigFieldError(
+            N_(
+                "the config routes each token to {k} experts but has only {n}; "
+                "fix num_experts_per_tok"
+            ).format(k=moe.experts_per_token, n=moe.num_experts)
+        )

@@ -17,13 +17,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from suanli.i18n import N_
+from suanli.printable import ANY_CONTROL
 
 #: The extended resource each vendor's Kubernetes device plugin advertises.
 K8S_GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "habana.ai/gaudi"}
 
 #: C0 and C1 controls, DEL, and the Unicode line and paragraph separators: any of them could end
 #: a comment line or a YAML scalar in some reader.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = ANY_CONTROL
 
 
 def refuse_control(text: str) -> str:

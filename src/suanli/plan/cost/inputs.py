@@ -26,6 +26,9 @@ from suanli.plan.cost.data import (
 )
 from suanli.plan.cost.ledger import Ledger
 
+#: The largest power usage effectiveness accepted (the web API's bound too); real sites run 1.1-2.
+MAX_PUE = 10.0
+
 
 def purchase_price(gpu: GPU, price_usd: float | None, market: str, ledger: Ledger) -> float:
     """USD per GPU: ``price_usd``, else the China price (``market`` "cn", or where the catalog
@@ -143,6 +146,12 @@ def pue_ratio(pue: float | str | None, default_id: str, ledger: Ledger) -> float
         ledger.note("pue", row.value, f"ratio ({row.id})", False, row_source(row))
         return row.value
     value = check_number("pue", pue)
+    if value > MAX_PUE:
+        raise ValueError(
+            N_("pue must be at most {most:g} (facility power / IT power), got {pue:g}").format(
+                most=MAX_PUE, pue=value
+            )
+        )
     if value < 1.0:
         raise ValueError(
             N_("pue must be at least 1 (facility power / IT power), got {pue:g}").format(pue=value)

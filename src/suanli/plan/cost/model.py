@@ -41,6 +41,8 @@ from suanli.plan.cost.result import (
 
 #: Hours in a (non-leap) year.
 HOURS_PER_YEAR = 8760.0
+#: The shortest horizon compared: one day, in years.
+MIN_YEARS = 24.0 / HOURS_PER_YEAR
 
 
 def tokens_per_year(
@@ -142,6 +144,13 @@ def compare_costs(
     years = check_positive("years", years)
     if years > 50:
         raise ValueError(N_("years must be at most 50, got {years:g}").format(years=years))
+    if years < MIN_YEARS:
+        # a vanishing horizon leaves every cost at zero and the verdict meaningless
+        raise ValueError(
+            N_("years must be at least one day ({least:.4f}), got {years:g}").format(
+                least=MIN_YEARS, years=years
+            )
+        )
     utilisation = check_fraction("utilisation", utilisation)
     hours_per_year = check_positive("hours_per_year", hours_per_year)
     if hours_per_year > 8784:
