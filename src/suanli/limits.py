@@ -31,6 +31,10 @@ MAX_NAME_CHARS = 255
 #: Nesting of a JSON document suanli reads (configs are 2-3 levels deep).
 MAX_JSON_DEPTH = 64
 
+#: Connections ``suanli serve`` accepts in one burst: its listen backlog, and the room its
+#: connection cap leaves under the open-file limit (web/protocol.py).
+SERVER_ACCEPT_BURST = 100
+
 #: Ceilings by option / field name (the CLI's option names are the web's field names).
 BY_NAME: dict[str, float] = {
     "seq": MAX_TOKENS,

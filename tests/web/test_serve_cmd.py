@@ -69,6 +69,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     monkeypatch.setattr(threading, "Timer", NowTimer)
+    # serve sets the allowed hosts in os.environ: restored after the test, for the API tests
+    monkeypatch.delenv("SUANLI_ALLOW_HOSTS", raising=False)
     monkeypatch.setattr(webbrowser, "open", lambda url: seen["opened"].append(url))
     return seen
 

@@ -67,7 +67,7 @@ def bench(req: BenchRequest, *, progress: ProgressFn | None = None) -> BenchAnsw
     """
     if not torch_available():
         raise MissingExtra(N_("suanli bench needs PyTorch: pip install 'suanli[torch]'"))
-    size_list = parse_sizes(req.sizes) if req.sizes else None
+    size_list = parse_sizes(req.sizes) if req.sizes is not None else None
     # Looked up on the package at call time, so a replaced run_bench (tests) is the one run.
     result = live_bench.run_bench(
         quick=req.quick,

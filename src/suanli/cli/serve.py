@@ -12,6 +12,7 @@ import click
 from suanli.cli.types import IntRange
 from suanli.errors import MissingExtra
 from suanli.i18n import N_, _
+from suanli.limits import SERVER_ACCEPT_BURST
 
 #: The web app's factory, as uvicorn finds it (``suanli.web.app.create_app``).
 APP_FACTORY = "suanli.web.app:create_app"
@@ -124,7 +125,32 @@ def serve_cmd(host: str, port: int, allow_hosts: tuple[str, ...], open_browser: 
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    raise_open_file_limit()
     # The app is named, not imported: the CLI and the web front-end never import each other.
     uvicorn.run(
-        APP_FACTORY, factory=True, host=host, port=port, log_level="warning", http=HTTP_PROTOCOL
+        APP_FACTORY,
+        factory=True,
+        host=host,
+        port=port,
+        log_level="warning",
+        http=HTTP_PROTOCOL,
+        # Idle keep-alive connections close after 5 s; the protocol closes clients that send no
+        # request and sheds idle ones under its connection cap. asyncio accepts up to a whole
+        # backlog of connections at once, before any of them can be shed: the backlog is the
+        # burst the cap leaves room for (web/protocol.py, ACCEPT_BURST; docs/security.md).
+        timeout_keep_alive=5,
+        backlog=SERVER_ACCEPT_BURST,
     )
+
+
+def raise_open_file_limit() -> None:
+    """Raise the soft open-file limit to the hard one (a desktop's 1,024 is a few hundred idle
+    clients away from "Too many open files"); the server sheds connections below it."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, OSError, ValueError):
+        pass  # not POSIX, or not allowed: the protocol's cap follows the limit in force

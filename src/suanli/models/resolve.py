@@ -327,10 +327,10 @@ def ollama_blob(arg: str) -> Path | None:
     namespace, name, tag = m.group(1) or "library", m.group(2), m.group(3) or "latest"
     root = Path(os.environ.get("OLLAMA_MODELS") or Path.home() / ".ollama" / "models")
     manifest = root / "manifests" / "registry.ollama.ai" / namespace / name / tag
-    if not manifest.is_file():
-        return None
     try:
-        layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
+        # a name longer than the file system's (ENAMETOOLONG) is no pulled model either
+        text = read_regular_text(manifest, MAX_CONFIG_BYTES)
+        layers = json.loads(text).get("layers", [])
     except (OSError, ValueError, AttributeError):
         return None
     for layer in layers if isinstance(layers, list) else []:
@@ -338,7 +338,10 @@ def ollama_blob(arg: str) -> Path | None:
             digest = str(layer.get("digest", ""))
             if re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
                 blob = root / "blobs" / digest.replace(":", "-")
-                return blob if blob.is_file() else None
+                with suppress(OSError):
+                    if blob.is_file():
+                        return blob
+                return None
     return None
 
 

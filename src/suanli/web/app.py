@@ -33,6 +33,7 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from suanli import __version__
 from suanli.answers.card import card
@@ -282,6 +283,12 @@ def create_app(
             ),
         )
 
+    async def disconnected(request: Request, exc: Exception) -> Response:
+        # The client went away mid-body: nobody reads an answer; one line, no traceback.
+        log.info("client disconnected during %s %s", request.method, request.url.path[:80])
+        return Response(status_code=400)
+
+    app.add_exception_handler(ClientDisconnect, disconnected)
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(ValueError, value_error)
     app.add_exception_handler(OverflowError, overflow)

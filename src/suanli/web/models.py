@@ -21,6 +21,9 @@ from suanli.web.security import ApiError
 
 #: Uploaded configs kept in memory, most recent first out last.
 UPLOAD_SLOTS = 64
+#: Hugging Face look-ups running at once, and how long another waits for one to finish (s).
+HUB_LOOKUPS = 4
+HUB_QUEUE_S = 2.0
 
 _UPLOAD = re.compile(r"^upload:([0-9a-f]{16})$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
@@ -47,6 +50,7 @@ class Models:
         self.hub_loader = hub_loader or load_from_hub
         self._uploads: OrderedDict[str, LoadedModel] = OrderedDict()
         self._lock = threading.Lock()
+        self._hub_slots = threading.BoundedSemaphore(HUB_LOOKUPS)
 
     def resolve(self, name: str) -> LoadedModel:
         """A preset, an uploaded config or a hub id; anything path-like is refused."""
@@ -91,7 +95,16 @@ class Models:
                         "Face hub; upload its config.json instead"
                     ).format(name=name),
                 )
-            return self.hub_loader(name)
+            # Hub look-ups wait on the network in the shared thread pool: at most
+            # HUB_LOOKUPS at once, so unreachable ids cannot starve every other request.
+            if not self._hub_slots.acquire(timeout=HUB_QUEUE_S):
+                raise ApiError(
+                    503, N_("too many Hugging Face look-ups at once; retry in a few seconds")
+                )
+            try:
+                return self.hub_loader(name)
+            finally:
+                self._hub_slots.release()
         names = ", ".join(similar_presets(name, 6))
         raise ApiError(
             400,

@@ -29,6 +29,11 @@ CPU_QUICK_SIZES = (64 * 1024, 1 * MiB, 4 * MiB)
 # --------------------------------------------------------------------------- all-reduce
 
 
+#: The largest all-reduce message and the most sizes one run measures (bounded work).
+MAX_MESSAGE_BYTES = 16 << 30
+MAX_SIZES = 32
+
+
 def parse_sizes(text: str) -> tuple[int, ...]:
     """``"64K,1M,256M"`` -> bytes (K, M, G binary; a plain number is bytes)."""
     sizes = []
@@ -44,9 +49,15 @@ def parse_sizes(text: str) -> tuple[int, ...]:
         value = int(float(match.group(1)) * mult)
         if value < 4:
             raise ValueError(N_("message size {size!r} is below 4 bytes").format(size=raw))
+        if value > MAX_MESSAGE_BYTES:
+            raise ValueError(
+                N_("message size {size!r} is above 16G; give at most 16G").format(size=raw)
+            )
         sizes.append(value)
+        if len(sizes) > MAX_SIZES:
+            raise ValueError(N_("give at most {most} message sizes").format(most=MAX_SIZES))
     if not sizes:
-        raise ValueError(N_("no message sizes given"))
+        raise ValueError(N_("no message sizes given; give some, e.g. 1M,64M"))
     return tuple(sorted(set(sizes)))
 
 
