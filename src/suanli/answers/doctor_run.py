@@ -152,6 +152,15 @@ def oom_autopsy(rec: Any) -> OomAutopsy | None:
     return OomAutopsy(doc=doc)
 
 
+class ScriptEndedEarly(ValueError):
+    """The script failed before enough steps were recorded: one sentence, and the script's exit
+    status, which ``suanli doctor run`` exits with."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def doctor_run(
     req: DoctorRunRequest, *, on_autopsy: Callable[[OomAutopsy], None] | None = None
 ) -> DoctorRunAnswer:
@@ -194,6 +203,15 @@ def doctor_run(
             on_autopsy(OomAutopsy(doc=autopsy.get("doc"), error=autopsy.get("error")))
     primary = _primary(run.reports, run.main_pid)
     recorded = len(primary["snapshot"]["records"]) if primary else 0
+    if recorded <= req.warmup and run.exit_code != 0:
+        # The script failed (a syntax error: 1, sys.exit(3): 3, --timeout: 124) before its
+        # steps: suanli says so and exits as the script did.
+        raise ScriptEndedEarly(
+            N_("the script ended before {need} optimizer steps were recorded ({error})").format(
+                need=req.warmup + 1, error=error or run.ended_by
+            ),
+            run.exit_code,
+        )
     if recorded <= req.warmup:
         raise ValueError(
             N_(

@@ -14,6 +14,7 @@ from suanli.cli.scaling import scaling_cmd
 from suanli.cli.types import FloatRange, IntRange
 from suanli.errors import MissingExtra
 from suanli.i18n import N_, _, sentence
+from suanli.printable import printable
 
 if TYPE_CHECKING:
     from suanli.answers.doctor_run import OomAutopsy
@@ -224,7 +225,7 @@ def doctor_run_cmd(
     args: tuple[str, ...],
 ) -> None:
     """``suanli doctor run``: its help is the ``help=`` above (translated with --lang zh)."""
-    from suanli.answers.doctor_run import DoctorRunRequest, doctor_run
+    from suanli.answers.doctor_run import DoctorRunRequest, ScriptEndedEarly, doctor_run
 
     def show_autopsy(outcome: OomAutopsy) -> None:
         _print_autopsy(outcome, as_json)
@@ -249,7 +250,12 @@ def doctor_run_cmd(
         stdout_to_stderr=as_json,
         timeout_s=timeout_s or None,
     )
-    answer = doctor_run(req, on_autopsy=show_autopsy)
+    try:
+        answer = doctor_run(req, on_autopsy=show_autopsy)
+    except ScriptEndedEarly as exc:
+        # The report as far as it got (one sentence), then the script's own exit status.
+        click.echo(printable(_("error: {message}").format(message=sentence(str(exc)))), err=True)
+        sys.exit(exc.exit_code)
     if output:
         write_json_file(output, answer.to_json())
     if as_json:

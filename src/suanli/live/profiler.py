@@ -24,6 +24,7 @@ Instrumentation never breaks training: every hook body is guarded, and a failure
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -89,6 +90,9 @@ class Recorder:
     _cuda: bool = False
     _unresolved: list[_Closed] = field(default_factory=list)
     _pid: int = field(default_factory=os.getpid)
+    _thread: int | None = None
+    """The thread whose optimizer steps are recorded: the first to step. Other threads that
+    train (a thread pool of trainers) are left alone: never timed, never stopped."""
     model: Any = None
     """The outermost module seen in a forward (for the memory breakdown)."""
     optimizer: Any = None
@@ -205,15 +209,28 @@ class Recorder:
             self._forward_start = None
 
     # -- optimizer
+    def _other_thread(self) -> bool:
+        """Whether this call comes from a thread other than the recorded one (the first call's
+        thread becomes the recorded one)."""
+        ident = threading.get_ident()
+        if self._thread is None:
+            self._thread = ident
+        return ident != self._thread
+
     def optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Global optimizer pre-hook: backward ends here."""
+        if self._other_thread():
+            return
         self.optimizer = optimizer
         self._pending.optimizer_start = self._mark()
 
     def optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Global optimizer hook: close the step, and read the closed steps that are ready."""
+        if self._other_thread():
+            return  # another trainer thread: left alone
         if self.finished:  # a script that swallowed the stop: record nothing more, stop again
-            raise StopProfiling
+            self._stop()
+            return
         end = self._mark()
         self._unresolved.append(_Closed(self._step_start, end, self._pending, self.replaying))
         self._pending = _Pending()
@@ -223,6 +240,13 @@ class Recorder:
         if self.on_step is not None:
             self.on_step(self)
         if self.finished:
+            self._stop()
+
+    def _stop(self) -> None:
+        """End the script's training: StopProfiling in the main thread. In another thread it
+        would only end that thread, with a traceback on stderr; the steps are recorded, and
+        ``suanli doctor run`` ends the script once it overstays them."""
+        if threading.current_thread() is threading.main_thread():
             raise StopProfiling
 
     def _resolve(self, wait: bool) -> None:

@@ -69,6 +69,10 @@ def supervise(
             script,
             *args,
         ]
+        # Orphans of the script (a daemon that double-forked, a helper in a session of its own)
+        # come back to suanli instead of init, so they can be found and ended below.
+        _become_subreaper()
+        before = _descendants()
         # With --json the script's prints (its whole fd 1, C code and subprocesses included) go
         # to stderr: suanli's stdout holds only the answer.
         child = subprocess.Popen(
@@ -81,6 +85,9 @@ def supervise(
         finally:
             restore()
             _stop_group(child)
+            # What left the group (start_new_session, setsid daemons) and would hold suanli's
+            # stdout open after it exits (`suanli doctor run ... | tee` waiting on it).
+            _stop_descendants(before)
         if forwarded:
             ended_by = forwarded[0]
         code = child.returncode
@@ -171,3 +178,46 @@ def _read_reports(report_dir: str, main_pid: int) -> list[dict[str, Any]]:
             reports.append(doc)
     reports.sort(key=lambda d: (d["pid"] != main_pid, d["pid"]))
     return reports
+
+
+#: prctl(2) option that makes this process the reaper of its orphaned descendants (Linux 3.4+).
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Make orphaned descendants children of this process (Linux); elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _descendants() -> set[int]:
+    """The pids of this process's descendants now."""
+    import psutil
+
+    try:
+        return {p.pid for p in psutil.Process().children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
+def _stop_descendants(before: set[int]) -> None:
+    """SIGTERM, then SIGKILL after the grace period, to every descendant that was not there
+    before the script started (its helpers and daemons, wherever their session), and reap them."""
+    import psutil
+
+    try:
+        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    except psutil.Error:
+        return
+    for proc in left:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _gone, alive = psutil.wait_procs(left, timeout=KILL_GRACE_S)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=KILL_GRACE_S)
