@@ -235,6 +235,7 @@ def other_cases(tmp: Path) -> Iterator[tuple[str, list[str]]]:
         "nan peak": '[[gpu]]\nid = "x"\nname = "X"\nvendor = "nvidia"\n'
         "memory_bytes = 80e9\npeak_bf16_dense_flops = nan\n",
         "binary": "\x00\x01\x02",
+        "nested 5,000 deep": "x = " + "[" * 5000 + "]" * 5000 + "\n",
     }
     for i, (label, text) in enumerate(catalogs.items()):
         path = tmp / f"catalog{i}.toml"
@@ -244,6 +245,19 @@ def other_cases(tmp: Path) -> Iterator[tuple[str, list[str]]]:
             f"catalog {label} (mem)",
             ["perf", "llama-3.1-8b", "--gpu", "h100", "--catalog", str(path), "--json"],
         )
+    # Files that are no files (issue 39): a FIFO blocked the reader for ever, /dev/zero never ended.
+    fifo = tmp / "catalog-fifo.toml"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    for label, path in (("fifo", fifo), ("/dev/zero", Path("/dev/zero"))):
+        yield f"hostile catalog {label}", ["gpus", "--catalog", str(path), "--json"]
+        yield f"hostile log {label}", ["explain", "--log", str(path), "--json"]
+    # Floats that overflowed or contradicted themselves, and names that drive a terminal.
+    yield "hostile pue", ["cost", "h100", "--pue", "1e308", "--json"]
+    yield "hostile years", ["cost", "h100", "--years", "1e-308", "--json"]
+    yield "hostile rate", ["capacity", "llama-3.1-8b", "--gpu", "h100", "--rate", "1e-308"]
+    yield "hostile model name", ["model", "\x1b]0;title\x07llama", "--json"]
+    yield "hostile emit name", ["plan", "m\nkind: Secret", "--task", "infer", "--emit", "k8s"]
 
 
 def main() -> None:

@@ -36,7 +36,9 @@ def test_a_sample_of_hostile_command_lines_is_clean(
     assert len(cases) >= 2000
     sample = random.Random(18).sample(cases, 250)
     # Every config class and every catalog case, whatever the sample drew.
-    sample += [c for c in cases if c[0].startswith(("config nested", "catalog", "stencil"))]
+    sample += [
+        c for c in cases if c[0].startswith(("config nested", "catalog", "stencil", "hostile"))
+    ]
     failures = []
     for label, argv in sample:
         kind, detail = harness.run_case(argv, 20.0)
