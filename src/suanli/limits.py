@@ -33,7 +33,7 @@ MAX_JSON_DEPTH = 64
 
 #: Connections ``suanli serve`` accepts in one burst: its listen backlog, and the room its
 #: connection cap leaves under the open-file limit (web/protocol.py).
-SERVER_ACCEPT_BURST = 100
+SERVER_ACCEPT_BURST = 50
 
 #: Ceilings by option / field name (the CLI's option names are the web's field names).
 BY_NAME: dict[str, float] = {

@@ -15,6 +15,7 @@ FastAPI and uvicorn (the ``[web]`` extra) are imported in this package and nowhe
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -63,6 +64,7 @@ from suanli.models.resolve import LoadedModel
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.models import Models
 from suanli.web.page_messages import PAGE_MESSAGES, PAGE_WORDS, SCRIPT_MESSAGES
+from suanli.web.protocol import quiet_accept_errors
 from suanli.web.responses import (
     BODY_ERRORS,
     GET_ERRORS,
@@ -221,6 +223,7 @@ def create_app(
 
         if search_processes:  # the search workers start with the server, not on a first plan
             workers.warm(searches.slots)
+        quiet_accept_errors(asyncio.get_running_loop())
         yield
         workers.shutdown()
 

@@ -32,10 +32,10 @@ MALFORMED = (
 
 #: Seconds a connection may stay open without a complete request (slow or idle clients).
 HEADER_TIMEOUT_S = 10.0
-#: File descriptors kept free: one accept burst (asyncio accepts up to the listen backlog at once,
-#: before any protocol runs), plus the server's own (the listening socket, logs, worker pipes,
-#: catalog files; 17 at start).
-FD_HEADROOM = SERVER_ACCEPT_BURST + 64
+#: File descriptors kept free: two accept bursts (asyncio accepts up to the listen backlog at
+#: once, and once more before the first burst's protocols run), plus the server's own (the
+#: listening socket, logs, worker pipes, catalog files; 17 at start).
+FD_HEADROOM = 2 * SERVER_ACCEPT_BURST + 64
 
 
 def connection_cap() -> int:
@@ -126,3 +126,38 @@ class JSONErrorH11Protocol(H11Protocol):
         except h11.LocalProtocolError:
             pass  # a response was already under way: only closing is left
         self.transport.close()
+
+
+#: Seconds between two log lines about a full file table (asyncio retries the accept each second).
+_ACCEPT_LOG_EVERY_S = 10.0
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Log a full file table at accept time as one warning line every 10 s, not a traceback a
+    second: asyncio pauses accepting for a second and retries by itself, and the connection cap
+    above frees descriptors meanwhile. Every other loop error goes to the previous handler."""
+    import errno
+    import logging
+    import time
+
+    log = logging.getLogger("suanli.web")
+    previous = loop.get_exception_handler()
+    last = [0.0]
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+            now = time.monotonic()
+            if now - last[0] >= _ACCEPT_LOG_EVERY_S:
+                last[0] = now
+                log.warning(
+                    "open-file limit reached with %d connections: accepting paused for 1 s",
+                    len(_idle),
+                )
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
