@@ -82,6 +82,7 @@ from suanli.web.schemas import (
     PLAN_MAX_GPUS_TRAIN,
     SENTENCES_MAX_CHARS,
     SENTENCES_MAX_TEXTS,
+    SENTENCES_MAX_TOTAL_CHARS,
     CardRequest,
     CostRequest,
     ImageRequest,
@@ -458,11 +459,19 @@ def create_app(
         description="The English sentences an answer or an error wrote (assumptions, notes, "
         "warnings, reasons, error messages), each in `lang`, in the same order; a sentence the "
         f"catalog does not know comes back unchanged. At most {SENTENCES_MAX_TEXTS} texts of "
-        f"at most {SENTENCES_MAX_CHARS} characters. The answers themselves stay English.",
+        f"at most {SENTENCES_MAX_CHARS} characters, {SENTENCES_MAX_TOTAL_CHARS} in all. The "
+        "answers themselves stay English.",
         response_model=None,
         responses=documented("web-sentences"),
     )
     def api_sentences(req: SentencesRequest) -> dict[str, Any]:
+        if sum(len(text) for text in req.texts) > SENTENCES_MAX_TOTAL_CHARS:
+            raise ApiError(
+                413,
+                N_("the texts hold more than {most:,} characters in all; send fewer").format(
+                    most=SENTENCES_MAX_TOTAL_CHARS
+                ),
+            )
         code = _lang(req.lang)
         texts = tuple(translated(text, code) for text in req.texts)
         return SentencesAnswer(lang=code, texts=texts).to_json()

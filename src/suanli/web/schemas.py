@@ -394,6 +394,9 @@ class CardRequest(BaseModel):
 #: Most sentences one POST /api/sentences translates, and the longest sentence it takes.
 SENTENCES_MAX_TEXTS = 200
 SENTENCES_MAX_CHARS = 2000
+#: Characters of all the texts of one request: an answer's sentences are a few thousand; the
+#: cap bounds one request's work (linear translation, ~15 ms per 1,000 characters at worst).
+SENTENCES_MAX_TOTAL_CHARS = 20_000
 
 
 class SentencesRequest(BaseModel):
