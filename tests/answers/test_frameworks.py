@@ -216,3 +216,16 @@ def test_offloading_costs_speed() -> None:
     assert speed(offload_optimizer=True) < 0.7 * base
     # Checkpointed layer inputs are small: their copies hide behind the matmuls.
     assert speed(activation_offload=True) == pytest.approx(base, rel=0.02)
+
+
+def test_the_serving_hint_names_every_serving_framework_of_the_catalog() -> None:
+    """The hint is built from frameworks.toml, not a hand list (one had lost ollama)."""
+    from suanli.answers.request import WorkRequest, apply_framework
+    from suanli.catalog.frameworks import frameworks
+
+    with pytest.raises(ValueError, match="trains models") as caught:
+        apply_framework(WorkRequest(task="infer", framework="megatron"))
+    serving = [f.id for f in frameworks() if f.kind == "serve"]
+    assert "ollama" in serving
+    for framework in serving:
+        assert framework in str(caught.value)

@@ -165,15 +165,17 @@ def lora_target_tuple(text: str) -> tuple[str, ...]:
 def apply_framework(req: WorkRequest) -> WorkRequest:
     """``req`` with its framework's defaults in every option the user did not set (see
     :attr:`WorkRequest.explicit`); a framework that cannot run the task is a ValueError."""
-    from suanli.catalog.frameworks import get_framework
+    from suanli.catalog.frameworks import frameworks, get_framework
 
     fw = get_framework(req.framework)
     if req.task == "infer" and not fw.serves():
+        # The serving frameworks from the catalog itself: a hand list had already lost ollama.
+        serving = ", ".join(f.id for f in frameworks() if f.kind == "serve")
         raise ValueError(
             N_(
                 "--framework {framework} trains models; for --task infer use a serving framework "
-                "(vllm, sglang, tensorrt-llm, llama.cpp) or hf"
-            ).format(framework=fw.id)
+                "({serving}) or hf"
+            ).format(framework=fw.id, serving=serving)
         )
     if req.task != "infer" and fw.kind == "serve":
         raise ValueError(
