@@ -52,3 +52,18 @@ def test_the_test_tools_are_a_dependency_group_not_a_user_extra() -> None:
     group = " ".join(config["dependency-groups"]["test"])
     for tool in ("pytest", "ruff", "mypy", "babel", "hypothesis"):
         assert tool in group
+
+
+def test_the_default_model_is_declared_once() -> None:
+    """Issue 40: the default model was written in 8 places. It is models.presets.DEFAULT_MODEL;
+    the only other mention is the card command's list of popular models."""
+    from suanli.models.presets import DEFAULT_MODEL, find_preset
+
+    assert find_preset(DEFAULT_MODEL) is not None
+    quoted = f'"{DEFAULT_MODEL}"'
+    found = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "src" / "suanli").rglob("*.py")
+        if quoted in path.read_text(encoding="utf-8")
+    )
+    assert found == ["src/suanli/answers/card.py", "src/suanli/models/presets.py"]

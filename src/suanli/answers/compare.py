@@ -20,6 +20,7 @@ from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
 from suanli.i18n import N_
+from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel, load_model
 
 
@@ -27,7 +28,7 @@ from suanli.models.resolve import LoadedModel, load_model
 class CompareRequest:
     """The work and the devices to run it on."""
 
-    model: str = "llama-3.1-8b"
+    model: str = DEFAULT_MODEL
     """A preset name, a config.json path or folder, or a hub id (org/name)."""
     work: WorkRequest = field(default_factory=WorkRequest)
     """For inference, ``context`` is set to ``prompt + output``."""

@@ -12,6 +12,7 @@ from suanli.catalog import find_gpu, load_catalog
 from suanli.catalog.frameworks import Framework
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
+from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel, load_model
 
 
@@ -19,7 +20,7 @@ from suanli.models.resolve import LoadedModel, load_model
 class FitRequest:
     """The fitting question: a training job that may not fit on ``gpus`` x ``gpu``."""
 
-    model: str = "llama-3.1-8b"
+    model: str = DEFAULT_MODEL
     work: WorkRequest = field(default_factory=WorkRequest)
     """The job; ``work.gpus`` is how many GPUs the chain may use (default 1)."""
     gpu: str = "rtx-4090"

@@ -21,6 +21,7 @@ from suanli.estimate.fitting import Fit, fit_inference, fit_training
 from suanli.estimate.inference_memory import inference_memory
 from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork
+from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel, load_model
 
 
@@ -63,7 +64,7 @@ class CardFit:
 class MemoryRequest:
     """The memory question: a model, a workload, and the cards to check the fit on."""
 
-    model: str = "llama-3.1-8b"
+    model: str = DEFAULT_MODEL
     """A preset name, a config.json path or folder, or a hub id (org/name)."""
     work: WorkRequest = field(default_factory=WorkRequest)
     gpu: str | None = None

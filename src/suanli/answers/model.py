@@ -10,7 +10,7 @@ from functools import lru_cache
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.models.config import spec_from_config
 from suanli.models.params import count_params
-from suanli.models.presets import presets
+from suanli.models.presets import DEFAULT_MODEL, presets
 from suanli.models.resolve import LoadedModel, load_model
 
 
@@ -68,7 +68,7 @@ class StoredInfo:
 class ModelRequest:
     """The model question."""
 
-    model: str = "llama-3.1-8b"
+    model: str = DEFAULT_MODEL
     """A preset name, a config.json path or folder, or a hub id (org/name)."""
 
 

@@ -30,6 +30,7 @@ from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.i18n import N_
+from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.models.spec import ModelSpec
 
@@ -78,7 +79,7 @@ INFER_EXPLAIN = {
 class PerfRequest:
     """The speed question: a model, a workload, and the GPU it runs on."""
 
-    model: str = "llama-3.1-8b"
+    model: str = DEFAULT_MODEL
     work: WorkRequest = field(default_factory=WorkRequest)
     gpu: str = "h100"
     """The GPU (catalog name, or local-cpu)."""

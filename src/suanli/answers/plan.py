@@ -20,6 +20,7 @@ from suanli.answers.validity import precision_lack
 from suanli.catalog import GPU, load_catalog
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
+from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel, load_model
 from suanli.models.spec import ModelSpec
 from suanli.plan.scenarios import SCENARIOS
@@ -33,7 +34,7 @@ DEFAULT_MAX_GPUS = 8
 class PlanRequest:
     """The planning question: a model and the shape of its work; the layout is searched."""
 
-    model: str = "llama-3.1-8b"
+    model: str = DEFAULT_MODEL
     work: WorkRequest = field(default_factory=WorkRequest)
     """The work's shape (seq, dtype, optimizer, ...); its layout fields are ignored."""
     task: str | None = None

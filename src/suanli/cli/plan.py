@@ -11,13 +11,12 @@ from suanli.cli.options import shape_options, work_request, workload_options
 from suanli.cli.render import print_command, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_, _, sentence
+from suanli.models.presets import DEFAULT_MODEL
 from suanli.plan.scenarios import SCENARIOS
 from suanli.units import GiB
 
 if TYPE_CHECKING:
     from suanli.answers.plan import PlanAnswer, RenderingPlanAnswer
-
-DEMO_MODEL = "llama-3.1-8b"
 
 
 def _fmt_time(seconds: float | None) -> str:
@@ -52,7 +51,7 @@ def _money(usd: float | None) -> str:
         "50 --context 2048 --objective cost-per-token."
     ),
 )
-@click.argument("model", required=False, default=DEMO_MODEL)
+@click.argument("model", required=False, default=DEFAULT_MODEL)
 @shape_options
 @click.option(
     "--scenario",

@@ -21,6 +21,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+#: The model every command and the page use when none is named: one declaration for all views.
+DEFAULT_MODEL = "llama-3.1-8b"
+
+
 @dataclass(frozen=True)
 class Preset:
     """One bundled model."""

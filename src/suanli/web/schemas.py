@@ -35,6 +35,7 @@ from suanli.estimate.workload import (
 )
 from suanli.i18n import N_
 from suanli.limits import MAX_TOKENS  # the CLI and the web share the bound
+from suanli.models.presets import DEFAULT_MODEL
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.security import ApiError
 
@@ -42,8 +43,6 @@ from suanli.web.security import ApiError
 PLAN_MAX_GPUS_TRAIN = 64
 #: The serving search grows faster with the GPU count (formats x KV dtypes x TP x batch).
 PLAN_MAX_GPUS_INFER = 8
-
-DEFAULT_MODEL = "llama-3.1-8b"
 
 
 def _one_of(allowed: Sequence[str]) -> AfterValidator:
