@@ -21,9 +21,14 @@ if [ ! -x "$UV" ]; then
   exit 2
 fi
 upgrade=()
-if [ "${1:-}" = "--upgrade" ]; then
-  upgrade+=(--upgrade)
-fi
+case "${1:-}" in
+  "") ;;
+  --upgrade) upgrade+=(--upgrade) ;;
+  *)
+    echo "scripts/lock.sh: unknown option '$1'; use --upgrade or nothing" >&2
+    exit 2
+    ;;
+esac
 find_links=()
 for folder in ${PIP_FIND_LINKS:-} $(.venv/bin/python -m pip config get global.find-links 2>/dev/null || true); do
   [ -d "$folder" ] && find_links+=(--find-links "$folder")
