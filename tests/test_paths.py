@@ -69,3 +69,15 @@ def test_calibrations_live_in_the_config_directory(
 ) -> None:
     monkeypatch.setenv("SUANLI_CONFIG", str(tmp_path))
     assert paths.calibration_dir() == tmp_path / "calibration"
+
+
+def test_a_device_profile_stays_in_the_calibration_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SUANLI_CONFIG", str(tmp_path))
+    assert paths.local_calibration_path("h100-sxm-80gb") == (
+        tmp_path / "calibration" / "h100-sxm-80gb.toml"
+    )
+    # A device id is not a path: separators and parent links become dashes.
+    assert paths.local_calibration_path("../../etc/passwd").parent == tmp_path / "calibration"
+    assert paths.local_calibration_path("///") == tmp_path / "calibration" / "device.toml"

@@ -78,7 +78,7 @@ def read_calibration(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 def _local_profile(gpu_id: str) -> dict[tuple[str, str], dict[str, Any]] | None:
     """The saved ``suanli bench`` profile of this GPU, if there is one."""
-    from suanli.live.bench import local_calibration_path
+    from suanli.paths import local_calibration_path
 
     path = local_calibration_path(gpu_id)
     if not path.is_file():

@@ -12,6 +12,7 @@ base directories on Linux, ``~/Library/...`` on macOS, ``%LOCALAPPDATA%`` on Win
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 APP = "suanli"
@@ -33,6 +34,15 @@ def calibration_dir() -> Path:
     """Where ``suanli bench`` saves measured ceilings and perf/plan read them:
     ``calibration/`` in :func:`config_dir`."""
     return config_dir() / "calibration"
+
+
+def local_calibration_path(gpu_id: str) -> Path:
+    """Where ``suanli bench`` saves the profile of ``gpu_id`` and perf/plan look for it:
+    ``<gpu_id>.toml`` in :func:`calibration_dir` (``~/.config/suanli/calibration`` on Linux,
+    ``$XDG_CONFIG_HOME`` and ``SUANLI_CONFIG`` honoured). Characters a file name should not hold
+    become ``-``, so an id never leaves the folder."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", gpu_id).strip("-") or "device"
+    return calibration_dir() / f"{safe}.toml"
 
 
 def cache_dir() -> Path:

@@ -117,7 +117,7 @@ def verify(req: VerifyRequest) -> VerifyAnswer:
     doc = {"model": req.model, "task": task, **result.as_dict()}
     saved: str | None = None
     if req.save:
-        from suanli.live.bench import local_calibration_path
+        from suanli.paths import local_calibration_path
 
         path = local_calibration_path(f"verify-{result.device}").with_suffix(".json")
         path.parent.mkdir(parents=True, exist_ok=True)

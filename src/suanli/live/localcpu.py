@@ -58,7 +58,7 @@ def _measure_copy(nbytes: int = 256 * 2**20, repeat: int = 5) -> float:
 def _from_profile() -> dict[str, float] | None:
     from suanli.catalog.loader import CatalogError
     from suanli.hardware import read_calibration
-    from suanli.live.bench import local_calibration_path
+    from suanli.paths import local_calibration_path
 
     path = local_calibration_path(f"cpu-{socket.gethostname()}")
     if not path.is_file():

@@ -77,12 +77,15 @@ from suanli.live.bench.profile import (
     calibration_toml,
     cpu_name,
     hostname,
-    local_calibration_path,
     local_gpu,
     write_calibration,
 )
 from suanli.live.bench.run import ProgressFn, default_processes, run_bench
 from suanli.live.bench.transfer import bench_host_transfer
+
+# Where a profile is saved is the platform's config directory's business (suanli.paths, which
+# the estimators read it from too); kept here for `from suanli.live.bench import ...`.
+from suanli.paths import local_calibration_path
 
 __all__ = [
     "CPU_QUICK_SHAPES",

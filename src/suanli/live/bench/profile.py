@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from suanli.i18n import N_
+from suanli.paths import local_calibration_path
 
 # --------------------------------------------------------------------------- results
 
@@ -183,16 +184,6 @@ def local_gpu(name: str) -> tuple[Any, str]:
     except CatalogError:
         return None, f"unknown-{normalize(name) or 'gpu'}"
     return gpu, gpu.id
-
-
-def local_calibration_path(gpu_id: str) -> Path:
-    """Where ``suanli bench`` saves the profile of ``gpu_id`` and perf/plan look for it:
-    ``calibration/<gpu_id>.toml`` in the platform's config directory (:mod:`suanli.paths`:
-    ``~/.config/suanli`` on Linux, ``$XDG_CONFIG_HOME`` and ``SUANLI_CONFIG`` honoured)."""
-    from suanli.paths import calibration_dir
-
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", gpu_id).strip("-") or "device"
-    return calibration_dir() / f"{safe}.toml"
 
 
 # --------------------------------------------------------------------------- calibration
