@@ -3,7 +3,7 @@
 :data:`COSTS_TABLES` says, per table, each key's type, whether it is required and its plausible
 range; the msgspec structs and the JSON Schema (``schemas/costs.schema.json``) are built from it.
 msgspec checks types, ranges (refusing NaN and infinity), enumerations and date shapes; the price
-loader (:mod:`suanli.plan.cost.data`) then checks real dates, currencies, catalog GPU ids and
+loader (:mod:`suanli.catalog.costs`) then checks real dates, currencies, catalog GPU ids and
 spot below on-demand. :func:`explain_costs_error` turns msgspec's complaint into one sentence.
 """
 

@@ -9,19 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from suanli.catalog.gpu import GPU
+from suanli.catalog.prices import CATALOG_PROVIDER, Price, buy_price, rent_price
 from suanli.i18n import N_
 from suanli.plan.cost.checks import check_nonneg, check_number, check_positive
 from suanli.plan.cost.data import (
     DEFAULT_REGION,
-    CloudPrice,
     ServerOverhead,
     api_prices,
-    cheapest_cloud,
     cloud_prices,
     electricity_entry,
     facility_entry,
     pue_entry,
-    purchase_entry,
     row_source,
 )
 from suanli.plan.cost.ledger import Ledger
@@ -31,53 +29,35 @@ MAX_PUE = 10.0
 
 
 def purchase_price(gpu: GPU, price_usd: float | None, market: str, ledger: Ledger) -> float:
-    """USD per GPU: ``price_usd``, else the China price (``market`` "cn", or where the catalog
-    has none), else the catalog's."""
+    """USD per GPU: ``price_usd``, else the one price resolver's (:func:`buy_price`: the
+    catalog's, or the China price with ``market`` "cn" or where the catalog has none)."""
     if price_usd is not None:
         price = check_positive("price_usd", price_usd)
         ledger.cash("price_{cur}_per_gpu", price, "{cur}", True)
         return price
-    catalog_price = gpu.get("price_usd")
-    bought = purchase_entry(gpu.id)
-    if bought is not None and (catalog_price is None or market == "cn"):
-        ledger.cash(
-            "price_{cur}_per_gpu",
-            bought.usd_per_gpu,
-            "{cur}",
-            False,
-            (
-                N_("costs.toml purchase ({kind}): {source}").format(
-                    kind=bought.kind, source=bought.source
-                ),
-                *row_source(bought)[1:],
-            ),
-            bought.cny_per_gpu,
-        )
-        return bought.usd_per_gpu
-    if catalog_price is None:
+    bought = buy_price(gpu, market=market)
+    if bought is None:
         raise ValueError(
             N_(
                 "the catalog has no purchase price for {gpu}; give one with --price "
                 "({currency} per GPU)"
             ).format(gpu=gpu.id, currency=ledger.money.code)
         )
-    price = float(catalog_price)
-    src = gpu.source_of("price_usd")
-    kind = gpu.get("price_kind") or "price"
+    if bought.provider == CATALOG_PROVIDER:
+        source = N_("GPU catalog ({kind}): {source}").format(kind=bought.kind, source=bought.source)
+    else:
+        source = N_("costs.toml purchase ({kind}): {source}").format(
+            kind=bought.kind, source=bought.source
+        )
     ledger.cash(
         "price_{cur}_per_gpu",
-        price,
+        bought.usd,
         "{cur}",
         False,
-        (
-            N_("GPU catalog ({kind}): {source}").format(
-                kind=kind, source=src.ref if src else gpu.origin
-            ),
-            str(gpu.get("price_date") or ""),
-            "uncertain" if "price_usd" in gpu.uncertain else "",
-        ),
+        (source, bought.date, price_notes(bought)),
+        bought.cny,
     )
-    return price
+    return bought.usd
 
 
 def _server_src(row: ServerOverhead) -> tuple[str, ...]:
@@ -215,34 +195,24 @@ def rent_prices(
     reserved_usd_per_gpu_hour: float | None,
     ledger: Ledger,
 ) -> RentPrices:
-    """The rents: the given ones, else the cheapest cloud rows of ``market`` (the other market
-    when it has no on-demand price for this GPU), of providers matching ``cloud``; on-demand
-    falls back to the catalog's figure. Spot and reserved come from the on-demand row's market:
-    the data keeps spot below on-demand within a market, not across them."""
+    """The rents: the given ones, else the one price resolver's (:func:`rent_price`, the rent
+    every view shows): the cheapest rows of ``market`` of providers matching ``cloud``, the
+    catalog's figure, the other market. Spot and reserved come from the on-demand price's
+    market: the data keeps spot below on-demand within a market, not across them."""
     rate = ledger.money.rate
-    other = "global" if market == "cn" else "cn"
 
-    def pick(kind: str, markets: tuple[str, ...]) -> CloudPrice | None:
-        for where in markets:
-            row = cheapest_cloud(gpu.id, kind, where, cloud)
-            if row is not None:
-                return row
-        return None
+    def in_usd(price: Price) -> float:
+        """A price in USD at the comparison's rate (a CNY row keeps its CNY figure)."""
+        return price.cny / rate if price.cny is not None else price.usd
 
-    def row_usd(row: CloudPrice) -> float:
-        """A cloud row in USD at the comparison's rate (a CNY row keeps its CNY figure)."""
-        if row.cny_per_gpu_hour is not None:
-            return row.cny_per_gpu_hour / rate
-        return row.usd_per_gpu_hour
-
-    def rent_note(name: str, unit: str, row: CloudPrice) -> None:
+    def rent_note(name: str, unit: str, price: Price) -> None:
+        source: str
+        if price.provider == CATALOG_PROVIDER:
+            source = N_("GPU catalog cloud_usd_per_hour: {source}").format(source=price.source)
+        else:
+            source = f"{price.provider} {price.kind}: {price.source}"
         ledger.cash(
-            name,
-            row_usd(row),
-            unit,
-            False,
-            (f"{row.provider} {row.kind}: {row.source}", *row_source(row)[1:]),
-            row.cny_per_gpu_hour,
+            name, in_usd(price), unit, False, (source, price.date, price_notes(price)), price.cny
         )
 
     if cloud is not None and not cloud_prices(gpu.id, None, "all", cloud):
@@ -259,64 +229,48 @@ def rent_prices(
         )
     rent_market = market
     if rent_usd_per_gpu_hour is None:
-        rent_row = pick("on-demand", (market, other))
-        if rent_row is not None:
-            rent = row_usd(rent_row)
-            rent_market = rent_row.market
-            rent_note("rent_{cur}_per_gpu_hour", "{cur}/GPU-hour", rent_row)
-        else:
-            rent = _catalog_rent(gpu, cloud, ledger)
-            rent_market = "global"
+        on_demand = rent_price(gpu, market=market, provider=cloud)
+        if on_demand is None:
+            raise ValueError(
+                N_(
+                    "no cloud price is known for {gpu}; give one with --rent ({currency} per "
+                    "GPU-hour)"
+                ).format(gpu=gpu.id, currency=ledger.money.code)
+            )
+        rent = in_usd(on_demand)
+        rent_market = on_demand.market
+        rent_note("rent_{cur}_per_gpu_hour", "{cur}/GPU-hour", on_demand)
     else:
         rent = check_nonneg("rent_usd_per_gpu_hour", rent_usd_per_gpu_hour)
         ledger.cash("rent_{cur}_per_gpu_hour", rent, "{cur}/GPU-hour", True)
     spot: float | None
     if spot_usd_per_gpu_hour is None:
-        spot_row = pick("spot", (rent_market,))
-        spot = row_usd(spot_row) if spot_row is not None else None
-        if spot_row is not None:
-            rent_note("spot_{cur}_per_gpu_hour", "{cur}/GPU-hour", spot_row)
+        spot_price = rent_price(gpu, market=rent_market, provider=cloud, kind="spot")
+        spot = in_usd(spot_price) if spot_price is not None else None
+        if spot_price is not None:
+            rent_note("spot_{cur}_per_gpu_hour", "{cur}/GPU-hour", spot_price)
     else:
         spot = check_nonneg("spot_usd_per_gpu_hour", spot_usd_per_gpu_hour)
         ledger.cash("spot_{cur}_per_gpu_hour", spot, "{cur}/GPU-hour", True)
     reserved: float | None = None
     every_hour = N_("{cur}/GPU-hour, every hour")
     if reserved_usd_per_gpu_hour is None:
-        reserved_row = pick("reserved", (rent_market,))
-        if reserved_row is not None:
-            reserved = row_usd(reserved_row)
-            rent_note("reserved_{cur}_per_gpu_hour", every_hour, reserved_row)
+        reserved_price = rent_price(gpu, market=rent_market, provider=cloud, kind="reserved")
+        if reserved_price is not None:
+            reserved = in_usd(reserved_price)
+            rent_note("reserved_{cur}_per_gpu_hour", every_hour, reserved_price)
     else:
         reserved = check_nonneg("reserved_usd_per_gpu_hour", reserved_usd_per_gpu_hour)
         ledger.cash("reserved_{cur}_per_gpu_hour", reserved, every_hour, True)
     return RentPrices(rent, spot, reserved)
 
 
-def _catalog_rent(gpu: GPU, cloud: str | None, ledger: Ledger) -> float:
-    """The GPU catalog's cloud price (none when a provider was asked for)."""
-    catalog_rent = gpu.get("cloud_usd_per_hour") if cloud is None else None
-    if catalog_rent is None:
-        raise ValueError(
-            N_(
-                "no cloud price is known for {gpu}; give one with --rent ({currency} per GPU-hour)"
-            ).format(gpu=gpu.id, currency=ledger.money.code)
-        )
-    rent = float(catalog_rent)
-    src = gpu.source_of("cloud_usd_per_hour")
-    ledger.cash(
-        "rent_{cur}_per_gpu_hour",
-        rent,
-        "{cur}/GPU-hour",
-        False,
-        (
-            N_("GPU catalog cloud_usd_per_hour: {source}").format(
-                source=src.ref if src else N_("GPU catalog")
-            ),
-            str(gpu.get("cloud_price_date")),
-            "uncertain" if "cloud_usd_per_hour" in gpu.uncertain else "",
-        ),
-    )
-    return rent
+def price_notes(price: Price) -> str:
+    """The notes of a price in the assumptions: a row's notes, " (uncertain)" added to an
+    uncertain row; "uncertain" alone for an uncertain catalog figure."""
+    if price.provider == CATALOG_PROVIDER:
+        return "uncertain" if price.uncertain else ""
+    return (price.notes + (" (uncertain)" if price.uncertain else "")).strip()
 
 
 def api_cost_per_year(
