@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.errors import MissingExtra
 from suanli.i18n import N_
+from suanli.live.autopsy import OomAutopsy as OomAutopsy
+from suanli.live.autopsy import oom_autopsy as oom_autopsy
 from suanli.live.diagnosis import Fix, Report
 
 if TYPE_CHECKING:
@@ -55,15 +57,6 @@ class ProcessRun:
     ended: str
     """``finished`` (all steps recorded), ``returned``, ``exit``, ``raise``, ``interrupted``,
     or ``killed`` (``os._exit`` or a signal: the steps saved up to then)."""
-
-
-@dataclass(frozen=True)
-class OomAutopsy:
-    """What filled the memory when the script ran out of it: the autopsy document
-    (:func:`suanli.live.autopsy.autopsy`), or why it could not be made."""
-
-    doc: dict[str, Any] | None = None
-    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,30 +119,6 @@ def run_answer(
         script_exit_code=script_exit_code,
         report=report,
     )
-
-
-def oom_autopsy(rec: Any) -> OomAutopsy | None:
-    """The OOM autopsy of a recorded run (the CUDA peak against the device's memory); ``None``
-    off CUDA. It never raises: a failure is reported in ``error``."""
-    from suanli.live.autopsy import autopsy
-
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            return None
-        shape = rec.last_input_shape or (rec.batch_size or 1, 1)
-        doc = autopsy(
-            rec.model,
-            rec.optimizer,
-            batch=int(shape[0]),
-            seq=int(shape[1]) if len(shape) > 1 else 1,
-            limit_bytes=torch.cuda.get_device_properties(0).total_memory,
-            peak_bytes=torch.cuda.max_memory_allocated(),
-        )
-    except Exception as exc:  # the autopsy must not hide the original error
-        return OomAutopsy(error=str(exc))
-    return OomAutopsy(doc=doc)
 
 
 class ScriptEndedEarly(ValueError):

@@ -8,7 +8,7 @@ model (its transformers config) and settings. Remedies: ``suanli fit``'s chain a
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from suanli.i18n import N_, sentence
@@ -87,6 +87,37 @@ def autopsy(
     doc["fits_after_remedies"] = plan.fits
     doc["final_options"] = plan.final_options
     return doc
+
+
+@dataclass(frozen=True)
+class OomAutopsy:
+    """What filled the memory when the script ran out of it: the autopsy document
+    (:func:`autopsy`), or why it could not be made."""
+
+    doc: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def oom_autopsy(rec: Any) -> OomAutopsy | None:
+    """The OOM autopsy of a recorded run (the CUDA peak against the device's memory); ``None``
+    off CUDA. It never raises: a failure is reported in ``error``."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        shape = rec.last_input_shape or (rec.batch_size or 1, 1)
+        doc = autopsy(
+            rec.model,
+            rec.optimizer,
+            batch=int(shape[0]),
+            seq=int(shape[1]) if len(shape) > 1 else 1,
+            limit_bytes=torch.cuda.get_device_properties(0).total_memory,
+            peak_bytes=torch.cuda.max_memory_allocated(),
+        )
+    except Exception as exc:  # the autopsy must not hide the original error
+        return OomAutopsy(error=str(exc))
+    return OomAutopsy(doc=doc)
 
 
 def format_autopsy(doc: dict[str, Any], translate: bool = True) -> str:

@@ -62,7 +62,7 @@ def _exit_status(code: object) -> int:
 
 def main(argv: list[str]) -> int:
     """Run the script under the profiler; the exit status is the script's own."""
-    from suanli.answers.doctor_run import oom_autopsy
+    from suanli.live.autopsy import oom_autopsy
     from suanli.live.profiler import profile
 
     report_dir, steps, replay, script, *args = argv
