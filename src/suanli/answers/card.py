@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from suanli.answers.base import NOT_IN_JSON, Answer
+from suanli.answers.recompute import AUTO, settle_work
 from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.formats import get_format
@@ -153,7 +154,7 @@ def _short(tokens: int) -> str:
     return f"{tokens // 1024}k" if tokens % 1024 == 0 else str(tokens)
 
 
-def _work(job: Job, gpus: int, spec: ModelSpec) -> TrainWork | InferWork:
+def _work(job: Job, gpus: int, spec: ModelSpec, memory_bytes: int) -> TrainWork | InferWork:
     if job.task == "infer":
         quant = dict(INFER_FORMATS)[job.weights]
         # Over several cards: tensor parallel where the heads divide evenly (vLLM), else the
@@ -163,18 +164,18 @@ def _work(job: Job, gpus: int, spec: ModelSpec) -> TrainWork | InferWork:
         even = heads % gpus == 0 and (kv_heads % gpus == 0 or gpus % kv_heads == 0)
         tp, pp = (gpus, 1) if gpus == 1 or even else (1, gpus)
         return build_work(WorkRequest(task="infer", context=job.tokens, quant=quant, tp=tp, pp=pp))
-    # Batch 1 with gradient checkpointing: the usual "does it fit at all" setting; over several
-    # cards the weights, gradients and optimizer states are sharded (ZeRO-3 / FSDP).
-    return build_work(
-        WorkRequest(
-            task=job.task,
-            batch=1,
-            seq=job.tokens,
-            recompute="full",
-            gpus=gpus,
-            zero=3 if gpus > 1 else 0,
-        )
+    # Batch 1, recomputation settled as mem and perf settle it (the lightest that fits): the
+    # usual "does it fit at all" setting; over several cards the weights, gradients and
+    # optimizer states are sharded (ZeRO-3 / FSDP).
+    request = WorkRequest(
+        task=job.task,
+        batch=1,
+        seq=job.tokens,
+        recompute=AUTO,
+        gpus=gpus,
+        zero=3 if gpus > 1 else 0,
     )
+    return settle_work(request, spec, memory_bytes)[0]
 
 
 class _Estimator:
@@ -208,7 +209,7 @@ class _Estimator:
 
 
 def _capability(job: Job, est: _Estimator, ladder: list[LoadedModel], gpus: int) -> Capability:
-    works = [_work(job, gpus, m.spec) for m in ladder]
+    works = [_work(job, gpus, m.spec, est.gpu.memory_bytes) for m in ladder]
     needs = [est.need_bytes(m.spec, w) for m, w in zip(ladder, works, strict=True)]
     fitting = [i for i, need in enumerate(needs) if need <= est.gpu.memory_bytes]
     if not fitting:
@@ -246,7 +247,7 @@ def card(req: CardRequest, *, loader: Callable[[str], LoadedModel] = load_model)
     models = []
     for name in req.presets:
         loaded = loader(name)
-        works = [_work(job, req.gpus, loaded.spec) for job in jobs]
+        works = [_work(job, req.gpus, loaded.spec, gpu.memory_bytes) for job in jobs]
         fits = tuple(est.fits(loaded.spec, w) for w in works)
         speeds = tuple(
             est.speed(loaded.spec, w) if ok else None for ok, w in zip(fits, works, strict=True)
@@ -278,8 +279,9 @@ def _assumptions(req: CardRequest) -> tuple[str, ...]:
     return (
         shard,
         N_(
-            "training: micro-batch 1, gradient checkpointing, AdamW, bf16 mixed precision; LoRA "
-            "rank 16 on q,k,v,o; QLoRA on an NF4 base with double quantization"
+            "training: micro-batch 1, gradient checkpointing only where the job needs it to fit "
+            "(as suanli mem and perf settle --recompute auto), AdamW, bf16 mixed precision; "
+            "LoRA rank 16 on q,k,v,o; QLoRA on an NF4 base with double quantization"
         ),
         N_(
             "inference: one stream; speed is decode tokens/s with the context filled; 4-bit is "

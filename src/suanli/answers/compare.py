@@ -12,7 +12,9 @@ from dataclasses import dataclass, field, replace
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
+from suanli.answers.recompute import is_auto, settle_work
 from suanli.answers.request import WorkRequest, build_work
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.answers.validity import check_job
 from suanli.catalog.formats import get_format
 from suanli.estimate.inference import inference_perf
@@ -34,9 +36,9 @@ class CompareRequest:
     """For inference, ``context`` is set to ``prompt + output``."""
     devices: tuple[str, ...] = ()
     """At least two: ``local-cpu`` (this machine, measured) and catalog names."""
-    prompt: int = 512
+    prompt: int = PROMPT_TOKENS
     """Inference: prompt tokens."""
-    output: int = 128
+    output: int = OUTPUT_TOKENS
     """Inference: output tokens."""
     catalog_file: str | None = None
     """Extra or overriding GPU entries (TOML)."""
@@ -91,8 +93,8 @@ class CompareAnswer(Answer):
     inference: bool = field(default=False, metadata=NOT_IN_JSON)
     batch: int = field(default=1, metadata=NOT_IN_JSON)
     """Concurrent sequences (inference) or micro-batch (training)."""
-    prompt: int = field(default=512, metadata=NOT_IN_JSON)
-    output: int = field(default=128, metadata=NOT_IN_JSON)
+    prompt: int = field(default=PROMPT_TOKENS, metadata=NOT_IN_JSON)
+    output: int = field(default=OUTPUT_TOKENS, metadata=NOT_IN_JSON)
 
 
 def reason(bound: str, device: Device, other: Device) -> str:
@@ -118,7 +120,7 @@ def compare(
     work_req = req.work
     if work_req.task == "infer":
         work_req = replace(work_req, context=req.prompt + req.output)
-    work = build_work(work_req)
+    build_work(replace(work_req, recompute="none") if is_auto(work_req) else work_req)  # checks
     spec = loader(req.model).spec
     if len(req.devices) < 2:
         raise ValueError(
@@ -128,6 +130,8 @@ def compare(
     built: list[Device] = []
     for name in req.devices:
         gpu, calibration = resolve_gpu(name, req.catalog_file)
+        # --recompute auto settles per card, as perf on that card does.
+        work = settle_work(work_req, spec, gpu.memory_bytes)[0]
         dtype = (
             get_format(work.weight_format).gemm_dtype if isinstance(work, InferWork) else work.dtype
         )

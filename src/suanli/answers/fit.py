@@ -7,13 +7,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from suanli.answers.base import Answer
-from suanli.answers.request import WorkRequest, build_work
-from suanli.catalog import find_gpu, load_catalog
+from suanli.answers.recompute import settle_work
+from suanli.answers.request import WorkRequest
+from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.frameworks import Framework
-from suanli.estimate.workload import InferWork, TrainWork
+from suanli.estimate.workload import TrainWork
 from suanli.i18n import N_
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.spec import ModelSpec
+from suanli.plan.fit import FitPlan, Step
 
 
 @dataclass(frozen=True)
@@ -27,20 +30,8 @@ class FitRequest:
     catalog_file: str | None = None
 
 
-@dataclass(frozen=True)
-class FitStep:
-    """One remedy and its effect."""
-
-    stage: str
-    """batch, recompute, precision, sharding or offload."""
-    change: str
-    memory_bytes: float
-    saved_bytes: float
-    tokens_per_s: float
-    speed_ratio: float
-    """Throughput after / before this step (below 1 is a slowdown)."""
-    fits: bool
-    options: str
+#: One remedy and its effect: the chain's own result type, held as it is (not copied).
+FitStep = Step
 
 
 @dataclass(frozen=True)
@@ -68,12 +59,10 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
 
     Raises ``ValueError`` with one sentence on bad input, or for an inference task.
     """
-    from suanli.hardware import device_for
-    from suanli.plan.fit import fit_chain
+    from suanli.catalog.frameworks import get_framework
 
     gpus = req.work.gpus or 1
-    work = build_work(replace(req.work, gpus=None))  # the chain decides how to use them
-    if isinstance(work, InferWork):
+    if req.work.task == "infer":
         raise ValueError(
             N_(
                 "suanli fit walks the training chain; for inference use "
@@ -82,13 +71,12 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
         )
     spec = loader(req.model).spec
     gpu = find_gpu(req.gpu, load_catalog(req.catalog_file))
-    from suanli.catalog.frameworks import get_framework
-    from suanli.plan.fit import ALL_TECHNIQUES
-
+    # The chain decides how to use the GPUs; --recompute auto starts it where mem and perf
+    # settle (the lightest recomputation that fits, else full).
+    work, _ = settle_work(replace(req.work, gpus=None), spec, gpu.memory_bytes)
+    assert isinstance(work, TrainWork)
     fw = get_framework(req.work.framework)
-    # Only the techniques the framework implements (suanli frameworks NAME lists them).
-    allowed = frozenset(fw.techniques) & ALL_TECHNIQUES
-    chain = fit_chain(spec, work, gpu, device_for(gpu, work.dtype), gpus, allowed)
+    chain = remedy_chain(spec, work, gpu, gpus, fw)
     return FitAnswer(
         model=req.model,
         gpu=gpu.id,
@@ -96,23 +84,21 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
         start_bytes=chain.start_bytes,
         gpu_memory_bytes=chain.gpu_memory_bytes,
         fits=chain.fits,
-        steps=tuple(
-            FitStep(
-                s.stage,
-                s.change,
-                s.memory_bytes,
-                s.saved_bytes,
-                s.tokens_per_s,
-                s.speed_ratio,
-                s.fits,
-                s.options,
-            )
-            for s in chain.steps
-        ),
+        steps=chain.steps,
         final_options=chain.final_options,
         framework=fw.id,
         framework_settings=framework_settings(fw, chain.final),
     )
+
+
+def remedy_chain(spec: ModelSpec, work: TrainWork, gpu: GPU, gpus: int, fw: Framework) -> FitPlan:
+    """The OOM remedy chain of ``work`` on ``gpus`` x ``gpu``, walked with the techniques the
+    framework ``fw`` implements (``suanli frameworks NAME`` lists them), until it fits."""
+    from suanli.hardware import device_for
+    from suanli.plan.fit import ALL_TECHNIQUES, fit_chain
+
+    allowed = frozenset(fw.techniques) & ALL_TECHNIQUES
+    return fit_chain(spec, work, gpu, device_for(gpu, work.dtype), gpus, allowed)
 
 
 def framework_settings(fw: Framework, work: TrainWork) -> tuple[str, ...]:

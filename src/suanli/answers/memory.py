@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
+from suanli.answers.recompute import settle_work
 from suanli.answers.request import (
     WorkRequest,
-    build_work,
     framework_assumptions,
     with_file_format,
     with_images,
@@ -20,9 +20,10 @@ from suanli.estimate.activations import Term
 from suanli.estimate.fitting import Fit, fit_inference, fit_training
 from suanli.estimate.inference_memory import inference_memory
 from suanli.estimate.memory import training_memory
-from suanli.estimate.workload import InferWork
+from suanli.estimate.workload import InferWork, TrainWork
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.spec import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,23 @@ class CardFit:
     notes: tuple[str, ...]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ToFit:
+    """What to change for a training job that does not fit on the card to fit: the remedies of
+    ``suanli fit``'s chain, in its order, up to the first configuration that fits."""
+
+    changes: tuple[str, ...]
+    """One sentence per change, in the order they are taken."""
+    fits: bool
+    """False: even the whole chain on this many GPUs does not fit (more GPUs: suanli plan)."""
+    memory_bytes: float
+    """Memory per GPU after the changes."""
+    tokens_per_s: float
+    """Training throughput after the changes."""
+    options: str
+    """The options that fit, to paste into ``suanli mem`` or ``perf``."""
+
+
 @dataclass(frozen=True)
 class MemoryRequest:
     """The memory question: a model, a workload, and the cards to check the fit on."""
@@ -94,6 +112,11 @@ class MemoryAnswer(Answer):
     """The fit on ``gpu``, when one was given."""
     fits: tuple[CardFit, ...] = ()
     """The fit on every card asked about (``gpu`` first)."""
+    settled: tuple[str, ...] = ()
+    """What the answer chose for options left to it (``--recompute auto``), also among the
+    assumptions: views show it with the table."""
+    to_fit: ToFit | None = field(default=None, metadata=OMIT_NONE)
+    """Training that does not fit on ``gpu``: the changes that make it fit."""
     per_layer: tuple[Term, ...] = field(default=(), metadata=NOT_IN_JSON)
     """Activation terms of one layer (bytes per token), for --explain."""
     inference: bool = field(default=False, metadata=NOT_IN_JSON)
@@ -116,6 +139,22 @@ def card_fit(fit: Fit, name: str) -> CardFit:
     )
 
 
+def _to_fit(spec: ModelSpec, work: TrainWork, gpu: GPU, framework: str) -> ToFit:
+    """The remedy chain of ``suanli fit`` for ``work`` on its GPUs of ``gpu``, summed up."""
+    from suanli.answers.fit import remedy_chain
+    from suanli.catalog.frameworks import get_framework
+
+    chain = remedy_chain(spec, work, gpu, work.parallel.gpus, get_framework(framework))
+    last = chain.steps[-1] if chain.steps else None
+    return ToFit(
+        changes=tuple(step.change for step in chain.steps),
+        fits=chain.fits,
+        memory_bytes=last.memory_bytes if last else chain.start_bytes,
+        tokens_per_s=last.tokens_per_s if last else 0.0,
+        options=chain.final_options,
+    )
+
+
 def memory(
     req: MemoryRequest, *, loader: Callable[[str], LoadedModel] = load_model
 ) -> MemoryAnswer:
@@ -126,13 +165,18 @@ def memory(
     """
     loaded = loader(req.model)
     spec = loaded.spec
-    work = build_work(with_images(with_file_format(req.work, loaded.weight_format), spec))
     names = ([req.gpu] if req.gpu else []) + [c for c in req.cards if c != req.gpu]
     cards: list[GPU] = []
     for name in names:
         gpu = resolve_gpu(name, req.catalog_file)[0]
         if gpu.id not in [c.id for c in cards]:
             cards.append(gpu)
+    # --recompute auto settles on the first card asked about (the others are checked with it).
+    work, settled = settle_work(
+        with_images(with_file_format(req.work, loaded.weight_format), spec),
+        spec,
+        cards[0].memory_bytes if cards else None,
+    )
     if isinstance(work, InferWork):
         result = inference_memory(spec, work)
         fits = [fit_inference(spec, work, g.id, g.memory_bytes) for g in cards]
@@ -140,6 +184,9 @@ def memory(
         result = training_memory(spec, work)
         fits = [fit_training(spec, work, g.id, g.memory_bytes) for g in cards]
     card_fits = tuple(card_fit(f, g.name) for f, g in zip(fits, cards, strict=True))
+    to_fit = None
+    if isinstance(work, TrainWork) and req.gpu and not card_fits[0].fits:
+        to_fit = _to_fit(spec, work, cards[0], req.work.framework)
     return MemoryAnswer(
         model=req.model,
         task=req.work.task,
@@ -150,9 +197,11 @@ def memory(
             MemoryLine(ln.key, ln.label, round(ln.bytes), ln.formula, ln.source)
             for ln in result.lines
         ),
-        assumptions=framework_assumptions(req.work) + tuple(result.assumptions),
+        assumptions=framework_assumptions(req.work) + settled + tuple(result.assumptions),
         fit=card_fits[0] if req.gpu and card_fits else None,
         fits=card_fits,
+        settled=settled,
+        to_fit=to_fit,
         per_layer=result.per_layer,
         inference=isinstance(work, InferWork),
     )

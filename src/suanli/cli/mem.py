@@ -13,7 +13,7 @@ from suanli.i18n import N_, _, sentence
 from suanli.units import GiB
 
 if TYPE_CHECKING:
-    from suanli.answers.memory import MemoryAnswer
+    from suanli.answers.memory import MemoryAnswer, ToFit
 
 
 #: The breakdown's buckets (estimate.breakdown.BREAKDOWN_KEYS), shown translated.
@@ -38,6 +38,23 @@ def _short(source: str, limit: int = 70) -> str:
     """The first clause of a source (the full text is in --json)."""
     head = source.split(";")[0].split(" (")[0] if len(source) > limit else source
     return head if len(head) <= limit else head[: limit - 1] + "…"
+
+
+def _to_fit_rows(to_fit: ToFit) -> list[list[str]]:
+    """The fit table's rows that say what to change (suanli fit walks the chain step by step)."""
+    changes = "; ".join(sentence(change) for change in to_fit.changes) or _("none")
+    if not to_fit.fits:
+        return [[_("to fit"), _("no change on this many GPUs fits; try suanli plan")]]
+    return [
+        [_("to fit"), changes],
+        [
+            _("then"),
+            _("{gib} GiB, {speed:,.0f} tokens/s").format(
+                gib=_gib(to_fit.memory_bytes), speed=to_fit.tokens_per_s
+            ),
+        ],
+        [_("options"), to_fit.options],
+    ]
 
 
 def _render(result: MemoryAnswer, title: str, explain: bool) -> None:
@@ -162,6 +179,9 @@ def mem_cmd(
         return
     title = _("{model}: {task} memory per GPU").format(model=model, task=opts["task"])
     _render(answer, title, explain)
+    if not explain:  # --explain lists it among the assumptions
+        for note in answer.settled:
+            click.echo(_("assumption: {note}").format(note=sentence(note)))
     fit = answer.fit
     if fit is not None:
         verdict = (
@@ -178,6 +198,8 @@ def mem_cmd(
         ]
         if fit.best_format is not None or answer.inference:
             rows.append([_("best weight format that fits"), fit.best_format or _("none")])
+        if answer.to_fit is not None:
+            rows += _to_fit_rows(answer.to_fit)
         print_table(_("fit"), ["", ""], rows)
         for note in fit.notes:
             click.echo(_("note: {note}").format(note=sentence(note)))
