@@ -62,7 +62,14 @@ def test_cli_simulation_json_equals_the_answer() -> None:
         "tp",
         "gpus",
     ]
-    assert list(doc)[-3:] == ["usd_per_million_tokens", "queue_series", "assumptions"]
+    assert list(doc)[-5:] == [
+        "usd_per_million_tokens",
+        "queue_series",
+        "assumptions",
+        "overloaded",
+        "overload",
+    ]
+    assert doc["overloaded"] is False and doc["overload"] is None
     assert doc["schema_version"] == SCHEMA_VERSION
     assert doc["meets_slo"] is True and doc["gpu"] == "h100-sxm-80gb"
     stats = answer.stats
@@ -259,3 +266,20 @@ def test_progress_is_reported() -> None:
 def test_bad_requests_raise_value_error(req: CapacityRequest, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         capacity(req)
+
+
+def test_an_overloaded_deployment_says_so_with_the_replicas_it_needs() -> None:
+    """Twenty requests/s on one L40S in bf16: the engine serves a few per second (each request
+    is 1,024 + 256 tokens of an 8B model on 362 dense TFLOP/s), so the queue grows; the answer
+    says overloaded and asks for more replicas than it had, and a light load is not flagged."""
+    from suanli.answers.capacity import CapacityRequest, capacity
+
+    heavy = capacity(CapacityRequest(model="llama-3.1-8b", gpu="l40s", rate=20, requests=400))
+    assert heavy.overloaded and heavy.overload is not None
+    # The queue it reports grew: the latencies are the run's, not the deployment's.
+    assert max(heavy.queue_series.waiting) > 50
+    need = int(heavy.overload.rsplit("about ", 1)[1].split()[0])
+    assert need > heavy.replicas
+    light = capacity(CapacityRequest(model="llama-3.1-8b", gpu="l40s", rate=1, requests=200))
+    assert not light.overloaded and light.overload is None
+    assert any("1,024 prompt tokens" in line for line in light.assumptions)

@@ -31,6 +31,7 @@ from suanli.answers.capacity_result import (
     plan_row,
     serving_stats,
 )
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.i18n import N_
 from suanli.limits import MAX_SIMULATED_REQUESTS
@@ -77,9 +78,9 @@ class CapacityRequest:
     """Bursty: high-state rate over low-state rate (the mean stays ``rate``)."""
     burst_period: float = 10.0
     """Bursty: mean time in each state, seconds."""
-    prompt: int = 512
+    prompt: int = PROMPT_TOKENS
     """Prompt tokens (the mean with ``prompt_dist``)."""
-    output: int = 256
+    output: int = OUTPUT_TOKENS
     """Output tokens (the mean with ``output_dist``)."""
     prompt_dist: str = "fixed"
     """fixed, uniform or lognormal."""
@@ -355,7 +356,12 @@ def simulate_deployment(
     progress: Progress | None = None,
 ) -> CapacitySimulation:
     """``req.replicas`` replicas of ``req.tp`` x ``gpu`` serving ``reqs``, simulated."""
-    from suanli.estimate.serving import device_dtype, replica_cost, simulate
+    from suanli.estimate.serving import (
+        device_dtype,
+        replica_cost,
+        saturated_requests_per_s,
+        simulate,
+    )
     from suanli.hardware import device_for
 
     device = device_for(gpu, device_dtype(req.quant))
@@ -389,6 +395,9 @@ def simulate_deployment(
     )
     has_slo = req.slo_ttft is not None or req.slo_tpot is not None
     series = result.queue_series
+    stats = serving_stats(result)
+    saturated = saturated_requests_per_s(cost, reqs, config)
+    overload = overload_sentence(workload, saturated, result.replicas, result.tp, gpu.id)
     return CapacitySimulation(
         workload=workload,
         gpu=gpu.id,
@@ -399,11 +408,37 @@ def simulate_deployment(
         replicas=result.replicas,
         tp=result.tp,
         gpus=result.gpus,
-        stats=serving_stats(result),
+        stats=stats,
         queue_series=QueueSeries(
             t_s=tuple(series.get("t_s", ())), waiting=tuple(series.get("waiting", ()))
         ),
-        assumptions=assumptions(device, config),
+        assumptions=(request_shape(req.prompt, req.output), *assumptions(device, config)),
+        overloaded=overload is not None,
+        overload=overload,
+    )
+
+
+def overload_sentence(
+    workload: CapacityWorkload, saturated_per_replica: float, replicas: int, tp: int, gpu: str
+) -> str | None:
+    """Why the deployment is overloaded (None when it keeps up): more requests arrive than its
+    replicas serve saturated (queueing's utilisation above one: the queue then grows without
+    bound, whatever the run's length), with how many replicas hold the rate."""
+    rate = workload.rate_requests_per_s
+    served = saturated_per_replica * replicas
+    if rate is None or served <= 0 or rate <= served:
+        return None
+    return N_(
+        "overloaded: {rate:,.3g} requests/s arrive and {replicas} x tp{tp} {gpu} serve at most "
+        "{served:,.3g}/s, so the queue grows as long as the load lasts and these latencies "
+        "grow with the run's length; about {need} replicas hold this rate"
+    ).format(
+        rate=rate,
+        replicas=replicas,
+        tp=tp,
+        gpu=gpu,
+        served=served,
+        need=math.ceil(rate / saturated_per_replica),
     )
 
 

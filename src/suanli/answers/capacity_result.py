@@ -108,6 +108,11 @@ class CapacitySimulation(Answer):
     stats: ServingStats = field(metadata=FLATTEN)
     queue_series: QueueSeries
     assumptions: tuple[str, ...]
+    overloaded: bool = False
+    """More requests arrive than the deployment serves: the queue grows as long as the load
+    lasts, and the latencies grow with the run's length (they are not the deployment's)."""
+    overload: str | None = None
+    """When overloaded: one sentence with the rates and how many replicas hold the load."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document; a non-finite float is written as null."""

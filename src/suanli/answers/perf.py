@@ -11,15 +11,16 @@ from typing import Any
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.perf_terms import TimeTerm, infer_terms, train_terms
+from suanli.answers.recompute import settle_work
 from suanli.answers.request import (
     DEFAULT_PUE,
     WorkRequest,
-    build_work,
     framework_assumptions,
     image_tokens,
     with_file_format,
     with_images,
 )
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
 from suanli.estimate.advice import advice, scaling
@@ -91,9 +92,9 @@ class PerfRequest:
     """Measured ceilings (TOML from suanli bench) replacing the defaults."""
     tokens: float | None = None
     """Training tokens: adds time to train, GPU-hours, energy and cost."""
-    prompt: int = 1024
+    prompt: int = PROMPT_TOKENS
     """Inference: prompt tokens."""
-    output: int = 256
+    output: int = OUTPUT_TOKENS
     """Inference: generated tokens."""
     pue: float = DEFAULT_PUE
     price: float | None = None
@@ -261,8 +262,8 @@ class InferPerfAnswer(Answer):
     """What was taken as given that the request did not say: the serving framework's defaults
     (``--framework``), one line each."""
     batch: int = field(default=1, metadata=NOT_IN_JSON)
-    prompt: int = field(default=1024, metadata=NOT_IN_JSON)
-    output: int = field(default=256, metadata=NOT_IN_JSON)
+    prompt: int = field(default=PROMPT_TOKENS, metadata=NOT_IN_JSON)
+    output: int = field(default=OUTPUT_TOKENS, metadata=NOT_IN_JSON)
 
 
 PerfAnswer = TrainPerfAnswer | InferPerfAnswer
@@ -509,8 +510,8 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
         work_req = replace(work_req, context=prompt + req.output)
     else:
         work_req = with_images(work_req, spec)
-    work = build_work(work_req)
     gpu, measured = resolve_gpu(req.gpu, req.catalog_file)
+    work, settled = settle_work(work_req, spec, gpu.memory_bytes)
     calibration = read_calibration(req.calibration) if req.calibration else measured
     # Weights stored in fp8 are multiplied in fp8 where the card can; others dequantize to 16-bit.
     dtype = work.dtype if isinstance(work, TrainWork) else get_format(work.weight_format).gemm_dtype
@@ -563,5 +564,5 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
         req.pue,
         req.price,
         validity,
-        framework_assumptions(work_req),
+        framework_assumptions(work_req) + settled,
     )

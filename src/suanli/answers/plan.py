@@ -5,7 +5,7 @@ layout, ranked, each saying why it won or lost (``suanli plan``, ``POST /api/pla
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, OMIT_NONE, Answer
@@ -16,6 +16,7 @@ from suanli.answers.plan_policy import (
     stack_demotions,
 )
 from suanli.answers.request import WorkRequest, build_work
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
 from suanli.answers.validity import precision_lack
 from suanli.catalog import GPU, load_catalog
 from suanli.estimate.workload import InferWork, TrainWork
@@ -60,7 +61,9 @@ class PlanRequest:
     """Training tokens, for time and cost."""
     rps: float | None = None
     """Inference: requests per second to serve."""
-    output: int = 256
+    prompt: int = PROMPT_TOKENS
+    """Inference: prompt tokens per request."""
+    output: int = OUTPUT_TOKENS
     """Inference: output tokens per request."""
     max_tpot_ms: float | None = None
     objective: str | None = None
@@ -196,6 +199,8 @@ class PlanAnswer(Answer):
     rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...]
     capped: str | None = field(default=None, metadata=OMIT_NONE)
     """Set when a front-end's cap lowered max_gpus."""
+    assumptions: tuple[str, ...] = ()
+    """Inference: the requests it plans for (the shape perf, compare and capacity take)."""
     ranked_after_cuda: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
     """GPU id -> why it ranks after the CUDA cards (a Hugging Face-family framework on another
     software stack; ``stack_ok`` lifts it); absent when none is."""
@@ -492,7 +497,12 @@ def plan(
             rows=rendering_rows(gpus),
         )
     spec = loader(req.model).spec
-    work = build_work(req.work.shape_only(task, req.quant or "bf16"))
+    shape = req.work.shape_only(task, req.quant or "bf16")
+    if task == "infer" and not _given(req.work, "context"):
+        # The serving question's requests, as perf, compare and capacity take them: the KV
+        # cache holds each request's prompt and output (--context sets a longer reservation).
+        shape = replace(shape, context=req.prompt + req.output)
+    work = build_work(shape)
     demoted = (
         {}
         if isinstance(work, InferWork)
@@ -529,7 +539,8 @@ def plan(
     command = None
     if best is not None and best.layout is not None:
         command = (
-            f"suanli perf {req.model} {best.layout.options}"
+            f"suanli perf {req.model} {best.layout.options} "
+            f"--prompt {work.context - req.output} --output {req.output}"
             if isinstance(work, InferWork)
             else f"suanli perf {req.model} --task {task} --seq {work.seq} {best.layout.options}"
         )
@@ -555,7 +566,17 @@ def plan(
         best_command=command,
         cheapest=cheapest,
         ranked_after_cuda={g: why for g, why in demoted.items() if _shown(rows, g)} or None,
+        assumptions=(request_shape(work.context - req.output, req.output),)
+        if isinstance(work, InferWork)
+        else (),
     )
+
+
+def _given(work: WorkRequest, name: str) -> bool:
+    """Whether the user set the workload option ``name`` (not left at its default)."""
+    if work.explicit is not None:
+        return name in work.explicit
+    return bool(getattr(work, name) != getattr(WorkRequest, name))
 
 
 def _shown(rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...], gpu: str) -> bool:

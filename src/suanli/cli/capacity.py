@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.cli.options import given_options, revision_option
-from suanli.cli.render import count_column, print_json, print_table
+from suanli.cli.render import count_column, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.estimate.workload import KERNELS, KV_DTYPES
 from suanli.i18n import N_, _, sentence
@@ -147,7 +148,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 @click.option(
     "--prompt",
     type=IntRange(min=1),
-    default=512,
+    default=PROMPT_TOKENS,
     show_default=True,
     help=N_("Prompt tokens (the mean with --prompt-dist)."),
 )
@@ -155,7 +156,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     "--output",
     "output_tokens",
     type=IntRange(min=1),
-    default=256,
+    default=OUTPUT_TOKENS,
     show_default=True,
     help=N_("Output tokens (the mean with --output-dist)."),
 )
@@ -460,6 +461,8 @@ def _render_simulation(a: CapacitySimulation) -> None:
         rows.append([_("SLO (p95)"), _("met") if a.meets_slo else _("missed")])
     metric = _("metric")
     print_table(title, [metric, _("value")], rows, no_wrap=[metric])
+    if a.overload is not None:
+        print_line(sentence(a.overload), fg="red")
     series = list(a.queue_series.waiting)
     if series and max(series) > 0:
         click.echo(
@@ -469,6 +472,8 @@ def _render_simulation(a: CapacitySimulation) -> None:
         )
     else:
         click.echo(_("queue over time: empty at every sample"))
+    for note in a.assumptions:
+        print_line(_("assumption: {note}").format(note=sentence(note)))
 
 
 def _render_plan(a: CapacityPlan, top: int) -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
@@ -44,8 +45,10 @@ def _device_cell(row: Any) -> str:
         'names, e.g. local-cpu,"RTX 4090","H100 SXM".'
     ),
 )
-@click.option("--prompt", type=IntRange(min=1), default=512, show_default=True)
-@click.option("--output", "output_tokens", type=IntRange(min=1), default=128, show_default=True)
+@click.option("--prompt", type=IntRange(min=1), default=PROMPT_TOKENS, show_default=True)
+@click.option(
+    "--output", "output_tokens", type=IntRange(min=1), default=OUTPUT_TOKENS, show_default=True
+)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def compare_cmd(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.answers.request import DEFAULT_PUE
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.cli.image import image_options, run_image_task
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
@@ -71,7 +72,7 @@ BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"))
 @click.option(
     "--prompt",
     type=IntRange(min=1),
-    default=1024,
+    default=PROMPT_TOKENS,
     show_default=True,
     help=N_("Inference: prompt tokens."),
 )
@@ -79,7 +80,7 @@ BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"))
     "--output",
     "output_tokens",
     type=IntRange(min=1),
-    default=256,
+    default=OUTPUT_TOKENS,
     show_default=True,
     help=N_("Inference: generated tokens."),
 )

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.cli.options import shape_options, work_request, workload_options
-from suanli.cli.render import print_command, print_json, print_line, print_table
+from suanli.cli.render import formatted_help, print_command, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_, _, sentence
 from suanli.models.presets import DEFAULT_MODEL
@@ -59,8 +60,10 @@ def _money(usd: float | None) -> str:
     default=None,
     metavar="NAME",
     # The choices go in the help, which wraps; in the option's name they ran past 80 columns.
-    help=N_("A documented weighting: sets task, objective and candidate GPUs ({choices}).").format(
-        choices=", ".join(sorted(SCENARIOS))
+    help=formatted_help(
+        N_("A documented weighting: sets task, objective and candidate GPUs ({choices}).").format(
+            choices=", ".join(sorted(SCENARIOS))
+        )
     ),
 )
 @click.option("--gpu", "gpu_names", multiple=True, help=N_("Only these GPUs (repeatable)."))
@@ -69,7 +72,9 @@ def _money(usd: float | None) -> str:
     type=click.Choice(VENDORS),
     multiple=True,
     metavar="VENDOR",
-    help=N_("Keep only these vendors (repeatable): {choices}.").format(choices=", ".join(VENDORS)),
+    help=formatted_help(
+        N_("Keep only these vendors (repeatable): {choices}.").format(choices=", ".join(VENDORS))
+    ),
 )
 @click.option("--form-factor", type=click.Choice(FORM_FACTORS), multiple=True)
 @click.option("--min-memory", type=FloatRange(min=0), default=None, metavar="GIB")
@@ -102,10 +107,18 @@ def _money(usd: float | None) -> str:
     help=N_("Inference: requests per second to serve."),
 )
 @click.option(
+    "--prompt",
+    "prompt_tokens",
+    type=IntRange(min=1),
+    default=PROMPT_TOKENS,
+    show_default=True,
+    help=N_("Inference: prompt tokens per request."),
+)
+@click.option(
     "--output",
     "output_tokens",
     type=IntRange(min=1),
-    default=256,
+    default=OUTPUT_TOKENS,
     show_default=True,
     help=N_("Inference: output tokens per request."),
 )
@@ -157,6 +170,7 @@ def plan_cmd(
     global_batch: int | None,
     tokens: float,
     rps: float | None,
+    prompt_tokens: int,
     output_tokens: int,
     max_tpot_ms: float | None,
     objective: str | None,
@@ -195,6 +209,7 @@ def plan_cmd(
             global_batch=global_batch,
             tokens=tokens,
             rps=rps,
+            prompt=prompt_tokens,
             output=output_tokens,
             max_tpot_ms=max_tpot_ms,
             objective=objective,
@@ -405,6 +420,8 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
             + _("; ").join(f"{r.gpu} ({sentence(r.reason)})" for r in lost[:4])
             + (_("; ") + "..." if len(lost) > 4 else "")
         )
+    for note in doc.assumptions:
+        print_line(_("assumption: {note}").format(note=sentence(note)))
 
 
 #: The stages of the remedy chain (plan.fit writes them; English in the JSON).

@@ -86,7 +86,13 @@ from suanli.estimate.serving.search import (
     plan_capacity,
     plan_replicas,
 )
-from suanli.estimate.serving.simulate import DISPATCH, WARMUP_SHARE, ServingResult, simulate
+from suanli.estimate.serving.simulate import (
+    DISPATCH,
+    WARMUP_SHARE,
+    ServingResult,
+    saturated_requests_per_s,
+    simulate,
+)
 from suanli.estimate.serving.timing import (
     TP_CHOICES,
     ReplicaCost,
@@ -117,5 +123,6 @@ __all__ = [
     "plan_capacity",
     "plan_replicas",
     "replica_cost",
+    "saturated_requests_per_s",
     "simulate",
 ]

@@ -12,12 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from suanli.estimate.perf import Device
 from suanli.estimate.serving.arrivals import Requests
 from suanli.estimate.serving.config import EngineConfig
-from suanli.estimate.serving.simulate import ServingResult, simulate
+from suanli.estimate.serving.simulate import ServingResult, saturated_requests_per_s, simulate
 from suanli.estimate.serving.timing import TP_CHOICES, ReplicaCost, replica_cost
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
@@ -145,13 +143,11 @@ def plan_replicas(
         if limit < 1:
             continue
         # Saturated throughput of one replica bounds the replicas from below.
-        probe_n = min(len(requests), max(4 * config.max_batch, 200))
-        probe = Requests(np.zeros(probe_n), requests.prompt[:probe_n], requests.output[:probe_n])
-        sat = simulate(cost, probe, config)
+        saturated = saturated_requests_per_s(cost, requests, config)
         sims += 1
         span = float(requests.arrival_s[-1] - requests.arrival_s[0])
         rate = (len(requests) - 1) / span if span > 0 else math.inf
-        lo = max(1, math.ceil(0.8 * rate / sat.requests_per_s)) if math.isfinite(rate) else 1
+        lo = max(1, math.ceil(0.8 * rate / saturated)) if math.isfinite(rate) else 1
         if lo > limit:
             reasons.append(N_("tp{tp}: needs over {gpus} GPUs").format(tp=tp, gpus=limit * tp))
             continue
@@ -214,10 +210,13 @@ def plan_capacity(
 ) -> list[CapacityRow]:
     """Per catalog GPU, the cheapest deployment meeting the SLOs; ranked by cost per hour.
 
-    GPUs without a price (and no ``price`` given) rank after the priced ones, by GPU count;
+    ``price`` is the user's rent per GPU-hour for every GPU; without it each GPU's is the one
+    every view shows (:func:`suanli.catalog.prices.rent_price`). GPUs without a price (and no
+    ``price`` given) rank after the priced ones, by GPU count;
     those that cannot meet the SLOs come last with the reason.
     """
     from suanli.catalog.network import default_gpus_per_node
+    from suanli.catalog.prices import rent_price
     from suanli.hardware import device_for
 
     rows: list[CapacityRow] = []
@@ -230,7 +229,8 @@ def plan_capacity(
         except ValueError as exc:
             rows.append(CapacityRow(gpu.id, False, str(exc)))
             continue
-        usd = price if price is not None else gpu.get("cloud_usd_per_hour")
+        rent = rent_price(gpu, override_usd_per_hour=price)
+        usd = rent.usd if rent is not None else None
         tp, reps, result, sims, reason = plan_replicas(
             spec,
             device,

@@ -310,3 +310,13 @@ def _collect(
         queue_series={"t_s": times, "waiting": queue},
         usd_per_gpu_hour=usd_per_gpu_hour,
     )
+
+
+def saturated_requests_per_s(cost: ReplicaCost, requests: Requests, config: EngineConfig) -> float:
+    """What one replica serves when it never waits for work: the first requests of
+    ``requests`` (at least 200, four full batches where the engine runs more) all arriving at
+    once, as an offline benchmark measures it. A deployment of R replicas is overloaded when
+    more than R times this arrives: the queue then grows as long as the load lasts."""
+    count = min(len(requests), max(4 * config.max_batch, 200))
+    probe = Requests(np.zeros(count), requests.prompt[:count], requests.output[:count])
+    return simulate(cost, probe, config).requests_per_s
