@@ -20,7 +20,7 @@ import yaml
 
 from suanli.answers.plan import PlanAnswer, PlanRequest, plan
 from suanli.answers.request import WorkRequest
-from suanli.plan.emit import emit
+from suanli.views.emit import emit
 
 from ..cli.test_cli import run
 

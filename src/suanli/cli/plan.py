@@ -219,7 +219,7 @@ def plan_cmd(
         )
     )
     if emit is not None:
-        from suanli.plan.emit import emit as emit_job
+        from suanli.views.emit import emit as emit_job
 
         if isinstance(answer, RenderingPlanAnswer):
             raise ValueError(N_("--emit needs a training plan; the rendering scenario has none"))

@@ -1,5 +1,5 @@
-"""What the scheduler emitters share (:mod:`suanli.plan.emit` for training,
-:mod:`suanli.plan.emit_serve` for serving): Kubernetes names and resources, YAML from objects,
+"""What the scheduler emitters share (:mod:`suanli.views.emit` for training,
+:mod:`suanli.views.emit_serve` for serving): Kubernetes names and resources, YAML from objects,
 and the rules that keep every emitted file data, never code (docs/security.md).
 
 - Text a user supplied (a model name or path) never reaches a script or a manifest raw: one

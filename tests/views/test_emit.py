@@ -15,7 +15,7 @@ import yaml
 
 from suanli.answers.plan import PlanAnswer, PlanRequest, plan
 from suanli.answers.request import WorkRequest
-from suanli.plan.emit import emit, job_shape, nccl_env
+from suanli.views.emit import emit, job_shape, nccl_env
 
 from ..cli.test_cli import run
 

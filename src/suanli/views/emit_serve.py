@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from suanli.i18n import N_
-from suanli.plan.manifests import (
+from suanli.views.manifests import (
     K8S_GPU_RESOURCE,
     comment_text,
     dns_label,

@@ -13,7 +13,7 @@ import yaml
 
 from suanli.answers.plan import PlanAnswer, PlanRequest, ServeLayout, plan
 from suanli.answers.request import WorkRequest
-from suanli.plan.emit import emit
+from suanli.views.emit import emit
 
 from ..cli.test_cli import run
 from .test_emit import SBATCH_OPTIONS, _roundtrip, _sbatch
@@ -59,7 +59,7 @@ def test_slurm_job_array_runs_one_server_per_replica(
     assert bash is not None
     check = subprocess.run([bash, "-n"], input=script, text=True, capture_output=True, check=False)
     assert check.returncode == 0, check.stderr
-    monkeypatch.setattr("tests.plan.test_emit.SBATCH_OPTIONS", SERVE_OPTIONS)
+    monkeypatch.setattr("tests.views.test_emit.SBATCH_OPTIONS", SERVE_OPTIONS)
     opts = _sbatch(script)
     assert opts["array"] == f"0-{lay.replicas - 1}"
     assert opts["gpus-per-task"] == str(lay.tp) and opts["nodes"] == "1"

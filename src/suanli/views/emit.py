@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from suanli.i18n import N_
-from suanli.plan.manifests import (
+from suanli.views.manifests import (
     K8S_GPU_RESOURCE,
     comment_text,
     dns_label,
@@ -415,10 +415,10 @@ def _manifest(job: JobShape, objects: list[dict[str, Any]], note: str) -> str:
 
 def emit(answer: PlanAnswer, kind: str, framework: str = "hf") -> str:
     """The plan's chosen layout as a Slurm script, a Kubernetes or a Kubeflow manifest (a
-    serving plan: :func:`suanli.plan.emit_serve.emit_serving`)."""
+    serving plan: :func:`suanli.views.emit_serve.emit_serving`)."""
     refuse_control(answer.model)
     if answer.inference:
-        from suanli.plan.emit_serve import emit_serving
+        from suanli.views.emit_serve import emit_serving
 
         return emit_serving(answer, kind, framework)
     job = job_shape(answer, framework)
