@@ -25,6 +25,7 @@ from suanli.catalog.network import (
     host_copy_bytes_per_s,
     network_for,
 )
+from suanli.catalog.prices import rent_usd_per_hour
 from suanli.estimate.perf import Device
 from suanli.i18n import N_
 
@@ -211,7 +212,7 @@ def device_for(
         memory_efficiency=memory_fraction,
         network=network_for(gpu, gpus_per_node, inter_node, stripe_nics=True),
         tdp_watts=float(gpu.get("tdp_watts") or 0),
-        usd_per_hour=float(gpu.get("cloud_usd_per_hour") or 0),
+        usd_per_hour=rent_usd_per_hour(gpu),
         efficiency_source=source,
         memory_source=memory_source,
         gemm=gemm,

@@ -50,6 +50,8 @@ def test_cli_json_equals_the_answer() -> None:
         "break_even_years",
         "explain",
         "currency",
+        "rent",
+        "buy",
     ]
     assert doc["schema_version"] == SCHEMA_VERSION
     assert [r["year"] for r in doc["per_year"]] == [1, 2, 2.5]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import OMIT_NONE, Answer
 from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.catalog.prices import Price
 from suanli.i18n import N_
 from suanli.plan.cost import Assumption, CostComparison, CostTotals, YearRow, compare_costs
 from suanli.plan.cost.model import check_currency, usd_cny_rate
@@ -164,6 +165,12 @@ class CostAnswer(Answer):
     amounts are always in USD; with CNY every one has a ``..._cny`` sibling."""
     usd_cny: float | None = field(default=None, metadata=OMIT_NONE)
     """CNY per USD behind the ``..._cny`` amounts (with CNY only)."""
+    rent: Price | None = None
+    """The on-demand rent per GPU-hour compared, with its provider, kind, date and source: the
+    one every view shows for the card (``suanli gpu``, ``plan``, ``capacity``...), or the
+    user's (``given``)."""
+    buy: Price | None = None
+    """The purchase price per GPU compared, with where it comes from (or ``given``)."""
 
 
 def parse_pue(value: float | str | None) -> float | str | None:
@@ -433,4 +440,6 @@ def cost(req: CostRequest, *, catalog: Sequence[GPU] | None = None) -> CostAnswe
         explain=dict(EXPLAIN),
         currency=result.currency,
         usd_cny=result.usd_cny,
+        rent=result.rent,
+        buy=result.buy,
     )

@@ -71,6 +71,7 @@ def document_schemas() -> dict[str, dict[str, Any]]:
     out = {cls.schema_name: json_schema(cls) for cls in answer_types()}
     # A GPU row has the one-GPU document's fixed fields (the figures after them vary by GPU).
     out["gpus"]["properties"]["gpus"]["items"] = _gpu_row(out["gpu"])
+    out["gpus"]["$defs"] = {**out["gpus"].get("$defs", {}), **out["gpu"].get("$defs", {})}
     for schema in out.values():
         schema["$id"] = f"suanli/{SCHEMA_VERSION}/{schema['title']}"
     return dict(sorted(out.items()))

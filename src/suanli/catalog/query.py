@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from suanli.catalog.gpu import GPU, NUMERIC_FIELDS
+from suanli.catalog.prices import Price, buy_price, rent_price
 from suanli.i18n import N_
 
 #: Friendly sort names -> catalog fields.
@@ -24,6 +25,13 @@ SORT_ALIASES = {
     "cloud": "cloud_usd_per_hour",
     "year": "launch_year",
     "interconnect": "interconnect_bytes_per_s",
+}
+
+
+#: The sort aliases that mean the price every view shows: the resolver's rent and purchase price.
+RESOLVED_PRICES: dict[str, Callable[[GPU], Price | None]] = {
+    "price": buy_price,
+    "cloud": rent_price,
 }
 
 
@@ -49,9 +57,13 @@ def filter_gpus(
 def sort_gpus(gpus: Iterable[GPU], key: str, descending: bool = True) -> list[GPU]:
     """Sort by a metric name (see :data:`SORT_ALIASES`) or a numeric field; missing values last.
 
-    For ``bf16`` a GPU without bf16 support sorts by its fp16 rate (T4, V100).
+    For ``bf16`` a GPU without bf16 support sorts by its fp16 rate (T4, V100). ``cloud`` and
+    ``price`` sort by the rent and purchase price every view shows
+    (:mod:`suanli.catalog.prices`), not by the catalog's own figures, which their field names
+    still sort by.
     """
-    field = SORT_ALIASES.get(key.lower(), key.lower())
+    alias = key.lower()
+    field = SORT_ALIASES.get(alias, alias)
     if field not in NUMERIC_FIELDS:
         raise ValueError(
             N_("cannot sort by {key!r}; use one of {known} or a numeric field").format(
@@ -60,6 +72,9 @@ def sort_gpus(gpus: Iterable[GPU], key: str, descending: bool = True) -> list[GP
         )
 
     def value(g: GPU) -> float | None:
+        if alias in RESOLVED_PRICES:
+            price = RESOLVED_PRICES[alias](g)
+            return price.usd if price is not None else None
         v = g.get(field)
         if v is None and field == "peak_bf16_dense_flops":
             v = g.get("peak_fp16_dense_flops")

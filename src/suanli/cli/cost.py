@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from suanli.catalog.prices import Price
+from suanli.cli.prices import price_note, priced
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_, _, sentence
@@ -201,6 +203,11 @@ def cost_cmd(
     amounts = [_("buy"), _("rent"), _("spot"), _("API")]
     print_table(title, [_("year"), *amounts], rows, right_align=amounts)
     click.echo(sentence(answer.verdict))
+    click.echo(
+        _("rent {rent}; buy {buy}").format(
+            rent=_shown(answer.rent, rate, "/h"), buy=_shown(answer.buy, rate, "")
+        )
+    )
     notes = [
         [
             sentence(str(a.name)),
@@ -214,3 +221,14 @@ def cost_cmd(
     print_table(
         _("assumptions"), [_("input"), _("value"), _("unit"), _("source"), _("date")], notes
     )
+
+
+def _shown(price: Price | None, rate: float | None, per: str) -> str:
+    """A price of the comparison with where it comes from, in the answer's currency."""
+    if price is None:
+        return "-"
+    if rate is None:
+        return priced(price)
+    cny = price.cny if price.cny is not None else price.usd * rate
+    digits = 2 if per else 0
+    return f"¥{cny:,.{digits}f}{per} ({price_note(price)})"

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from suanli.catalog import GPU
 from suanli.catalog.gpu import FORM_FACTORS, NUMERIC_FIELDS, VENDORS
+from suanli.catalog.prices import Price
+from suanli.cli.prices import price_note, price_option, priced, rent_option
 from suanli.cli.render import print_json, print_table
 from suanli.cli.types import FloatRange
 from suanli.i18n import N_, _
 from suanli.units import GiB, fmt_usd
-
-if TYPE_CHECKING:
-    pass
 
 catalog_option = click.option(
     "--catalog",
@@ -96,6 +95,11 @@ def gpus_cmd(
         print_json(answer.to_json())
         return
     gpus = answer.devices
+    # Each rent points to its provenance (provider, kind, date), listed once below the table.
+    notes: dict[str, int] = {}
+    for rent in answer.rents:
+        if rent is not None:
+            notes.setdefault(price_note(rent), len(notes) + 1)
     rows = [
         [
             g.id,
@@ -105,9 +109,9 @@ def gpus_cmd(
             _tflops(g.get("peak_bf16_dense_flops") or g.get("peak_fp16_dense_flops")),
             _tflops(g.get("peak_fp8_dense_flops")),
             f"{g.get('tdp_watts'):.0f}" if g.get("tdp_watts") else "-",
-            fmt_usd(g.get("cloud_usd_per_hour")) if g.get("cloud_usd_per_hour") else "-",
+            f"{fmt_usd(rent.usd)} [{notes[price_note(rent)]}]" if rent is not None else "-",
         ]
-        for g in gpus
+        for g, rent in zip(gpus, answer.rents, strict=True)
     ]
     figures = [_("GiB"), "TB/s", "bf16 TFLOPS", "fp8 TFLOPS", "TDP W", "$/h"]
     print_table(
@@ -122,6 +126,12 @@ def gpus_cmd(
             "'suanli gpu ID' shows sources."
         ),
     )
+    if notes:
+        print_table(
+            _("$/h: where each rent per GPU-hour comes from (the same in every command)"),
+            ["#", _("from")],
+            [[f"[{i}]", note] for note, i in notes.items()],
+        )
 
 
 def _format_field(name: str, value: Any) -> str:
@@ -142,12 +152,24 @@ def _format_field(name: str, value: Any) -> str:
     return str(value)
 
 
+#: The catalog's own price figures: the table shows the rent and purchase price every command
+#: shows instead (``price_rows``); the JSON keeps both.
+CATALOG_PRICE_FIELDS = (
+    "cloud_usd_per_hour",
+    "cloud_price_date",
+    "price_usd",
+    "price_kind",
+    "price_date",
+)
+
+
 def gpu_rows(gpu: GPU) -> list[list[str]]:
-    """Every field of ``gpu`` with its formatted value and the number of its source."""
+    """Every field of ``gpu`` with its formatted value and the number of its source (the
+    catalog's own prices apart: see ``price_rows``)."""
     index = {id(src): i + 1 for i, src in enumerate(gpu.sources)}
     rows = []
     for key, value in gpu.as_dict().items():
-        if key in ("sources", "uncertain", "aliases"):
+        if key in ("sources", "uncertain", "aliases", *CATALOG_PRICE_FIELDS):
             continue
         src = gpu.source_of(key) if key in NUMERIC_FIELDS else None
         flag = _(" (uncertain)") if key in gpu.uncertain else ""
@@ -157,6 +179,15 @@ def gpu_rows(gpu: GPU) -> list[list[str]]:
     return rows
 
 
+def price_rows(rent: Price | None, buy: Price | None) -> list[list[str]]:
+    """The rent and purchase price every command shows for the card, with where each comes
+    from (the catalog's own ``cloud_usd_per_hour`` and ``price_usd`` are rows of their own)."""
+    return [
+        [_("rent"), priced(rent), rent.source if rent is not None and not rent.given else ""],
+        [_("buy"), priced(buy), buy.source if buy is not None and not buy.given else ""],
+    ]
+
+
 @click.command(
     "gpu",
     help=N_(
@@ -164,13 +195,17 @@ def gpu_rows(gpu: GPU) -> list[list[str]]:
     ),
 )
 @click.argument("name")
+@rent_option
+@price_option
 @click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document (base units)."))
 @catalog_option
-def gpu_cmd(name: str, as_json: bool, catalog_file: str | None) -> None:
+def gpu_cmd(
+    name: str, rent: float | None, price: float | None, as_json: bool, catalog_file: str | None
+) -> None:
     """``suanli gpu``: its help is the ``help=`` above (translated with --lang zh)."""
     from suanli.answers.gpus import GpuRequest, gpu_detail
 
-    answer = gpu_detail(GpuRequest(name=name, catalog_file=catalog_file))
+    answer = gpu_detail(GpuRequest(name=name, catalog_file=catalog_file, rent=rent, price=price))
     if as_json:
         print_json(answer.to_json())
         return
@@ -178,7 +213,7 @@ def gpu_cmd(name: str, as_json: bool, catalog_file: str | None) -> None:
     print_table(
         gpu.name,
         [_("field"), _("value"), _("source")],
-        gpu_rows(gpu),
+        gpu_rows(gpu) + price_rows(answer.rent, answer.buy),
         caption=_("from {origin}").format(origin=gpu.origin),
     )
     sources = [

@@ -15,6 +15,7 @@ from typing import Any
 
 from suanli.catalog.formats import get_format
 from suanli.catalog.gpu import GPU
+from suanli.catalog.prices import rent_price
 from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
@@ -25,6 +26,13 @@ from suanli.models.spec import ModelSpec
 OBJECTIVES = ("time", "cost", "cost-per-token")
 RECOMPUTE_CHOICES = ("none", "selective", "full")
 MICRO_BATCHES = (1, 2, 4, 8, 16)
+
+
+def rent_usd(gpu: GPU, given_usd_per_hour: float | None = None) -> float | None:
+    """USD per GPU-hour of ``gpu``: the user's rent, else the one every view shows
+    (:func:`suanli.catalog.prices.rent_price`), None when none is known."""
+    price = rent_price(gpu, override_usd_per_hour=given_usd_per_hour)
+    return price.usd if price is not None else None
 
 
 @dataclass(frozen=True)
@@ -161,7 +169,7 @@ def search_train(
     if not rows:
         return GpuResult(gpu.id, None, 0, 0, N_("no layout divides the GPU counts"))
     lay = vector.Layouts.of(**{k: [r[k] for r in rows] for k in rows[0]})
-    price = price_per_gpu_hour if price_per_gpu_hour is not None else gpu.get("cloud_usd_per_hour")
+    price = rent_usd(gpu, price_per_gpu_hour)
     per_count: dict[int, tuple[float, Candidate]] = {}
     fitting = 0
     for recompute in space.recompute:
@@ -225,7 +233,7 @@ def brute_force_train(
 ) -> Candidate | None:
     """The same search, one scalar estimate at a time (slow; for tests on small spaces)."""
     device = device_for(gpu, base.dtype, gpus_per_node=space.gpus_per_node)
-    price = gpu.get("cloud_usd_per_hour")
+    price = rent_usd(gpu)
     per_count: dict[int, tuple[float, Candidate]] = {}
     for recompute in space.recompute:
         for r in layouts(spec, gpu, space):
@@ -460,9 +468,11 @@ def search_serve(
     projections: str = "fused",
     kernels: str = "eager",
 ) -> tuple[ServeCandidate | None, int, str]:
+    price_per_gpu_hour: float | None = None,
     """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
     (``projections`` and ``kernels``: how the engine launches the input projections and the
-    element-wise kernels, ``InferWork``'s).
+    element-wise kernels, ``InferWork``'s; ``price_per_gpu_hour``: the user's rent, else the
+    one every view shows, :func:`suanli.catalog.prices.rent_price`).
 
     Memory is linear in the batch (weights and the prefill peak fixed, KV cache and last-token
     logits per sequence), so two exact estimates per format and TP degree give every batch.
@@ -479,7 +489,7 @@ def search_serve(
                 objective=objective, choices=", ".join(OBJECTIVES)
             )
         )
-    price = gpu.get("cloud_usd_per_hour")
+    price = rent_usd(gpu, price_per_gpu_hour)
     prompt = max(context - output, 1)
     best: ServeCandidate | None = None
     best_key = -math.inf

@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from suanli.catalog.gpu import GPU
-from suanli.catalog.prices import CATALOG_PROVIDER, Price, buy_price, rent_price
+from suanli.catalog.prices import (
+    CATALOG_PROVIDER,
+    PER_GPU,
+    PER_GPU_HOUR,
+    Price,
+    buy_price,
+    given_price,
+    rent_price,
+)
 from suanli.i18n import N_
 from suanli.plan.cost.checks import check_nonneg, check_number, check_positive
 from suanli.plan.cost.data import (
@@ -28,13 +36,14 @@ from suanli.plan.cost.ledger import Ledger
 MAX_PUE = 10.0
 
 
-def purchase_price(gpu: GPU, price_usd: float | None, market: str, ledger: Ledger) -> float:
-    """USD per GPU: ``price_usd``, else the one price resolver's (:func:`buy_price`: the
-    catalog's, or the China price with ``market`` "cn" or where the catalog has none)."""
+def purchase_price(gpu: GPU, price_usd: float | None, market: str, ledger: Ledger) -> Price:
+    """The purchase price per GPU: ``price_usd`` (given), else the one price resolver's
+    (:func:`buy_price`: the catalog's, or the China price with ``market`` "cn" or where the
+    catalog has none)."""
     if price_usd is not None:
         price = check_positive("price_usd", price_usd)
         ledger.cash("price_{cur}_per_gpu", price, "{cur}", True)
-        return price
+        return given_price(price, PER_GPU)
     bought = buy_price(gpu, market=market)
     if bought is None:
         raise ValueError(
@@ -57,7 +66,7 @@ def purchase_price(gpu: GPU, price_usd: float | None, market: str, ledger: Ledge
         (source, bought.date, price_notes(bought)),
         bought.cny,
     )
-    return bought.usd
+    return bought
 
 
 def _server_src(row: ServerOverhead) -> tuple[str, ...]:
@@ -184,6 +193,8 @@ class RentPrices:
     rent: float
     spot: float | None
     reserved: float | None
+    on_demand: Price
+    """The on-demand rent with where it comes from (``given`` for the user's)."""
 
 
 def rent_prices(
@@ -243,6 +254,7 @@ def rent_prices(
     else:
         rent = check_nonneg("rent_usd_per_gpu_hour", rent_usd_per_gpu_hour)
         ledger.cash("rent_{cur}_per_gpu_hour", rent, "{cur}/GPU-hour", True)
+        on_demand = given_price(rent, PER_GPU_HOUR)
     spot: float | None
     if spot_usd_per_gpu_hour is None:
         spot_price = rent_price(gpu, market=rent_market, provider=cloud, kind="spot")
@@ -262,7 +274,7 @@ def rent_prices(
     else:
         reserved = check_nonneg("reserved_usd_per_gpu_hour", reserved_usd_per_gpu_hour)
         ledger.cash("reserved_{cur}_per_gpu_hour", reserved, every_hour, True)
-    return RentPrices(rent, spot, reserved)
+    return RentPrices(rent, spot, reserved, on_demand)
 
 
 def price_notes(price: Price) -> str:

@@ -188,7 +188,8 @@ def compare_costs(
         (N_("365 days x 24 h"), "", ""),
     )
 
-    price = purchase_price(gpu, price_usd, market, ledger)
+    bought = purchase_price(gpu, price_usd, market, ledger)
+    price = bought.usd
     server_row = server_entry(server if server is not None else form[0])
     server_usd = server_share(server_row, server_usd_per_gpu, ledger)
     ledger.note(
@@ -337,4 +338,6 @@ def compare_costs(
         assumptions=tuple(ledger.items),
         currency=currency.upper(),
         usd_cny=cny_rate,
+        rent=rents.on_demand,
+        buy=bought,
     )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, TypeVar
 
+from suanli.catalog.prices import Price
 from suanli.i18n import N_
 
 #: Field metadata: left out of the JSON while None (the answers' ``omit_none``).
@@ -148,6 +149,11 @@ class CostComparison:
     set (the ``..._usd`` ones stay in USD)."""
     usd_cny: float | None = None
     """CNY per USD behind the ``..._cny`` amounts (None in USD)."""
+    rent: Price | None = None
+    """The on-demand rent per GPU-hour compared, with where it comes from: the one every view
+    shows for the card (:func:`suanli.catalog.prices.rent_price`), or the user's."""
+    buy: Price | None = None
+    """The purchase price per GPU compared, with where it comes from."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready document (see :func:`cost_report`)."""
@@ -166,6 +172,8 @@ class CostComparison:
             "verdict": self.verdict,
             "assumptions": [a.as_dict() for a in self.assumptions],
             "currency": self.currency,
+            "rent": asdict(self.rent) if self.rent is not None else None,
+            "buy": asdict(self.buy) if self.buy is not None else None,
         }
         if self.usd_cny is not None:
             doc["usd_cny"] = self.usd_cny
