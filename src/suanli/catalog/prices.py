@@ -180,7 +180,7 @@ def rent_price(
     data keeps spot below on-demand within a market, not across markets.
     """
     if override_usd_per_hour is not None:
-        return given_price(override_usd_per_hour, PER_GPU_HOUR)
+        return given_price(override_usd_per_hour, PER_GPU_HOUR, "rent")
     _check_market(market)
     if kind not in CLOUD_KINDS:
         raise ValueError(
@@ -231,3 +231,10 @@ def buy_price(
     bought = _purchase_price(row) if row is not None else None
     first, second = (catalog, bought) if market == "global" else (bought, catalog)
     return first if first is not None else second
+
+
+def rent_usd_per_hour(gpu: GPU) -> float:
+    """USD per GPU-hour of :func:`rent_price`'s default rent of ``gpu``, 0 when none is known
+    (the speed model's :class:`~suanli.estimate.perf.Device` convention)."""
+    price = rent_price(gpu)
+    return price.usd if price is not None else 0.0
