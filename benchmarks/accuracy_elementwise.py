@@ -31,8 +31,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from suanli import find_gpu, load_catalog
-from suanli.catalog.kernels import kernel_model, training_elementwise
 from suanli.catalog.network import ceiling_for
+from suanli.estimate.kernel_fits import kernel_model, training_elementwise
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))

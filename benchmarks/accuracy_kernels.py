@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suanli import find_gpu, load_catalog
-from suanli.catalog.kernels import kernel_model
 from suanli.catalog.network import ceiling_for
 from suanli.estimate.comm import all_gather_s, all_reduce_s, reduce_scatter_s
+from suanli.estimate.kernel_fits import kernel_model
 from suanli.estimate.kernels import FP8_CAST_BYTES, gemm_seconds
 from suanli.hardware import device_for
 

@@ -16,7 +16,6 @@ from typing import Any
 from suanli.catalog.attention import attention_efficiency, reference_for
 from suanli.catalog.decode_attention import decode_attention_efficiency
 from suanli.catalog.gpu import GPU
-from suanli.catalog.kernels import kernel_model
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.network import (
     Ceiling,
@@ -26,6 +25,7 @@ from suanli.catalog.network import (
     network_for,
 )
 from suanli.catalog.prices import rent_usd_per_hour
+from suanli.estimate.kernel_fits import kernel_model
 from suanli.estimate.perf import Device
 from suanli.i18n import N_
 

@@ -10,9 +10,9 @@ import statistics
 import pytest
 
 from suanli.catalog import find_gpu, load_catalog
-from suanli.catalog.kernels import kernel_model
 from suanli.catalog.network import ceiling_for
 from suanli.estimate.elementwise import serving_op_bytes
+from suanli.estimate.kernel_fits import kernel_model
 from suanli.estimate.kernels import serving_ops_seconds
 from suanli.estimate.serving.timing import elementwise_seconds_per_token
 from suanli.hardware import device_for

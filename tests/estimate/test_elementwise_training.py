@@ -10,12 +10,12 @@ import statistics
 import pytest
 
 from suanli.catalog import find_gpu, load_catalog
-from suanli.catalog.kernels import training_elementwise
 from suanli.estimate.elementwise import (
     eager_bytes_per_token,
     elementwise_seconds,
     training_op_bytes,
 )
+from suanli.estimate.kernel_fits import training_elementwise
 from suanli.estimate.kernels import GemmModel, TrainingElementwise
 from suanli.estimate.workload import TrainWork
 from suanli.hardware import device_for

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from suanli.catalog import find_gpu, load_catalog
-from suanli.catalog.kernels import kernel_model, reference_card
+from suanli.catalog.kernels import reference_card
 from suanli.catalog.network import ceiling_for
+from suanli.estimate.kernel_fits import kernel_model
 from suanli.estimate.kernels import GemmModel, gemm_seconds
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "kernel-gemm-times.csv"

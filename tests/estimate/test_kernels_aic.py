@@ -14,8 +14,9 @@ from collections import defaultdict
 import pytest
 
 from suanli.catalog import find_gpu, load_catalog
-from suanli.catalog.kernels import kernel_model, reference_card
+from suanli.catalog.kernels import reference_card
 from suanli.catalog.network import ceiling_for
+from suanli.estimate.kernel_fits import kernel_model
 from suanli.estimate.kernels import gemm_seconds
 
 from ..scripts import load_script
