@@ -345,8 +345,9 @@ def fit_oneshot(
 def main(folder: str) -> int:
     sys.path.insert(0, str(ROOT / "src"))
     from suanli.catalog import bundled_gpus, find_gpu
-    from suanli.catalog.network import get_link, intra_node_link
+    from suanli.catalog.network import get_link
     from suanli.estimate.comm import all_reduce_s
+    from suanli.estimate.links import intra_node_link, link_of
 
     gpus = bundled_gpus()
     base = Path(folder) / "network"
@@ -369,7 +370,7 @@ def main(folder: str) -> int:
                     link = (
                         intra_node_link(find_gpu(ref, gpus))
                         if kind == "gpu"
-                        else get_link(ref).link()
+                        else link_of(get_link(ref))
                     )
                     link_id = ref if kind == "link" else _link_id(link.name)
                     small = [(s, t) for s, t in points if s <= SMALL]

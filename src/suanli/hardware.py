@@ -22,10 +22,10 @@ from suanli.catalog.network import (
     ceiling_for,
     compute_precision,
     host_copy_bytes_per_s,
-    network_for,
 )
 from suanli.catalog.prices import rent_usd_per_hour
 from suanli.estimate.kernel_fits import kernel_model
+from suanli.estimate.links import network_for
 from suanli.estimate.perf import Device
 from suanli.i18n import N_
 

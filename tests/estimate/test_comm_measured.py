@@ -28,8 +28,9 @@ from pathlib import Path
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
-from suanli.catalog.network import collective_fits, get_link, intra_node_link
+from suanli.catalog.network import collective_fits, get_link
 from suanli.estimate.comm import Link, all_reduce_s
+from suanli.estimate.links import intra_node_link, link_of
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "collectives-vidur.csv"
 TOLERANCE = 0.35
@@ -59,7 +60,7 @@ def _link(cluster: str, n: int) -> Link:
     if cluster == "h100_dgx":
         return intra_node_link(find_gpu("h100-sxm-80gb", GPUS))
     if n == 2:  # a bridged pair
-        return get_link(f"nvlink-bridge-{cluster[:4]}").link()
+        return link_of(get_link(f"nvlink-bridge-{cluster[:4]}"))
     # 4 PCIe cards: the ring crosses PCIe between the pairs (A100 PCIe Gen4, H100 NVL Gen5)
     return intra_node_link(find_gpu(f"{cluster[:4]}-pcie-80gb", GPUS))
 

@@ -24,14 +24,9 @@ from __future__ import annotations
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
-from suanli.catalog.network import (
-    has_peer_to_peer,
-    intra_node_link,
-    network_for,
-    nics_per_gpu,
-    node_layouts,
-)
+from suanli.catalog.network import has_peer_to_peer, nics_per_gpu, node_layouts
 from suanli.estimate.comm import Network, all_gather_s, all_reduce_s, reduce_scatter_s
+from suanli.estimate.links import intra_node_link, network_for
 
 GPUS = bundled_gpus()
 

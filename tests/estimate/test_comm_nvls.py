@@ -14,6 +14,7 @@ from suanli.catalog import bundled_gpus, find_gpu
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.network import get_link, links
 from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
+from suanli.estimate.links import link_of
 from suanli.estimate.vector import _all_reduce
 from suanli.hardware import device_for
 
@@ -22,7 +23,7 @@ from ..scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "azure-kernel-benchmarks.csv"
-NVLINK4 = get_link("nvlink4").link()
+NVLINK4 = link_of(get_link("nvlink4"))
 
 
 def _curve(gpu: str) -> list[tuple[int, int, float]]:
@@ -71,7 +72,7 @@ def test_large_all_reduce_on_eight_gpus_beats_the_ring() -> None:
 def test_b200_and_h800_reach_their_measured_nvls_plateau(
     link_id: str, measured_bus_gb_s: float
 ) -> None:
-    link = get_link(link_id).link()
+    link = link_of(get_link(link_id))
     size = 8 * 2**30
     bus = 2 * 7 / 8 * size / all_reduce_s(size, 8, link) / 1e9
     assert bus == pytest.approx(measured_bus_gb_s, rel=0.02)
@@ -103,7 +104,7 @@ def test_not_used_for_small_groups_small_messages_or_other_links() -> None:
     assert all_reduce_s(16384, 8, NVLINK4) < float(nvls.seconds(16384))
     # A100's NVSwitch has no SHARP; PCIe and the network have none either.
     for lid in ("nvlink3", "pcie5-x16", "ib-ndr"):
-        assert get_link(lid).link().nvls is None
+        assert link_of(get_link(lid)).nvls is None
 
 
 def test_groups_across_nodes_use_the_network() -> None:

@@ -16,6 +16,7 @@ import pytest
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.catalog.network import get_link
 from suanli.estimate.comm import Network, OneShot, all_reduce_s, tp_all_reduce_s
+from suanli.estimate.links import link_of
 from suanli.estimate.vector import _tp_all_reduce
 from suanli.hardware import device_for
 
@@ -33,14 +34,14 @@ with AIC_FIXTURE.open(encoding="utf-8") as _f:
         (r["gpu_id"], r["engine"], int(r["gpus"]), int(r["bytes"]), float(r["latency_us"]) * 1e-6)
         for r in csv.DictReader(_f)
     ]
-NVLINK4 = get_link("nvlink4").link()
-NVLINK3 = get_link("nvlink3").link()
+NVLINK4 = link_of(get_link("nvlink4"))
+NVLINK3 = link_of(get_link("nvlink3"))
 MI300X_FIXTURE = ROOT / "tests" / "fixtures" / "oneshot-allreduce-mi300x.csv"
 with MI300X_FIXTURE.open(encoding="utf-8") as _f:
     MI300X_MEASURED = [
         (int(r["gpus"]), int(r["bytes"]), float(r["latency_us"]) * 1e-6) for r in csv.DictReader(_f)
     ]
-XGMI = get_link("infinity-fabric-mi300x").link()
+XGMI = link_of(get_link("infinity-fabric-mi300x"))
 #: (catalog card, its intra-node link).
 NVLINKS = {"a100-sxm-80gb": NVLINK3, "h100-sxm-80gb": NVLINK4}
 
@@ -113,7 +114,7 @@ def test_catalog_fields_are_what_the_research_fit_gives(link: str) -> None:
         )
     else:
         base, step, bandwidth = module.fit_oneshot(MI300X_FIXTURE, per_peer=True, relative=True)
-    shot: OneShot | None = get_link(link).link().oneshot
+    shot: OneShot | None = link_of(get_link(link)).oneshot
     assert shot is not None
     assert shot.base_s == pytest.approx(base, rel=0.01)
     assert shot.step_s == pytest.approx(step, rel=0.01)
@@ -139,7 +140,7 @@ def test_large_messages_and_unmeasured_links_stay_on_nccl() -> None:
     assert tp_all_reduce_s(just_over, 2, NVLINK4) == all_reduce_s(just_over, 2, NVLINK4)
     over_a100 = 512 * 1024 + 2
     assert tp_all_reduce_s(over_a100, 2, NVLINK3) == all_reduce_s(over_a100, 2, NVLINK3)
-    pcie = get_link("pcie4-x16").link()
+    pcie = link_of(get_link("pcie4-x16"))
     assert pcie.oneshot is None
     assert tp_all_reduce_s(16384, 4, pcie) == all_reduce_s(16384, 4, pcie)
 

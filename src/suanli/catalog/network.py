@@ -1,28 +1,54 @@
 """Interconnects (``data/interconnect.toml``) and measured ceilings (``data/efficiency.toml``).
 
-Turns a catalog GPU into the numbers the speed model needs: its network tiers and the share of
-its datasheet peaks that real kernels reach. Every value comes from a data row with a source.
+The numbers the speed model needs about a catalog GPU's network and kernels: the links it has
+(rows, validated), its usual node and inter-node link, and the share of its datasheet peaks that
+real kernels reach. Every value comes from a data row with a source. Data only:
+:mod:`suanli.estimate.links` builds the estimator's links and networks from these rows.
 ``interconnect.toml`` also holds the node layouts (``[[node]]``: GPUs and scale-out NICs per
 node) and the collective fits (``[[collective_fit]]``: measured NCCL curves against the model).
 """
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from suanli.catalog.gpu import GPU, PRECISION_FIELDS
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.toml_data import read_data
-from suanli.estimate.comm import Link, Network, Nvls, OneShot
 from suanli.i18n import N_
 
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
+
+@dataclass(frozen=True)
+class OneShotSpec:
+    """A measured one-shot all-reduce of the serving engines over one link, as stored in a
+    ``[[link]]`` row's ``oneshot_*`` fields (the formula: :class:`suanli.estimate.comm.OneShot`,
+    which has the same fields)."""
+
+    base_s: float
+    step_s: float
+    bytes_per_s: float
+    max_bytes: int
+    source: str = ""
+    date: str = ""
+    per_peer: bool = False
+    """``bytes_per_s`` is per peer link of a full mesh."""
+    max_ranks: int = 0
+    """Largest group measured (0: any)."""
+
+
+@dataclass(frozen=True)
+class NvlsSpec:
+    """A measured in-switch (NVLink SHARP) all-reduce, as stored in a ``[[link]]`` row's
+    ``nvls_*`` fields (the formula: :class:`suanli.estimate.comm.Nvls`, which has the same
+    fields)."""
+
+    base_s: float
+    bytes_per_s: float
+    min_ranks: int
+    source: str = ""
+    date: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,9 +68,9 @@ class LinkSpec:
     base_latency_source: str = ""
     """Where the base latency (and the per-step latency fitted with it) comes from."""
     base_latency_date: str = ""
-    oneshot: OneShot | None = None
+    oneshot: OneShotSpec | None = None
     """The serving engines' one-shot all-reduce over this link, where measured."""
-    nvls: Nvls | None = None
+    nvls: NvlsSpec | None = None
     """NCCL's in-switch (NVLink SHARP) all-reduce, where the switch has it and it was measured."""
     small_efficiency: float = 0.0
     """All-reduce bandwidth share of NCCL's low-latency protocols, where fitted apart."""
@@ -55,36 +81,13 @@ class LinkSpec:
     gather_efficiency: float = 0.0
     """All-gather and reduce-scatter bandwidth share, where measured apart (``Link``); 0: none."""
 
-    def link(self, bandwidth: float | None = None) -> Link:
-        """As a :class:`Link`, optionally with a GPU-specific bandwidth (the in-switch
-        all-reduce's bandwidth scales with it)."""
-        bw = bandwidth if bandwidth is not None else self.unidirectional_bytes_per_s
-        nvls = self.nvls
-        if nvls is not None and bw != self.unidirectional_bytes_per_s:
-            scale = bw / self.unidirectional_bytes_per_s
-            nvls = replace(nvls, bytes_per_s=nvls.bytes_per_s * scale)
-        return Link(
-            self.name,
-            bw,
-            self.latency_s,
-            self.bus_efficiency,
-            self.base_latency_s,
-            self.oneshot,
-            nvls,
-            self.small_efficiency,
-            self.bulk_base_latency_s,
-            # A peer link's rate is the fabric's, whatever total the GPU catalog gives.
-            min(self.per_peer_bytes_per_s, bw),
-            self.gather_efficiency,
-        )
 
-
-def _oneshot(raw: dict[str, Any], lid: str) -> OneShot | None:
+def _oneshot(raw: dict[str, Any], lid: str) -> OneShotSpec | None:
     """The ``oneshot_*`` fields of a link, validated (None when the link has none)."""
     if "oneshot_base_s" not in raw:
         return None
     try:
-        shot = OneShot(
+        shot = OneShotSpec(
             base_s=float(raw["oneshot_base_s"]),
             step_s=float(raw["oneshot_step_s"]),
             bytes_per_s=float(raw["oneshot_bytes_per_s"]),
@@ -116,12 +119,12 @@ def _oneshot(raw: dict[str, Any], lid: str) -> OneShot | None:
     return shot
 
 
-def _nvls(raw: dict[str, Any], lid: str) -> Nvls | None:
+def _nvls(raw: dict[str, Any], lid: str) -> NvlsSpec | None:
     """The ``nvls_*`` fields of a link, validated (None when the link has none)."""
     if "nvls_base_s" not in raw:
         return None
     try:
-        nvls = Nvls(
+        nvls = NvlsSpec(
             base_s=float(raw["nvls_base_s"]),
             bytes_per_s=float(raw["nvls_bytes_per_s"]),
             min_ranks=int(raw["nvls_min_ranks"]),
@@ -377,10 +380,17 @@ def get_link(link_id: str) -> LinkSpec:
 #: PCIe link ids by generation (x16).
 _PCIE = {3: "pcie3-x16", 4: "pcie4-x16", 5: "pcie5-x16", 6: "pcie6-x16"}
 #: NVLink kinds in the GPU catalog -> link ids in interconnect.toml.
-_NVLINK = {"nvlink2": "nvlink2", "nvlink3": "nvlink3", "nvlink4": "nvlink4", "nvlink5": "nvlink5"}
+NVLINK_LINKS = {
+    "nvlink2": "nvlink2",
+    "nvlink3": "nvlink3",
+    "nvlink4": "nvlink4",
+    "nvlink5": "nvlink5",
+}
 
 
-def _pcie_link(gpu: GPU) -> LinkSpec:
+def pcie_link(gpu: GPU) -> LinkSpec:
+    """The PCIe link (x16) of the card's generation (Gen3 to Gen6; Gen4 when the catalog has
+    none)."""
     gen = int(gpu.get("pcie_gen") or 4)
     return get_link(_PCIE.get(min(max(gen, 3), 6), "pcie4-x16"))
 
@@ -388,7 +398,7 @@ def _pcie_link(gpu: GPU) -> LinkSpec:
 def host_copy_bytes_per_s(gpu: GPU) -> float:
     """Host-to-device copy bandwidth of one card: its PCIe generation and lanes at the link's
     measured bus efficiency (activation and parameter offloading move data this way)."""
-    link = _pcie_link(gpu)
+    link = pcie_link(gpu)
     lanes = int(gpu.get("pcie_lanes") or 16)
     return link.unidirectional_bytes_per_s * link.bus_efficiency * min(lanes, 16) / 16
 
@@ -410,52 +420,6 @@ def has_peer_to_peer(gpu: GPU) -> bool:
     return not (gpu.vendor == "nvidia" and gpu.form_factor == "consumer")
 
 
-def intra_node_link(gpu: GPU) -> Link:
-    """GPU-to-GPU inside a node: NVLink (the GPU's own per-direction bandwidth), Infinity
-    Fabric, Gaudi's on-chip RoCE, or PCIe at the card's generation and lanes; GeForce cards
-    without peer-to-peer get ``pcie-host-staged`` (traffic staged through host memory)."""
-    kind = gpu.get("interconnect_kind")
-    total = gpu.get("interconnect_bytes_per_s")
-    if kind in _NVLINK and _NVLINK[kind] in links():
-        spec = links()[_NVLINK[kind]]
-        return spec.link(total / 2 if total else None)
-    if kind == "infinity-fabric" and "infinity-fabric-mi300x" in links():
-        board = links()["infinity-fabric-mi300x"]
-        if "cdna 3" in str(gpu.get("architecture") or "").lower():
-            # The MI300X/MI325X board the link describes (the MI325X entry has no total).
-            return board.link(total / 2 if total else None)
-        if total:
-            # An older Infinity Fabric part (MI250X): its own rate; its peer links differ from
-            # the MI300X board's seven 64 GB/s links and are not measured, so none are assumed.
-            return replace(board.link(total / 2), per_peer_bytes_per_s=0.0)
-    if kind == "roce" and gpu.vendor == "intel":
-        lid = "gaudi3-roce" if "gaudi3" in gpu.id else "gaudi-roce"
-        if lid in links():
-            return links()[lid].link(total / 2 if total else None)
-    pcie = _pcie_link(gpu)
-    lanes = int(gpu.get("pcie_lanes") or 16)
-    rate = pcie.unidirectional_bytes_per_s * lanes / 16
-    if not has_peer_to_peer(gpu) and HOST_STAGED in links():
-        staged = links()[HOST_STAGED]
-        if lanes == 16:
-            name = N_("{link} without peer-to-peer (staged through host memory)").format(
-                link=pcie.name
-            )
-        else:
-            name = N_(
-                "{link} at x{lanes} without peer-to-peer (staged through host memory)"
-            ).format(link=pcie.name, lanes=lanes)
-        return Link(
-            name,
-            rate,
-            staged.latency_s,
-            staged.bus_efficiency,
-            staged.base_latency_s,
-            gather_efficiency=staged.gather_efficiency,
-        )
-    return pcie.link(rate)
-
-
 def default_inter_node(gpu: GPU) -> str:
     """Inter-node link id a typical cluster of this GPU uses (overridable with --inter-node)."""
     if gpu.vendor == "intel" and "gaudi" in gpu.id:
@@ -474,27 +438,6 @@ def default_gpus_per_node(gpu: GPU) -> int:
     return {"sxm": 8, "oam": 8, "pcie": 8, "workstation": 4, "consumer": 8, "soc": 1}.get(
         gpu.form_factor, 8
     )
-
-
-def network_for(
-    gpu: GPU,
-    gpus_per_node: int | None = None,
-    inter: str | None = None,
-    *,
-    stripe_nics: bool = False,
-) -> Network:
-    """The two network tiers a job on ``gpu`` sees.
-
-    ``stripe_nics=True`` also gives the network the node's scale-out NIC count
-    (:func:`nics_per_gpu` x GPUs per node), so a group that spans nodes gets the NICs NCCL
-    stripes it over (:meth:`suanli.estimate.comm.Network.inter_bandwidth`) instead of one
-    NIC's rate. It is off by default until the vectorized planner mirrors it
-    (``estimate/vector.py`` ``_pick`` must call ``Network.bottleneck``)."""
-    intra = intra_node_link(gpu)
-    inter_spec = get_link(inter or default_inter_node(gpu))
-    per_node = gpus_per_node or default_gpus_per_node(gpu)
-    nics = nics_per_gpu(gpu) * per_node if stripe_nics else 0.0
-    return Network(intra, inter_spec.link(), per_node, nics)
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ def _model_links(
     """The catalog GPU and the speed model's link per tier, or why there is none."""
     if backend != "nccl" or not gpu_name:
         return None, {}, N_("the speed model describes NCCL on GPUs: gloo on CPUs has no figure")
-    from suanli.catalog.network import network_for
+    from suanli.estimate.links import network_for
     from suanli.live.bench.profile import local_gpu
 
     gpu, _gpu_id = local_gpu(gpu_name)

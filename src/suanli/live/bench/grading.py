@@ -239,7 +239,7 @@ def grade_allreduce(r: AllReduceResult, gpu: Any, health: Health, quick: bool, w
         return Grade("info", cause=r.note)
     if gpu is None:
         return Grade("info", cause=why)
-    from suanli.catalog.network import intra_node_link
+    from suanli.estimate.links import intra_node_link
 
     link = intra_node_link(gpu)
     small = quick or max(s.bytes for s in r.sizes) < 256 * MiB
