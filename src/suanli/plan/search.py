@@ -468,8 +468,8 @@ def search_serve(
     formats: tuple[str, ...] = SERVE_FORMATS,
     projections: str = "fused",
     kernels: str = "eager",
-) -> tuple[ServeCandidate | None, int, str]:
     price_per_gpu_hour: float | None = None,
+) -> tuple[ServeCandidate | None, int, str]:
     """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
     (``projections`` and ``kernels``: how the engine launches the input projections and the
     element-wise kernels, ``InferWork``'s; ``price_per_gpu_hour``: the user's rent, else the
