@@ -20,7 +20,7 @@ from suanli.models.config import SUPPORTED_MODEL_TYPES, ModelConfigError, spec_f
 from suanli.models.module import ModuleParams, module_params
 from suanli.models.params import ParamCount, count_params
 from suanli.models.presets import Preset, presets
-from suanli.models.resolve import LoadedModel, ModelSourceError, load_model, model_from_module
+from suanli.models.resolve import LoadedModel, ModelSourceError, model_from_module
 from suanli.models.spec import AttentionSpec, MLPSpec, ModelSpec, MoESpec, NormSpec
 
 # A library logs, the application decides where it goes (the logging HOWTO's rule): without a
@@ -74,6 +74,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ModelAnswer": ("suanli.answers.model", "ModelAnswer"),
     "ModelRequest": ("suanli.answers.model", "ModelRequest"),
     "model": ("suanli.answers.model", "model"),
+    # The resolver that also knows the text-to-image pipelines' names (models/ cannot).
+    "load_model": ("suanli.answers.model_source", "load_model"),
     "preset_rows": ("suanli.answers.model", "preset_rows"),
     "ImagePerfAnswer": ("suanli.answers.image", "ImagePerfAnswer"),
     "ImageRequest": ("suanli.answers.image", "ImageRequest"),
@@ -126,6 +128,7 @@ if TYPE_CHECKING:
     from suanli.answers.live import LiveAnswer, live_report
     from suanli.answers.memory import MemoryAnswer, MemoryRequest, memory
     from suanli.answers.model import ModelAnswer, ModelRequest, model, preset_rows
+    from suanli.answers.model_source import load_model
     from suanli.answers.perf import InferPerfAnswer, PerfRequest, TrainPerfAnswer, perf
     from suanli.answers.plan import PlanAnswer, PlanRequest, RenderingPlanAnswer
     from suanli.answers.plan import plan as plan_gpus

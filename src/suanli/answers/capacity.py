@@ -31,11 +31,12 @@ from suanli.answers.capacity_result import (
     plan_row,
     serving_stats,
 )
+from suanli.answers.model_source import load_model
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.i18n import N_
 from suanli.limits import MAX_SIMULATED_REQUESTS
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
 from suanli.safe_files import UnsafeFileError, read_regular_text
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from suanli.answers.base import NOT_IN_JSON, Answer
+from suanli.answers.model_source import load_model
 from suanli.answers.recompute import AUTO, settle_work
 from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import GPU, find_gpu, load_catalog
@@ -25,7 +26,7 @@ from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for
 from suanli.i18n import N_
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
 
 #: Real dense models of growing size: the rungs of "the largest model that fits".

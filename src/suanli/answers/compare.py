@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
+from suanli.answers.model_source import load_model
 from suanli.answers.recompute import is_auto, settle_work
 from suanli.answers.request import WorkRequest, build_work
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
@@ -23,7 +24,7 @@ from suanli.estimate.workload import InferWork
 from suanli.hardware import device_for
 from suanli.i18n import N_
 from suanli.models.presets import DEFAULT_MODEL
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 
 
 @dataclass(frozen=True)

@@ -328,12 +328,12 @@ def served_volume(req: CostRequest, gpu: GPU) -> ServedVolume:
 def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
     """Output tokens/s of one GPU serving ``req.api`` (a preset or config), as suanli perf
     estimates a static batch of up to 16 requests in bf16."""
+    from suanli.answers.model_source import load_model
     from suanli.answers.request import WorkRequest, build_work
     from suanli.estimate.fitting import fit_inference
     from suanli.estimate.inference import inference_perf
     from suanli.estimate.workload import InferWork
     from suanli.hardware import device_for
-    from suanli.models.resolve import load_model
 
     assert req.api is not None
     try:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from suanli.answers.base import Answer
+from suanli.answers.model_source import load_model
 from suanli.answers.recompute import settle_work
 from suanli.answers.request import WorkRequest
 from suanli.catalog import GPU, find_gpu, load_catalog
@@ -14,7 +15,7 @@ from suanli.catalog.frameworks import Framework
 from suanli.estimate.workload import TrainWork
 from suanli.i18n import N_
 from suanli.models.presets import DEFAULT_MODEL
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
 from suanli.plan.fit import FitPlan, Step
 

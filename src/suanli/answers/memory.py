@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
+from suanli.answers.model_source import load_model
 from suanli.answers.recompute import settle_work
 from suanli.answers.request import (
     WorkRequest,
@@ -22,7 +23,7 @@ from suanli.estimate.inference_memory import inference_memory
 from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.models.presets import DEFAULT_MODEL
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
 
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
+from suanli.answers.model_source import load_model
 from suanli.models.config import spec_from_config
 from suanli.models.params import count_params
 from suanli.models.presets import DEFAULT_MODEL, presets
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 
 
 @dataclass(frozen=True)

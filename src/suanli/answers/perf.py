@@ -10,6 +10,7 @@ from typing import Any
 
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
 from suanli.answers.devices import resolve_gpu
+from suanli.answers.model_source import load_model
 from suanli.answers.perf_terms import TimeTerm, infer_terms, train_terms
 from suanli.answers.recompute import settle_work
 from suanli.answers.request import (
@@ -32,7 +33,7 @@ from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
 from suanli.i18n import N_
 from suanli.models.presets import DEFAULT_MODEL
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
 
 #: Batches of the inference sweep.

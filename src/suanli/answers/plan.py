@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, OMIT_NONE, Answer
+from suanli.answers.model_source import load_model
 from suanli.answers.plan_policy import (
     candidate_gpus,
     plan_groups,
@@ -22,7 +23,7 @@ from suanli.catalog import GPU, load_catalog
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 from suanli.models.presets import DEFAULT_MODEL
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
 from suanli.plan.scenarios import SCENARIOS
 

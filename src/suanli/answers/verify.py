@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from suanli.answers.base import OMIT_NONE, Answer
+from suanli.answers.model_source import load_model
 from suanli.answers.request import WorkRequest, build_work
 from suanli.errors import MissingExtra
 from suanli.estimate.workload import TrainWork
 from suanli.i18n import N_
 from suanli.models.params import count_params
-from suanli.models.resolve import LoadedModel, load_model
+from suanli.models.resolve import LoadedModel
 
 #: Above this many parameters a CPU run takes too long to be useful.
 CPU_PARAM_LIMIT = 1.5e9

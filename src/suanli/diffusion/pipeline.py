@@ -133,6 +133,17 @@ def find_pipeline(name: str, *, local_paths: bool = True) -> Pipeline | None:
     return None
 
 
+def pipeline_refusal(name: str) -> str | None:
+    """The sentence that refuses ``name`` as a language model when it names a text-to-image
+    pipeline (a bundled one, by name, alias or hub id, or a local diffusers folder), else None;
+    :func:`suanli.models.resolve.load_model` raises it (its ``not_a_model``)."""
+    if find_pipeline(name) is None:
+        return None
+    return N_(
+        "{name} is a text-to-image pipeline: use suanli perf or mem with --task generate-image"
+    ).format(name=name)
+
+
 def _from_document(doc: dict[str, Any], source: str) -> Pipeline:
     comps = tuple(
         Component(name, spec["class"], spec["config"]) for name, spec in doc["components"].items()

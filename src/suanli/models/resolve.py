@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -355,12 +356,20 @@ def _hub_gguf(arg: str) -> bool:
     )
 
 
-def load_model(arg: str, revision: str | None = None) -> LoadedModel:
+def load_model(
+    arg: str,
+    revision: str | None = None,
+    *,
+    not_a_model: Callable[[str], str | None] | None = None,
+) -> LoadedModel:
     """Resolve a model argument: preset name, local path, or hub id (see module docstring).
 
     ``revision`` (a branch, tag or commit; default: the enclosing
     :func:`suanli.models.hub.hub_revision` block, else main) sends a hub id to the hub even when
-    a preset has the same id; it applies to hub ids only."""
+    a preset has the same id; it applies to hub ids only. ``not_a_model`` recognises a name that
+    is no preset, path or Ollama model but something else suanli knows, before it is asked of the
+    hub: it returns the sentence that refuses it, or None. The answers pass the text-to-image
+    pipelines (:func:`suanli.answers.model_source.load_model`); this layer cannot look them up."""
     if not arg or not arg.strip():
         raise ModelSourceError(
             N_("empty model name; pass a preset ('suanli models'), a path or org/name")
@@ -409,15 +418,9 @@ def load_model(arg: str, revision: str | None = None) -> LoadedModel:
             weight_format=loaded.weight_format,
             quantization=loaded.quantization,
         )
-    from suanli.diffusion.pipeline import find_pipeline
-
-    if find_pipeline(arg) is not None:
-        raise ModelSourceError(
-            N_(
-                "{name} is a text-to-image pipeline: use suanli perf or mem with --task "
-                "generate-image"
-            ).format(name=arg)
-        )
+    refusal = not_a_model(arg) if not_a_model is not None else None
+    if refusal is not None:
+        raise ModelSourceError(refusal)
     if _HUB_ID.match(arg):
         return load_from_hub(arg)
     names = ", ".join(similar_presets(arg))
