@@ -1,9 +1,11 @@
 """The layering rules of docs/architecture.md, checked on the source itself.
 
-Layers only look down (data -> models/catalog -> estimate/plan -> answers -> cli | web | API):
-no module outside ``cli/`` imports ``suanli.cli``; ``web/`` and ``cli/`` never import each
-other; the answers import neither; no private name crosses a module boundary; no import cycle;
-no module grows past the size a reader can hold.
+Layers only look down (:data:`LAYERS`: leaf modules -> models, catalog -> diffusion -> estimate
+-> plan -> live -> answers -> views -> cli | web | API): no import, lazy ones inside functions
+included, goes from a module to a higher layer. No module outside ``cli/`` imports
+``suanli.cli``; ``web/`` and ``cli/`` never import each other; the answers import neither; no
+private name crosses a module boundary; no import cycle; no module grows past the size a reader
+can hold.
 """
 
 from __future__ import annotations
@@ -32,9 +34,14 @@ MODULES = _modules()
 
 def _imports(name: str, path: Path) -> list[tuple[str, str]]:
     """(imported module, imported name or '') for every import, lazy ones included."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return _imports_in(name, path.read_text(encoding="utf-8"), path.name == "__init__.py")
+
+
+def _imports_in(name: str, source: str, is_package: bool = False) -> list[tuple[str, str]]:
+    """:func:`_imports` of the source text of module ``name``."""
+    package = name if is_package else name.rpartition(".")[0]
     found: list[tuple[str, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -58,6 +65,62 @@ EDGES = {
     name: {_target(m, n) for m, n in _imports(name, path)} - {name}
     for name, path in MODULES.items()
 }
+
+
+#: The layers, lowest first. A module belongs to the layer of the longest prefix that names it
+#: (``suanli`` itself, the Python API, only by its own name) and may import modules of its own
+#: layer and of those below, never of one above (docs/architecture.md draws them).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "leaf modules",
+        (
+            "suanli.units",
+            "suanli.errors",
+            "suanli.limits",
+            "suanli.i18n",
+            "suanli.paths",
+            "suanli.printable",
+            "suanli.safe_files",
+            "suanli.hashing",
+            "suanli.log",
+        ),
+    ),
+    ("models and catalog: data, read and validated", ("suanli.models", "suanli.catalog")),
+    # Pipelines are walked from model configs (models.hub); models/ never asks for them.
+    ("diffusion: text-to-image pipelines", ("suanli.diffusion",)),
+    # hardware.py assembles the estimators' Device from catalog rows: an estimate-layer module
+    # that keeps its old import path.
+    ("estimators", ("suanli.estimate", "suanli.hardware")),
+    ("planning", ("suanli.plan",)),
+    # The impure edge: devices, runs, measurements; it compares them with the estimators and the
+    # plan's remedy chain (live/autopsy), and only the answers import it.
+    ("live", ("suanli.live",)),
+    ("answers", ("suanli.answers",)),
+    ("views of answers", ("suanli.views",)),
+    ("front-ends", ("suanli.cli", "suanli.web", "suanli", "suanli.__main__")),
+]
+
+
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of ``module``'s layer, None when no layer names it."""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            named = module == prefix or (prefix != "suanli" and module.startswith(prefix + "."))
+            if named and (best is None or len(prefix) > best[1]):
+                best = (index, len(prefix))
+    return None if best is None else best[0]
+
+
+def upward_imports(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for every import from a module into a higher layer than its own."""
+    bad = []
+    for name, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            low, high = layer_of(name), layer_of(target)
+            if low is not None and high is not None and high > low:
+                bad.append((name, target))
+    return bad
 
 
 def test_the_checker_sees_the_package() -> None:
@@ -163,3 +226,40 @@ def test_no_module_is_too_long() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def test_every_module_has_a_layer() -> None:
+    # A new package or top-level module must be placed in LAYERS before the check covers it.
+    assert [name for name in MODULES if layer_of(name) is None] == []
+    assert [t for ts in EDGES.values() for t in ts if layer_of(t) is None] == []
+
+
+def test_layers_only_look_down() -> None:
+    assert upward_imports(EDGES) == []
+
+
+def test_the_layer_check_catches_a_planted_upward_import() -> None:
+    # The catalog building an estimator object: the edge this check was written against.
+    planted = {
+        **EDGES,
+        "suanli.catalog.gpu": EDGES["suanli.catalog.gpu"] | {"suanli.estimate.perf"},
+    }
+    assert upward_imports(planted) == [("suanli.catalog.gpu", "suanli.estimate.perf")]
+    # A lazy import inside a function counts as much as one at the top.
+    lazy = "def emit():\n    from suanli.answers.plan import PlanAnswer\n    return PlanAnswer\n"
+    targets = {_target(m, n) for m, n in _imports_in("suanli.plan.search", lazy)}
+    assert upward_imports({"suanli.plan.search": targets}) == [
+        ("suanli.plan.search", "suanli.answers.plan")
+    ]
+    # Down and sideways are fine: answers -> live, models <-> catalog, cli -> the API package.
+    allowed = {
+        "suanli.answers.doctor": {"suanli.live.diagnosis"},
+        "suanli.models.resolve": {"suanli.catalog.formats"},
+        "suanli.catalog.formats": {"suanli.models.spec"},
+        "suanli.cli.main": {"suanli"},
+    }
+    assert upward_imports(allowed) == []
+    # The API package is a front-end: a module below it importing it is caught.
+    assert upward_imports({"suanli.estimate.perf": {"suanli"}}) == [
+        ("suanli.estimate.perf", "suanli")
+    ]
