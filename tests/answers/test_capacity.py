@@ -62,12 +62,13 @@ def test_cli_simulation_json_equals_the_answer() -> None:
         "tp",
         "gpus",
     ]
-    assert list(doc)[-5:] == [
+    assert list(doc)[-6:] == [
         "usd_per_million_tokens",
         "queue_series",
         "assumptions",
         "overloaded",
         "overload",
+        "rent",
     ]
     assert doc["overloaded"] is False and doc["overload"] is None
     assert doc["schema_version"] == SCHEMA_VERSION
@@ -103,7 +104,7 @@ def test_cli_plan_json_equals_the_answer(tmp_path: Path) -> None:
     fitting = [r for r in doc["rows"] if r["fits"]]
     lost = [r for r in doc["rows"] if not r["fits"]]
     assert fitting and lost
-    assert list(fitting[0])[:11] == [
+    assert list(fitting[0])[:12] == [
         "gpu",
         "fits",
         "reason",
@@ -112,12 +113,13 @@ def test_cli_plan_json_equals_the_answer(tmp_path: Path) -> None:
         "gpus",
         "weight_format",
         "simulations",
+        "rent",
         "requests",
         "completed",
         "policy",
     ]
     # A GPU without an answer has only the row's own keys, with nulls for the layout.
-    assert list(lost[0]) == list(fitting[0])[:8]
+    assert list(lost[0]) == list(fitting[0])[:9]
     assert lost[0]["tp"] is None and lost[0]["reason"]
     for row in fitting:
         assert row["tpot_p95_s"] <= 0.03 and row["gpus"] == row["tp"] * row["replicas"]
@@ -141,6 +143,7 @@ def test_json_schemas_cover_the_documents() -> None:
         "gpus",
         "weight_format",
         "simulations",
+        "rent",
     ]
     assert "ttft_p95_s" in row["properties"]
 

@@ -34,6 +34,7 @@ from suanli.answers.capacity_result import (
 from suanli.answers.model_source import load_model
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
 from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.catalog.prices import rent_price, rents_by_id
 from suanli.i18n import N_
 from suanli.limits import MAX_SIMULATED_REQUESTS
 from suanli.models.resolve import LoadedModel
@@ -121,7 +122,8 @@ class CapacityRequest:
     duration: float | None = None
     """Seconds of arrivals to simulate (instead of ``requests``)."""
     price: float | None = None
-    """USD per GPU-hour (default: the catalog's cloud snapshot)."""
+    """Rent per GPU-hour in USD, shown as ``given`` (default: the one every view shows for the
+    card, :func:`suanli.catalog.prices.rent_price`); ``suanli capacity --rent``."""
     seed: int = 0
     quant: str = "bf16"
     """Weight format: bf16, fp8, int8, awq-4bit-g128, ... (catalog/data/quant.toml)."""
@@ -376,7 +378,8 @@ def simulate_deployment(
         config=config,
         reference_context=int(reqs.prompt.mean() + reqs.output.mean() / 2),
     )
-    usd = req.price if req.price is not None else gpu.get("cloud_usd_per_hour")
+    rent = rent_price(gpu, override_usd_per_hour=req.price)
+    usd = rent.usd if rent is not None else None
     tick: Callable[[int, int], None] | None = None
     if progress is not None:
         report = progress
@@ -416,6 +419,7 @@ def simulate_deployment(
         assumptions=(request_shape(req.prompt, req.output), *assumptions(device, config)),
         overloaded=overload is not None,
         overload=overload,
+        rent=rent,
     )
 
 
@@ -468,8 +472,9 @@ def plan_deployments(
         price=req.price,
         progress=progress,
     )
+    rents = rents_by_id(catalog, req.price)
     return CapacityPlan(
         workload=workload,
         max_gpus=req.max_gpus,
-        rows=tuple(plan_row(r) for r in rows),
+        rows=tuple(plan_row(r, rents.get(r.gpu_id)) for r in rows),
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from suanli.answers.base import FLATTEN, FLATTEN_OPTIONAL, Answer
+from suanli.catalog.prices import Price
 
 if TYPE_CHECKING:
     from suanli.estimate.serving import CapacityRow, ServingResult
@@ -113,6 +114,9 @@ class CapacitySimulation(Answer):
     lasts, and the latencies grow with the run's length (they are not the deployment's)."""
     overload: str | None = None
     """When overloaded: one sentence with the rates and how many replicas hold the load."""
+    rent: Price | None = None
+    """The rent per GPU-hour the cost stands on, with its provider, kind and date: the one
+    every view shows for the card, or the request's ``price`` (``given``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document; a non-finite float is written as null."""
@@ -144,6 +148,8 @@ class CapacityPlanRow:
     gpus: int | None
     weight_format: str | None
     simulations: int
+    rent: Price | None = None
+    """The rent per GPU-hour the cost stands on (as :attr:`CapacitySimulation.rent`)."""
     result: DeploymentResult | None = field(default=None, metadata=FLATTEN_OPTIONAL)
 
 
@@ -219,8 +225,9 @@ def serving_stats(result: ServingResult) -> ServingStats:
     )
 
 
-def plan_row(row: CapacityRow) -> CapacityPlanRow:
-    """The answer's view of an estimator :class:`~suanli.estimate.serving.CapacityRow`."""
+def plan_row(row: CapacityRow, rent: Price | None = None) -> CapacityPlanRow:
+    """The answer's view of an estimator :class:`~suanli.estimate.serving.CapacityRow`, with
+    the GPU's ``rent``."""
     res = row.result
     return CapacityPlanRow(
         gpu=row.gpu_id,
@@ -234,4 +241,5 @@ def plan_row(row: CapacityRow) -> CapacityPlanRow:
         result=None
         if res is None
         else DeploymentResult(res.requests, res.completed, res.policy, serving_stats(res)),
+        rent=rent,
     )

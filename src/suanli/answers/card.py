@@ -19,6 +19,7 @@ from suanli.answers.recompute import AUTO, settle_work
 from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.formats import get_format
+from suanli.catalog.prices import Price, buy_price, rent_price
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.inference_memory import inference_memory
 from suanli.estimate.memory import training_memory
@@ -76,6 +77,10 @@ class CardRequest:
     """The models shown with their fit."""
     catalog_file: str | None = None
     """Extra or overriding GPU entries (TOML)."""
+    rent: float | None = None
+    """Rent per GPU-hour in USD, shown as ``given`` (default: the data's)."""
+    price: float | None = None
+    """Purchase price per GPU in USD, shown as ``given`` (default: the data's)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,12 @@ class CardAnswer(Answer):
     models: tuple[ModelFit, ...]
     assumptions: tuple[str, ...]
     device: GPU | None = field(default=None, metadata=NOT_IN_JSON)
+    rent: Price | None = None
+    """What one card rents for per GPU-hour, with its provider, kind and date: the price every
+    view shows for it (:func:`suanli.catalog.prices.rent_price`), or the request's."""
+    buy: Price | None = None
+    """What one card costs to buy, with its kind and date (:func:`buy_price`), or the
+    request's."""
 
 
 def jobs_for(req: CardRequest) -> tuple[Job, ...]:
@@ -264,6 +275,8 @@ def card(req: CardRequest, *, loader: Callable[[str], LoadedModel] = load_model)
         models=tuple(models),
         assumptions=_assumptions(req),
         device=gpu,
+        rent=rent_price(gpu, override_usd_per_hour=req.rent),
+        buy=buy_price(gpu, override_usd_per_gpu=req.price),
     )
 
 

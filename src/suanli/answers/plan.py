@@ -20,6 +20,7 @@ from suanli.answers.request import WorkRequest, build_work
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
 from suanli.answers.validity import precision_lack
 from suanli.catalog import GPU, load_catalog
+from suanli.catalog.prices import Price, buy_price, rents_by_id, usd_of
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 from suanli.models.presets import DEFAULT_MODEL
@@ -71,6 +72,9 @@ class PlanRequest:
     """time, cost or cost-per-token (default: the scenario's; cost-per-token for inference)."""
     budget: float | None = None
     """USD limit."""
+    rent: float | None = None
+    """Rent per GPU-hour in USD for every candidate GPU, shown as ``given`` (default: each
+    GPU's, the one every view shows: :func:`suanli.catalog.prices.rent_price`)."""
     stack_ok: bool = False
     """Rank every software stack by speed alone (by default, with a Hugging Face-family framework,
     GPUs whose stack is not CUDA are ranked after the CUDA ones: docs/plan.md)."""
@@ -118,6 +122,9 @@ class TrainPlanRow:
     group: str | None = field(default=None, metadata=OMIT_NONE)
     """``buy-or-rent`` (consumer and workstation cards, ranked first for a personal fine-tune,
     each group compared within itself) or ``datacenter``; absent when the plan is not grouped."""
+    rent: Price | None = None
+    """The rent per GPU-hour the cost stands on, with its provider, kind and date: the one
+    every view shows for the card, or the request's (``given``); null when none is known."""
 
     @property
     def runnable(self) -> bool:
@@ -155,6 +162,8 @@ class ServePlanRow:
     fits: bool
     reason: str
     layout: ServeLayout | None = field(default=None, metadata=FLATTEN_OPTIONAL)
+    rent: Price | None = None
+    """The rent per GPU-hour the cost stands on (as :attr:`TrainPlanRow.rent`)."""
 
     @property
     def runnable(self) -> bool:
@@ -180,6 +189,9 @@ class RenderingRow:
     """Ray-tracing units (NVIDIA RT cores, AMD Ray Accelerators, Intel RTUs)."""
     av1_encode: bool | None = None
     """A hardware AV1 encoder."""
+    buy: Price | None = None
+    """The purchase price with its kind and date, the one every view shows for the card
+    (``price_usd`` is its USD figure)."""
 
 
 @dataclass(frozen=True)
@@ -242,18 +254,23 @@ def train_rows(
     budget: float | None,
     groups: dict[str, int] | None = None,
     demoted: dict[str, str] | None = None,
+    rents: dict[str, Price | None] | None = None,
 ) -> tuple[TrainPlanRow, ...]:
-    """The best training layout per GPU, ranked (plan.search)."""
+    """The best training layout per GPU, ranked (plan.search); ``rents``: each GPU's rent
+    (default: :func:`suanli.catalog.prices.rents_by_id`)."""
     from suanli.plan.search import SearchSpace, rank, search_train
 
     groups = groups or {}
     label = {0: "buy-or-rent", 1: "datacenter"}
+    rent = rents if rents is not None else rents_by_id(gpus)
 
     space = SearchSpace(max_gpus=max_gpus, global_batch=global_batch, exact_gpus=exact)
     # A card without units for the dtype is never ranked: say why instead of searching it.
     refused = {g.id: precision_lack(g, work.dtype) for g in gpus}
     results = [
-        search_train(spec, work, gpu, space, objective) for gpu in gpus if not refused[gpu.id]
+        search_train(spec, work, gpu, space, objective, usd_of(rent[gpu.id]))
+        for gpu in gpus
+        if not refused[gpu.id]
     ]
     by_id = {g.id: g for g in gpus}
     rows = [
@@ -266,6 +283,7 @@ def train_rows(
             reason=row["reason"],
             software_stack=software_stack(by_id[row["gpu"]]),
             group=label[groups[row["gpu"]]] if groups else None,
+            rent=rent[row["gpu"]],
         )
         for row in rank(results, objective, tokens, budget, groups=groups, demoted=demoted)
     ]
@@ -278,6 +296,7 @@ def train_rows(
             reason=str(refused[gpu.id]),
             software_stack=software_stack(gpu),
             group=label[groups[gpu.id]] if groups else None,
+            rent=rent[gpu.id],
         )
         for gpu in gpus
         if refused[gpu.id]
@@ -295,11 +314,14 @@ def serve_rows(
     objective: str,
     max_tpot_ms: float | None,
     fixed_format: bool,
+    rents: dict[str, Price | None] | None = None,
 ) -> tuple[ServePlanRow, ...]:
-    """The best serving layout per GPU (format, KV dtype, TP, batch, replicas), ranked."""
+    """The best serving layout per GPU (format, KV dtype, TP, batch, replicas), ranked;
+    ``rents``: each GPU's rent (default: :func:`suanli.catalog.prices.rents_by_id`)."""
     from suanli.plan.search import SERVE_FORMATS, search_serve
 
     formats = (work.weight_format,) if fixed_format else SERVE_FORMATS
+    rent = rents if rents is not None else rents_by_id(gpus)
     rows: list[dict[str, Any]] = []
     for gpu in gpus:
         best, evaluated, reason = search_serve(
@@ -314,6 +336,7 @@ def serve_rows(
             formats=formats,
             projections=work.projections,
             kernels=work.kernels,
+            price_per_gpu_hour=usd_of(rent[gpu.id]),
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}
         if best is None:
@@ -366,6 +389,7 @@ def serve_rows(
             fits=row["fits"],
             reason=row["reason"],
             layout=_layout(ServeLayout, row),
+            rent=rent[row["gpu"]],
         )
         for row in rows
     )
@@ -409,11 +433,12 @@ def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
             nvenc_engines=gpu.get("nvenc_engines"),
             nvdec_engines=gpu.get("nvdec_engines"),
             tdp_watts=gpu.get("tdp_watts"),
-            price_usd=gpu.get("price_usd"),
+            price_usd=usd_of(buy_price(gpu)),
             software_stack=software_stack(gpu),
             reason=lacks(gpu),
             rt_cores=gpu.get("rt_cores"),
             av1_encode=gpu.get("av1_encode"),
+            buy=buy_price(gpu),
         )
         for gpu in ranked
     ]
@@ -425,9 +450,10 @@ def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
             nvenc_engines=None,
             nvdec_engines=None,
             tdp_watts=gpu.get("tdp_watts"),
-            price_usd=gpu.get("price_usd"),
+            price_usd=usd_of(buy_price(gpu)),
             software_stack=software_stack(gpu),
             reason=N_("a CPU: not ranked for GPU rendering"),
+            buy=buy_price(gpu),
         )
         for gpu in gpus
         if is_cpu[gpu.id]
@@ -510,6 +536,7 @@ def plan(
         else stack_demotions(req.work.framework, gpus, req.stack_ok)
     )
     rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...]
+    rents = rents_by_id(gpus, req.rent)
     if isinstance(work, InferWork):
         rows = serve_rows(
             spec,
@@ -521,6 +548,7 @@ def plan(
             objective,
             req.max_tpot_ms,
             req.quant is not None,
+            rents=rents,
         )
     else:
         rows = train_rows(
@@ -535,6 +563,7 @@ def plan(
             req.budget,
             groups=plan_groups(task, gpus, forms),
             demoted={g: N_("ranked after CUDA") for g in demoted},
+            rents=rents,
         )
     best, cheapest = _best(rows)
     command = None

@@ -26,6 +26,7 @@ Only data is read here (both files are in the catalog), so every layer may ask.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -80,9 +81,10 @@ class Price:
 
 def given_price(usd: float, per: str, name: str = "price") -> Price:
     """A price the user gave, in USD per ``per``; ``ValueError`` naming the option ``name``
-    when it is negative or not finite."""
-    if not math.isfinite(usd):
-        raise ValueError(N_("{name} must be finite, got {value!r}").format(name=name, value=usd))
+    when it is negative or not a number (infinity is a price no deployment pays: kept, and
+    written as null where an answer writes non-finite numbers so)."""
+    if math.isnan(usd):
+        raise ValueError(N_("{name} must be a number, got {value!r}").format(name=name, value=usd))
     if usd < 0:
         raise ValueError(
             N_("{name} must not be negative, got {value:g}").format(name=name, value=usd)
@@ -238,3 +240,16 @@ def rent_usd_per_hour(gpu: GPU) -> float:
     (the speed model's :class:`~suanli.estimate.perf.Device` convention)."""
     price = rent_price(gpu)
     return price.usd if price is not None else 0.0
+
+
+def usd_of(price: Price | None) -> float | None:
+    """The USD figure of a price, None when no price is known."""
+    return price.usd if price is not None else None
+
+
+def rents_by_id(
+    gpus: Sequence[GPU], given_usd_per_hour: float | None = None
+) -> dict[str, Price | None]:
+    """Each GPU's rent per GPU-hour by id: ``given_usd_per_hour`` for all (the user's), else
+    :func:`rent_price`'s for each card."""
+    return {g.id: rent_price(g, override_usd_per_hour=given_usd_per_hour) for g in gpus}

@@ -16,6 +16,7 @@ import click
 
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.cli.options import given_options, revision_option
+from suanli.cli.prices import priced as price_with_source
 from suanli.cli.render import count_column, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.estimate.workload import KERNELS, KV_DTYPES
@@ -276,10 +277,16 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
 @click.option("--requests", "n_requests", type=IntRange(min=1), default=None)
 @click.option("--duration", type=FloatRange(min=0, min_open=True), default=None, metavar="SECONDS")
 @click.option(
+    "--rent",
     "--price",
+    "price",
     type=FloatRange(min=0),
     default=None,
-    help=N_("USD per GPU-hour (default: the catalog's cloud snapshot)."),
+    metavar="USD",
+    help=N_(
+        "Rent per GPU-hour in USD (default: the cheapest on-demand price in costs.toml, else "
+        "the catalog's)."
+    ),
 )
 @click.option("--seed", type=IntRange(), default=0, show_default=True)
 @click.option(
@@ -409,7 +416,7 @@ def _rate_text(w: CapacityWorkload) -> str:
 
 def _cost_text(s: ServingStats) -> str:
     if s.usd_per_hour is None:
-        return _("no price known (--price USD per GPU-hour)")
+        return _("no price known (--rent USD per GPU-hour)")
     return _("{per_hour} per hour, {per_million} per million output tokens").format(
         per_hour=_money(s.usd_per_hour), per_million=_money(s.usd_per_million_tokens, 3)
     )
@@ -456,6 +463,7 @@ def _render_simulation(a: CapacitySimulation) -> None:
         [_("running per replica (max)"), f"{s.max_running_per_replica:,}"],
         [_("preemptions"), f"{s.preemptions:,}"],
         [_("cost"), _cost_text(s)],
+        [_("rent"), price_with_source(a.rent)],
     ]
     if a.meets_slo is not None:
         rows.append([_("SLO (p95)"), _("met") if a.meets_slo else _("missed")])
@@ -526,6 +534,13 @@ def _render_plan(a: CapacityPlan, top: int) -> None:
         _("why"),
     ]
     print_table(title, columns, table, right_align=columns[2:7], no_wrap=columns[:7])
+    rents = [
+        f"{r.gpu} {price_with_source(r.rent)}"
+        for r in rows[:top]
+        if r.result is not None and r.rent
+    ]
+    if rents:
+        print_line(_("rent per GPU-hour: {rents}").format(rents=_("; ").join(rents)))
     priced = [
         r for r in fitting if r.result is not None and r.result.stats.usd_per_hour is not None
     ]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from suanli.cli.prices import price_option, priced, rent_option
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
 from suanli.i18n import N_, _, sentence
@@ -86,6 +87,8 @@ def _short_speed(tokens_per_s: float | None) -> str:
     multiple=True,
     help=N_("Show this model's fit instead of the popular ones (repeatable)."),
 )
+@rent_option
+@price_option
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
 def card_cmd(
@@ -94,6 +97,8 @@ def card_cmd(
     seq: int,
     contexts: tuple[int, ...],
     models: tuple[str, ...],
+    rent: float | None,
+    price: float | None,
     catalog_file: str | None,
     as_json: bool,
 ) -> None:
@@ -110,6 +115,8 @@ def card_cmd(
         contexts=contexts or (4096, 32768),
         presets=models or POPULAR,
         catalog_file=catalog_file,
+        rent=rent,
+        price=price,
     )
     answer = card(req)
     if as_json:
@@ -144,6 +151,7 @@ def _print(answer: CardAnswer) -> None:
         right_align=[_("size limit"), _("speed")],
     )
     _print_models(answer)
+    print_line(_("rent {rent}; buy {buy}").format(rent=priced(answer.rent), buy=priced(answer.buy)))
     for line in answer.assumptions:
         print_line(_("  assumes {line}").format(line=sentence(line)))
 

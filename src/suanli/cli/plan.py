@@ -9,6 +9,7 @@ import click
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.cli.options import shape_options, work_request, workload_options
+from suanli.cli.prices import priced, rent_option
 from suanli.cli.render import formatted_help, print_command, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_, _, sentence
@@ -135,6 +136,7 @@ def _money(usd: float | None) -> str:
     help=N_("Rank by time, total cost, or cost per token."),
 )
 @click.option("--budget", type=FloatRange(min=0), default=None, help=N_("USD limit."))
+@rent_option
 @click.option(
     "--stack-ok",
     is_flag=True,
@@ -175,6 +177,7 @@ def plan_cmd(
     max_tpot_ms: float | None,
     objective: str | None,
     budget: float | None,
+    rent: float | None,
     stack_ok: bool,
     top: int,
     catalog_file: str | None,
@@ -214,6 +217,7 @@ def plan_cmd(
             max_tpot_ms=max_tpot_ms,
             objective=objective,
             budget=budget,
+            rent=rent,
             stack_ok=stack_ok,
             catalog_file=catalog_file,
         )
@@ -413,6 +417,9 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
                     gpu=cheap.gpu, usd=f"{cheap.layout.usd_per_million_tokens:,.3f}"
                 )
             )
+    rents = [f"{r.gpu} {priced(r.rent)}" for r in doc.rows if r.gpu in shown and r.rent]
+    if rents:
+        print_line(_("rent per GPU-hour: {rents}").format(rents=_("; ").join(rents)))
     lost = [r for r in doc.rows if not r.fits]
     if lost:
         print_line(

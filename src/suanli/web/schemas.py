@@ -270,6 +270,9 @@ class PlanRequest(_Shape):
     max_tpot_ms: float | None = Field(None, gt=0, le=1e6, allow_inf_nan=False)
     objective: Objective | None = None
     budget: Money | None = None
+    rent: Money | None = Field(
+        None, description="Rent per GPU-hour in USD for every GPU (default: each card's)."
+    )
     stack_ok: bool = Field(False, description="Rank every software stack by speed alone.")
 
     def to_request(self) -> plan_answers.PlanRequest:
@@ -300,6 +303,7 @@ class PlanRequest(_Shape):
             max_tpot_ms=self.max_tpot_ms,
             objective=self.objective,
             budget=self.budget,
+            rent=self.rent,
             stack_ok=self.stack_ok,
         )
 
@@ -378,6 +382,8 @@ class CardRequest(BaseModel):
     models: list[Name] = Field(
         [], max_length=20, description="Models to show (none: the popular ones)."
     )
+    rent: Money | None = Field(None, description="Rent per GPU-hour in USD (default: the data's).")
+    price: Money | None = Field(None, description="Purchase price per GPU in USD.")
 
     def to_request(self) -> card_answers.CardRequest:
         """The application layer's card request."""
@@ -387,6 +393,8 @@ class CardRequest(BaseModel):
             seq=self.seq,
             contexts=tuple(self.contexts),
             presets=tuple(self.models) or card_answers.POPULAR,
+            rent=self.rent,
+            price=self.price,
         )
 
 

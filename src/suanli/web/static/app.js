@@ -71,6 +71,12 @@
     if (v === null || v === undefined) return "-";
     return "$" + group(v, Math.abs(v) < 100 ? 2 : 0);
   }
+  // A rent with where it comes from (the answer's Price: the same number every command shows).
+  function rentNote(p) {
+    if (!p) return "-";
+    const from = p.kind === "given" ? p.kind : [p.provider, p.kind, p.date].filter(Boolean).join(", ");
+    return money(p.usd) + "/h (" + from + ")";
+  }
   function count(v) {
     if (v >= 1e12) return (v / 1e12).toPrecision(3) + "T";
     if (v >= 1e9) return (v / 1e9).toPrecision(3) + "B";
@@ -753,7 +759,7 @@
           why.concat([[[t("requests/s"), r.requests_per_s.toFixed(2)], ["TTFT", dur(r.ttft_s)]]])) : "-");
         cells.push(r.fits && r.usd_per_million_tokens !== null && r.usd_per_million_tokens !== undefined
           ? num("plan", money(r.usd_per_million_tokens), t("USD per million output tokens, {gpu}", on),
-            why.concat([[[t("USD per hour"), money(r.usd_per_hour)],
+            why.concat([[[t("USD per hour"), money(r.usd_per_hour)], [t("rent"), rentNote(r.rent)],
               [t("formula"), t("USD per hour / 3600 / tokens per s × 1e6")]]])) : "-");
       } else {
         cells.push(r.fits ? num("plan", rate(r.tokens_per_s), t("Tokens/s, {gpu}", on), why) : "-");
@@ -763,7 +769,7 @@
           { tokens: group(doc.tokens), gpu: r.gpu }), why.concat([t("tokens / tokens per second")])) : "-");
         cells.push(r.fits && r.cost_usd !== null && r.cost_usd !== undefined
           ? num("plan", money(r.cost_usd), t("Rent for the run, {gpu}", on), why.concat([[
-            [t("USD per GPU-hour"), money(r.usd_per_hour)],
+            [t("USD per GPU-hour"), money(r.usd_per_hour)], [t("rent"), rentNote(r.rent)],
             [t("formula"), t("time × GPUs × USD per GPU-hour")]]])) : "-");
       }
       cells.push(r.fits ? esc(r.reason ? w(r.reason) : t("best")) : "");
