@@ -50,7 +50,8 @@ TRAIN_EXPLAIN = {
     "bound": N_("the largest share of the step: compute, memory or communication"),
     "time_to_train_s": N_("tokens / tokens per second"),
     "cost_usd": N_(
-        "GPU-hours x USD per GPU-hour (the catalog's cloud snapshot unless price is given)"
+        "GPU-hours x USD per GPU-hour (the rent every view shows for the card unless price is "
+        "given)"
     ),
     "energy_kwh": N_("GPU-hours x TDP x PUE"),
 }
@@ -99,7 +100,8 @@ class PerfRequest:
     """Inference: generated tokens."""
     pue: float = DEFAULT_PUE
     price: float | None = None
-    """USD per GPU-hour (default: the catalog's cloud snapshot)."""
+    """Rent per GPU-hour in USD (default: the one every view shows for the card,
+    :func:`suanli.catalog.prices.rent_price`); ``suanli perf --rent``."""
     catalog_file: str | None = None
     ignore_fit: bool = False
     """Give the speed of a job that cannot run (marked ``fits``/``supported`` false) instead of

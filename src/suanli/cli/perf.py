@@ -92,10 +92,16 @@ BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"))
     help=N_("Data-centre power usage effectiveness for energy."),
 )
 @click.option(
+    "--rent",
     "--price",
+    "price",
     type=FloatRange(min=0),
     default=None,
-    help=N_("USD per GPU-hour (default: the catalog's cloud snapshot)."),
+    metavar="USD",
+    help=N_(
+        "Rent per GPU-hour in USD (default: the cheapest on-demand price in costs.toml, else "
+        "the catalog's)."
+    ),
 )
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option(
