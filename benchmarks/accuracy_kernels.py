@@ -40,6 +40,7 @@ from suanli.estimate.comm import all_gather_s, all_reduce_s, reduce_scatter_s
 from suanli.estimate.kernel_fits import kernel_model
 from suanli.estimate.kernels import FP8_CAST_BYTES, gemm_seconds
 from suanli.hardware import device_for
+from suanli.units import DTYPE_BYTES as ELEMENT_BYTES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 FIXTURE = FIXTURES / "azure-kernel-benchmarks.csv"
@@ -66,7 +67,7 @@ AIC_FITTED = frozenset({"h200-sxm-141gb", "l40s-48gb", "b200-sxm-180gb"})
 #: Ranges of GEMM rows (M) the aiconfigurator comparison is summarised over.
 AIC_BANDS = (("1-16", 1, 16), ("17-256", 17, 256), ("257-2k", 257, 2048), (">2k", 2049, 1 << 30))
 #: Bytes per element of a GEMM's operands in the benchmarked precision.
-DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0}
+DTYPE_BYTES = {dtype: float(ELEMENT_BYTES[dtype]) for dtype in ("fp16", "bf16", "fp8")}
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,14 @@ from suanli.estimate.diffusion import graph_seconds
 from suanli.estimate.perf import Device
 from suanli.hardware import device_for, sdpa_device
 from suanli.i18n import N_
+from suanli.units import DTYPE_BYTES as ELEMENT_BYTES
 
 TASK = "generate-image"
 #: A Hugging Face repo id (``org/name``).
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 OFFLOADS = ("none", "model", "sequential")
-DTYPE_BYTES = {"fp16": 2.0, "bf16": 2.0, "fp32": 4.0}
+#: The dtypes a diffusion pipeline runs in, with their bytes per element (suanli.units' table).
+DTYPE_BYTES = {dtype: float(ELEMENT_BYTES[dtype]) for dtype in ("fp16", "bf16", "fp32")}
 #: Pixels per side suanli accepts (a 16k x 16k image is already 1 GiB per channel of the VAE).
 MAX_SIDE = 16384
 MAX_BATCH = 1024

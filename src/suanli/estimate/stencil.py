@@ -35,9 +35,12 @@ from suanli.catalog.gpu import GPU
 from suanli.estimate.comm import p2p_s
 from suanli.estimate.perf import Device
 from suanli.i18n import N_
+from suanli.units import DTYPE_BYTES
 
 #: Bytes per element of the precisions a stencil code stores its fields in.
-STENCIL_DTYPE_BYTES: dict[str, int] = {"fp16": 2, "fp32": 4, "fp64": 8}
+STENCIL_DTYPE_BYTES: dict[str, int] = {
+    dtype: int(DTYPE_BYTES[dtype]) for dtype in ("fp16", "fp32", "fp64")
+}
 
 #: FLOPs per cell per step of the 3-D Yee update: each of the six components is
 #: ``F = C_a·F + C_1·(G_i − G_i') − C_2·(K_j − K_j')``: 2 differences, 3 products, 2 sums = 7

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from suanli.i18n import N_
+from suanli.units import DTYPE_BYTES  # bytes per element: one table for every layer
 
 TASKS = ("pretrain", "full", "lora", "qlora", "infer")
 TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
@@ -49,9 +50,6 @@ KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
 #: per weight: transformers, llama.cpp).
 PROJECTIONS = ("fused", "qkv", "separate")
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
-
-#: Bytes per element in memory; tf32 is fp32 storage multiplied on TF32 tensor cores.
-DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 
 def check_tensor_parallel(num_heads: int, tp: int, model_name: str) -> None:
@@ -271,7 +269,7 @@ class TrainWork:
     @property
     def dtype_bytes(self) -> int:
         """Bytes per element of the compute dtype."""
-        return DTYPE_BYTES[self.dtype]
+        return int(DTYPE_BYTES[self.dtype])
 
     @property
     def fp8_weight_cache(self) -> bool:
@@ -295,7 +293,7 @@ class TrainWork:
         """Bytes per element of what is stored and what flows between the matmuls: weights,
         gradients, activations and their gradients, the weights as communicated
         (:attr:`storage_dtype`'s; the fp8 casts are charged with the GEMMs)."""
-        return DTYPE_BYTES[self.storage_dtype]
+        return int(DTYPE_BYTES[self.storage_dtype])
 
     @property
     def fp8_weight_cache_bytes_per_param(self) -> int:
@@ -395,4 +393,4 @@ class InferWork:
     @property
     def kv_bytes(self) -> float:
         """Bytes per element of the KV cache."""
-        return {"fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "fp32": 4}[self.kv_dtype]
+        return DTYPE_BYTES[self.kv_dtype]
