@@ -190,3 +190,22 @@ def test_cli_json_agrees_with_the_resolver(gpu_id: str) -> None:
     given = cli_json("plan", MODEL, "--gpu", gpu_id, "--max-gpus", "1", "--rent", "0.5")["rows"]
     assert given[0]["rent"]["kind"] == "given" and given[0]["rent"]["usd"] == 0.5
     assert rent_of(cli_json("card", gpu_id, "--model", MODEL, "--rent", "0.5")) == 0.5
+
+
+def test_the_web_api_shows_the_same_rents() -> None:
+    testclient = pytest.importorskip("fastapi.testclient")
+    from suanli.web.app import create_app
+
+    with testclient.TestClient(create_app(allow_hub=False)) as client:
+        listed = {g["id"]: g for g in client.get("/api/gpus").json()["gpus"]}
+        body = {"model": MODEL, "gpu": list(FOUR), "max_gpus": 1}
+        rows = {r["gpu"]: r for r in client.post("/api/plan", json=body).json()["rows"]}
+        given = client.post("/api/card", json={"gpu": "h100", "models": [MODEL], "rent": 0.5})
+        costed = client.post("/api/cost", json={"gpu": "l40s", "gpus": 1}).json()
+    for gpu_id in FOUR:
+        want = rent_price(find_gpu(gpu_id, GPUS))
+        assert want is not None
+        assert rent_of(listed[gpu_id]) == want.usd
+        assert rows[gpu_id]["rent"] == dataclasses.asdict(want)
+    assert given.status_code == 200 and given.json()["rent"]["kind"] == GIVEN
+    assert rent_of(costed) == rent_price(find_gpu("l40s", GPUS)).usd  # type: ignore[union-attr]
