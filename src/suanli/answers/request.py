@@ -1,9 +1,10 @@
 """The workload a question is about, as every front-end gives it: one frozen request type.
 
 :class:`WorkRequest` holds the shared workload options of ``mem``, ``perf``, ``plan``, ``fit``
-and ``verify`` (the CLI's ``--task``, ``--batch``, ... and the web form's fields, same names, same
-defaults); :func:`build_work` turns it into the estimators' :class:`TrainWork` or
-:class:`InferWork`, raising ``ValueError`` with one sentence on inconsistent values.
+and ``verify``; each field's default, bounds, choices and help are declared once in
+:mod:`suanli.answers.options`, from which the CLI's ``--task``, ``--batch``, ... and the web
+form's fields are generated. :func:`build_work` turns it into the estimators' :class:`TrainWork`
+or :class:`InferWork`, raising ``ValueError`` with one sentence on inconsistent values.
 """
 
 from __future__ import annotations
@@ -11,103 +12,75 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from suanli.answers.options import (
+    INFER_ONLY_OPTIONS,
+    INFER_OPTIONS,
+    LAYOUT_FIELDS,
+    PUE,
+    WORK_OPTIONS,
+    declared,
+)
 from suanli.estimate.workload import InferWork, Overheads, Parallelism, TrainWork
 from suanli.i18n import N_
 from suanli.units import GiB
 
-#: Data-centre power usage effectiveness used for energy when none is given
-#: (Uptime Institute 2024 global average 1.56; see catalog docs).
-DEFAULT_PUE = 1.5
+#: Data-centre power usage effectiveness used for energy when none is given (declared in
+#: :data:`suanli.answers.options.PUE`).
+DEFAULT_PUE: float = PUE.default
 
 
 @dataclass(frozen=True)
 class WorkRequest:
-    """What to run and how it is laid out (the CLI's workload options)."""
+    """What to run and how it is laid out (the CLI's workload options). Each field's meaning,
+    unit, default and bounds: :data:`suanli.answers.options.OPTIONS` (``suanli mem --help``)."""
 
-    task: str = "lora"
-    """pretrain, full, lora, qlora or infer."""
-    batch: int | None = None
-    """Micro-batch per GPU (training) or concurrent sequences (inference); default 1."""
-    global_batch: int | None = None
-    """Sequences per optimizer step; sets gradient accumulation."""
-    grad_accum: int = 1
-    """Micro-batches per optimizer step."""
-    seq: int = 2048
-    """Training sequence length in tokens."""
-    context: int = 4096
-    """Inference: tokens per sequence held in the KV cache."""
-    dtype: str = "bf16"
-    precision: str = "mixed"
-    optimizer: str = "adamw"
-    recompute: str = "none"
-    attention: str = "sdpa"
-    kernels: str = "eager"
-    """The non-matmul kernels (``eager``, ``fused``, ``compiled``). Training: how many kernels the
-    element-wise ops take and what they save; inference: whether each residual add runs inside
-    the next norm (``fused``, ``compiled``)."""
-    fp8_scaling: str = "delayed"
-    """fp8 training: ``delayed`` (Transformer Engine, Megatron) or ``dynamic`` (torchao,
-    torchtitan)."""
-    rope: str = "real"
-    """Training: the model code's rotary embedding, ``real`` (transformers, torchtune, Megatron)
-    or ``complex`` (torchtitan), which torch.compile leaves as eager kernels."""
-    zero: int = 0
-    tp: int = 1
-    pp: int = 1
-    vpp: int = 1
-    dp: int | None = None
-    """Data-parallel replicas (default: gpus / (tp x pp))."""
-    ep: int = 1
-    sp: bool = False
-    shard_group: int = 0
-    """ZeRO/FSDP shard over groups of this many data-parallel ranks (HSDP); 0: all of dp."""
-    gpus: int | None = None
-    """GPUs in the job (training: dp x tp x pp; inference: tp, or tp x pp with pp > 1)."""
-    offload_optimizer: bool = False
-    offload_params: bool = False
-    """Parameters and gradients in CPU memory, one layer on the GPU at a time."""
-    lora_rank: int = 16
-    lora_targets: str = "q,k,v,o"
-    """Comma-separated modules with adapters."""
-    dropout: float | None = None
-    quant: str = "bf16"
-    """Inference weight format (catalog/data/quant.toml)."""
-    kv_dtype: str = "bf16"
-    projections: str = "fused"
-    """Inference: how the serving engine launches each layer's input projections: ``fused``
-    (one QKV and one gate/up GEMM), ``qkv`` (gate and up apart) or ``separate`` (one GEMM per
-    weight)."""
-    prefill_chunk: int | None = None
-    gpu_layers: int | None = None
-    """Inference: layers on the GPU, the rest on the CPU (llama.cpp --n-gpu-layers)."""
-    gpu_memory_utilization: float | None = None
-    cuda_context: float | None = None
-    """CUDA context per process, GiB."""
-    fragmentation: float | None = None
-    nccl: float | None = None
-    """NCCL buffers per GPU when GPUs > 1, GiB."""
-    recompute_every: int = 1
-    """With recompute op or full: checkpoint every K-th layer only."""
-    activation_offload: bool = False
-    """Saved activations wait in CPU memory between forward and backward."""
-    loss: str = "full"
-    """full, chunked (torchtune) or fused (Liger, Unsloth) cross-entropy."""
-    saved_tensors: str = "hf"
-    """What the layers save for backward: hf (transformers) or megatron (fused kernels)."""
-    main_grads_fp32: bool = False
-    """Gradients accumulate in an fp32 buffer (Megatron)."""
-    zero_buckets: str = "none"
-    """none, or deepspeed: ZeRO's communication buckets take GPU memory."""
-    optimizer_in_backward: bool = False
-    """Each parameter steps and frees its gradient in the backward pass (torchtune)."""
-    images: int = 0
-    """Images per sequence (vision-language models): each adds the model's image tokens to the
-    context, and the vision tower's work to the prefill."""
-    image_size: str | None = None
-    """``WxH`` pixels of each image, for towers at native resolution (Qwen2-VL, Qwen2.5-VL)."""
-    framework: str = "hf"
-    """A training or serving framework whose defaults fill the options not set
-    (``suanli frameworks`` lists them)."""
+    task: str = declared("task")
+    batch: int | None = declared("batch")
+    global_batch: int | None = declared("global_batch")
+    grad_accum: int = declared("grad_accum")
+    seq: int = declared("seq")
+    context: int = declared("context")
+    dtype: str = declared("dtype")
+    precision: str = declared("precision")
+    optimizer: str = declared("optimizer")
+    recompute: str = declared("recompute")
+    attention: str = declared("attention")
+    kernels: str = declared("kernels")
+    fp8_scaling: str = declared("fp8_scaling")
+    rope: str = declared("rope")
+    zero: int = declared("zero")
+    tp: int = declared("tp")
+    pp: int = declared("pp")
+    vpp: int = declared("vpp")
+    dp: int | None = declared("dp")
+    ep: int = declared("ep")
+    sp: bool = declared("sp")
+    shard_group: int = declared("shard_group")
+    gpus: int | None = declared("gpus")
+    offload_optimizer: bool = declared("offload_optimizer")
+    offload_params: bool = declared("offload_params")
+    lora_rank: int = declared("lora_rank")
+    lora_targets: str = declared("lora_targets")
+    dropout: float | None = declared("dropout")
+    quant: str = declared("quant")
+    kv_dtype: str = declared("kv_dtype")
+    projections: str = declared("projections")
+    prefill_chunk: int | None = declared("prefill_chunk")
+    gpu_layers: int | None = declared("gpu_layers")
+    gpu_memory_utilization: float | None = declared("gpu_memory_utilization")
+    cuda_context: float | None = declared("cuda_context")
+    fragmentation: float | None = declared("fragmentation")
+    nccl: float | None = declared("nccl")
+    recompute_every: int = declared("recompute_every")
+    activation_offload: bool = declared("activation_offload")
+    loss: str = declared("loss")
+    saved_tensors: str = declared("saved_tensors")
+    main_grads_fp32: bool = declared("main_grads_fp32")
+    zero_buckets: str = declared("zero_buckets")
+    optimizer_in_backward: bool = declared("optimizer_in_backward")
+    images: int = declared("images")
+    image_size: str | None = declared("image_size")
+    framework: str = declared("framework")
     explicit: tuple[str, ...] | None = None
     """The options the user set, which a framework never changes; None: every option whose
     value differs from its default here."""
@@ -124,34 +97,8 @@ class WorkRequest:
             self,
             task=task,
             quant=quant,
-            **{name: getattr(WorkRequest, name) for name in LAYOUT_FIELDS},
+            **{name: WORK_OPTIONS[name].default for name in LAYOUT_FIELDS},
         )
-
-
-#: The fields that describe the layout rather than the work (``plan`` searches them).
-LAYOUT_FIELDS = (
-    "batch",
-    "global_batch",
-    "grad_accum",
-    "zero",
-    "tp",
-    "pp",
-    "vpp",
-    "dp",
-    "ep",
-    "sp",
-    "shard_group",
-    "gpus",
-    "offload_optimizer",
-    "offload_params",
-    "recompute",
-    "prefill_chunk",
-    "gpu_layers",
-    "gpu_memory_utilization",
-)
-
-#: The fields that describe the work itself (``plan`` takes only these).
-SHAPE_FIELDS = tuple(f.name for f in fields(WorkRequest) if f.name not in LAYOUT_FIELDS)
 
 
 def lora_target_tuple(text: str) -> tuple[str, ...]:
@@ -216,29 +163,6 @@ def framework_assumptions(req: WorkRequest) -> tuple[str, ...]:
         ):
             lines.append(f"{fw.name} ({fw.version}): {d.option} = {d.value}: {d.why}")
     return tuple(lines)
-
-
-#: Options that only mean something for inference, and those a serving framework may set.
-INFER_ONLY_OPTIONS = frozenset(
-    {
-        "quant",
-        "kv_dtype",
-        "projections",
-        "prefill_chunk",
-        "gpu_memory_utilization",
-        "context",
-        "gpu_layers",
-    }
-)
-INFER_OPTIONS = INFER_ONLY_OPTIONS | {
-    "cuda_context",
-    "fragmentation",
-    "nccl",
-    "tp",
-    "pp",
-    "batch",
-    "kernels",
-}
 
 
 def image_tokens(req: WorkRequest, spec: Any) -> int:

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from suanli.answers.request import DEFAULT_PUE
+from suanli.answers.options import PUE
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.cli.image import image_options, run_image_task
-from suanli.cli.options import work_request, workload_options
+from suanli.cli.options import declared_option, work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_, _, sentence
@@ -84,13 +84,7 @@ BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"))
     show_default=True,
     help=N_("Inference: generated tokens."),
 )
-@click.option(
-    "--pue",
-    type=FloatRange(min=1),
-    default=DEFAULT_PUE,
-    show_default=True,
-    help=N_("Data-centre power usage effectiveness for energy."),
-)
+@declared_option(PUE)
 @click.option(
     "--rent",
     "--price",

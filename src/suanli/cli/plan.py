@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from suanli.answers.options import WORK_OPTIONS
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
-from suanli.cli.options import shape_options, work_request, workload_options
+from suanli.cli.options import declared_option, shape_options, work_request, workload_options
 from suanli.cli.prices import priced, rent_option
 from suanli.cli.render import formatted_help, print_command, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
@@ -88,12 +89,7 @@ def _money(usd: float | None) -> str:
 @click.option(
     "--gpus", "exact_gpus", type=IntRange(min=1), default=None, help=N_("Exactly this many GPUs.")
 )
-@click.option(
-    "--global-batch",
-    type=IntRange(min=1),
-    default=None,
-    help=N_("Sequences per optimizer step (training)."),
-)
+@declared_option(WORK_OPTIONS["global_batch"])
 @click.option(
     "--tokens",
     type=FloatRange(min=1),

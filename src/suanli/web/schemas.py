@@ -4,10 +4,10 @@ layer's request type."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Literal
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 from suanli.answers import card as card_answers
 from suanli.answers import cost as cost_answers
@@ -15,24 +15,10 @@ from suanli.answers import image as image_answers
 from suanli.answers import memory as memory_answers
 from suanli.answers import perf as perf_answers
 from suanli.answers import plan as plan_answers
+from suanli.answers.options import OPTIONS, PUE, WORK_OPTIONS, Option
 from suanli.answers.request import WorkRequest
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
-from suanli.estimate.workload import (
-    ATTENTION,
-    DTYPES,
-    FP8_SCALING,
-    KERNELS,
-    KV_DTYPES,
-    LOSSES,
-    OPTIMIZERS,
-    PRECISIONS,
-    PROJECTIONS,
-    RECOMPUTE,
-    ROPE,
-    SAVED_TENSORS,
-    TASKS,
-    ZERO_BUCKETS,
-)
 from suanli.i18n import N_
 from suanli.limits import MAX_TOKENS  # the CLI and the web share the bound
 from suanli.models.presets import DEFAULT_MODEL
@@ -58,20 +44,6 @@ def _one_of(allowed: Sequence[str]) -> AfterValidator:
     return AfterValidator(check)
 
 
-Task = Annotated[str, _one_of(TASKS)]
-Dtype = Annotated[str, _one_of(DTYPES)]
-Precision = Annotated[str, _one_of(PRECISIONS)]
-Optimizer = Annotated[str, _one_of(OPTIMIZERS)]
-Recompute = Annotated[str, _one_of(RECOMPUTE)]
-Attention = Annotated[str, _one_of(ATTENTION)]
-Kernels = Annotated[str, _one_of(KERNELS)]
-Fp8Scaling = Annotated[str, _one_of(FP8_SCALING)]
-Rope = Annotated[str, _one_of(ROPE)]
-KvDtype = Annotated[str, _one_of(KV_DTYPES)]
-Projections = Annotated[str, _one_of(PROJECTIONS)]
-Loss = Annotated[str, _one_of(LOSSES)]
-SavedTensors = Annotated[str, _one_of(SAVED_TENSORS)]
-ZeroBuckets = Annotated[str, _one_of(ZERO_BUCKETS)]
 Vendor = Annotated[str, _one_of(VENDORS)]
 FormFactor = Annotated[str, _one_of(FORM_FACTORS)]
 Scenario = Annotated[str, _one_of(tuple(SCENARIOS))]
@@ -79,12 +51,58 @@ Objective = Annotated[str, _one_of(("time", "cost", "cost-per-token"))]
 Name = Annotated[str, Field(min_length=1, max_length=100)]
 Money = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
 Tokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
-Count = Annotated[int, Field(ge=1, le=65536)]
 
 
-class _Shape(BaseModel):
-    """What the work is (the CLI's workload-shape options), without its layout."""
+def annotation(option: Option) -> Any:
+    """The JSON field type of a declared option: its choices, bounds or length, and null where
+    the option's default is "the rule its help names"."""
+    base: Any
+    if option.flag:
+        base = bool
+    elif option.choices:
+        # The check gives the one-sentence error; the enum puts the choices in the schemas.
+        base = Annotated[
+            str, _one_of(option.choices), Field(json_schema_extra={"enum": list(option.choices)})
+        ]
+    elif option.kind is str:
+        base = Annotated[str, Field(max_length=option.max_length)]
+    else:
+        base = Annotated[option.kind, Field(**_bounds(option))]
+    return base | None if option.optional else base
 
+
+def _bounds(option: Option) -> dict[str, Any]:
+    bounds: dict[str, Any] = {
+        "gt" if option.min_open else "ge": option.minimum,
+        "lt" if option.max_open else "le": option.maximum,
+    }
+    if option.kind is float:
+        bounds["allow_inf_nan"] = False
+    return bounds
+
+
+def number_field(option: Option) -> Any:
+    """The pydantic field of a declared number option that is never null (``pue``)."""
+    return Field(option.default, description=option.help_text(), **_bounds(option))
+
+
+def declared_fields(options: Iterable[Option]) -> dict[str, Any]:
+    """pydantic's ``create_model`` fields of ``options``: each one's type, default and help."""
+    return {
+        option.name: (annotation(option), Field(option.default, description=option.help_text()))
+        for option in options
+    }
+
+
+def unset_fields(options: Iterable[Option], description: str) -> dict[str, Any]:
+    """The fields of ``options`` with null for "not sent" (``plan`` then follows its scenario)."""
+    return {
+        option.name: (annotation(option) | None, Field(None, description=description))
+        for option in options
+    }
+
+
+class _ShapeBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(
@@ -93,63 +111,45 @@ class _Shape(BaseModel):
         description="A preset name (GET /api/presets), a Hugging Face id org/name, or the "
         "'upload:...' id POST /api/config returned. Paths are not accepted.",
     )
-    seq: Tokens = Field(2048, description="Training sequence length in tokens.")
-    context: Tokens = Field(4096, description="Inference: tokens per sequence in the KV cache.")
-    dtype: Dtype = "bf16"
-    precision: Precision = "mixed"
-    optimizer: Optimizer = "adamw"
-    attention: Attention = "sdpa"
-    kernels: Kernels = "eager"
-    fp8_scaling: Fp8Scaling = "delayed"
-    rope: Rope = "real"
-    lora_rank: int = Field(16, ge=1, le=4096)
-    lora_targets: str = Field("q,k,v,o", max_length=100)
-    dropout: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
-    kv_dtype: KvDtype = "bf16"
-    projections: Projections = "fused"
-    cuda_context: float | None = Field(None, ge=0, le=1024, allow_inf_nan=False)
-    fragmentation: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False)
-    nccl: float | None = Field(None, ge=0, le=1024, allow_inf_nan=False)
-    framework: str = Field(
-        "hf",
-        min_length=1,
-        max_length=40,
-        description="A framework whose defaults fill the fields not sent (GET /api/frameworks).",
+
+
+#: The options ``plan`` takes as "not sent" (null) rather than with their defaults.
+PLAN_UNSET = ("task", "quant")
+
+if TYPE_CHECKING:
+    _Shape = _ShapeBase
+    _WorkloadFields = _ShapeBase
+    _PlanFields = _ShapeBase
+else:
+    # What the work is (the CLI's workload-shape options), without its layout.
+    _Shape = create_model(
+        "_Shape",
+        __base__=_ShapeBase,
+        __module__=__name__,
+        **declared_fields(o for o in OPTIONS if not o.layout and o.name not in PLAN_UNSET),
     )
-    loss: Loss = "full"
-    saved_tensors: SavedTensors = "hf"
-    main_grads_fp32: bool = False
-    zero_buckets: ZeroBuckets = "none"
-    optimizer_in_backward: bool = False
-    activation_offload: bool = False
+    # The CLI's workload options (``suanli mem``/``perf``): the work and its layout.
+    _WorkloadFields = create_model(
+        "_WorkloadFields",
+        __base__=_Shape,
+        __module__=__name__,
+        **declared_fields(o for o in OPTIONS if o.layout or o.name in PLAN_UNSET),
+    )
+    _PlanFields = create_model(
+        "_PlanFields",
+        __base__=_Shape,
+        __module__=__name__,
+        **unset_fields(
+            (WORK_OPTIONS[name] for name in PLAN_UNSET),
+            "Default: the scenario's (task: else lora; quant: the search's formats).",
+        ),
+        **declared_fields([WORK_OPTIONS["global_batch"]]),
+    )
 
 
-class Workload(_Shape):
-    """The CLI's workload options (``suanli mem``/``perf``): the work and its layout."""
-
-    task: Task = "lora"
-    quant: str = Field("bf16", min_length=1, max_length=40, description="Weight format.")
-    batch: Count | None = None
-    global_batch: Count | None = None
-    grad_accum: Count = 1
-    recompute: Recompute = "none"
-    zero: int = Field(0, ge=0, le=3)
-    tp: int = Field(1, ge=1, le=1024)
-    pp: int = Field(1, ge=1, le=1024)
-    vpp: int = Field(1, ge=1, le=64)
-    dp: Count | None = None
-    ep: int = Field(1, ge=1, le=1024)
-    sp: bool = False
-    shard_group: int = Field(0, ge=0, le=65536)
-    gpus: Count | None = Field(None, description="GPUs in the job (as --gpus).")
-    offload_optimizer: bool = False
-    offload_params: bool = False
-    prefill_chunk: Tokens | None = None
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
-    recompute_every: int = Field(1, ge=1, le=1024)
-    images: int = Field(0, ge=0, le=1024)
-    image_size: str | None = Field(None, max_length=16, description="WxH pixels per image.")
-    gpu_layers: int | None = Field(None, ge=0, le=100000)
+class Workload(_WorkloadFields):
+    """The CLI's workload options (``suanli mem``/``perf``): the work and its layout, each
+    field generated from its declaration (suanli.answers.options)."""
 
     def work(self) -> WorkRequest:
         """The workload fields as the application layer's request; the fields the client sent
@@ -182,9 +182,9 @@ class PerfRequest(Workload):
     gpus_per_node: int | None = Field(None, ge=1, le=1024)
     inter_node: str | None = Field(None, max_length=40)
     tokens: float | None = Field(None, ge=1, le=1e18, allow_inf_nan=False)
-    prompt: Tokens = 1024
-    output: Tokens = 256
-    pue: float = Field(1.5, ge=1, le=10, allow_inf_nan=False)
+    prompt: Tokens = PROMPT_TOKENS
+    output: Tokens = OUTPUT_TOKENS
+    pue: float = number_field(PUE)
     price: Money | None = None
     ignore_fit: bool = Field(
         False, description="Answer for a job that cannot run (fits/supported false) anyway."
@@ -243,13 +243,9 @@ class ImageRequest(BaseModel):
         )
 
 
-class PlanRequest(_Shape):
+class PlanRequest(_PlanFields):
     """``suanli plan MODEL ... --json``; the search is capped for a responsive page."""
 
-    task: Task | None = Field(None, description="Default: the scenario's, else lora.")
-    quant: str | None = Field(
-        None, min_length=1, max_length=40, description="Inference: fix the weight format."
-    )
     scenario: Scenario | None = None
     gpu: list[Name] = Field(default_factory=list, max_length=64, description="Only these GPUs.")
     vendor: list[Vendor] = Field(default_factory=list, max_length=8)
@@ -263,10 +259,10 @@ class PlanRequest(_Shape):
         f"{PLAN_MAX_GPUS_INFER} for inference on the web.",
     )
     gpus: int | None = Field(None, ge=1, le=PLAN_MAX_GPUS_TRAIN, description="Exactly N GPUs.")
-    global_batch: Count | None = None
     tokens: float = Field(1e8, ge=1, le=1e18, allow_inf_nan=False)
     rps: float | None = Field(None, gt=0, le=1e9, allow_inf_nan=False)
-    output: Tokens = 256
+    prompt: Tokens = Field(PROMPT_TOKENS, description="Inference: prompt tokens per request.")
+    output: Tokens = Field(OUTPUT_TOKENS, description="Inference: output tokens per request.")
     max_tpot_ms: float | None = Field(None, gt=0, le=1e6, allow_inf_nan=False)
     objective: Objective | None = None
     budget: Money | None = None
@@ -277,16 +273,17 @@ class PlanRequest(_Shape):
 
     def to_request(self) -> plan_answers.PlanRequest:
         """The application layer's plan request, with the web's GPU-count caps."""
+        sent = self.model_dump(exclude={"model", "stack_ok"})
         return plan_answers.PlanRequest(
             model=self.model,
             work=WorkRequest.from_options(
                 {
-                    **self.model_dump(exclude={"model", "task", "quant", "stack_ok"}),
+                    **{k: v for k, v in sent.items() if k not in PLAN_UNSET},
                     "explicit": tuple(sorted(self.model_fields_set - {"model"})),
                 }
             ),
-            task=self.task,
-            quant=self.quant,
+            task=sent["task"],
+            quant=sent["quant"],
             scenario=self.scenario,
             gpus=tuple(self.gpu),
             vendors=tuple(self.vendor),
@@ -296,9 +293,10 @@ class PlanRequest(_Shape):
             max_gpus_cap=PLAN_MAX_GPUS_TRAIN,
             max_gpus_cap_infer=PLAN_MAX_GPUS_INFER,
             exact_gpus=self.gpus,
-            global_batch=self.global_batch,
+            global_batch=sent["global_batch"],
             tokens=self.tokens,
             rps=self.rps,
+            prompt=self.prompt,
             output=self.output,
             max_tpot_ms=self.max_tpot_ms,
             objective=self.objective,
@@ -375,7 +373,12 @@ class CardRequest(BaseModel):
 
     gpu: Name = Field(description="The card (catalog name), e.g. 4090.")
     gpus: int = Field(1, ge=1, le=1024)
-    seq: int = Field(2048, ge=128, le=MAX_TOKENS, description="Training sequence length.")
+    seq: int = Field(
+        WORK_OPTIONS["seq"].default,
+        ge=128,
+        le=MAX_TOKENS,
+        description="Training sequence length.",
+    )
     contexts: list[Annotated[int, Field(ge=256, le=MAX_TOKENS)]] = Field(
         [4096, 32768], min_length=1, max_length=6, description="Inference context lengths."
     )

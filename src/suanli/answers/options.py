@@ -1,0 +1,553 @@
+"""Every workload option, declared once: name, type, unit, default, bounds, choices, help, the
+tasks it applies to and how the command line spells it.
+
+:class:`~suanli.answers.request.WorkRequest` takes its defaults from :data:`WORK_OPTIONS`; the
+command line's options (``cli/options.py``) and the web's request bodies (``web/schemas.py``)
+are generated from it, so ``--help``, the OpenAPI document and the Python API cannot disagree on
+a default or a bound (``tests/test_options_declared.py``). The help is English marked with
+``N_`` (the message catalog gives the Chinese); a help that lists catalog data (frameworks,
+weight formats) names it with a ``{placeholder}`` filled on first use, so reading the catalog
+costs nothing to a command that never shows it.
+
+The bounds are those of a real job, shared by every front-end: tensor and pipeline degrees up to
+1,024, GPU counts up to :data:`suanli.limits.MAX_GPUS`, tokens up to
+:data:`suanli.limits.MAX_TOKENS` (docs/security.md: no request asks for unbounded work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from suanli.estimate.workload import (
+    ATTENTION,
+    DTYPES,
+    FP8_SCALING,
+    KERNELS,
+    KV_DTYPES,
+    LORA_TARGETS,
+    LOSSES,
+    OPTIMIZERS,
+    PRECISIONS,
+    PROJECTIONS,
+    RECOMPUTE,
+    ROPE,
+    SAVED_TENSORS,
+    TASKS,
+    TRAIN_TASKS,
+    ZERO_BUCKETS,
+)
+from suanli.i18n import N_
+from suanli.limits import MAX_GPUS, MAX_LAYERS, MAX_TOKENS
+
+#: Tasks an option applies to: every one, training only, adapters only, serving only.
+ALL_TASKS = TASKS
+INFER = ("infer",)
+ADAPTERS = ("lora", "qlora")
+#: Sequences in one micro-batch, global batch or accumulation (the web's bound since its start).
+MAX_SEQUENCES = 65_536
+#: Tensor, pipeline and expert degrees, and layers per checkpoint.
+MAX_DEGREE = 1024
+
+
+@dataclass(frozen=True)
+class Option:
+    """One workload option as every front-end offers it."""
+
+    name: str
+    """The request field, the web's JSON key; the command line's ``--name-with-dashes``."""
+    kind: type
+    """``int``, ``float``, ``str`` or ``bool`` (a flag on the command line)."""
+    default: Any
+    """The value when none is given; ``None`` where the help names the rule that replaces it."""
+    help: str
+    """English message id (``N_``); ``{name}`` holes are filled by :attr:`help_values`."""
+    unit: str = ""
+    """What one unit of the value is (``tokens``, ``sequences``, ``GPUs``, ``GiB``...)."""
+    minimum: float | None = None
+    maximum: float | None = None
+    """Inclusive bounds, unless :attr:`min_open` / :attr:`max_open` exclude them."""
+    min_open: bool = False
+    max_open: bool = False
+    choices: tuple[str, ...] = ()
+    """The values allowed (from the estimators' constants); empty: any within the bounds."""
+    cli_choices: tuple[str, ...] = ()
+    """More values the command line accepts (``--task generate-image``: a diffusion pipeline)."""
+    max_length: int | None = None
+    """Longest text value (a free-text option: a framework id, a weight format)."""
+    tasks: tuple[str, ...] = ALL_TASKS
+    """The tasks whose answer reads it (a serving framework sets only serving options)."""
+    layout: bool = False
+    """How the work is laid out (batch, parallel degrees, GPUs, offload, recomputation) rather
+    than what it is: ``plan`` searches these and takes only the others."""
+    metavar: str | None = None
+    """The command line's name for the value in ``--help`` (``GIB``, ``N``, ``WxH``)."""
+    help_values: Callable[[], Mapping[str, str]] | None = None
+    """The values of the help's holes, computed when the help is first shown."""
+
+    @property
+    def flag(self) -> bool:
+        """A yes/no option: ``--name`` on the command line, ``true``/``false`` on the web."""
+        return self.kind is bool
+
+    @property
+    def optional(self) -> bool:
+        """``None`` is a value (the default that the help describes)."""
+        return self.default is None
+
+    @property
+    def cli_name(self) -> str:
+        """``--global-batch`` for ``global_batch``."""
+        return "--" + self.name.replace("_", "-")
+
+    def help_text(self) -> str:
+        """The English help with its holes filled (the catalog's frameworks, ...)."""
+        return self.help.format(**self.help_values()) if self.help_values else self.help
+
+
+@cache
+def framework_ids() -> dict[str, str]:
+    """Every framework in catalog/data/frameworks.toml, for the ``--framework`` help."""
+    from suanli.catalog.frameworks import frameworks
+
+    return {"frameworks": ", ".join(fw.id for fw in frameworks())}
+
+
+@cache
+def weight_format_ids() -> dict[str, str]:
+    """Every weight format in catalog/data/quant.toml, for the ``--quant`` help."""
+    from suanli.catalog.formats import weight_formats
+
+    return {"formats": ", ".join(weight_formats())}
+
+
+def _lora_targets() -> dict[str, str]:
+    return {"targets": ",".join(LORA_TARGETS)}
+
+
+def _tokens(name: str, default: int | None, help: str, tasks: tuple[str, ...]) -> Option:
+    return Option(name, int, default, help, "tokens", 1, MAX_TOKENS, tasks=tasks)
+
+
+def _gib(name: str, help: str) -> Option:
+    return Option(name, float, None, help, "GiB", 0, 1024, metavar="GIB")
+
+
+def _fraction(name: str, help: str, *, tasks: tuple[str, ...] = ALL_TASKS, **kw: Any) -> Option:
+    return Option(name, float, None, help, "fraction", 0, 1, tasks=tasks, **kw)
+
+
+def _choice(name: str, default: str, choices: tuple[str, ...], help: str, **kw: Any) -> Option:
+    return Option(name, str, default, help, choices=choices, **kw)
+
+
+def _switch(name: str, help: str, *, tasks: tuple[str, ...] = TRAIN_TASKS, **kw: Any) -> Option:
+    return Option(name, bool, False, help, tasks=tasks, **kw)
+
+
+def _degree(name: str, help: str, tasks: tuple[str, ...] = TRAIN_TASKS) -> Option:
+    return Option(name, int, 1, help, "GPUs", 1, MAX_DEGREE, tasks=tasks, layout=True)
+
+
+#: The workload options, in the order ``--help`` lists them.
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "framework",
+        str,
+        "hf",
+        N_(
+            "Training or serving framework whose defaults fill the options you do not set: "
+            "{frameworks} (suanli frameworks)."
+        ),
+        max_length=40,
+        help_values=framework_ids,
+    ),
+    _choice(
+        "task",
+        "lora",
+        TASKS,
+        N_(
+            "pretrain, full (fine-tune), lora, qlora, infer, or generate-image (text-to-image "
+            "pipelines with perf and mem)."
+        ),
+        cli_choices=("generate-image",),
+    ),
+    Option(
+        "batch",
+        int,
+        None,
+        N_(
+            "Micro-batch per GPU (training; default 1) or concurrent sequences "
+            "(inference; default 1)."
+        ),
+        "sequences",
+        1,
+        MAX_SEQUENCES,
+        layout=True,
+    ),
+    Option(
+        "global_batch",
+        int,
+        None,
+        N_("Sequences per optimizer step; sets gradient accumulation."),
+        "sequences",
+        1,
+        MAX_SEQUENCES,
+        tasks=TRAIN_TASKS,
+        layout=True,
+    ),
+    Option(
+        "grad_accum",
+        int,
+        1,
+        N_("Micro-batches per optimizer step."),
+        "micro-batches",
+        1,
+        MAX_SEQUENCES,
+        tasks=TRAIN_TASKS,
+        layout=True,
+    ),
+    _tokens("seq", 2048, N_("Training sequence length in tokens."), TRAIN_TASKS),
+    _tokens("context", 4096, N_("Inference: tokens per sequence held in the KV cache."), INFER),
+    _choice("dtype", "bf16", DTYPES, N_("Compute and weight dtype."), tasks=TRAIN_TASKS),
+    _choice(
+        "precision",
+        "mixed",
+        PRECISIONS,
+        N_("mixed: fp32 master weights and states; pure: all in --dtype (bf16 under fp8)."),
+        tasks=TRAIN_TASKS,
+    ),
+    _choice(
+        "optimizer",
+        "adamw",
+        OPTIMIZERS,
+        N_("Optimizer; its states take memory for every trainable parameter."),
+        tasks=TRAIN_TASKS,
+    ),
+    # The lead's task-aware default ("auto") goes here, and only here.
+    _choice(
+        "recompute",
+        "none",
+        RECOMPUTE,
+        N_("Activation recomputation (checkpointing)."),
+        tasks=TRAIN_TASKS,
+        layout=True,
+    ),
+    Option(
+        "recompute_every",
+        int,
+        1,
+        N_("With --recompute op or full: checkpoint every K-th layer only."),
+        "layers",
+        1,
+        MAX_DEGREE,
+        tasks=TRAIN_TASKS,
+        layout=True,
+        metavar="K",
+    ),
+    _switch(
+        "activation_offload",
+        N_(
+            "Saved activations wait in CPU memory between forward and backward "
+            "(torchtune, Unsloth); costs PCIe time when the copies outlast the matmuls."
+        ),
+    ),
+    _choice(
+        "loss",
+        "full",
+        LOSSES,
+        N_(
+            "Cross-entropy: full (fp32 logits at once), chunked (torchtune, 8 chunks) or fused "
+            "with the LM head (Liger, Unsloth)."
+        ),
+        tasks=TRAIN_TASKS,
+    ),
+    _choice(
+        "saved_tensors",
+        "hf",
+        SAVED_TENSORS,
+        N_(
+            "What the layers save for backward: hf (transformers' modules) or megatron "
+            "(Megatron-LM's fused kernels, Korthikanti et al. 2022)."
+        ),
+        tasks=TRAIN_TASKS,
+    ),
+    _choice(
+        "zero_buckets",
+        "none",
+        ZERO_BUCKETS,
+        N_(
+            "deepspeed: count ZeRO's reduce and all-gather buckets (5e8 elements each, 4.5x "
+            "with overlap_comm at stage 3)."
+        ),
+        tasks=TRAIN_TASKS,
+    ),
+    _switch("main_grads_fp32", N_("Gradients accumulate in an fp32 buffer (Megatron).")),
+    _switch(
+        "optimizer_in_backward",
+        N_("Step each parameter in the backward pass and free its gradient (torchtune)."),
+    ),
+    _choice(
+        "attention",
+        "sdpa",
+        ATTENTION,
+        N_(
+            "eager materialises the s x s scores; sdpa: PyTorch's scaled_dot_product_attention "
+            "(FlashAttention-2 kernels); flash: the generation's fastest fused kernel "
+            "(FlashAttention-3, or cuDNN through Transformer Engine, on Hopper)."
+        ),
+        tasks=TRAIN_TASKS,
+    ),
+    _choice(
+        "kernels",
+        "eager",
+        KERNELS,
+        N_(
+            "eager: one kernel per op (HF, torchtune); fused: hand-fused kernels (Megatron, "
+            "Transformer Engine, Liger, Unsloth); compiled: torch.compile's (fewer kernels, and "
+            "fused norms and SwiGLU keep fewer tensors). Inference: fused (vLLM, SGLang) and "
+            "compiled (gpt-fast) run each residual add inside the next norm."
+        ),
+    ),
+    _choice(
+        "fp8_scaling",
+        "delayed",
+        FP8_SCALING,
+        N_(
+            "With --dtype fp8: delayed scales from the amax history, one pass per cast "
+            "(Transformer Engine, Megatron); dynamic reads each tensor for its amax first "
+            "(torchao float8, torchtitan)."
+        ),
+        tasks=TRAIN_TASKS,
+    ),
+    _choice(
+        "rope",
+        "real",
+        ROPE,
+        N_(
+            "The model code's rotary embedding: real (transformers, torchtune, Megatron) or "
+            "complex (torchtitan), which torch.compile cannot fuse: with --kernels compiled it "
+            "stays eager."
+        ),
+        tasks=TRAIN_TASKS,
+    ),
+    Option(
+        "zero",
+        int,
+        0,
+        N_("ZeRO stage over --dp (3 = FSDP full shard)."),
+        "stage",
+        0,
+        3,
+        tasks=TRAIN_TASKS,
+        layout=True,
+    ),
+    _degree("tp", N_("Tensor parallel degree."), ALL_TASKS),
+    _degree(
+        "pp",
+        N_(
+            "Pipeline stages (training: 1F1B; inference: layers split over GPUs that run "
+            "in turn, as llama.cpp's layer split)."
+        ),
+        ALL_TASKS,
+    ),
+    Option(
+        "vpp",
+        int,
+        1,
+        N_("Interleaved virtual stages per pipeline rank."),
+        "stages",
+        1,
+        64,
+        tasks=TRAIN_TASKS,
+        layout=True,
+    ),
+    Option(
+        "dp",
+        int,
+        None,
+        N_("Data-parallel replicas (default: --gpus / (tp x pp))."),
+        "GPUs",
+        1,
+        MAX_GPUS,
+        tasks=TRAIN_TASKS,
+        layout=True,
+    ),
+    _degree("ep", N_("Expert parallel degree (MoE).")),
+    _switch("sp", N_("Sequence parallelism (needs --tp > 1)."), layout=True),
+    Option(
+        "shard_group",
+        int,
+        0,
+        N_(
+            "Shard ZeRO/FSDP states over groups of N data-parallel ranks and replicate across "
+            "groups (HSDP; usually the GPUs of a node); 0: over all of them."
+        ),
+        "GPUs",
+        0,
+        MAX_GPUS,
+        tasks=TRAIN_TASKS,
+        layout=True,
+        metavar="N",
+    ),
+    Option(
+        "gpus",
+        int,
+        None,
+        N_(
+            "GPUs in the job (training: dp x tp x pp; inference: tensor parallel, or tp x pp "
+            "with --pp)."
+        ),
+        "GPUs",
+        1,
+        MAX_GPUS,
+        layout=True,
+    ),
+    _switch(
+        "offload_optimizer",
+        N_("Optimizer states and master weights in CPU memory."),
+        layout=True,
+    ),
+    _switch(
+        "offload_params",
+        N_(
+            "Parameters and gradients in CPU memory, one layer on the GPU at a time "
+            "(ZeRO-Infinity, FSDP CPU offload; with LoRA/QLoRA the frozen base too); costs PCIe "
+            "time."
+        ),
+        layout=True,
+    ),
+    Option("lora_rank", int, 16, N_("LoRA adapter rank."), "", 1, 4096, tasks=ADAPTERS),
+    Option(
+        "lora_targets",
+        str,
+        "q,k,v,o",
+        N_("Comma-separated modules with adapters: {targets}."),
+        max_length=100,
+        tasks=ADAPTERS,
+        help_values=_lora_targets,
+    ),
+    _fraction(
+        "dropout",
+        N_("Dropout probability (default: the model config's, 0 for most LLMs)."),
+        tasks=TRAIN_TASKS,
+        max_open=True,
+    ),
+    Option(
+        "quant",
+        str,
+        "bf16",
+        N_("Inference weight format: {formats} (catalog/data/quant.toml)."),
+        max_length=40,
+        tasks=INFER,
+        help_values=weight_format_ids,
+    ),
+    _choice("kv_dtype", "bf16", KV_DTYPES, N_("Inference: dtype of the KV cache."), tasks=INFER),
+    _choice(
+        "projections",
+        "fused",
+        PROJECTIONS,
+        N_(
+            "Inference: how the serving engine launches each layer's input projections: fused "
+            "(one QKV and one gate/up GEMM: vLLM, SGLang, TensorRT-LLM), qkv (gate and up apart: "
+            "gpt-fast) or separate (one GEMM per weight: transformers, llama.cpp)."
+        ),
+        tasks=INFER,
+    ),
+    Option(
+        "prefill_chunk",
+        int,
+        None,
+        N_("Chunked prefill: tokens per forward pass."),
+        "tokens",
+        1,
+        MAX_TOKENS,
+        tasks=INFER,
+        layout=True,
+    ),
+    Option(
+        "images",
+        int,
+        0,
+        N_(
+            "Images per sequence for a vision-language model (LLaVA-style): each adds its "
+            "image tokens to the context and the vision tower's work to the prefill."
+        ),
+        "images",
+        0,
+        1024,
+    ),
+    Option(
+        "image_size",
+        str,
+        None,
+        N_(
+            "Pixels of each image for towers at native resolution (Qwen2.5-VL: one token per "
+            "28x28 pixels); LLaVA-style towers resize to their own size."
+        ),
+        "pixels",
+        max_length=16,
+        metavar="WxH",
+    ),
+    Option(
+        "gpu_layers",
+        int,
+        None,
+        N_(
+            "Inference: N layers on the GPU, the rest on the CPU from system memory "
+            "(llama.cpp --n-gpu-layers, Ollama num_gpu)."
+        ),
+        "layers",
+        0,
+        MAX_LAYERS,
+        tasks=INFER,
+        layout=True,
+        metavar="N",
+    ),
+    _fraction(
+        "gpu_memory_utilization",
+        N_("A serving engine's share of GPU memory (vLLM: 0.92)."),
+        tasks=INFER,
+        min_open=True,
+        layout=True,
+    ),
+    _gib("cuda_context", N_("CUDA context per process in GiB (default 0.5).")),
+    _fraction(
+        "fragmentation",
+        N_("Allocator reserve as a fraction of tensors (default 0.10)."),
+        max_open=True,
+    ),
+    _gib("nccl", N_("NCCL buffers per GPU in GiB when GPUs > 1 (default 1).")),
+)
+
+#: Every workload option by name (WorkRequest's fields but ``explicit``).
+WORK_OPTIONS: dict[str, Option] = {option.name: option for option in OPTIONS}
+
+#: Data-centre power usage effectiveness for energy (``perf --pue``, the web's ``pue``): the
+#: Uptime Institute's 2024 global average is 1.56 (see catalog docs).
+PUE = Option(
+    "pue",
+    float,
+    1.5,
+    N_("Data-centre power usage effectiveness for energy."),
+    "ratio",
+    1,
+    10,
+    tasks=TRAIN_TASKS,
+)
+
+#: The fields that describe the layout rather than the work (``plan`` searches them).
+LAYOUT_FIELDS = tuple(o.name for o in OPTIONS if o.layout)
+#: The fields that describe the work itself (``plan`` takes only these).
+SHAPE_FIELDS = tuple(o.name for o in OPTIONS if not o.layout)
+#: Options that only mean something for inference (a training framework never sets them).
+INFER_ONLY_OPTIONS = frozenset(o.name for o in OPTIONS if o.tasks == INFER)
+#: Options an inference answer reads (the only ones a serving framework may set).
+INFER_OPTIONS = frozenset(o.name for o in OPTIONS if "infer" in o.tasks)
+
+
+def declared(name: str) -> Any:
+    """The declared default of workload option ``name`` (for WorkRequest's fields)."""
+    return WORK_OPTIONS[name].default
