@@ -170,6 +170,27 @@ def test_per_user_config_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert find_gpu("my card", load_catalog()).id == "my-card"
 
 
+def test_an_edited_user_file_is_read_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's file is parsed once per text (a plan loads the catalog about 80 times): an
+    edit between two loads is seen, names included."""
+    monkeypatch.delenv("SUANLI_CATALOG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "none"))
+    path = tmp_path / "mine.toml"
+    path.write_text(GOOD)
+    before = load_catalog(path)
+    assert find_gpu("my card", before).memory_bytes == 24 * GiB
+    path.write_text(GOOD.replace("25_769_803_776", "51_539_607_552").replace("My Card", "Big"))
+    after = load_catalog(path)
+    assert find_gpu("my-card", after).memory_bytes == 48 * GiB
+    assert find_gpu("big", after).id == "my-card"
+    with pytest.raises(CatalogError):
+        find_gpu("big", before)
+    path.write_text(GOOD)
+    assert find_gpu("my card", load_catalog(path)).memory_bytes == 24 * GiB
+
+
 def test_missing_user_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="cannot read catalog file"):
         load_catalog(tmp_path / "absent.toml")

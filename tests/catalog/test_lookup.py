@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from suanli.catalog import CatalogError, bundled_gpus, find_gpu
@@ -158,3 +160,18 @@ date = "2026-12"
 """
     with pytest.raises(CatalogError, match="av1_encode must be true or false"):
         parse_catalog_text(text, "t.toml")
+
+
+def test_each_catalog_is_looked_up_in_itself() -> None:
+    """Names are indexed once per catalog: a catalog of the same length and ids, one entry
+    renamed (a user's override), answers with its own entries, and the bundled one with its."""
+    h100 = find_gpu("h100-sxm-80gb", GPUS)
+    mine = replace(h100, name="My Lab H100", aliases=("labcard",))
+    renamed = [mine if g is h100 else g for g in GPUS]
+    assert find_gpu("labcard", renamed) is mine
+    assert find_gpu("my lab h100", renamed) is mine
+    assert find_gpu("h100-sxm-80gb", renamed) is mine
+    assert find_gpu("h100-sxm-80gb", GPUS) is h100
+    with pytest.raises(CatalogError):
+        find_gpu("labcard", GPUS)
+    assert find_gpu("NVIDIA H100 SXM", GPUS) is h100

@@ -33,6 +33,7 @@ from suanli.catalog.costs_schema import (
 )
 from suanli.catalog.dates import date_problem
 from suanli.catalog.loader import TOO_DEEP, CatalogError
+from suanli.catalog.toml_cache import parse_bundled_toml
 from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
@@ -309,14 +310,19 @@ def _money(table: str, values: dict[str, Any], where: str, cny_per_usd: float | 
 
 
 def parse_costs_text(
-    text: str, origin: str = COSTS_FILE, gpu_ids: Sequence[str] | None = None
+    text: str,
+    origin: str = COSTS_FILE,
+    gpu_ids: Sequence[str] | None = None,
+    *,
+    bundled: bool = False,
 ) -> CostData:
     """Parse and validate the text of a costs file; raises :class:`CatalogError`.
 
-    ``gpu_ids``, when given, are the catalog ids a ``[[cloud]]`` row may name.
+    ``gpu_ids``, when given, are the catalog ids a ``[[cloud]]`` row may name; ``bundled``: the
+    package's own file, whose parsed tables :mod:`suanli.catalog.toml_cache` keeps between runs.
     """
     try:
-        doc = tomllib.loads(text)
+        doc = parse_bundled_toml(text, f"catalog/{origin}") if bundled else tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(
             N_("{origin}: not valid TOML ({error}); fix the syntax").format(
@@ -410,7 +416,7 @@ def cost_data() -> CostData:
     from suanli.catalog.loader import bundled_gpus
 
     text = (resources.files("suanli.catalog") / "data" / COSTS_FILE).read_text("utf-8")
-    return parse_costs_text(text, COSTS_FILE, [g.id for g in bundled_gpus()])
+    return parse_costs_text(text, COSTS_FILE, [g.id for g in bundled_gpus()], bundled=True)
 
 
 def cloud_prices(

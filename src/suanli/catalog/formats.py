@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 from suanli.catalog.loader import CatalogError
+from suanli.catalog.toml_cache import parse_bundled_toml
 from suanli.i18n import N_
 
 if sys.version_info >= (3, 11):
@@ -65,7 +66,7 @@ class Overhead:
 def _read(name: str) -> dict[str, Any]:
     text = (resources.files("suanli.catalog") / "data" / name).read_text("utf-8")
     try:
-        data: dict[str, Any] = tomllib.loads(text)
+        data: dict[str, Any] = parse_bundled_toml(text, f"catalog/{name}")
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(
             N_("{file}: not valid TOML ({error})").format(file=name, error=exc)

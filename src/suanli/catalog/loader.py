@@ -26,7 +26,8 @@ from suanli.catalog.explain import entry_label, explain_gpu_error
 from suanli.catalog.gpu import BOOL_FIELDS, GPU, NUMERIC_FIELDS, REQUIRED_FIELDS, Source
 from suanli.catalog.names import normalize
 from suanli.catalog.schema import DATE_FIELDS, PRICE_KINDS, convert_gpu_file
-from suanli.i18n import N_
+from suanli.catalog.toml_cache import parse_bundled_toml
+from suanli.i18n import N_, message_of
 from suanli.paths import config_dir
 from suanli.safe_files import UnsafeFileError, read_regular_text
 
@@ -207,10 +208,12 @@ def check_entry(
 MAX_CATALOG_ENTRIES = 10_000
 
 
-def parse_catalog_text(text: str, origin: str) -> list[GPU]:
-    """Parse the TOML text of one catalog file into validated entries."""
+def parse_catalog_text(text: str, origin: str, *, bundled: bool = False) -> list[GPU]:
+    """Parse the TOML text of one catalog file into validated entries (``bundled``: one of the
+    package's files, whose parsed tables are kept between runs by
+    :func:`~suanli.catalog.toml_cache.parse_bundled_toml`)."""
     try:
-        doc = tomllib.loads(text)
+        doc = parse_bundled_toml(text, f"catalog/{origin}") if bundled else tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(
             N_("{origin}: not valid TOML ({error}); fix the syntax").format(
@@ -258,12 +261,20 @@ def read_catalog_file(path: str | Path) -> list[GPU]:
             )
         ) from None
     except UnsafeFileError as exc:
-        raise CatalogError(str(exc)) from None
+        raise CatalogError(message_of(exc)) from None
     except UnicodeDecodeError:
         raise CatalogError(
             N_("{path} is not UTF-8 text; pass a TOML catalog file").format(path=str(p))
         ) from None
-    return parse_catalog_text(text, str(p))
+    return list(_parsed_catalog(text, str(p)))
+
+
+@lru_cache(maxsize=8)
+def _parsed_catalog(text: str, origin: str) -> tuple[GPU, ...]:
+    """:func:`parse_catalog_text`, once per file content: every estimate loads the catalog
+    (``suanli plan`` about 80 times), and a user's file was parsed again each time. Keyed on the
+    text itself, so an edited file is read afresh; a failure is not kept."""
+    return tuple(parse_catalog_text(text, origin))
 
 
 @lru_cache(maxsize=1)
@@ -273,7 +284,8 @@ def bundled_gpus() -> tuple[GPU, ...]:
     data = resources.files("suanli.catalog") / "data"
     for item in sorted(data.iterdir(), key=lambda t: t.name):
         if item.name.endswith(".toml") and item.name not in NON_GPU_DATA_FILES:
-            gpus.extend(parse_catalog_text(item.read_text(encoding="utf-8"), item.name))
+            text = item.read_text(encoding="utf-8")
+            gpus.extend(parse_catalog_text(text, item.name, bundled=True))
     _check_unique(gpus)
     return tuple(gpus)
 

@@ -9,17 +9,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+from suanli.catalog.toml_cache import parse_bundled_toml
 
 #: The model every command and the page use when none is named: one declaration for all views.
 DEFAULT_MODEL = "llama-3.1-8b"
@@ -59,7 +54,7 @@ def presets() -> dict[str, Preset]:
     """All bundled presets by name."""
     text = (resources.files("suanli.models") / "presets" / "index.toml").read_text("utf-8")
     out: dict[str, Preset] = {}
-    for raw in tomllib.loads(text).get("preset", []):
+    for raw in parse_bundled_toml(text, "models/presets/index.toml").get("preset", []):
         fields = {k: raw[k] for k in Preset.__dataclass_fields__ if k in raw}
         preset = Preset(**fields)
         out[preset.name] = preset
