@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
@@ -117,3 +119,30 @@ def test_serving_meets_the_request_rate_and_latency_target() -> None:
         spec, find_gpu("t4", GPUS), context=8192, output=256, max_gpus=1, rps=500
     )
     assert none is None and "500" in why
+
+
+def test_memory_kept_between_cards_is_the_memory_of_each_question() -> None:
+    """The search keeps each layout set's memory for the next card: a search of another
+    sequence length, or after another model, gets the bytes of its own question."""
+    spec = load_model("llama-3.2-1b").spec
+    other = load_model("qwen2.5-0.5b").spec
+    space = SearchSpace(max_gpus=2)
+    h100, l40s = find_gpu("h100", GPUS), find_gpu("l40s", GPUS)
+    for model in (spec, other, spec):
+        for seq in (1024, 4096, 1024):
+            work = TrainWork(task="full", seq=seq)
+            for gpu in (h100, l40s):
+                best = search_train(model, work, gpu, space).best
+                assert best is not None
+                layout = replace(
+                    work,
+                    batch=best.batch,
+                    recompute=best.recompute,
+                    grad_accum=best.grad_accum,
+                    parallel=Parallelism(
+                        tp=best.tp, pp=best.pp, dp=best.dp, zero=best.zero, sp=best.sp
+                    ),
+                )
+                assert best.memory_bytes == pytest.approx(
+                    training_memory(model, layout).total_bytes, rel=1e-9
+                )

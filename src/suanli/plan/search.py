@@ -10,7 +10,8 @@ candidates through the scalar functions one by one; tests check both pick the sa
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from typing import Any
 
 from suanli.catalog.formats import get_format
@@ -142,6 +143,33 @@ def layouts(spec: ModelSpec, gpu: GPU, space: SearchSpace) -> list[dict[str, int
     return rows
 
 
+@dataclass(frozen=True)
+class _MemoryQuestion:
+    """What :func:`suanli.estimate.vector.train_memory` answers from: the model, the workload
+    and the layouts (compared by their bytes; the arrays ride along unhashed)."""
+
+    spec: ModelSpec
+    work: TrainWork
+    columns: bytes
+    layouts: Any = field(compare=False, hash=False)
+
+
+@lru_cache(maxsize=32)
+def _train_memory(question: _MemoryQuestion) -> Any:
+    """Per-GPU bytes of every layout, computed once per model, workload and layouts: they do
+    not depend on the card, and a plan searches the same layouts on every card of the catalog
+    (258 calls, 3 different, for ``suanli plan``). The array is shared: read it, never write."""
+    from suanli.estimate import vector
+
+    return vector.train_memory(question.spec, question.work, question.layouts)
+
+
+def _layout_bytes(lay: Any) -> bytes:
+    """Every column of ``lay`` (arrays of one length), its type and values, as one string."""
+    arrays = (getattr(lay, f.name) for f in fields(lay))
+    return b"|".join(a.dtype.str.encode() + a.tobytes() for a in arrays)
+
+
 def search_train(
     spec: ModelSpec,
     base: TrainWork,
@@ -169,12 +197,13 @@ def search_train(
     if not rows:
         return GpuResult(gpu.id, None, 0, 0, N_("no layout divides the GPU counts"))
     lay = vector.Layouts.of(**{k: [r[k] for r in rows] for k in rows[0]})
+    columns = _layout_bytes(lay)
     price = rent_usd(gpu, price_per_gpu_hour)
     per_count: dict[int, tuple[float, Candidate]] = {}
     fitting = 0
     for recompute in space.recompute:
         work = replace(base, recompute=recompute)
-        memory = vector.train_memory(spec, work, lay)
+        memory = _train_memory(_MemoryQuestion(spec, work, columns, lay))
         ok = memory <= gpu.memory_bytes
         fitting += int(ok.sum())
         if not ok.any():
