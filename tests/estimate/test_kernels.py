@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -188,3 +189,34 @@ def test_float8_on_a_small_linear_is_slower_than_bf16() -> None:
     m, k, n = 1024, 2048, 1024
     speedup = _linear_fwd_bwd_s(m, k, n, "bf16") / _linear_fwd_bwd_s(m, k, n, "fp8", "dynamic")
     assert 0.6 < speedup < 1.0
+
+
+def test_kept_layer_gemms_follow_the_values_of_the_arrays() -> None:
+    """layer_gemms keeps its last answers by the values of its arrays, not their identity: an
+    array changed in place gets the GEMMs of its new values, as the scalar path times them."""
+    np = pytest.importorskip("numpy")
+    from suanli.estimate.kernels import LayerGemms, layer_gemms
+    from suanli.estimate.shapes import linear_shapes
+    from suanli.models.resolve import load_model
+
+    spec = load_model("llama-3.1-8b").spec
+    model = GemmModel(compute_efficiency=0.7, memory_efficiency=0.8, launch_s=5e-6, blend=2.0)
+    shapes = linear_shapes(spec)
+    tokens, tp = np.array([512, 2048]), np.array([1, 2])
+
+    def timed(tokens: object, tp: object, arrays: bool) -> LayerGemms:
+        return layer_gemms(
+            shapes, spec.num_layers, spec.hidden_size, tokens, tp, 2.0, 989e12, 3.35e12, model,
+            frozen=True, lora_rank=16, lora_targets=("q", "v"),
+            maximum=np.maximum if arrays else max, ceil=np.ceil if arrays else math.ceil,
+        )  # fmt: skip
+
+    first = timed(tokens, tp, True)
+    assert timed(tokens, tp, True) is first  # asked again: kept
+    tokens[1] = 8192
+    second = timed(tokens, tp, True)
+    scalar = timed(8192, 2, False)
+    assert second.forward_s[0] == first.forward_s[0]
+    assert second.forward_s[1] == pytest.approx(scalar.forward_s, rel=1e-12)
+    assert second.backward_s[1] == pytest.approx(scalar.backward_s, rel=1e-12)
+    assert second.forward_s[1] > 3 * first.forward_s[1]

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from suanli.hashing import hash_once
@@ -287,8 +288,55 @@ def layer_gemms(
     ``(n_in x tokens) @ (tokens x n_out)``. Tensor parallelism splits ``n_out`` (``n_in`` for the
     row-parallel ``o``, ``down`` and the experts' down projections back to ``hidden``). Experts
     see ``tokens x expert_share`` tokens each
-    (``top_k / experts``). LoRA adds two rank-``r`` GEMMs per adapted weight, all trained."""
+    (``top_k / experts``). LoRA adds two rank-``r`` GEMMs per adapted weight, all trained.
 
+    The last answers are kept (arrays included, compared by value): a layout search asks the
+    same of every recomputation setting of a card, and half the start-up of ``suanli plan`` was
+    these GEMMs. The arrays of a kept answer are shared: read them, never write."""
+    args = (
+        shapes, num_layers, hidden, tokens, tp, dtype_bytes, peak_flops, bandwidth_bytes_per_s,
+        model, frozen, lora_rank, lora_targets, expert_share, maximum, ceil,
+    )  # fmt: skip
+    return _kept_layer_gemms(_GemmsQuestion(tuple(map(_by_value, args)), args))
+
+
+def _by_value(value: Any) -> Any:
+    """A hashable stand-in for ``value``: an array's type, shape and bytes, else itself."""
+    if hasattr(value, "tobytes"):
+        return (value.dtype.str, value.shape, value.tobytes())
+    return value
+
+
+@dataclass(frozen=True)
+class _GemmsQuestion:
+    """The arguments of :func:`layer_gemms`, compared and hashed by value."""
+
+    key: tuple[Any, ...]
+    args: tuple[Any, ...] = field(compare=False, hash=False)
+
+
+@lru_cache(maxsize=64)
+def _kept_layer_gemms(question: _GemmsQuestion) -> LayerGemms:
+    return _layer_gemms(*question.args)
+
+
+def _layer_gemms(
+    shapes: Any,
+    num_layers: int,
+    hidden: int,
+    tokens: Any,
+    tp: Any,
+    dtype_bytes: float,
+    peak_flops: float,
+    bandwidth_bytes_per_s: float,
+    model: GemmModel,
+    frozen: bool,
+    lora_rank: int,
+    lora_targets: tuple[str, ...],
+    expert_share: float,
+    maximum: Callable[[Any, Any], Any],
+    ceil: Callable[[Any], Any],
+) -> LayerGemms:
     t = gemm_time_fn(dtype_bytes, peak_flops, bandwidth_bytes_per_s, model, maximum, ceil)
     forward: Any = 0.0
     backward: Any = 0.0
