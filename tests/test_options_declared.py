@@ -144,6 +144,16 @@ def test_the_quant_help_lists_every_weight_format() -> None:
     assert [f for f in weight_formats() if f not in page] == []
 
 
+def test_the_helps_quick_reading_of_the_catalog_is_the_loaders() -> None:
+    """--help reads the ids from the files' text (fast); the loaders parse and validate them."""
+    from suanli.answers.options import catalog_ids
+    from suanli.catalog.formats import weight_formats
+    from suanli.catalog.frameworks import frameworks
+
+    assert catalog_ids("frameworks.toml", "framework") == tuple(fw.id for fw in frameworks())
+    assert catalog_ids("quant.toml", "format") == tuple(weight_formats())
+
+
 def test_a_value_outside_the_declared_bounds_is_one_sentence_and_exit_2() -> None:
     from click.testing import CliRunner
 
