@@ -134,3 +134,46 @@ def test_planning_commands_do_not_import_heavy_stacks() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+#: What `suanli plan` (the README's first command) must never load: the deep-learning, web and
+#: device stacks, the live layer, and numpy's masked arrays (np.unique imported them: 10 ms).
+NOT_FOR_PLAN = (
+    "torch",
+    "transformers",
+    "pydantic",
+    "fastapi",
+    "pynvml",
+    "psutil",
+    "prometheus_client",
+    "yaml",
+    "huggingface_hub",
+    "numpy.ma",
+    "suanli.live",
+    "suanli.web",
+)
+
+
+def test_the_first_command_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """`suanli plan` with no arguments imports none of the heavy stacks (it searches with numpy,
+    which it does load). Structure only: tests/cli does not time anything;
+    benchmarks/bench_startup.py measures the CPU seconds."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from suanli.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as shown:\n"
+        "    try:\n"
+        "        main(['plan'])\n"
+        "    except SystemExit as exit:\n"
+        "        assert not exit.code, exit.code\n"
+        "assert 'rtx-4090-24gb' in shown.getvalue()\n"
+        f"banned = {NOT_FOR_PLAN!r}\n"
+        "print(sorted(m for m in sys.modules if m.startswith(banned) and"
+        " (m in banned or m.startswith(tuple(b + '.' for b in banned)))))\n"
+    )
+    env = {**os.environ, "SUANLI_CACHE": str(tmp_path), "SUANLI_LANG": "en", "COLUMNS": "160"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
