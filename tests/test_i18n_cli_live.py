@@ -95,7 +95,7 @@ def test_help_pages_use_chinese_headings_and_click_words() -> None:
         (
             ("plan", "--gpus", "x"),
             "'--gpus' 的值无效：'x' 不是有效的整数",
-            "Invalid value for '--gpus': 'x' is not a valid integer range;",
+            "Invalid value for '--gpus': 'x' is not a valid integer;",
         ),
         (("gpu",), "缺少参数 'NAME'", "Missing argument 'NAME';"),
         (("gpus", "x", "y"), "多出了几个参数（x y）", "Got unexpected extra arguments (x y);"),

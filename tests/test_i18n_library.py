@@ -1,12 +1,12 @@
 """The library's English sentences (errors, reasons, verdicts, remedy steps) come back in Chinese
-through ``suanli.i18n.sentence``, with the values they were written with."""
+through ``suanli.i18n.sentence``, from their message ids and the values they were written with."""
 
 from __future__ import annotations
 
 import pytest
 
 from suanli import PerfRequest, WorkRequest, perf
-from suanli.i18n import N_, sentence
+from suanli.i18n import N_, message_of, sentence
 from suanli.plan.cost.result import CostTotals, cost_verdict
 
 
@@ -60,7 +60,7 @@ def test_a_cost_verdict_is_translated_part_by_part() -> None:
 def test_a_real_error_from_the_api_has_a_chinese_rendering() -> None:
     with pytest.raises(ValueError) as caught:
         perf(PerfRequest("llama-3.1-70b", WorkRequest(task="full"), gpu="4090"))
-    message = str(caught.value)
+    message = message_of(caught.value)
     assert message.startswith("llama-3.1-70b full needs ")  # the answer stays English
     text = zh(message)
     assert text != message
@@ -71,5 +71,5 @@ def test_a_real_error_from_the_api_has_a_chinese_rendering() -> None:
 def test_two_problems_are_both_translated() -> None:
     with pytest.raises(ValueError) as caught:
         perf(PerfRequest("llama-3.1-70b", WorkRequest(task="full", dtype="bf16"), gpu="v100"))
-    text = zh(str(caught.value))
+    text = zh(message_of(caught.value))
     assert "没有 bf16 张量核心" in text and "此外" in text and "每张 GPU 需要" in text

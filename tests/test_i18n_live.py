@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from suanli.i18n import sentence
+from suanli.i18n import message_of, sentence
 from suanli.live.devices import DriverInfo
 from suanli.live.diagnosis import StepRecord, diagnose_steps
 from suanli.live.env import diagnose
@@ -106,7 +106,7 @@ def test_library_errors_render_in_chinese() -> None:
     with pytest.raises(ValueError) as bad_size:
         parse_sizes("12Q")
     assert str(bad_size.value) == "bad message size '12Q'; use bytes or K/M/G, e.g. 1M,64M"
-    assert sentence(str(bad_size.value), "zh").startswith("消息大小 '12Q' 无效")
+    assert sentence(message_of(bad_size.value), "zh").startswith("消息大小 '12Q' 无效")
     with pytest.raises(ValueError) as bad_field:
         parse_fields("gpu.bogus")
-    assert sentence(str(bad_field.value), "zh").startswith("未知的查询字段 gpu.bogus")
+    assert sentence(message_of(bad_field.value), "zh").startswith("未知的查询字段 gpu.bogus")

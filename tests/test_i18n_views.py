@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from suanli.i18n import N_, sentence
+from suanli.i18n import N_, message_of, sentence
 
 from .cli.test_cli import run
 
@@ -103,7 +103,7 @@ def test_sentence_translates_marked_library_templates() -> None:
 
     with pytest.raises(ValueError) as caught:
         dtype_bytes("fp13")
-    message = str(caught.value)
+    message = message_of(caught.value)  # the sentence it was raised with: id and values
     assert message.startswith("unknown dtype 'fp13'; use one of fp64")
     assert sentence(message, "zh").startswith("未知的 dtype 'fp13'；请用 fp64")
     line = N_("{gpu_layers} of {layers} layers on the GPU; the rest in system memory").format(

@@ -27,7 +27,7 @@ from suanli.catalog.prices import rent_usd_per_hour
 from suanli.estimate.kernel_fits import kernel_model
 from suanli.estimate.links import network_for
 from suanli.estimate.perf import Device
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,7 +45,7 @@ def read_calibration(path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
     try:
         doc = tomllib.loads(read_regular_text(p, MAX_TEXT_FILE_BYTES, errors="replace"))
     except UnsafeFileError as exc:
-        raise CatalogError(str(exc)) from None
+        raise CatalogError(message_of(exc)) from None
     except RecursionError:
         raise CatalogError(TOO_DEEP.format(origin=str(p))) from None
     except OSError as exc:

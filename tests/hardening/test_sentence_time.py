@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from suanli.i18n import MAX_SENTENCE_CHARS, sentence
+from suanli.i18n import sentence
+from suanli.i18n.matcher import MAX_SENTENCE_CHARS
 from tests.scripts import load_script
 
 BENCH = load_script("benchmarks/bench_sentences.py")

@@ -379,7 +379,7 @@ def test_page_messages_come_from_the_catalog() -> None:
         en = c.get("/api/messages", headers={"Accept-Language": "en-US,en;q=0.9"}).json()
         assert en["lang"] == "en" and en["messages"]["Plan"] == "Plan"
         bad = c.get("/api/messages?lang=fr")
-        assert bad.status_code == 400 and "zh or en" in bad.json()["error"]
+        assert bad.status_code == 400 and "use one of en, zh" in bad.json()["error"]
 
 
 def test_fp8_scaling_is_an_option_of_the_api_too(client: TestClient) -> None:

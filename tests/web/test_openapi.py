@@ -185,7 +185,6 @@ POSTS = [
     ("/api/plan", {"scenario": "rendering-video", "gpu": ["4090"]}),
     ("/api/card", {"gpu": "4090", "models": ["llama-3.1-8b", "qwen2.5-7b"]}),
     ("/api/cost", {"gpu": "h100", "price": 30000, "tokens_per_year": 1e9, "api": "llama-3.1-8b"}),
-    ("/api/sentences", {"lang": "zh", "texts": ["bad request"]}),
 ]
 
 
@@ -234,7 +233,6 @@ def test_live_answer_validates(
         ("/api/memory", {"model": "no-such-model-xyz"}, 400),
         ("/api/perf", {"model": "llama-3.1-8b", "gpu": "4090", "batch": -1}, 422),
         ("/api/cost", {"gpu": "h100", "years": "many"}, 422),
-        ("/api/sentences", {"lang": "xx", "texts": []}, 400),
         ("/api/plan", {"model": "llama-3.1-8b", "gpu": ["h100"], "gpus": 10_000}, 422),
         ("/api/card", {"gpu": "4090", "models": ["x" * BODY_LIMIT]}, 413),
     ],

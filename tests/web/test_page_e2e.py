@@ -403,8 +403,8 @@ def test_page_speaks_chinese_and_remembers_the_choice(server: str) -> None:
 
 def chinese_results(page: Any, server: str) -> None:
     """In Chinese the rendered results speak Chinese: table headings, verdict words, chart titles
-    and axes, and the answers' sentences (POST /api/sentences), while the answers stay English."""
-    from suanli.i18n import sentence, translate_to
+    and axes, and the answers' sentences (the page asks for its answers with ?lang=zh)."""
+    from suanli.i18n import translate_to
 
     def zh(*english: str) -> list[str]:
         chinese = [translate_to("zh", text) for text in english]
@@ -428,10 +428,11 @@ def chinese_results(page: Any, server: str) -> None:
     )
     assert titles == zh("arithmetic intensity (FLOP per byte)", "years", "GiB per GPU")
     # the answers' assumptions, in Chinese, in the explanation of the memory total
-    mem = api(server, "/api/memory", page.evaluate("window.suanli.lastRequests")["memory"])
-    chinese = [sentence(a, "zh") for a in mem["assumptions"]]
+    asked = page.evaluate("window.suanli.lastRequests")["memory"]
+    mem = api(server, "/api/memory", asked)
+    chinese = api(server, "/api/memory?lang=zh", asked)["assumptions"]
     assert any(c != a for c, a in zip(chinese, mem["assumptions"], strict=True))
-    assert page.evaluate("window.suanli.last.memory") == mem  # the JSON stays English
+    assert page.evaluate("window.suanli.last.memory")["assumptions"] == chinese
     page.click("#mem-total button.num")
     body = page.inner_text("#explain-body")
     for text in chinese:

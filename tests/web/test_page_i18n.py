@@ -1,5 +1,5 @@
-"""The page in Chinese: every text the scripts write is a catalog message, and
-``POST /api/sentences`` shows an answer's English sentences in Chinese (answers stay English)."""
+"""The page in Chinese: every text the scripts write is a catalog message, and an answer asked
+for with ``?lang=zh`` has its sentences written in Chinese (without it, the CLI's English)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,16 @@ import pytest
 pytest.importorskip("fastapi", reason="the web extra (fastapi) is not installed")
 from fastapi.testclient import TestClient
 
-from suanli.answers.base import SCHEMA_VERSION
 from suanli.i18n import sentence, translate_to
 from suanli.web.app import create_app
 from suanli.web.page_messages import PAGE_MESSAGES, PAGE_WORDS, SCRIPT_MESSAGES
-from suanli.web.schemas import SENTENCES_MAX_CHARS, SENTENCES_MAX_TEXTS
 
 STATIC = Path(__file__).parents[2] / "src/suanli/web/static"
 # t("...") and th("...") calls, their id possibly written as "a" + "b" over lines.
 CALL = re.compile(r'\b(?:t|th)\(\s*((?:"(?:[^"\\]|\\.)*"\s*\+\s*)*"(?:[^"\\]|\\.)*")\s*[,)]')
 LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 HOLE = re.compile(r"\{(\w+)")
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(scope="module")
@@ -58,66 +57,68 @@ def test_messages_serve_the_scripts_texts(client: TestClient) -> None:
     assert all(k == v for k, v in en.items())
 
 
-def test_sentences_translate_an_answers_error(client: TestClient) -> None:
-    bad = client.post("/api/memory", json={"model": "no-such-model", "gpu": "4090"})
+def _skeleton(doc: object) -> object:
+    """``doc`` with every string emptied: its keys, numbers and shape."""
+    if isinstance(doc, dict):
+        return {k: _skeleton(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_skeleton(v) for v in doc]
+    return "" if isinstance(doc, str) else doc
+
+
+def test_an_error_comes_in_the_language_the_request_names(client: TestClient) -> None:
+    body = {"model": "no-such-model", "gpu": "4090"}
+    bad = client.post("/api/memory", json=body)
     assert bad.status_code == 400
-    error = bad.json()["error"]
-    assert error.startswith("unknown model 'no-such-model'")  # the answer stays English
-    empty = "the uploaded config.json is empty"
-    texts = [error, empty, "not a sentence anyone wrote", ""]
-    zh = client.post("/api/sentences", json={"lang": "zh-CN", "texts": texts})
-    assert zh.status_code == 200
-    doc = zh.json()
-    assert doc["lang"] == "zh"
-    assert doc["texts"][0].startswith("未知模型 'no-such-model'")
-    assert doc["texts"][1] == "上传的 config.json 是空的"
-    assert doc["texts"][2:] == texts[2:]  # unknown sentences come back as they were
-    en = client.post("/api/sentences", json={"lang": "en", "texts": texts}).json()
-    assert en == {"schema_version": SCHEMA_VERSION, "lang": "en", "texts": texts}
+    assert bad.json()["error"].startswith("unknown model 'no-such-model'")  # scripts: English
+    zh = client.post("/api/memory?lang=zh-CN", json=body)
+    assert zh.status_code == 400
+    assert zh.json()["error"].startswith("未知模型 'no-such-model'")
+    assert "not a preset" not in zh.json()["error"]
 
 
-def test_sentences_translate_an_answers_assumptions(client: TestClient) -> None:
+def test_an_answer_comes_in_the_language_the_request_names(client: TestClient) -> None:
+    """The sentences are written from their message ids and values, as the CLI writes them;
+    keys, numbers and identifiers stay; without ?lang= the answer is the CLI's English JSON."""
+    from suanli.answers.memory import memory
+    from suanli.web.schemas import MemoryRequest
+
     body = {"model": "llama-3.1-8b", "task": "lora", "gpu": "4090", "cards": ["4090"]}
-    doc = client.post("/api/memory", json=body).json()
-    texts = doc["assumptions"] + [note for fit in doc["fits"] for note in fit["notes"]]
-    zh = client.post("/api/sentences", json={"lang": "zh", "texts": texts}).json()["texts"]
-    assert zh == [sentence(text, "zh") for text in texts]
-    again = client.post("/api/memory", json=body).json()
-    assert again == doc  # asking for Chinese changed nothing in the answers
+    en = client.post("/api/memory", json=body).json()
+    zh = client.post("/api/memory?lang=zh", json=body).json()
+    answer = memory(MemoryRequest(**body).to_request())  # type: ignore[arg-type]
+    assert en["assumptions"] == [str(a) for a in answer.assumptions]
+    assert zh["assumptions"] == [sentence(a, "zh") for a in answer.assumptions]
+    assert all(CJK.search(a) for a in zh["assumptions"])
+    assert _skeleton(zh) == _skeleton(en) and zh["total_bytes"] == en["total_bytes"]
+    assert zh["model"] == en["model"] and zh["task"] == en["task"]
+    assert client.post("/api/memory", json=body).json() == en  # Chinese changed nothing
+
+
+def test_a_cached_plan_is_kept_per_language(client: TestClient) -> None:
+    body = {"model": "llama-3.1-70b", "task": "full", "gpu": ["4090", "h100"], "max_gpus": 2}
+    en = client.post("/api/plan", json=body).json()
+    zh = client.post("/api/plan?lang=zh", json=body).json()
+    reasons = [(e["reason"], z["reason"]) for e, z in zip(en["rows"], zh["rows"], strict=True)]
+    assert any(e and e != z and CJK.search(z) for e, z in reasons), reasons
+    assert client.post("/api/plan", json=body).json() == en
 
 
 @pytest.mark.parametrize(
-    ("body", "status", "words"),
+    ("path", "words"),
     [
-        ({"lang": "fr", "texts": ["a b c"]}, 400, "zh or en"),
-        ({"lang": "zh", "texts": ["x"] * (SENTENCES_MAX_TEXTS + 1)}, 422, "texts"),
-        ({"lang": "zh", "texts": ["x" * (SENTENCES_MAX_CHARS + 1)]}, 422, "texts.0"),
-        ({"lang": "zh", "texts": [1]}, 422, "texts.0"),
-        ({"lang": "zh"}, 422, "missing field texts"),
-        ({"lang": "zh", "texts": [], "more": 1}, 422, "unknown field more"),
-        ({"lang": "", "texts": []}, 422, "lang"),
-        ([], 422, "JSON object"),
+        ("/api/nothing?lang=zh", "没有端点 /api/nothing；见 /docs"),
+        ("/api/presets?lang=fr", "unknown language 'fr'; use one of en, zh"),
     ],
 )
-def test_sentences_are_bounded(client: TestClient, body: object, status: int, words: str) -> None:
-    answer = client.post("/api/sentences", json=body)
-    assert answer.status_code == status, answer.text
-    error = answer.json()["error"]
-    assert words in error and "\n" not in error
+def test_the_web_errors_read_in_the_language(client: TestClient, path: str, words: str) -> None:
+    answer = client.get(path)
+    assert answer.status_code in (400, 404)
+    assert answer.json()["error"] == words
 
 
-def test_sentences_take_the_body_limit(client: TestClient) -> None:
-    big = client.post(
-        "/api/sentences",
-        content=b'{"lang": "zh", "texts": ["' + b"x" * (1 << 20) + b'"]}',
-        headers={"content-type": "application/json"},
-    )
-    assert big.status_code == 413 and "limit" in big.json()["error"]
-
-
-def test_the_web_errors_read_in_chinese() -> None:
-    assert sentence("missing field texts", "zh") == "缺少字段 texts"
-    assert sentence("no such endpoint /api/nothing; see /docs", "zh") == (
-        "没有端点 /api/nothing；见 /docs"
-    )
-    assert sentence("'bf17' is not one of bf16, fp16", "zh") == "'bf17' 不在可选值 bf16, fp16 之中"
+def test_a_refused_field_reads_in_chinese(client: TestClient) -> None:
+    unknown = client.post("/api/memory?lang=zh", json={"nope": 1}).json()["error"]
+    assert unknown == "未知字段 nope；此端点的字段见 /docs"
+    bad = client.post("/api/perf?lang=zh", json={"dtype": "bf17"}).json()["error"]
+    assert "'bf17' 不在可选值" in bad and "is not one of" not in bad

@@ -35,7 +35,7 @@ from suanli.answers.model_source import load_model
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.prices import rent_price, rents_by_id
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.limits import MAX_SIMULATED_REQUESTS
 from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
@@ -252,7 +252,7 @@ def load_trace(req: CapacityRequest) -> Requests | None:
     try:
         text = read_regular_text(req.trace_file, MAX_TRACE_BYTES, errors="replace")
     except UnsafeFileError as exc:
-        raise ValueError(str(exc)) from None
+        raise ValueError(message_of(exc)) from None
     except OSError as exc:
         raise ValueError(
             N_("cannot read trace {path!r} ({error})").format(

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from suanli.answers.base import Answer
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.live.errors import Match, explain_lines
 from suanli.safe_files import UnsafeFileError, open_regular_text
 
@@ -74,7 +74,7 @@ def log_lines(path: str) -> Iterator[str]:
         with open_regular_text(path, MAX_LOG_BYTES) as handle:
             yield from handle
     except UnsafeFileError as exc:
-        raise ValueError(str(exc)) from None
+        raise ValueError(message_of(exc)) from None
     except OSError as exc:
         raise ValueError(
             N_("cannot read log file {path!r}: {error}").format(

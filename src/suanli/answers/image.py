@@ -17,7 +17,7 @@ from suanli.diffusion.pipeline import Call, Pipeline, PipelineError, find_pipeli
 from suanli.estimate.diffusion import graph_seconds
 from suanli.estimate.perf import Device
 from suanli.hardware import device_for, sdpa_device
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.units import DTYPE_BYTES as ELEMENT_BYTES
 
 TASK = "generate-image"
@@ -189,7 +189,7 @@ def generate_image(req: ImageRequest) -> ImagePerfAnswer:
         try:
             pipe = hub_pipeline(req.model)
         except PipelineError as exc:
-            raise ValueError(str(exc)) from None
+            raise ValueError(message_of(exc)) from None
     if pipe is None:
         raise ValueError(
             (
@@ -234,7 +234,7 @@ def generate_image(req: ImageRequest) -> ImagePerfAnswer:
             vae_dtype_bytes=4.0 if upcast or dtype == "fp32" else DTYPE_BYTES[dtype],
         )
     except PipelineError as exc:
-        raise ValueError(str(exc)) from None
+        raise ValueError(message_of(exc)) from None
     device = _device(gpu, dtype)
     vae_device = _device(gpu, "tf32") if upcast and gpu.peak_flops("tf32") else device
     return _answer(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
 from suanli.answers.devices import resolve_gpu
@@ -31,7 +31,7 @@ from suanli.estimate.offload import split_layers
 from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.hardware import device_for, read_calibration
-from suanli.i18n import N_
+from suanli.i18n import N_, join
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
@@ -353,8 +353,8 @@ def train_perf_answer(
         scaling=scaling(spec, work, device),
         advice=tuple(
             Advice(
-                issue=str(a["issue"]),
-                fix=str(a["fix"]),
+                issue=cast(str, a["issue"]),  # a sentence: str() would drop its message id
+                fix=cast(str, a["fix"]),
                 tokens_per_s_after=float(a["tokens_per_s_after"]),  # type: ignore[arg-type]
                 speedup=float(a["speedup"]),  # type: ignore[arg-type]
             )
@@ -532,7 +532,7 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             N_(
                 "{problem}; also, {other} (--ignore-fit gives the speed anyway, marked as not "
                 "runnable)"
-            ).format(problem=first, other="; also, ".join(others))
+            ).format(problem=first, other=join(others, N_("; also, ")))
             if others
             else N_(
                 "{problem} (--ignore-fit gives the speed anyway, marked as not runnable)"

@@ -11,7 +11,7 @@ from suanli.estimate.inference import InferPerf
 from suanli.estimate.kernels import FP8_CAST_BYTES
 from suanli.estimate.perf import Device, TrainPerf
 from suanli.estimate.workload import InferWork, TrainWork
-from suanli.i18n import N_
+from suanli.i18n import N_, join
 
 GEMM_FORMULA = N_(
     "sum over the linear layers of (t_c^p + t_m^p)^(1/p) + launch with t_c = 2 M' N' K / (peak "
@@ -385,7 +385,7 @@ def infer_terms(
                 b["communication"],
                 efficiency,
                 source,
-                "; ".join(parts),
+                join(parts, N_("; ")),
             )
         )
     return tuple(terms)

@@ -22,7 +22,7 @@ from suanli.answers.validity import precision_lack
 from suanli.catalog import GPU, load_catalog
 from suanli.catalog.prices import Price, buy_price, rents_by_id, usd_of
 from suanli.estimate.workload import InferWork, TrainWork
-from suanli.i18n import N_
+from suanli.i18n import N_, join
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
@@ -412,7 +412,7 @@ def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
             missing.append(N_("no hardware video encoder"))
         elif gpu.get("av1_encode") is False:
             missing.append(N_("no AV1 encode"))
-        return "; ".join(missing)
+        return join(missing, N_("; "))
 
     is_cpu = {g.id: g.form_factor == "cpu" or g.software_stack == "cpu" for g in gpus}
     ranked = sorted(

@@ -48,7 +48,7 @@ from typing import Any
 from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
-from suanli.i18n import N_
+from suanli.i18n import N_, join
 
 #: Data file of the table.
 DATA_FILE = "attention.toml"
@@ -507,7 +507,7 @@ def _efficiency(
     share = N_("{share:.0%} of {ref}'s dense {dtype} peak").format(
         share=est.efficiency, ref=ref_id, dtype=est.dtype
     )
-    detail = "; ".join([share, *notes])
+    detail = join([share, *notes], N_("; "))
     source = N_(
         "{kernel} {phase}, {mask}, head dim {head_dim}, seq {seq:,} on {where}: {detail} "
         "({sources})"

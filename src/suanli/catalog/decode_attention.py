@@ -31,7 +31,7 @@ from suanli.catalog.attention import KERNEL_RE, interpolate
 from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
-from suanli.i18n import N_
+from suanli.i18n import N_, join
 from suanli.units import dtype_bytes
 
 #: Data file of the table.
@@ -403,7 +403,7 @@ def _efficiency(
         )
     sources = "; ".join(dict.fromkeys(p.source.split(" (")[0] for p in rows if p.batch in (lo, hi)))
     share = N_("{share:.0%} of peak HBM bandwidth").format(share=fraction)
-    detail = "; ".join([share, *notes])
+    detail = join([share, *notes], N_("; "))
     source = N_(
         "{kernel}, batch {batch}, context {context:,} on {where} "
         "(measured at {layout}): {detail} ({sources})"

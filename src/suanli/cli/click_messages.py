@@ -1,13 +1,13 @@
 """click's own words, marked for the catalog so that ``--lang zh`` shows them in Chinese.
 
-click writes its help headings, its option extras and its usage errors in English with
-``gettext``'s default domain, which suanli does not install. The templates below are click 8's
-format strings (``click/core.py``, ``exceptions.py``, ``parser.py``, ``types.py``), written as
-the English text click produces; where click joins two of them (``No such option '--x'. Did you
-mean '--y'?``, ``File 'x' does not exist.``) the joined text is one template here. Nothing
-imports these names: they exist for the catalog, and :func:`suanli.i18n.sentence` recognises
-click's messages by them (``cli/main.py`` passes every usage error through it), while the help
-formatter in ``cli/main.py`` translates the headings and extras by their message ids.
+click writes its help extras and its usage errors with ``gettext`` bound in each of its modules
+(``_("No such option {name!r}.").format(name=...)``). In another language than English,
+:func:`suanli.cli.main.speak_click` points those names at suanli's catalog, so click looks up
+each of its message ids below and formats the Chinese with its own values: nothing is matched
+afterwards. They are click 8's message ids (``click/core.py``, ``exceptions.py``, ``parser.py``,
+``types.py``), verbatim. Nothing imports these names: they exist for the catalog. The help
+headings are click's section names with a colon, translated by the help formatter in
+``cli/main.py``.
 """
 
 from __future__ import annotations
@@ -28,18 +28,17 @@ HELP = (
     N_("(dynamic)"),
 )
 
-#: Usage errors, as click writes them.
+#: Usage errors: click's message ids, as its modules pass them to gettext.
 ERRORS = (
     N_("No such option {name!r}."),
-    N_("No such option {name!r}. Did you mean {possibility}?"),
-    N_("No such option {name!r}. (Did you mean one of: {possibilities}?)"),
     N_("No such command {name!r}."),
-    N_("No such command {name!r}. Did you mean {possibility}?"),
-    N_("No such command {name!r}. (Did you mean one of: {possibilities}?)"),
+    N_("Did you mean {possibility}?"),
+    N_("(Did you mean one of: {possibilities}?)"),
     N_("Missing command."),
-    N_("Missing argument {param_hint}."),
-    N_("Missing option {param_hint}."),
-    N_("Missing parameter {param_hint}."),
+    N_("Missing argument"),
+    N_("Missing option"),
+    N_("Missing parameter"),
+    N_("Missing {param_type}"),
     N_("Missing parameter: {param_name}"),
     N_("Got unexpected extra argument ({args})"),
     N_("Got unexpected extra arguments ({args})"),
@@ -54,35 +53,26 @@ ERRORS = (
     N_("Takes {nargs} values but {len} were given."),
     N_("{len_type} values are required, but {len_value} was given."),
     N_("{len_type} values are required, but {len_value} were given."),
-    # click.INT, FLOAT, IntRange, FloatRange: "{value!r} is not a valid {number_type}."
-    N_("{value!r} is not a valid integer."),
-    N_("{value!r} is not a valid integer range."),
-    N_("{value!r} is not a valid float."),
-    N_("{value!r} is not a valid float range."),
+    N_("{value!r} is not a valid {number_type}."),
     N_("{value} is not in the range {range}."),
     N_("{value!r} is not a valid boolean. Recognized values: {states}"),
     N_("{value!r} is not a valid UUID."),
     N_("{value!r} is not one of {choices}."),
+    N_("{value!r} is not {choice}."),
     N_("{value!r} does not match the format {format}."),
     N_("{value!r} does not match the formats {formats}."),
     N_("Could not open file {filename!r}: {message}"),
-    # click.Path: "{name} {filename!r} ...", name being File, Directory or Path.
-    N_("File {filename!r} does not exist."),
-    N_("Directory {filename!r} does not exist."),
-    N_("Path {filename!r} does not exist."),
-    N_("File {filename!r} is a file."),
-    N_("Directory {filename!r} is a file."),
-    N_("Path {filename!r} is a file."),
-    N_("File {filename!r} is a directory."),
-    N_("Directory {filename!r} is a directory."),
-    N_("Path {filename!r} is a directory."),
-    N_("File {filename!r} is not readable."),
-    N_("Directory {filename!r} is not readable."),
-    N_("Path {filename!r} is not readable."),
-    N_("File {filename!r} is not writable."),
-    N_("Directory {filename!r} is not writable."),
-    N_("Path {filename!r} is not writable."),
-    N_("File {filename!r} is not executable."),
-    N_("Directory {filename!r} is not executable."),
-    N_("Path {filename!r} is not executable."),
+    # click.Path: "{name} {filename!r} ...", name being _("file"), _("directory") or _("path").
+    N_("file"),
+    N_("directory"),
+    N_("path"),
+    N_("{name} {filename!r} does not exist."),
+    N_("{name} {filename!r} is a file."),
+    N_("{name} {filename!r} is a directory."),
+    N_("{name} {filename!r} is not readable."),
+    N_("{name} {filename!r} is not writable."),
+    N_("{name} {filename!r} is not executable."),
+    N_("Error: {message}"),
+    N_("Aborted!"),
+    N_("unknown error"),
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from suanli.catalog.prices import Price
@@ -210,10 +212,10 @@ def cost_cmd(
     )
     notes = [
         [
-            sentence(str(a.name)),
+            sentence(a.name),
             f"{a.value:,}" if isinstance(a.value, (int, float)) else sentence(str(a.value)),
-            sentence(str(a.unit)),
-            sentence(str(a.source).split(";")[0][:60]),
+            sentence(a.unit),
+            re.split("[;；]", sentence(a.source))[0][:60],  # the first source, translated
             str(a.date),
         ]
         for a in answer.assumptions

@@ -10,7 +10,7 @@ from suanli.catalog import GPU
 from suanli.catalog.gpu import FORM_FACTORS, NUMERIC_FIELDS, VENDORS
 from suanli.catalog.prices import Price
 from suanli.cli.prices import price_note, price_option, priced, rent_option
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import formatted_help, print_json, print_table
 from suanli.cli.types import FloatRange
 from suanli.i18n import N_, _
 from suanli.units import GiB, fmt_usd
@@ -43,7 +43,9 @@ SORT_HELP = N_(
     type=click.Choice(VENDORS, case_sensitive=False),
     multiple=True,
     metavar="VENDOR",
-    help=N_("Keep only these vendors (repeatable): {choices}.").format(choices=", ".join(VENDORS)),
+    help=formatted_help(
+        N_("Keep only these vendors (repeatable): {choices}.").format(choices=", ".join(VENDORS))
+    ),
 )
 @click.option(
     "--form-factor",

@@ -13,7 +13,7 @@ from suanli.cli.render import print_json, print_table, write_json_file
 from suanli.cli.scaling import scaling_cmd
 from suanli.cli.types import FloatRange, IntRange
 from suanli.errors import MissingExtra
-from suanli.i18n import N_, _, sentence
+from suanli.i18n import N_, _, message_of, sentence
 from suanli.printable import printable
 
 if TYPE_CHECKING:
@@ -254,7 +254,8 @@ def doctor_run_cmd(
         answer = doctor_run(req, on_autopsy=show_autopsy)
     except ScriptEndedEarly as exc:
         # The report as far as it got (one sentence), then the script's own exit status.
-        click.echo(printable(_("error: {message}").format(message=sentence(str(exc)))), err=True)
+        shown = sentence(message_of(exc))
+        click.echo(printable(_("error: {message}").format(message=shown)), err=True)
         sys.exit(exc.exit_code)
     if output:
         write_json_file(output, answer.to_json())

@@ -16,8 +16,9 @@ from typing import Any
 import click
 
 from suanli import __version__
+from suanli.cli.render import FORMATTED_HELPS
 from suanli.errors import MissingExtra
-from suanli.i18n import N_, _, sentence
+from suanli.i18n import LANGS, N_, _, is_sentence, message_of, sentence
 from suanli.log import configure, level_from_environment
 from suanli.printable import printable
 
@@ -31,13 +32,37 @@ def _echo_error(message: str) -> None:
     click.echo(printable(_("error: {message}").format(message=sentence(message))), err=True)
 
 
-def _usage_message(text: str) -> str:
-    """A usage error's message in the current language, without its closing full stop (click's
-    templates in :mod:`suanli.cli.click_messages` are recognised with it, others without)."""
-    shown = sentence(text)
-    if shown == text:
-        shown = sentence(text.rstrip("."))
-    return shown.rstrip(".。")
+def _usage_message(exc: click.UsageError) -> str:
+    """A usage error's message in the current language, without its closing full stop: ours
+    (a sentence raised by an option's check) translated from its message id, click's written
+    by click from the catalog (:func:`speak_click`)."""
+    if is_sentence(exc.message):
+        exc.message = sentence(exc.message)  # type: ignore[misc]  # before click formats it
+    return str(exc.format_message()).rstrip(".。")
+
+
+def _ngettext(singular: str, plural: str, count: int) -> str:
+    return _(singular if count == 1 else plural)
+
+
+def speak_click() -> None:
+    """click's own messages in the current language: click calls ``_`` and ``ngettext`` bound
+    in each of its modules (``from gettext import gettext as _``); they are pointed at suanli's
+    catalog, which holds click's message ids (:mod:`suanli.cli.click_messages`), so click formats
+    the translation with its own values."""
+    import click.core
+    import click.decorators
+    import click.exceptions
+    import click.parser
+    import click.termui
+    import click.types
+
+    modules = (click.core, click.decorators, click.exceptions, click.parser, click.termui)
+    for module in (*modules, click.types):
+        if hasattr(module, "_"):
+            module._ = _  # type: ignore[attr-defined]
+        if hasattr(module, "ngettext"):
+            module.ngettext = _ngettext  # type: ignore[attr-defined]
 
 
 class SuanliHelpFormatter(click.HelpFormatter):
@@ -167,7 +192,7 @@ class SuanliGroup(click.Group):
         except click.UsageError as exc:
             log.debug("usage error", exc_info=True)
             where = exc.ctx.command_path if exc.ctx else "suanli"
-            message = _usage_message(exc.format_message())
+            message = _usage_message(exc)
             click.echo(
                 printable(
                     _("error: {message}; run '{where} --help' for usage").format(
@@ -179,11 +204,11 @@ class SuanliGroup(click.Group):
             sys.exit(2)
         except MissingExtra as exc:
             log.debug("missing extra", exc_info=True)
-            _echo_error(str(exc))
+            _echo_error(message_of(exc))
             sys.exit(1)
         except ValueError as exc:
             log.debug("refused input", exc_info=True)  # --debug shows where it was refused
-            _echo_error(str(exc))
+            _echo_error(message_of(exc))
             sys.exit(2)
         except BrokenPipeError:
             sys.exit(0)
@@ -200,7 +225,7 @@ class SuanliGroup(click.Group):
 @click.version_option(__version__, prog_name="suanli")
 @click.option(
     "--lang",
-    type=click.Choice(["zh", "en"]),
+    type=click.Choice(LANGS),
     default=None,
     expose_value=False,
     help=N_(
@@ -352,8 +377,9 @@ def translate_help(command: click.Command) -> None:
         command.short_help = _(command.short_help)
     for param in command.params:
         if isinstance(param, click.Option) and param.help:
-            # sentence(): a help written from a template (the --lora-targets list) is found too.
-            param.help = sentence(param.help)
+            # A help written from a template (the --vendor list) by its message id and values.
+            written = param.help if is_sentence(param.help) else FORMATTED_HELPS.get(param.help)
+            param.help = sentence(written) if written else _(param.help)
     for sub in getattr(command, "commands", {}).values():
         translate_help(sub)
 
@@ -371,11 +397,11 @@ def main(argv: list[str] | None = None) -> None:
         debug, args = take_debug(args)
         start_log(debug)
     except (ValueError, click.UsageError) as exc:
-        message = exc.format_message() if isinstance(exc, click.UsageError) else str(exc)
-        _echo_error(message)
+        _echo_error(exc.format_message() if isinstance(exc, click.UsageError) else message_of(exc))
         sys.exit(2)
     log.debug("suanli %s, Python %s, arguments %s", __version__, sys.version.split()[0], args)
     if current() != "en":
+        speak_click()
         translate_help(cli)
     cli.main(args=args, prog_name="suanli")
 

@@ -10,6 +10,17 @@ from typing import Any
 
 from suanli.printable import printable
 
+#: The helps written from a template, by the English text click keeps (click cleans a help
+#: into a plain ``str``, losing the message id and values that ``--lang zh`` needs).
+FORMATTED_HELPS: dict[str, str] = {}
+
+
+def formatted_help(help_sentence: str) -> str:
+    """``help_sentence`` (``N_("... {x}").format(x=...)``) as an option's help, remembered so
+    that its translation is written from its message id and values, not matched."""
+    FORMATTED_HELPS[str(help_sentence)] = help_sentence
+    return help_sentence
+
 
 def print_json(obj: Any) -> None:
     """Exactly one JSON document on stdout (numbers in base units)."""

@@ -51,7 +51,10 @@ class FloatRange(click.FloatRange):
         """Parse, refuse NaN and infinities (``+inf`` where ``allow_inf`` documents a meaning,
         such as ``capacity --rate inf``: all requests at once), then check the range."""
         _bind(self, getattr(param, "name", None))
-        number = click.FLOAT.convert(value, param, ctx)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(N_("{value!r} is not a valid float.").format(value=value), param, ctx)
         if math.isnan(number) or (
             not math.isfinite(number) and not (self.allow_inf and number > 0)
         ):
@@ -74,8 +77,13 @@ class IntRange(click.IntRange):
         super().__init__(min, MAX_INT if max is None else max, **kw)
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        """Check against the option's own ceiling and the range."""
+        """Parse, check against the option's own ceiling and the range."""
         _bind(self, getattr(param, "name", None))
+        if isinstance(value, str):  # our sentence: click's names its type in English
+            try:
+                value = int(value)
+            except ValueError:
+                self.fail(N_("{value!r} is not a valid integer.").format(value=value), param, ctx)
         return super().convert(value, param, ctx)
 
 

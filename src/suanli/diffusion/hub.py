@@ -18,7 +18,7 @@ from suanli.diffusion.pipeline import (
     PipelineError,
     read_diffusers_folder,
 )
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.models.hub import HubError, current_revision, hub_file, snapshot_commit
 
 #: The component classes whose config is read (the rest hold no weights on the GPU).
@@ -42,7 +42,7 @@ def hub_pipeline(repo_id: str, revision: str | None = None) -> Pipeline:
             ).format(repo=repo_id, revision=revision or "main"),
         )
     except HubError as exc:
-        raise PipelineError(str(exc)) from exc
+        raise PipelineError(message_of(exc)) from exc
     try:
         index = json.loads(index_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -78,7 +78,7 @@ def hub_pipeline(repo_id: str, revision: str | None = None) -> Pipeline:
                 ).format(repo=repo_id, name=name, revision=commit or "main"),
             )
         except HubError as exc:
-            raise PipelineError(str(exc)) from exc
+            raise PipelineError(message_of(exc)) from exc
     if all(path == folder / name / "config.json" for name, path in fetched.items()):
         return _named(read_diffusers_folder(folder), repo_id)
     # Files outside one snapshot folder (a cache laid out otherwise): read them side by side.

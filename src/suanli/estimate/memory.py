@@ -205,7 +205,7 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
     elif on_cpu:
         formula = N_("{formula} on the GPU: 2 layers' worth")
     else:
-        formula = "{formula}"
+        formula = ""  # the layers' formula as it is (a sentence, kept whole)
     lines.append(
         Line(
             "activations",
@@ -213,7 +213,9 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
             if on_cpu
             else N_("saved by the layers"),
             on_gpu,
-            formula.format(formula=formula_layers, in_flight=in_flight),
+            formula.format(formula=formula_layers, in_flight=in_flight)
+            if formula
+            else formula_layers,
             SRC_OFFLOAD if on_cpu else source,
         )
     )
@@ -314,8 +316,8 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     # Gradients shard with ZeRO-2 and up; adapters' gradients shard with FSDP too.
     grad_shard = par.zero_group if par.zero >= 2 else 1
     grad_bytes = trainable * trainable_bytes / grad_shard
-    grad_formula = f"P_train x {trainable_bytes} B" + (
-        f" / {grad_shard} (ZeRO-2)" if grad_shard > 1 else ""
+    grad_formula = N_("P_train x {formula}").format(
+        formula=f"{trainable_bytes} B" + (f" / {grad_shard} (ZeRO-2)" if grad_shard > 1 else "")
     )
     if work.optimizer_in_backward:
         # Each gradient is applied and freed as soon as it is ready: the largest one at a time.

@@ -12,14 +12,50 @@ from __future__ import annotations
 
 import gettext
 import os
-import re
 import sys
-from dataclasses import dataclass
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
-#: The languages suanli speaks.
+from suanli.i18n.sentences import (
+    Msg,
+    Sentence,
+    concat,
+    from_data,
+    is_sentence,
+    join,
+    message_of,
+    render,
+    to_data,
+)
+
+__all__ = [
+    "C_",
+    "LANGS",
+    "N_",
+    "Msg",
+    "Sentence",
+    "_",
+    "concat",
+    "current",
+    "from_data",
+    "is_sentence",
+    "join",
+    "lang_from_environment",
+    "message_of",
+    "normalize",
+    "sentence",
+    "set_lang",
+    "to_data",
+    "translate_to",
+]
+
+#: The languages suanli speaks: English, the language of the message ids, and one catalog
+#: (``locale/<code>/LC_MESSAGES/suanli.mo``) per other code. Adding a language is a catalog and
+#: its code here.
 LANGS = ("en", "zh")
+#: Other names people give the languages (the C and POSIX locales are English).
+ALIASES = {"cn": "zh", "chinese": "zh", "中文": "zh", "english": "en", "c": "en", "posix": "en"}
 #: Where the compiled catalogs live (``<lang>/LC_MESSAGES/suanli.mo``).
 LOCALE_DIR = Path(__file__).parent / "locale"
 DOMAIN = "suanli"
@@ -29,7 +65,7 @@ _chosen: str | None = None
 
 def lang_from_environment(environ: dict[str, str] | None = None) -> str:
     """``SUANLI_LANG`` when set, else the locale (``LC_ALL``, ``LC_MESSAGES``, ``LANG``):
-    ``zh_CN.UTF-8`` and the like give ``zh``, anything else ``en``."""
+    ``zh_CN.UTF-8`` and the like give ``zh`` (a code of :data:`LANGS`), anything else ``en``."""
     env = os.environ if environ is None else environ
     explicit = env.get("SUANLI_LANG", "").strip().lower()
     if explicit:
@@ -41,7 +77,8 @@ def lang_from_environment(environ: dict[str, str] | None = None) -> str:
     for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
         value = env.get(name, "")
         if value:
-            return "zh" if value.lower().startswith("zh") else "en"
+            found = [code for code in LANGS if value.lower().startswith(code)]
+            return found[0] if found else "en"
     return "en"
 
 
@@ -53,18 +90,24 @@ def _warn_unknown_lang(value: str) -> None:
     if value not in _warned:
         _warned.add(value)
         shown = value.encode("ascii", "backslashreplace").decode()[:40]
-        print(f"suanli: SUANLI_LANG={shown!r} is not zh or en; speaking English", file=sys.stderr)
+        known = " or ".join(LANGS)
+        print(f"suanli: SUANLI_LANG={shown!r} is not {known}; speaking English", file=sys.stderr)
 
 
 def normalize(lang: str) -> str:
-    """``zh``, ``zh-CN``, ``zh_TW.UTF-8``, ``中文`` -> ``zh``; ``en...`` -> ``en``; ValueError
-    otherwise (one sentence)."""
+    """A code of :data:`LANGS`: ``zh``, ``zh-CN``, ``zh_TW.UTF-8``, ``中文`` -> ``zh``;
+    ``en...`` -> ``en``; ValueError otherwise (one sentence)."""
     value = lang.strip().lower()
-    if value.startswith("zh") or value in ("cn", "chinese", "中文"):
-        return "zh"
-    if value.startswith("en") or value in ("english", "c", "posix"):
-        return "en"
-    raise ValueError(N_("unknown language {lang!r}; use zh or en").format(lang=lang))
+    if value in ALIASES:
+        return ALIASES[value]
+    for code in LANGS:
+        if value.startswith(code):
+            return code
+    raise ValueError(
+        N_("unknown language {lang!r}; use one of {langs}").format(
+            lang=lang, langs=", ".join(LANGS)
+        )
+    )
 
 
 def set_lang(lang: str | None) -> None:
@@ -100,8 +143,10 @@ def C_(context: str, message: str) -> str:
 
 def N_(message: str) -> str:
     """Mark ``message`` for the catalog without translating it here: an English value (in an
-    answer's JSON) that a view translates when it shows it."""
-    return message
+    answer's JSON) that a view translates when it shows it. It is a :class:`Msg`: its
+    ``.format(...)`` is a :class:`Sentence` that keeps the message id and the values (typed
+    ``str``, which both are, so code that holds them needs no annotation of its own)."""
+    return Msg(message)
 
 
 def translate_to(lang: str, message: str) -> str:
@@ -109,155 +154,38 @@ def translate_to(lang: str, message: str) -> str:
     return _translations(normalize(lang)).gettext(message)
 
 
-# -- sentences the library wrote in English ---------------------------------------------------
-# The library writes its sentences (error bodies, assumptions, notes) in English with
-# ``N_("... {name} ...").format(name=...)``, so answers and JSON stay English. A view shows such a
-# sentence with :func:`sentence`: the template it came from is found in the catalog by matching,
-# its values are kept as they were written, and the template's translation is filled with them.
-#
-# Matching is linear in the sentence's length, whatever it holds: a template is its literal pieces
-# between holes, found left to right with ``str.find`` (each hole takes the shortest text that
-# lets the next piece follow, as a lazy ``.+?`` would, but never backtracks), so no crafted text
-# can make it slow (docs/security.md). Sentences longer than MAX_SENTENCE_CHARS are not matched.
-_TOKEN = re.compile(r"\{\{|\}\}|\{(\w*)(?:![rsa])?(?::[^{}]*)?\}")
-_MAX_DEPTH = 2
-#: Longer text is shown as written: no answer sentence is this long, and it bounds the work.
-MAX_SENTENCE_CHARS = 4000
+# -- sentences the library wrote ---------------------------------------------------------------
+#: Plain text (no message id) that reached :func:`sentence`, by text: each one is a sentence
+#: that lost its identity on the way to the view, or text from outside the library.
+FALLBACKS: Counter[str] = Counter()
 
 
-def _hole_name(written: str, index: int) -> str:
-    """A name for a hole: its name, ``_0`` for ``{0}``, ``_N`` for the N-th ``{}``."""
-    if not written:
-        return f"_{index}"
-    return f"_{written}" if written[0].isdigit() else written
+def sentence(text: str, lang: str | None = None) -> str:
+    """A sentence from an answer or an error, in ``lang`` (default: the current one).
 
-
-@dataclass(frozen=True)
-class _Template:
-    """A catalog message with holes: its literal pieces (one more than its holes), the hole
-    names (a repeated name must repeat its value) and its translation."""
-
-    pieces: tuple[str, ...]
-    names: tuple[str, ...]
-    translation: str
-
-    def match(self, text: str) -> dict[str, str] | None:
-        """The values ``template.format(...)`` must have been given to write ``text``, or None.
-
-        The first piece must start the text and the last end it; each piece between is the
-        first occurrence after its hole's (non-empty) value. One pass, no backtracking."""
-        first, last = self.pieces[0], self.pieces[-1]
-        if not text.startswith(first) or not text.endswith(last):
-            return None
-        position, end = len(first), len(text) - len(last)
-        values: dict[str, str] = {}
-        for index, name in enumerate(self.names):
-            if index == len(self.names) - 1:
-                value, position = text[position:end], end
-            else:
-                piece = self.pieces[index + 1]
-                found = text.find(piece, position + 1, end)
-                if found < 0:
-                    return None
-                value, position = text[position:found], found + len(piece)
-            if not value or values.setdefault(name, value) != value:
-                return None
-        return values
-
-
-def _template(message: str, translation: str) -> tuple[_Template, int] | None:
-    """``message`` as a :class:`_Template` and how many letters its literal text has (more
-    literal text = a more specific template); None when it has nothing to recognise it by."""
-    pieces: list[str] = []
-    names: list[str] = []
-    chunk, position, index = "", 0, 0
-    for token in _TOKEN.finditer(message):
-        chunk += message[position : token.start()]
-        position = token.end()
-        if token.group(0) in ("{{", "}}"):
-            chunk += token.group(0)[0]
-            continue
-        pieces.append(chunk)
-        chunk = ""
-        names.append(_hole_name(token.group(1), index))
-        index += 1
-    pieces.append(chunk + message[position:])
-    literal = sum(c.isalpha() for piece in pieces for c in piece)
-    if not names or literal < 3:
-        return None
-    return _Template(tuple(pieces), tuple(names), translation), literal
-
-
-@lru_cache(maxsize=4)
-def _templates(lang: str) -> list[_Template]:
-    """The catalog's messages with placeholders, most specific first."""
-    catalog = getattr(_translations(lang), "_catalog", {})
-    found = []
-    for message, translation in catalog.items():
-        if isinstance(message, str) and "{" in message and translation:
-            made = _template(message, translation)
-            if made:
-                found.append(made)
-    found.sort(key=lambda item: -item[1])
-    return [template for template, _ in found]
-
-
-def _fill(translation: str, values: dict[str, str]) -> str:
-    """``translation`` with each hole replaced by the value written in the English sentence."""
-    index = 0
-
-    def value(token: re.Match[str]) -> str:
-        nonlocal index
-        if token.group(0) in ("{{", "}}"):
-            return token.group(0)[0]
-        name = _hole_name(token.group(1), index)
-        index += 1
-        return values.get(name, token.group(0))
-
-    return _TOKEN.sub(value, translation)
-
-
-def sentence(text: str, lang: str | None = None, _depth: int = 0) -> str:
-    """An English sentence from an answer or an error, in ``lang`` (default: the current one).
-
-    Exact catalog messages are translated directly; a sentence written from a marked template
-    (``N_("... {x} ...").format(x=...)``) is recognised by its template and written again from
-    the template's translation with the same values (values that are sentences themselves are
-    translated too). ``"A; B"`` and ``"where: what"`` are taken apart when the whole is not
-    known. Anything unknown stays as it is."""
+    A :class:`Sentence` or :class:`Msg` (what the library writes with ``N_``) is written from
+    its message id and values. Plain text has no values to fill in: it is counted in
+    :data:`FALLBACKS` and looked up whole as a message id (a word, a data file's note), else
+    shown as it is. Finished text is never parsed back into a template."""
     lang = normalize(lang) if lang else current()
-    if lang == "en" or not text or len(text) > MAX_SENTENCE_CHARS:
+    if isinstance(text, (Msg, Sentence)):
+        _note("ok", text)
+        return str(text) if lang == "en" else render(text, _translations(lang).gettext)
+    if not text:
         return text
-    translations = _translations(lang)
-    exact = translations.gettext(text)
-    if exact != text or _depth > _MAX_DEPTH:
-        return exact
-    for template in _templates(lang):
-        match = template.match(text)
-        if match is not None:
-            if "; " in text and any("; " in v for v in match.values()):
-                # A hole swallowed a "; " join ("3.1x slower; 1.2x cost/token" read as one
-                # "{ratio}x cost/token"): sentences joined are translated one by one if each is
-                # known.
-                parts = text.split("; ")
-                each = [sentence(part, lang, _depth + 1) for part in parts]
-                if all(t != p for t, p in zip(each, parts, strict=True)):
-                    return "；".join(each)
-            values = {
-                name: (
-                    sentence(v, lang, _depth + 1) if " " in v and any(c.isalpha() for c in v) else v
-                )
-                for name, v in match.items()
-            }
-            return _fill(template.translation, values)
-    head, found, rest = text.partition(": ")
-    if found and rest and " " not in head:
-        # "where: what" (a path, a file or an id before the colon): the "where" stays.
-        return head + "：" + sentence(rest, lang, _depth + 1)
-    for joint in ("; ", ": "):
-        head, found, rest = text.partition(joint)
-        if found and rest:
-            # "; " joins sentences: both are translated; "where: what" keeps its "where".
-            first = sentence(head, lang, _depth + 1) if joint == "; " else head
-            return first + ("；" if joint == "; " else "：") + sentence(rest, lang, _depth + 1)
-    return text
+    FALLBACKS[text] += 1
+    _note("fallback", text)
+    return text if lang == "en" else _translations(lang).gettext(text)
+
+
+def _note(kind: str, text: str) -> None:
+    log = os.environ.get("SUANLI_I18N_FALLBACK_LOG")
+    if log:  # temporary instrumentation (issue 40): where plain text reached a view
+        frame = sys._getframe(2)
+        where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        if kind == "fallback":
+            from suanli.i18n.matcher import match_text
+
+            kind = "hit" if match_text(text, _translations("zh")) != text else "miss"
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{kind}\t{where}\t{text[:300]!r}\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from suanli.i18n import N_, sentence
+from suanli.i18n import N_, message_of, sentence
 from suanli.units import GiB
 
 
@@ -116,7 +116,7 @@ def oom_autopsy(rec: Any) -> OomAutopsy | None:
             peak_bytes=torch.cuda.max_memory_allocated(),
         )
     except Exception as exc:  # the autopsy must not hide the original error
-        return OomAutopsy(error=str(exc))
+        return OomAutopsy(error=message_of(exc))
     return OomAutopsy(doc=doc)
 
 

@@ -22,6 +22,8 @@ import sys
 import traceback
 from typing import Any
 
+from suanli.i18n import to_data
+
 _state: dict[str, Any] = {"forked_from": None, "memory": None}
 
 
@@ -45,7 +47,7 @@ def _save(report_dir: str, rec: Any, ending: dict[str, Any] | None, **extra: Any
     path = os.path.join(report_dir, f"{os.getpid()}.json")
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f)
+        json.dump(to_data(doc), f)  # sentences keep their message ids for the parent
     os.replace(tmp, path)
     if rec.finished:
         open(os.path.join(report_dir, f"{os.getpid()}.finished"), "w").close()

@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from suanli.i18n import from_data
+
 #: Seconds a process group gets between SIGTERM and SIGKILL.
 KILL_GRACE_S = 5.0
 #: Seconds a script may go on after all its steps were recorded before the parent stops it.
@@ -171,7 +173,7 @@ def _read_reports(report_dir: str, main_pid: int) -> list[dict[str, Any]]:
             continue
         try:
             with open(os.path.join(report_dir, name), encoding="utf-8") as f:
-                doc = json.load(f)
+                doc = from_data(json.load(f))  # the child's sentences, with their ids
         except (OSError, ValueError):
             continue  # a process killed while writing leaves only its .tmp, never half a file
         if isinstance(doc, dict) and isinstance(doc.get("pid"), int):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.models.families import FAMILY_READERS, FamilyConfigError
 from suanli.models.families_moe import MOE_READERS
 from suanli.models.library_defaults import defaults_note, fill_defaults
@@ -597,7 +597,7 @@ def spec_from_config(cfg: Config, name: str = "model") -> ModelSpec:
     try:
         cfg = check_config(cfg)
     except ConfigFieldError as exc:
-        raise ModelConfigError(str(exc)) from None
+        raise ModelConfigError(message_of(exc)) from None
     # Keys the file leaves out take their configuration class's default, as in transformers.
     filled = fill_defaults(cfg)
     reader = READERS.get(str(model_type))
@@ -608,10 +608,10 @@ def spec_from_config(cfg: Config, name: str = "model") -> ModelSpec:
     try:
         spec = reader(name, filled.config)
     except FamilyConfigError as exc:
-        raise ModelConfigError(str(exc)) from None
+        raise ModelConfigError(message_of(exc)) from None
     try:
         check_routing(spec)
     except ConfigFieldError as exc:
-        raise ModelConfigError(str(exc)) from None
+        raise ModelConfigError(message_of(exc)) from None
     note = defaults_note(filled)
     return spec if note is None else _replace_notes(spec, (*spec.notes, note))

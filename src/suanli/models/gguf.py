@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.safe_files import MAX_MODEL_FILE_BYTES, UnsafeFileError, open_regular
 
 MAGIC = b"GGUF"
@@ -200,7 +200,7 @@ def read_gguf(path: str | Path) -> GGUFHeader:
         with open_regular(path, MAX_MODEL_FILE_BYTES) as f:
             return read_gguf_stream(f, name)
     except UnsafeFileError as exc:
-        raise GGUFError(str(exc)) from None
+        raise GGUFError(message_of(exc)) from None
     except OSError as exc:
         raise GGUFError(
             N_("cannot read {path} ({error}); check the path").format(path=name, error=exc.strerror)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 from suanli.models.config import ModelConfigError, spec_from_config
 from suanli.models.hub import (
@@ -129,7 +129,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         text = read_regular_text(path, MAX_CONFIG_BYTES)
     except UnsafeFileError as exc:
-        raise ModelSourceError(str(exc)) from None
+        raise ModelSourceError(message_of(exc)) from None
     except OSError as exc:
         raise ModelSourceError(
             N_("cannot read {path} ({error}); check the path").format(path=path, error=exc.strerror)
@@ -170,7 +170,7 @@ def _from_gguf(path: Path, name: str | None = None) -> LoadedModel:
     try:
         header = read_gguf(path)
     except GGUFError as exc:
-        raise ModelSourceError(str(exc)) from None
+        raise ModelSourceError(message_of(exc)) from None
     return _from_gguf_header(header, name or path.name, "path", str(path))
 
 
@@ -181,7 +181,7 @@ def _from_gguf_header(header: Any, name: str, source: str, location: str) -> Loa
     try:
         cfg = hf_config(header)
     except GGUFError as exc:
-        raise ModelSourceError(str(exc)) from None
+        raise ModelSourceError(message_of(exc)) from None
     spec = _spec(cfg, name)
     params = count_params(spec)
     bits = 8 * header.weight_bytes / max(params.total, 1)
@@ -216,7 +216,7 @@ def load_gguf_from_hub(arg: str, revision: str | None = None) -> LoadedModel:
         offline = offline_error(repo_id, filename, revision)
         raise ModelSourceError(str(offline)) from offline
     except HubError as exc:
-        raise ModelSourceError(str(exc)) from exc
+        raise ModelSourceError(message_of(exc)) from exc
     cached = _repo_dir(repo_id) / commit / f"gguf--{filename.replace('/', '--')}.json"
     if cached.is_file():
         raw = _read_json(cached)
@@ -233,10 +233,10 @@ def load_gguf_from_hub(arg: str, revision: str | None = None) -> LoadedModel:
         with fs.open(path, "rb", block_size=GGUF_BLOCK_BYTES) as f:
             header = read_gguf_stream(f, arg)
     except GGUFError as exc:
-        raise ModelSourceError(str(exc)) from None
+        raise ModelSourceError(message_of(exc)) from None
     except Exception as exc:  # a typed sentence for each hub failure
         error = hub_error(exc, repo_id, revision=revision, filename=filename)
-        raise ModelSourceError(str(error)) from error
+        raise ModelSourceError(message_of(error)) from error
     doc = {
         "version": header.version,
         "metadata": header.metadata,
@@ -291,7 +291,7 @@ def load_from_hub(repo_id: str, revision: str | None = None) -> LoadedModel:
     try:
         config_path = hub_file(repo_id, "config.json", revision=revision, missing=missing)
     except HubError as exc:
-        raise ModelSourceError(str(exc)) from exc
+        raise ModelSourceError(message_of(exc)) from exc
     # Only the JSON is read: a repo's custom modelling code (``auto_map``) is never imported.
     cfg = _read_json(config_path)
     spec = _spec(cfg, repo_id)
@@ -383,7 +383,7 @@ def load_model(
     try:
         revision = current_revision(revision)
     except ValueError as exc:
-        raise ModelSourceError(str(exc)) from None
+        raise ModelSourceError(message_of(exc)) from None
     if revision is not None:
         if _hub_gguf(arg):
             return load_gguf_from_hub(arg, revision)

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.safe_files import MAX_MODEL_FILE_BYTES, UnsafeFileError, open_regular
 
 #: Largest header we accept; the format caps it at 100 MB.
@@ -79,7 +79,7 @@ def read_header(path: str | Path) -> dict[str, object]:
                 )
             raw = fh.read(size)
     except UnsafeFileError as exc:
-        raise SafetensorsError(str(exc)) from None
+        raise SafetensorsError(message_of(exc)) from None
     except OSError as exc:
         raise SafetensorsError(
             N_("cannot read {path} ({error})").format(path=p, error=exc.strerror)

@@ -21,7 +21,7 @@ from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.hardware import device_for
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.models.spec import ModelSpec
 
 OBJECTIVES = ("time", "cost", "cost-per-token")
@@ -192,7 +192,7 @@ def search_train(
     try:
         device = device_for(gpu, base.dtype, gpus_per_node=space.gpus_per_node)
     except ValueError as exc:
-        return GpuResult(gpu.id, None, 0, 0, str(exc))
+        return GpuResult(gpu.id, None, 0, 0, message_of(exc))
     rows = layouts(spec, gpu, space)
     if not rows:
         return GpuResult(gpu.id, None, 0, 0, N_("no layout divides the GPU counts"))

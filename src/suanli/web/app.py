@@ -22,7 +22,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -58,8 +57,7 @@ from suanli.estimate.workload import (
     RECOMPUTE,
     TASKS,
 )
-from suanli.i18n import N_, normalize, translate_to
-from suanli.i18n import sentence as translate_sentence
+from suanli.i18n import LANGS, N_, message_of, normalize, translate_to
 from suanli.models.resolve import LoadedModel
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.models import Models
@@ -72,7 +70,6 @@ from suanli.web.responses import (
     MessagesAnswer,
     OptionsAnswer,
     QuantOption,
-    SentencesAnswer,
     WebLimits,
     documented,
     openapi_document,
@@ -80,21 +77,19 @@ from suanli.web.responses import (
 from suanli.web.schemas import (
     PLAN_MAX_GPUS_INFER,
     PLAN_MAX_GPUS_TRAIN,
-    SENTENCES_MAX_CHARS,
-    SENTENCES_MAX_TEXTS,
-    SENTENCES_MAX_TOTAL_CHARS,
     CardRequest,
     CostRequest,
     ImageRequest,
     MemoryRequest,
     PerfRequest,
     PlanRequest,
-    SentencesRequest,
 )
 from suanli.web.security import (
     ALLOW_HOSTS_ENV,
+    ANSWER_LANG,
     BODY_LIMIT,
     LOOPBACK_HOSTS,
+    AnswerLanguage,
     ApiError,
     BodyLimit,
     CleanJSONResponse,
@@ -174,13 +169,7 @@ def _lang(value: str) -> str:
     try:
         return normalize(value)
     except ValueError as exc:
-        raise ApiError(400, str(exc)) from None
-
-
-@lru_cache(maxsize=8192)
-def translated(text: str, lang: str) -> str:
-    """One sentence of an answer in ``lang`` (the page asks for the same ones again and again)."""
-    return translate_sentence(text, lang)
+        raise ApiError(400, message_of(exc)) from None
 
 
 def _static_dir() -> Any:
@@ -194,9 +183,10 @@ def _multipart_available() -> bool:
 
 
 def accept_language(headers: Any) -> str:
-    """``zh`` when the browser's first Accept-Language is Chinese, else ``en``."""
+    """The browser's first Accept-Language when suanli speaks it (``zh-CN`` -> ``zh``), else
+    ``en``."""
     first = str(headers.get("accept-language", "")).split(",", 1)[0].strip().lower()
-    return "zh" if first.startswith("zh") else "en"
+    return next((code for code in LANGS if first.startswith(code)), "en")
 
 
 def create_app(
@@ -255,7 +245,7 @@ def create_app(
         return error_response(exc.status, exc.message)
 
     async def value_error(request: Request, exc: Exception) -> Response:
-        return error_response(400, str(exc))
+        return error_response(400, message_of(exc))
 
     async def invalid(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
@@ -305,6 +295,7 @@ def create_app(
         hosts = (*LOOPBACK_HOSTS, *os.environ[ALLOW_HOSTS_ENV].split(","))
     if hosts is not None:
         app.add_middleware(HostAllowList, hosts=tuple(hosts))
+    app.add_middleware(AnswerLanguage)  # outermost: ?lang= reaches every answer and error
 
     static = StaticFiles(packages=[("suanli.web", "static")])
     app.mount("/static", static, name="static")
@@ -332,9 +323,10 @@ def create_app(
     def api_presets() -> dict[str, Any]:
         return preset_list().to_json()
 
-    # The catalog never changes while the server runs: rendered once, answered on the event
-    # loop, so it stays fast while searches occupy the worker threads.
-    gpus_body = render_json(gpu_list(GpuListRequest()).to_json())
+    # The catalog never changes while the server runs: rendered once per language, answered on
+    # the event loop, so it stays fast while searches occupy the worker threads.
+    gpus_doc = gpu_list(GpuListRequest()).to_json()
+    gpus_bodies = {"en": render_json(gpus_doc, "en")}
 
     @app.get(
         "/api/gpus",
@@ -343,7 +335,10 @@ def create_app(
         responses=documented("gpus", errors=GET_ERRORS),
     )
     async def api_gpus() -> Response:
-        return Response(gpus_body, media_type="application/json")
+        lang = ANSWER_LANG.get()
+        if lang not in gpus_bodies:
+            gpus_bodies[lang] = render_json(gpus_doc, lang)
+        return Response(gpus_bodies[lang], media_type="application/json")
 
     @app.get(
         "/api/frameworks",
@@ -427,13 +422,14 @@ def create_app(
     async def api_plan(req: PlanRequest) -> Response:
         # A hit is answered on the event loop. The model is resolved in the thread pool (an
         # upload lives in this process); the search runs in a worker process (web/workers.py).
-        key = req.model_dump_json()
+        lang = ANSWER_LANG.get()
+        key = lang + req.model_dump_json()
         body = cache.get(key)
         if body is None:
             request = req.to_request()
             loaded = await run_in_threadpool(models.resolve, request.model)
             if search_processes:
-                body = await searches.run_in_process(plan_body, request, loaded)
+                body = await searches.run_in_process(plan_body, request, loaded, lang)
             else:
                 answer = await searches.run(plan, request, loader=lambda _name: loaded)
                 body = render_json(answer.to_json())
@@ -452,29 +448,6 @@ def create_app(
         code = _lang(chosen)
         messages = {m: translate_to(code, m) for m in MESSAGES}
         return MessagesAnswer(lang=code, messages=messages).to_json()
-
-    @app.post(
-        "/api/sentences",
-        summary="Sentences of answers in a language (the page's Chinese)",
-        description="The English sentences an answer or an error wrote (assumptions, notes, "
-        "warnings, reasons, error messages), each in `lang`, in the same order; a sentence the "
-        f"catalog does not know comes back unchanged. At most {SENTENCES_MAX_TEXTS} texts of "
-        f"at most {SENTENCES_MAX_CHARS} characters, {SENTENCES_MAX_TOTAL_CHARS} in all. The "
-        "answers themselves stay English.",
-        response_model=None,
-        responses=documented("web-sentences"),
-    )
-    def api_sentences(req: SentencesRequest) -> dict[str, Any]:
-        if sum(len(text) for text in req.texts) > SENTENCES_MAX_TOTAL_CHARS:
-            raise ApiError(
-                413,
-                N_("the texts hold more than {most:,} characters in all; send fewer").format(
-                    most=SENTENCES_MAX_TOTAL_CHARS
-                ),
-            )
-        code = _lang(req.lang)
-        texts = tuple(translated(text, code) for text in req.texts)
-        return SentencesAnswer(lang=code, texts=texts).to_json()
 
     @app.post(
         "/api/card",

@@ -5,7 +5,7 @@ Each route names the documents it serves (:func:`documented`): the answers' own 
 200, and the one error object for a 4xx or 5xx. :func:`openapi_document` puts those schemas into
 ``components/schemas`` when ``/openapi.json`` is first asked for (building them takes most of a
 second, too slow for every ``create_app``). The documents only the web serves (the form's
-options, the page's messages and sentences) are typed answers here, so they carry
+options, the page's messages) are typed answers here, so they carry
 ``schema_version`` like every other document.
 
 No FastAPI import here: the functions work on plain dicts.
@@ -30,7 +30,7 @@ ERROR = "error"
 ERROR_SCHEMA: dict[str, Any] = {
     "title": "ApiError",
     "description": "Every 4xx and 5xx answer of the API: one sentence saying what is wrong and "
-    "what to do (in English; POST /api/sentences translates it).",
+    "what to do (in English; with ?lang=zh in Chinese).",
     "type": "object",
     "properties": {"error": {"type": "string", "maxLength": 400}},
     "required": ["error"],
@@ -119,19 +119,8 @@ class MessagesAnswer(Answer):
     """English label -> the label in ``lang``."""
 
 
-@dataclass(frozen=True)
-class SentencesAnswer(Answer):
-    """POST /api/sentences: the sentences sent, each in ``lang``, in the same order."""
-
-    schema_name: ClassVar[str] = "web-sentences"
-
-    lang: str
-    """zh or en."""
-    texts: tuple[str, ...]
-
-
 #: The documents only the web serves.
-WEB_ANSWERS: tuple[type[Answer], ...] = (OptionsAnswer, MessagesAnswer, SentencesAnswer)
+WEB_ANSWERS: tuple[type[Answer], ...] = (OptionsAnswer, MessagesAnswer)
 
 
 def config_schema(model: dict[str, Any]) -> dict[str, Any]:

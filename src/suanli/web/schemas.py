@@ -19,7 +19,7 @@ from suanli.answers.options import OPTIONS, PUE, WORK_OPTIONS, Option
 from suanli.answers.request import WorkRequest
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
-from suanli.i18n import N_
+from suanli.i18n import N_, message_of
 from suanli.limits import MAX_TOKENS  # the CLI and the web share the bound
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.plan.scenarios import SCENARIOS
@@ -342,7 +342,7 @@ class CostRequest(BaseModel):
         try:
             pue = cost_answers.parse_pue(self.pue)
         except ValueError as exc:
-            raise ApiError(422, str(exc)) from None
+            raise ApiError(422, message_of(exc)) from None
         return cost_answers.CostRequest(
             gpu=self.gpu,
             gpus=self.gpus,
@@ -399,23 +399,3 @@ class CardRequest(BaseModel):
             rent=self.rent,
             price=self.price,
         )
-
-
-#: Most sentences one POST /api/sentences translates, and the longest sentence it takes.
-SENTENCES_MAX_TEXTS = 200
-SENTENCES_MAX_CHARS = 2000
-#: Characters of all the texts of one request: an answer's sentences are a few thousand; the
-#: cap bounds one request's work (linear translation, ~15 ms per 1,000 characters at worst).
-SENTENCES_MAX_TOTAL_CHARS = 20_000
-
-
-class SentencesRequest(BaseModel):
-    """English sentences from answers (assumptions, notes, reasons, errors) to show in ``lang``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    lang: str = Field(min_length=1, max_length=20, description="zh or en.")
-    texts: list[Annotated[str, Field(max_length=SENTENCES_MAX_CHARS)]] = Field(
-        max_length=SENTENCES_MAX_TEXTS,
-        description="Sentences as an answer or an error wrote them, in English.",
-    )

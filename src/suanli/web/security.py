@@ -7,13 +7,16 @@ import json
 import math
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
+from contextvars import ContextVar
 from typing import Any
+from urllib.parse import parse_qs
 
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from suanli.i18n import N_
+from suanli.i18n import N_, is_sentence, message_of, normalize
+from suanli.i18n import sentence as in_language
 
 #: Largest request body accepted, in bytes (1 MiB): a config.json is a few kilobytes.
 BODY_LIMIT = 1 << 20
@@ -53,26 +56,38 @@ def sentence(text: str, limit: int = 400) -> str:
     return text or N_("bad request")
 
 
-def clean(obj: Any) -> Any:
-    """A JSON-ready copy: non-finite floats become null, numpy scalars plain numbers."""
+#: The language the answer to the current request is written in: ``?lang=`` on any request
+#: (:class:`AnswerLanguage`); English when none is given, so scripts get the CLI's JSON.
+ANSWER_LANG: ContextVar[str] = ContextVar("suanli_answer_lang", default="en")
+
+
+def clean(obj: Any, lang: str = "en") -> Any:
+    """A JSON-ready copy: non-finite floats become null, numpy scalars plain numbers, and the
+    library's sentences (values, never keys) written in ``lang``."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
-    if isinstance(obj, (str, int, bool)) or obj is None:
+    if isinstance(obj, str):
+        return in_language(obj, lang) if lang != "en" and is_sentence(obj) else obj
+    if isinstance(obj, (int, bool)) or obj is None:
         return obj
     if isinstance(obj, dict):
-        return {str(k): clean(v) for k, v in obj.items()}
+        return {str(k): clean(v, lang) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [clean(v) for v in obj]
+        return [clean(v, lang) for v in obj]
     item = getattr(obj, "item", None)
     if callable(item):  # numpy scalar
-        return clean(item())
+        return clean(item(), lang)
     return str(obj)
 
 
-def render_json(content: Any) -> bytes:
-    """Strict, compact JSON: no NaN/Infinity (which browsers' JSON.parse rejects)."""
+def render_json(content: Any, lang: str | None = None) -> bytes:
+    """Strict, compact JSON: no NaN/Infinity (which browsers' JSON.parse rejects); sentences in
+    ``lang`` (default: the request's, :data:`ANSWER_LANG`)."""
     return json.dumps(
-        clean(content), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        clean(content, lang or ANSWER_LANG.get()),
+        ensure_ascii=False,
+        allow_nan=False,
+        separators=(",", ":"),
     ).encode("utf-8")
 
 
@@ -84,8 +99,10 @@ class CleanJSONResponse(JSONResponse):
 
 
 def error_response(status: int, message: str) -> CleanJSONResponse:
-    """The one error shape of the API."""
-    return CleanJSONResponse({"error": sentence(message)}, status_code=status)
+    """The one error shape of the API, in the request's language."""
+    lang = ANSWER_LANG.get()
+    shown = in_language(message, lang) if is_sentence(message) else message
+    return CleanJSONResponse({"error": sentence(shown)}, status_code=status)
 
 
 def validation_sentence(exc: RequestValidationError) -> str:
@@ -99,6 +116,9 @@ def validation_sentence(exc: RequestValidationError) -> str:
     msg = str(first.get("msg", N_("is not valid")))
     msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     msg = msg[:1].lower() + msg[1:]
+    raised = (first.get("ctx") or {}).get("error")
+    if kind == "value_error" and isinstance(raised, ValueError):
+        msg = message_of(raised)  # a validator's own sentence, kept with its message id
     if kind == "json_invalid":
         text = N_("the request body is not valid JSON")
     elif kind == "missing" and field:
@@ -214,3 +234,31 @@ class HostAllowList:
                 )(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class AnswerLanguage:
+    """``?lang=zh`` (or ``en``) on any request: its answer's sentences, and its error, are
+    written in that language (:data:`ANSWER_LANG`); the JSON keys and every other value stay
+    as they are. An unknown language is a 400 with one sentence."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        asked = None
+        if scope["type"] == "http" and b"lang=" in scope.get("query_string", b""):
+            found = parse_qs(scope["query_string"].decode("latin-1")).get("lang")
+            asked = found[-1] if found else None
+        if asked is None:
+            await self.app(scope, receive, send)
+            return
+        try:
+            lang = normalize(asked)
+        except ValueError as exc:
+            await error_response(400, exc.args[0])(scope, receive, send)
+            return
+        token = ANSWER_LANG.set(lang)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            ANSWER_LANG.reset(token)

@@ -133,10 +133,11 @@ def _ready() -> bool:
     return True
 
 
-def plan_body(request: Any, loaded: Any) -> bytes:
-    """The JSON body of ``POST /api/plan`` (in a worker: the model was resolved by the server)."""
+def plan_body(request: Any, loaded: Any, lang: str = "en") -> bytes:
+    """The JSON body of ``POST /api/plan``, its sentences in ``lang`` (in a worker: the model
+    was resolved by the server)."""
     from suanli.answers.plan import plan
     from suanli.web.security import render_json
 
     answer = plan(request, loader=lambda _name: loaded)
-    return render_json(answer.to_json())
+    return render_json(answer.to_json(), lang)

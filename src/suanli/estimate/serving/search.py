@@ -17,7 +17,7 @@ from suanli.estimate.serving.arrivals import Requests
 from suanli.estimate.serving.config import EngineConfig
 from suanli.estimate.serving.simulate import ServingResult, saturated_requests_per_s, simulate
 from suanli.estimate.serving.timing import TP_CHOICES, ReplicaCost, replica_cost
-from suanli.i18n import N_
+from suanli.i18n import N_, join, message_of
 from suanli.models.spec import ModelSpec
 
 
@@ -190,7 +190,7 @@ def plan_replicas(
         if best is None or tp * found[0] < best[0] * best[1]:
             best = (tp, found[0], found[1])
     if best is None:
-        return 0, 0, None, sims, "; ".join(reasons) or N_("no tensor-parallel degree applies")
+        return 0, 0, None, sims, join(reasons, N_("; ")) or N_("no tensor-parallel degree applies")
     return best[0], best[1], best[2], sims, ""
 
 
@@ -227,7 +227,7 @@ def plan_capacity(
         try:
             device = device_for(gpu, dtype)
         except ValueError as exc:
-            rows.append(CapacityRow(gpu.id, False, str(exc)))
+            rows.append(CapacityRow(gpu.id, False, message_of(exc)))
             continue
         rent = rent_price(gpu, override_usd_per_hour=price)
         usd = rent.usd if rent is not None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from suanli.i18n import N_
+from suanli.i18n import N_, join
 from suanli.live.bench.device import MiB
 from suanli.live.bench.profile import (
     AllReduceResult,
@@ -136,7 +136,7 @@ def grade_figure(
                     "all-reduce messages of 256 MiB or more)"
                 )
             )
-        cause = "; ".join(causes)
+        cause = join(causes, N_("; "))
     return Grade(
         grade=grade,
         datasheet=datasheet,
@@ -157,7 +157,9 @@ def grade_matmul(r: MatmulResult, gpu: Any, health: Health, quick: bool, why: st
     if not r.best_flops_per_s:
         return Grade(
             "info",
-            cause=N_("not measured: {why}").format(why="; ".join(r.skipped) or N_("no shape ran")),
+            cause=N_("not measured: {why}").format(
+                why=join(r.skipped, N_("; ")) or N_("no shape ran")
+            ),
         )
     if gpu is None:
         return Grade("info", cause=why)

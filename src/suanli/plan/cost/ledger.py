@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from suanli.i18n import N_
+from suanli.i18n import N_, join
 from suanli.plan.cost.result import Assumption
 
 
@@ -20,7 +20,7 @@ def significant(value: float) -> float:
 
 def join_notes(notes: str, extra: str) -> str:
     """Two notes joined with "; ", leaving out an empty one."""
-    return "; ".join(part for part in (notes, extra) if part)
+    return join([part for part in (notes, extra) if part], N_("; "))
 
 
 @dataclass(frozen=True)
