@@ -4,7 +4,7 @@
 
 (function () {
   const GiB = 2 ** 30;
-  const { t, th, s, w } = window.suanliI18n; // the page's language (lang.js)
+  const { t, th, w, url } = window.suanliI18n; // the page's language (lang.js)
   const COMPONENTS = {
     weights: ["weights", "#4e79a7"],
     master_weights: ["master weights", "#a0cbe8"],
@@ -138,7 +138,7 @@
       body: JSON.stringify(body),
       signal: signal,
     };
-    const response = await fetch(path, init);
+    const response = await fetch(url(path), init);
     let data = null;
     try { data = await response.json(); } catch (e) { data = null; }
     if (!response.ok) {
@@ -322,7 +322,7 @@
     info.classList.remove("field-error");
     info.textContent = t("reading {file}…", { file: file.name });
     try {
-      const response = await fetch("/api/config", { method: "POST", body: body });
+      const response = await fetch(url("/api/config"), { method: "POST", body: body });
       const data = await response.json().catch(() => null);
       if (!response.ok) throw new Error(data && data.error ? data.error : t("upload failed"));
       $("#model").value = data.model;
@@ -332,8 +332,7 @@
       schedule();
     } catch (err) {
       info.classList.add("field-error");
-      await window.suanliI18n.prepare([err.message]);
-      info.textContent = s(err.message);
+      info.textContent = err.message;
     }
   });
   function describeModel() {
@@ -560,7 +559,7 @@
       // A job that cannot run has no speed: every speed and time says why instead of a number
       // (the API computes them with ignore_fit, for the curious, but the page does not show them).
       cells.push("<div class=\"cannot-run\"><span class=\"no\">" + esc(blockedOn(blocked, doc.gpu)) +
-        "</span> " + (doc.warnings || []).map((x) => esc(s(x))).join(" ") + "</div>");
+        "</span> " + (doc.warnings || []).map((x) => esc(x)).join(" ") + "</div>");
       const why = (doc.warnings || []).map(s).join(" ");
       const labels = f.task === "infer"
         ? [t("time to first token"), t("time per output token"), "tokens/s"]
@@ -592,7 +591,7 @@
         cell(t("rent"), doc.cost_usd === null ? t("no price known") : money(doc.cost_usd), ex.cost_usd,
           [[[t("GPU-hours"), group(doc.gpu_hours, 1)], [t("energy"), group(doc.energy_kwh, 1) + " kWh"]]]);
       }
-      (doc.advice || []).slice(0, 1).forEach((tip) => cell(t("tip"), s(tip.issue),
+      (doc.advice || []).slice(0, 1).forEach((tip) => cell(t("tip"), tip.issue,
         tip.fix, [[[t("tokens/s after"), rate(tip.tokens_per_s_after)],
           [t("speed-up"), Number(tip.speedup).toFixed(2) + "x"]]]));
     }
@@ -847,10 +846,10 @@
       : t("renting has cost as much as buying after {years} years", { years: be.toFixed(2) });
     const time = num("cost", when, t("Break-even in time"), [ex.break_even_years].concat(sources));
     $("#cost-verdict").innerHTML = doc.break_even_utilisation !== null
-      ? th("{verdict}. {time}; break-even utilisation {utilisation}.", { verdict: esc(s(doc.verdict)),
+      ? th("{verdict}. {time}; break-even utilisation {utilisation}.", { verdict: esc(doc.verdict),
         time: time, utilisation: num("cost", pct(doc.break_even_utilisation), t("Break-even utilisation"),
           [ex.break_even_utilisation].concat(sources)) })
-      : th("{verdict}. {time}.", { verdict: esc(s(doc.verdict)), time: time });
+      : th("{verdict}. {time}.", { verdict: esc(doc.verdict), time: time });
     const cols = series.map((x) => x[1]);
     $("#cost-table").innerHTML = "<table id=\"cost\"><thead><tr><th>" + esc(t("year")) + "</th>" +
       series.map((x) => '<th class="r">' + esc(w(x[0])) + "</th>").join("") + "</tr></thead><tbody>" +
@@ -887,7 +886,7 @@
       const it = "<strong class=\"no\">" + (blocked === "does not fit"
         ? th("It does not fit on {gpu}", head) : th("It is not supported on {gpu}", head)) + "</strong>";
       parts.push(perf.warnings && perf.warnings.length
-        ? th("{it}: {warnings}.", { it: it, warnings: perf.warnings.map((x) => esc(s(x))).join(" ") })
+        ? th("{it}: {warnings}.", { it: it, warnings: perf.warnings.map((x) => esc(x)).join(" ") })
         : th("{it} as given.", { it: it }));
     } else if (perf) {
       const v = { gpu: esc(perf.gpu), rate: rate(perf.tokens_per_s), tpot: dur(perf.tpot_s),
@@ -930,11 +929,10 @@
     state.pending = true;
     timer = setTimeout(refresh, 300);
   }
-  // An error: the API's English sentence, shown in the page's language (kept for a switch).
+  // An error: the API's sentence (in the page's language).
   function setError(card, message) {
     const el = document.querySelector("#" + card + " .error");
-    el.dataset.en = message || "";
-    el.textContent = s(message || "");
+    el.textContent = message || "";
     el.hidden = !message;
     document.getElementById(card).classList.toggle("failed", Boolean(message));
   }
@@ -958,20 +956,17 @@
     const fail = (card, name) => async (err) => {
       if (gen !== state.gen || err.name === "AbortError") return;
       state.last[name] = null;
-      await window.suanliI18n.prepare([err.message]);
-      if (gen === state.gen) setError(card, err.message);
+      setError(card, err.message);
     };
-    // Each answer's sentences are fetched in the page's language before it is drawn.
-    const ready = (name) => () => gen === state.gen && window.suanliI18n.prepare(state.last[name]);
     state.lastForm = f;
-    const memory = api("/api/memory", req.memory, signal).then(done("memory")).then(ready("memory"))
+    const memory = api("/api/memory", req.memory, signal).then(done("memory"))
       .then(() => {
         if (gen === state.gen) { setError("mem-card"); renderMemory(state.last.memory); }
       }).catch(fail("mem-card", "memory"));
-    const perf = api("/api/perf", req.perf, signal).then(done("perf")).then(ready("perf")).then(() => {
+    const perf = api("/api/perf", req.perf, signal).then(done("perf")).then(() => {
       if (gen === state.gen) { setError("speed-card"); renderPerf(state.last.perf, f); }
     }).catch(fail("speed-card", "perf"));
-    const plan = api("/api/plan", req.plan, signal).then(done("plan")).then(ready("plan")).then(() => {
+    const plan = api("/api/plan", req.plan, signal).then(done("plan")).then(() => {
       if (gen === state.gen) { setError("plan-card"); renderPlan(state.last.plan, f); }
     }).catch(fail("plan-card", "plan"));
     // The API line of the cost chart needs the tokens this setup produces (inference).
@@ -983,7 +978,7 @@
         req.cost.api = preset.name;
       }
       return api("/api/cost", req.cost, signal);
-    }).then(done("cost")).then(ready("cost")).then(() => {
+    }).then(done("cost")).then(() => {
       if (gen === state.gen) { setError("cost-card"); renderCost(state.last.cost); }
     }).catch(fail("cost-card", "cost"));
     await Promise.allSettled([memory, perf, plan, cost]);
@@ -1041,7 +1036,6 @@
     try {
       const doc = await api("/api/live");
       if (state.live.start === null) state.live.start = doc.time;
-      await window.suanliI18n.prepare(doc);
       renderLive(doc);
     } catch (err) {
       $("#live-note").textContent = err.message;
@@ -1130,28 +1124,16 @@
       : cpu ? t("No GPU found on this machine ({cpu}); the Live tab appears when one is.", { cpu: cpu.name })
         : t("No GPU found on this machine; the Live tab appears when one is.");
   }
-  // Switching the language draws everything again from the answers already here.
+  // Switching the language: the labels at once, then the answers asked for again in it (their
+  // sentences are written by the server, in the language each request names).
   async function relabel() {
     if (!state.options) return;
-    const errors = Array.from(document.querySelectorAll("#results .error"));
-    await window.suanliI18n.prepare([state.last, errors.map((el) => el.dataset.en || "")]);
     labelSelects($("#precision").value, $("#framework").value, $("#quant").value);
     syncTask();
     renderChips();
     describeModel();
     describeMachine();
-    errors.forEach((el) => { el.textContent = s(el.dataset.en || ""); });
-    const f = state.lastForm;
-    if (!f || state.pending) return;
-    const last = state.last;
-    if (last.memory) renderMemory(last.memory);
-    if (last.perf) renderPerf(last.perf, f);
-    if (last.plan) renderPlan(last.plan, f);
-    if (last.cost) renderCost(last.cost);
-    renderVerdict(f);
-    if (state.updated) {
-      $("#status").textContent = t("updated {time}", { time: state.updated.toLocaleTimeString() });
-    }
+    if (state.lastForm) await refresh();
   }
   window.suanliI18n.onChange(relabel);
   window.suanliI18n.ready.then(start).catch((err) => {

@@ -4,7 +4,7 @@
 
 (function () {
   const $ = (sel) => document.querySelector(sel);
-  const { t, s } = window.suanliI18n; // the page's language (lang.js)
+  const { t, url } = window.suanliI18n; // the page's language (lang.js)
   const TASK = { full: () => t("full fine-tune"), lora: () => "LoRA", qlora: () => "QLoRA" };
   const state = { gen: 0, pending: false, doc: null };
   window.suanliCard = state; // for the end-to-end test
@@ -55,11 +55,11 @@
       '">' + esc(ok ? speed(m.tokens_per_s[i]) : t("does not fit")) + "</td>").join("") + "</tr>");
     $("#card-models").innerHTML = "<table><thead><tr><th>" + esc(t("model")) + '</th><th class="r">' +
       esc(t("size")) + "</th>" + heads + "</tr></thead><tbody>" + models.join("") + "</tbody></table>";
-    $("#card-assumptions").innerHTML = doc.assumptions.map((a) => "<li>" + esc(s(a)) + "</li>").join("");
+    $("#card-assumptions").innerHTML = doc.assumptions.map((a) => "<li>" + esc(a) + "</li>").join("");
   }
   function showError(message) {
     state.error = message;
-    $("#card-error").textContent = s(message);
+    $("#card-error").textContent = message;
     $("#card-error").hidden = false;
   }
 
@@ -69,21 +69,18 @@
     $("#card-error").hidden = true;
     const body = { gpu: $("#card-gpu").value.trim(), gpus: Number($("#card-gpus").value) || 1 };
     try {
-      const res = await fetch("/api/card", {
+      const res = await fetch(url("/api/card"), {
         method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
       });
       const doc = await res.json();
       if (gen !== state.gen) return;
       if (!res.ok) throw new Error(doc.error || res.statusText);
-      await window.suanliI18n.prepare(doc);
-      if (gen !== state.gen) return;
       state.doc = doc;
       state.error = null;
       render(doc);
     } catch (err) {
       if (gen !== state.gen) return;
-      await window.suanliI18n.prepare([err.message]);
-      if (gen === state.gen) showError(err.message);
+      showError(err.message);
     } finally {
       if (gen === state.gen) {
         state.pending = false;
@@ -92,12 +89,8 @@
     }
   }
 
-  // Switching the language draws the answer already here again.
-  window.suanliI18n.onChange(async () => {
-    await window.suanliI18n.prepare([state.doc, state.error]);
-    if (state.doc) render(state.doc);
-    if (state.error) showError(state.error);
-  });
+  // Switching the language asks for the answer again, written in the new language.
+  window.suanliI18n.onChange(() => (state.doc || state.error ? ask() : null));
 
   document.addEventListener("DOMContentLoaded", () => {
     $("#card-form").addEventListener("submit", (ev) => { ev.preventDefault(); ask(); });

@@ -1,16 +1,15 @@
 /* suanli serve: the page's language (中文 / English). The labels marked data-i18n (their English
  * text is the message id) and the texts the scripts write (t(id, values)) come from
  * GET /api/messages, which serves the same gettext catalog as the CLI; the sentences inside
- * answers (assumptions, notes, reasons, errors: English in the JSON) are translated by
- * POST /api/sentences. The choice is remembered in localStorage; the first view follows the
- * browser's Accept-Language. Nothing is translated here: every word comes from the catalog. */
+ * answers (assumptions, notes, reasons, errors) come written in the page's language: every API
+ * request carries ?lang= (url()), and the server writes them from their message ids and values.
+ * The choice is remembered in localStorage; the first view follows the browser's
+ * Accept-Language. Nothing is translated here: every word comes from the catalog. */
 "use strict";
 
 (function () {
   const KEY = "suanli-lang";
-  const MAX_TEXTS = 200; // per POST /api/sentences (the server's limit)
-  const MAX_CHARS = 2000;
-  const state = { lang: null, messages: {}, sentences: {}, listeners: [] };
+  const state = { lang: null, messages: {}, listeners: [] };
   window.suanliLang = state; // for the end-to-end test
 
   function remembered() {
@@ -25,17 +24,16 @@
       Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : hole);
   }
 
-  // An answer's English sentence in the page's language (once prepare() has fetched it).
-  function s(text) {
-    if (state.lang !== "zh" || typeof text !== "string") return text;
-    return state.sentences[text] || text;
+  // An API path asking for its answer in the page's language.
+  function url(path) {
+    if (!state.lang) return path;
+    return path + (path.includes("?") ? "&" : "?") + "lang=" + encodeURIComponent(state.lang);
   }
 
-  // A word or sentence from an answer (a bound, a term, a label): its sentence, else the
-  // page's message of that name, else as it is.
+  // A word from an answer (a bound, a term, a label): the page's message of that name, else as
+  // it is (the answer's sentences already come in the page's language).
   function w(text) {
-    const found = s(text);
-    return found !== text ? found : state.messages[text] || text;
+    return state.messages[text] || text;
   }
 
   // t() for HTML: the message is escaped, its holes are filled with `html` as given (the caller
@@ -51,47 +49,12 @@
     }[c]));
   }
 
-  // The sentences of answers (any JSON: strings with a space and some letters) not yet known.
-  function collect(value, found) {
-    if (typeof value === "string") {
-      if (value.length <= MAX_CHARS && value.includes(" ") && /[A-Za-z]{3}/.test(value) &&
-          !(value in state.sentences)) found.add(value);
-    } else if (Array.isArray(value)) {
-      value.forEach((v) => collect(v, found));
-    } else if (value && typeof value === "object") {
-      Object.values(value).forEach((v) => collect(v, found));
-    }
-    return found;
-  }
-
-  // Fetch the Chinese of every sentence in `docs` (answers, error messages); English: nothing.
-  async function prepare(docs) {
-    if (state.lang !== "zh") return;
-    const lang = state.lang;
-    const texts = Array.from(collect(docs, new Set()));
-    for (let i = 0; i < texts.length; i += MAX_TEXTS) {
-      const chunk = texts.slice(i, i + MAX_TEXTS);
-      try {
-        const res = await fetch("/api/sentences", {
-          method: "POST", headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ lang: lang, texts: chunk }),
-        });
-        if (!res.ok) return;
-        const doc = await res.json();
-        chunk.forEach((text, j) => { state.sentences[text] = doc.texts[j]; });
-      } catch (err) {
-        return; // the English stays
-      }
-    }
-  }
-
   async function apply(lang) {
     const url = "/api/messages" + (lang ? "?lang=" + encodeURIComponent(lang) : "");
     const res = await fetch(url);
     if (!res.ok) return;
     const doc = await res.json();
     state.messages = doc.messages;
-    if (doc.lang !== state.lang) state.sentences = {};
     state.lang = doc.lang;
     document.querySelectorAll("[data-i18n]").forEach((el) => {
       const key = el.dataset.i18n;
@@ -116,9 +79,8 @@
   window.suanliI18n = {
     t: t,
     th: th,
-    s: s,
     w: w,
-    prepare: prepare,
+    url: url,
     ready: ready,
     lang: () => state.lang,
     onChange: (fn) => { state.listeners.push(fn); },
