@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from functools import cached_property
 
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
@@ -67,24 +68,39 @@ def _memory_sizes(gpu: GPU) -> set[int]:
     return sizes
 
 
-@dataclass(frozen=True)
 class _Index:
     """One catalog's names, normalised once: a plan looks up every card of the catalog, and each
     lookup compared the query with every entry's id, name and aliases (about 40% of the CPU time
     of ``suanli plan``)."""
 
-    gpus: tuple[GPU, ...]
-    """The catalog, in its order (held, so that the ids of its entries stay theirs)."""
-    exact: dict[str, tuple[GPU, ...]]
-    """Normalised id, name or alias -> the entries it names, in catalog order."""
-    models: dict[tuple[str, ...], tuple[tuple[GPU, frozenset[int]], ...]]
-    """Model tokens of an id, name or alias -> the entries with them and their memory sizes."""
+    def __init__(self, gpus: Sequence[GPU]) -> None:
+        self.gpus = tuple(gpus)
+        """The catalog, in its order (held, so that the ids of its entries stay theirs)."""
+        exact: dict[str, list[GPU]] = {}
+        for gpu in self.gpus:
+            for norm in dict.fromkeys(normalize(k) for k in _keys(gpu)):
+                exact.setdefault(norm, []).append(gpu)
+        self.exact = {k: tuple(v) for k, v in exact.items()}
+        """Normalised id, name or alias -> the entries it names, in catalog order."""
+
+    @cached_property
+    def models(self) -> dict[tuple[str, ...], tuple[tuple[GPU, frozenset[int]], ...]]:
+        """Model tokens of an id, name or alias -> the entries with them and their memory
+        sizes; built when a name first misses the exact step (ids rarely do)."""
+        models: dict[tuple[str, ...], list[tuple[GPU, frozenset[int]]]] = {}
+        for gpu in self.gpus:
+            sizes = frozenset(_memory_sizes(gpu))
+            for tokens in dict.fromkeys(model_key(k)[0] for k in _keys(gpu)):
+                models.setdefault(tokens, []).append((gpu, sizes))
+        return {k: tuple(v) for k, v in models.items()}
 
 
 #: Indexes of the catalogs looked up lately, by the identity of their entries: a catalog is a
 #: fresh list on every load_catalog(), but of the same entry objects until a file changes.
 _INDEXES: dict[tuple[int, ...], _Index] = {}
 _MAX_INDEXES = 8
+#: The web page looks names up from several threads.
+_INDEXES_LOCK = threading.Lock()
 
 
 def _index(gpus: Sequence[GPU]) -> _Index:
@@ -94,23 +110,11 @@ def _index(gpus: Sequence[GPU]) -> _Index:
     found = _INDEXES.get(key)
     if found is not None:
         return found
-    exact: dict[str, list[GPU]] = {}
-    models: dict[tuple[str, ...], list[tuple[GPU, frozenset[int]]]] = {}
-    for gpu in gpus:
-        keys = _keys(gpu)
-        sizes = frozenset(_memory_sizes(gpu))
-        for norm in dict.fromkeys(normalize(k) for k in keys):
-            exact.setdefault(norm, []).append(gpu)
-        for tokens in dict.fromkeys(model_key(k)[0] for k in keys):
-            models.setdefault(tokens, []).append((gpu, sizes))
-    index = _Index(
-        gpus=tuple(gpus),
-        exact={k: tuple(v) for k, v in exact.items()},
-        models={k: tuple(v) for k, v in models.items()},
-    )
-    if len(_INDEXES) >= _MAX_INDEXES:
-        _INDEXES.pop(next(iter(_INDEXES)))
-    _INDEXES[key] = index
+    index = _Index(gpus)
+    with _INDEXES_LOCK:
+        if len(_INDEXES) >= _MAX_INDEXES:
+            _INDEXES.pop(next(iter(_INDEXES)))
+        _INDEXES[key] = index
     return index
 
 
