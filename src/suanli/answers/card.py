@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import NOT_IN_JSON, Answer
 from suanli.answers.model_source import load_model
+from suanli.answers.options import WORK_OPTIONS
 from suanli.answers.recompute import AUTO, settle_work
 from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import GPU, find_gpu, load_catalog
@@ -69,9 +70,9 @@ class CardRequest:
     gpus: int = 1
     """Cards in the machine: training shards over them (ZeRO-3), inference splits (tensor
     parallel)."""
-    seq: int = 2048
-    """Training sequence length (tokens)."""
-    contexts: tuple[int, ...] = (4096, 32768)
+    seq: int = WORK_OPTIONS["seq"].default
+    """Training sequence length (tokens): the workload's default."""
+    contexts: tuple[int, ...] = (WORK_OPTIONS["context"].default, 32768)
     """Inference context lengths (tokens) to answer for."""
     presets: tuple[str, ...] = POPULAR
     """The models shown with their fit."""

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from suanli.answers.options import WORK_OPTIONS
 from suanli.cli.prices import price_option, priced, rent_option
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
@@ -70,7 +71,7 @@ def _short_speed(tokens_per_s: float | None) -> str:
 @click.option(
     "--seq",
     type=IntRange(min=128),
-    default=2048,
+    default=WORK_OPTIONS["seq"].default,
     show_default=True,
     help=N_("Training sequence length in tokens."),
 )

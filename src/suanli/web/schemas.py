@@ -380,7 +380,10 @@ class CardRequest(BaseModel):
         description="Training sequence length.",
     )
     contexts: list[Annotated[int, Field(ge=256, le=MAX_TOKENS)]] = Field(
-        [4096, 32768], min_length=1, max_length=6, description="Inference context lengths."
+        list(card_answers.CardRequest.contexts),
+        min_length=1,
+        max_length=6,
+        description="Inference context lengths.",
     )
     models: list[Name] = Field(
         [], max_length=20, description="Models to show (none: the popular ones)."
