@@ -1,9 +1,10 @@
-"""Translating a sentence into Chinese takes time linear in its length (issue 39): the worst
-inputs benchmarks/bench_sentences.py knows stay far from the seconds a backtracking matcher took.
+"""Writing a sentence in Chinese reads no text (issue 40): a sentence is written from its message
+id and values, plain text is one look-up. The worst inputs issue 39 found for the old matcher,
+2,000 characters each, as plain text and as the value of a sentence, stay far from the seconds a
+backtracking matcher took.
 
 The bound here is ten times the benchmark's 50 ms target, so a loaded CI machine does not fail
-it while an exponential matcher (25 s for 631 characters) still does; the benchmark reports the
-measured times (docs/security.md).
+it; the benchmark reports the measured times (docs/security.md).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import pytest
 
 from suanli.i18n import sentence
-from suanli.i18n.matcher import MAX_SENTENCE_CHARS
 from tests.scripts import load_script
 
 BENCH = load_script("benchmarks/bench_sentences.py")
@@ -25,7 +25,7 @@ def test_the_worst_inputs_translate_in_bounded_time(name: str) -> None:
     assert BENCH.time_ms(text, repeat=1) < BOUND_MS
 
 
-def test_text_past_the_cap_is_shown_as_written() -> None:
-    long = "does not fit; " * (MAX_SENTENCE_CHARS // 10)
+def test_long_text_is_shown_as_written() -> None:
+    long = "does not fit; " * 10_000
     assert sentence(long, "zh") == long
     assert sentence("does not fit", "zh") != "does not fit"

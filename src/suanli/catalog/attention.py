@@ -48,7 +48,7 @@ from typing import Any
 from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
-from suanli.i18n import N_, join
+from suanli.i18n import N_, concat, join
 
 #: Data file of the table.
 DATA_FILE = "attention.toml"
@@ -227,7 +227,7 @@ def parse_attention(data: Mapping[str, Any], origin: str = DATA_FILE) -> tuple[A
             )
         problem = date_problem(raw["date"], "date")
         if problem:
-            raise CatalogError(f"{where}: {problem}")
+            raise CatalogError(concat(where, N_(": "), problem))
         card = cards.get(gpu_id) if isinstance(gpu_id, str) else None
         if card is None:
             raise CatalogError(

@@ -34,7 +34,7 @@ from suanli.catalog.costs_schema import (
 from suanli.catalog.dates import date_problem
 from suanli.catalog.loader import TOO_DEEP, CatalogError
 from suanli.catalog.toml_cache import parse_bundled_toml
-from suanli.i18n import N_
+from suanli.i18n import N_, concat
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -263,7 +263,7 @@ def _make_row(
     where = f"{origin}, [[{table}]] {label!r}"
     problem = date_problem(values["date"], "date", year_only=True)
     if problem:
-        raise CatalogError(f"{where}: {problem}")
+        raise CatalogError(concat(where, N_(": "), problem))
     in_catalog = gpu_ids is None or values.get("gpu_id") in gpu_ids
     if table in ("cloud", "purchase") and not in_catalog:
         raise CatalogError(

@@ -31,7 +31,7 @@ from suanli.catalog.attention import KERNEL_RE, interpolate
 from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
-from suanli.i18n import N_, join
+from suanli.i18n import N_, concat, join
 from suanli.units import dtype_bytes
 
 #: Data file of the table.
@@ -212,7 +212,7 @@ def parse_decode_attention(
                 )
         problem = date_problem(raw["date"], "date")
         if problem:
-            raise CatalogError(f"{where}: {problem}")
+            raise CatalogError(concat(where, N_(": "), problem))
         layout = (dtype, q_heads, kv_heads, head_dim, page_size)
         if layouts.setdefault((kernel, gpu_id), layout) != layout:
             raise CatalogError(

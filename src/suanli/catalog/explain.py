@@ -15,7 +15,7 @@ from typing import Any
 from suanli.catalog.dates import date_problem
 from suanli.catalog.gpu import ALL_FIELDS, BOOL_FIELDS, NUMERIC_FIELDS, REQUIRED_FIELDS
 from suanli.catalog.schema import DATE_FIELDS, ENUM_FIELDS, INTEGER_FIELDS
-from suanli.i18n import N_
+from suanli.i18n import N_, concat
 
 _AT_RE = re.compile(r"^(?P<what>.*) - at `(?P<path>\$[^`]*)`$", re.S)
 _STEP_RE = re.compile(r"\.([A-Za-z0-9_$]+)|\[(\d+)\]")
@@ -40,7 +40,7 @@ def entry_label(origin: str, entry: str, message: str) -> str:
         return N_("{origin}, entry {entry!r}: {message}").format(
             origin=origin, entry=entry, message=message
         )
-    return f"{origin}: {message}"
+    return concat(origin, N_(": "), message)
 
 
 def _named(what: str) -> str:

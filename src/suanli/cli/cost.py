@@ -213,7 +213,7 @@ def cost_cmd(
     notes = [
         [
             sentence(a.name),
-            f"{a.value:,}" if isinstance(a.value, (int, float)) else sentence(str(a.value)),
+            f"{a.value:,}" if isinstance(a.value, (int, float)) else sentence(a.value),
             sentence(a.unit),
             re.split("[;；]", sentence(a.source))[0][:60],  # the first source, translated
             str(a.date),

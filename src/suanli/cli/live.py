@@ -545,7 +545,7 @@ def _print_autopsy(outcome: OomAutopsy, as_json: bool) -> None:
         click.echo(json_dumps(outcome.doc) if as_json else _format_autopsy(outcome.doc), err=True)
     else:
         click.echo(
-            _("(autopsy failed: {error})").format(error=sentence(str(outcome.error))), err=True
+            _("(autopsy failed: {error})").format(error=sentence(outcome.error or "")), err=True
         )
 
 

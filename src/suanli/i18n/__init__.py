@@ -158,6 +158,8 @@ def translate_to(lang: str, message: str) -> str:
 #: Plain text (no message id) that reached :func:`sentence`, by text: each one is a sentence
 #: that lost its identity on the way to the view, or text from outside the library.
 FALLBACKS: Counter[str] = Counter()
+#: The most distinct texts :data:`FALLBACKS` keeps.
+MAX_FALLBACKS = 4096
 
 
 def sentence(text: str, lang: str | None = None) -> str:
@@ -173,7 +175,8 @@ def sentence(text: str, lang: str | None = None) -> str:
         return str(text) if lang == "en" else render(text, _translations(lang).gettext)
     if not text:
         return text
-    FALLBACKS[text] += 1
+    if text in FALLBACKS or len(FALLBACKS) < MAX_FALLBACKS:  # bounded in a long-lived server
+        FALLBACKS[text] += 1
     _note("fallback", text)
     return text if lang == "en" else _translations(lang).gettext(text)
 

@@ -62,7 +62,7 @@ def autopsy(
         spec = model_from_module(model)
     except ModelSourceError as exc:
         doc["estimate"] = None
-        doc["note"] = N_("no estimator comparison: {error}").format(error=exc)
+        doc["note"] = N_("no estimator comparison: {error}").format(error=message_of(exc))
         return doc
     dtype = "fp32"
     first = next(iter(model.parameters()), None)

@@ -22,7 +22,7 @@ from typing import Any
 
 from suanli.catalog.dates import date_problem
 from suanli.catalog.loader import CatalogError
-from suanli.i18n import N_
+from suanli.i18n import N_, concat
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -175,7 +175,7 @@ def _parse_entry(raw: Any, origin: str, index: int) -> ErrorEntry:
     date = _text(raw, "date", where)
     problem = date_problem(date, "date")
     if problem:
-        raise CatalogError(f"{where}: {problem}")
+        raise CatalogError(concat(where, N_(": "), problem))
     notes = raw.get("notes", "")
     if not isinstance(notes, str):
         raise CatalogError(N_("{where}: 'notes' must be a string").format(where=where))

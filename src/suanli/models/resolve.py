@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from suanli.i18n import N_, message_of
+from suanli.i18n import N_, concat, message_of
 from suanli.limits import MAX_NAME_CHARS, MAX_PATH_CHARS
 from suanli.models.config import ModelConfigError, spec_from_config
 from suanli.models.hub import (
@@ -161,7 +161,7 @@ def _spec(cfg: dict[str, Any], name: str) -> ModelSpec:
     try:
         return spec_from_config(cfg, name)
     except ModelConfigError as exc:
-        raise ModelSourceError(f"{name}: {exc}") from None
+        raise ModelSourceError(concat(name, N_(": "), message_of(exc))) from None
 
 
 def _from_gguf(path: Path, name: str | None = None) -> LoadedModel:
@@ -273,7 +273,7 @@ def _from_path(path: Path) -> LoadedModel:
             stored = stored_params(shards)
         except SafetensorsError as exc:
             raise ModelSourceError(
-                N_("{error}; remove it or pass config.json alone").format(error=exc)
+                N_("{error}; remove it or pass config.json alone").format(error=message_of(exc))
             ) from None
     return LoadedModel(spec, count_params(spec), "path", str(path), stored=stored)
 

@@ -21,7 +21,7 @@ from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.hardware import device_for
-from suanli.i18n import N_, message_of
+from suanli.i18n import N_, join, message_of
 from suanli.models.spec import ModelSpec
 
 OBJECTIVES = ("time", "cost", "cost-per-token")
@@ -441,7 +441,7 @@ def rank(
     for row in rows:
         note = demoted.get(row["gpu"])
         if note and row["fits"]:
-            row["reason"] = f"{row['reason']}; {note}" if row["reason"] else note
+            row["reason"] = join([row["reason"], note], N_("; ")) if row["reason"] else note
     return rows
 
 
