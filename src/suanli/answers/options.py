@@ -240,7 +240,8 @@ OPTIONS: tuple[Option, ...] = (
         N_("Optimizer; its states take memory for every trainable parameter."),
         tasks=TRAIN_TASKS,
     ),
-    # The lead's task-aware default ("auto") goes here, and only here.
+    # A task-aware default (--recompute auto, answers/recompute.py) is set here and only here,
+    # with "auto" among the choices; TrainWork keeps "none" (ESTIMATOR_OWN in the test).
     _choice(
         "recompute",
         "none",
