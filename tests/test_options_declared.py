@@ -367,6 +367,7 @@ def _estimator_default(cls: type, name: str) -> Any:
 #: Declared options whose estimator field keeps another default, and why.
 ESTIMATOR_OWN = {
     "task": "an estimator has no LoRA default: it computes the task it is given",
+    "recompute": "auto is settled to a setting by answers/recompute.py before an estimator runs",
 }
 
 

@@ -102,8 +102,12 @@ def test_memory_equals_cli_and_library(client: TestClient) -> None:
     # One fit per card, the first the --gpu one, duplicates dropped.
     assert [f["gpu"] for f in doc["fits"]] == ["rtx-4090-24gb", "l40s-48gb"]
     spec = load_model("llama-3.1-8b").spec
-    work = TrainWork(task="lora")
+    # --recompute auto: without recomputation the LoRA needs more than the 4090's 24 GiB
+    # (selective is not enough either), so the answer is the one with full recomputation.
+    assert training_memory(spec, TrainWork(task="lora")).total_bytes > 24 * 2**30
+    work = TrainWork(task="lora", recompute="full")
     assert doc["total_bytes"] == round(training_memory(spec, work).total_bytes)
+    assert any("recomputation: full" in line for line in doc["assumptions"])
     l40s = find_gpu("l40s", load_catalog())
     fit = fit_training(spec, work, l40s.id, l40s.memory_bytes)
     assert doc["fits"][1]["fits"] is fit.fits and doc["fits"][1]["max_batch"] == fit.max_batch

@@ -131,7 +131,8 @@ def test_page_shows_the_api_numbers(server: str, tmp_path: Path) -> None:
                 "dtype": "bf16",
                 "precision": "mixed",
                 "optimizer": "adamw",
-                "recompute": "full",
+                # The form starts from the declared default: the lightest that fits the card.
+                "recompute": "auto",
                 "zero": 1,
                 "framework": "hf",
             }

@@ -23,10 +23,12 @@ import textwrap
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 #: Bumped when a key of any answer is renamed, removed or changes meaning (docs/changelog.md).
 SCHEMA_VERSION = 3
+
+T = TypeVar("T")
 
 #: Field metadata helpers (see the module docstring).
 NOT_IN_JSON: Mapping[str, Any] = types.MappingProxyType({"json": False})
@@ -62,6 +64,15 @@ def _fields_json(obj: Any) -> dict[str, Any]:
         else:
             doc[f.name] = jsonable(value)
     return doc
+
+
+def from_result(cls: type[T], result: Any, **changes: Any) -> T:
+    """An answer type built from an estimator's result: every field of ``cls`` that ``result``
+    has takes its value, ``changes`` set the rest (or override a value, e.g. rounded to whole
+    bytes). The one conversion the answers use, so no answer copies a result field by field."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    values = {n: getattr(result, n) for n in names if n not in changes and hasattr(result, n)}
+    return cls(**values, **changes)
 
 
 class Answer:

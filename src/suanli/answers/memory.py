@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
+from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer, from_result
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.model_source import load_model
 from suanli.answers.recompute import settle_work
@@ -124,18 +124,15 @@ class MemoryAnswer(Answer):
 
 
 def card_fit(fit: Fit, name: str) -> CardFit:
-    """The answer's view of an estimator :class:`Fit`."""
-    return CardFit(
+    """The answer's view of an estimator :class:`Fit` (bytes rounded to whole bytes)."""
+    return from_result(
+        CardFit,
+        fit,
         gpu=fit.gpu_id,
         name=name,
-        gpu_memory_bytes=fit.gpu_memory_bytes,
         memory_bytes=fit.gpu_memory_bytes,
         usable_bytes=round(fit.usable_bytes),
-        fits=fit.fits,
         headroom_bytes=round(fit.headroom_bytes),
-        max_batch=fit.max_batch,
-        max_seq=fit.max_seq,
-        best_format=fit.best_format,
         notes=tuple(fit.notes),
     )
 
@@ -194,10 +191,7 @@ def memory(
         total_bytes=round(result.total_bytes),
         breakdown={k: round(v) for k, v in result.breakdown.items()},
         cpu_bytes=round(result.cpu_bytes),
-        lines=tuple(
-            MemoryLine(ln.key, ln.label, round(ln.bytes), ln.formula, ln.source)
-            for ln in result.lines
-        ),
+        lines=tuple(from_result(MemoryLine, ln, bytes=round(ln.bytes)) for ln in result.lines),
         assumptions=framework_assumptions(req.work) + settled + tuple(result.assumptions),
         fit=card_fits[0] if req.gpu and card_fits else None,
         fits=card_fits,

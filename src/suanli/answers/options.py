@@ -47,6 +47,8 @@ from suanli.limits import MAX_GPUS, MAX_LAYERS, MAX_TOKENS
 ALL_TASKS = TASKS
 INFER = ("infer",)
 ADAPTERS = ("lora", "qlora")
+#: ``--recompute auto``: the lightest recomputation that fits the card (answers/recompute.py).
+RECOMPUTE_AUTO = "auto"
 #: Sequences in one micro-batch, global batch or accumulation (the web's bound since its start).
 MAX_SEQUENCES = 65_536
 #: Tensor, pipeline and expert degrees, and layers per checkpoint.
@@ -244,9 +246,12 @@ OPTIONS: tuple[Option, ...] = (
     # with "auto" among the choices; TrainWork keeps "none" (ESTIMATOR_OWN in the test).
     _choice(
         "recompute",
-        "none",
-        RECOMPUTE,
-        N_("Activation recomputation (checkpointing)."),
+        RECOMPUTE_AUTO,
+        (RECOMPUTE_AUTO, *RECOMPUTE),
+        N_(
+            "Activation recomputation (checkpointing); auto: the lightest that fits the card "
+            "(none without --gpu)."
+        ),
         tasks=TRAIN_TASKS,
         layout=True,
     ),

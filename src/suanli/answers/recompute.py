@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from suanli.answers.options import RECOMPUTE_AUTO
 from suanli.answers.request import WorkRequest, apply_framework, build_work
 from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, TrainWork
@@ -23,7 +24,7 @@ from suanli.models.spec import ModelSpec
 from suanli.units import GiB
 
 #: The request value that asks for the lightest recomputation that fits.
-AUTO = "auto"
+AUTO = RECOMPUTE_AUTO
 #: Tried in this order: each saves more memory than the one before and costs more time.
 LADDER = ("none", "selective", "full")
 

@@ -17,6 +17,7 @@ from suanli.answers.options import (
     INFER_OPTIONS,
     LAYOUT_FIELDS,
     PUE,
+    RECOMPUTE_AUTO,
     WORK_OPTIONS,
     declared,
 )
@@ -317,7 +318,8 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         dtype=req.dtype,
         precision=req.precision,
         optimizer=req.optimizer,
-        recompute=req.recompute,
+        # auto without a card to fit: none (answers/recompute.py settles it for a card).
+        recompute="none" if req.recompute == RECOMPUTE_AUTO else req.recompute,
         attention=req.attention,
         parallel=Parallelism(
             dp=dp,

@@ -44,8 +44,10 @@ from suanli.answers.image import generate_image
 from suanli.answers.live import live_report
 from suanli.answers.memory import memory
 from suanli.answers.model import model_info, preset_list
+from suanli.answers.options import WORK_OPTIONS
 from suanli.answers.perf import perf
 from suanli.answers.plan import plan
+from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.formats import weight_formats
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.estimate.workload import (
@@ -54,10 +56,10 @@ from suanli.estimate.workload import (
     KV_DTYPES,
     OPTIMIZERS,
     PRECISIONS,
-    RECOMPUTE,
     TASKS,
 )
 from suanli.i18n import LANGS, N_, message_of, normalize, translate_to
+from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.models import Models
@@ -361,7 +363,7 @@ def create_app(
             dtypes=DTYPES,
             precisions=PRECISIONS,
             optimizers=OPTIMIZERS,
-            recompute=RECOMPUTE,
+            recompute=WORK_OPTIONS["recompute"].choices,
             frameworks=tuple(
                 FrameworkOption(id=fw.id, name=fw.name, kind=fw.kind)
                 for fw in framework_list().frameworks
@@ -381,6 +383,12 @@ def create_app(
                 plan_max_gpus_infer=PLAN_MAX_GPUS_INFER,
             ),
             hub=allow_hub,
+            defaults={
+                "model": DEFAULT_MODEL,
+                "prompt": PROMPT_TOKENS,
+                "output": OUTPUT_TOKENS,
+                **{name: option.default for name, option in WORK_OPTIONS.items()},
+            },
         ).to_json()
 
     @app.post(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from suanli.answers.base import Answer, json_schema
@@ -105,6 +105,9 @@ class OptionsAnswer(Answer):
     limits: WebLimits
     hub: bool
     """Whether Hugging Face ids are accepted (else presets and uploads only)."""
+    defaults: dict[str, Any] = field(default_factory=dict)
+    """Option -> its default, from the one declaration the command line and the API use
+    (answers/options.py): the form starts from these, never from values of its own."""
 
 
 @dataclass(frozen=True)

@@ -1068,16 +1068,22 @@
     state.options = options;
     state.presets = presets;
     state.gpus = gpus;
-    fill($("#dtype"), options.dtypes, "bf16");
-    labelSelects("mixed", "hf", "bf16");
-    fill($("#optimizer"), options.optimizers, "adamw");
-    // Gradient checkpointing by default: what LoRA on a 24 GB card needs (and suanli card assumes).
-    fill($("#recompute"), options.recompute, "full");
+    // Every default comes from the server's one declaration (GET /api/options "defaults"), the
+    // one the command line and the API use: the page has no defaults of its own.
+    const d = options.defaults || {};
+    for (const id of ["model", "task", "seq", "context", "output"]) {
+      if (d[id] !== undefined && d[id] !== null) $("#" + id).value = d[id];
+    }
+    fill($("#dtype"), options.dtypes, d.dtype);
+    labelSelects(d.precision, d.framework, d.quant);
+    fill($("#optimizer"), options.optimizers, d.optimizer);
+    // recompute "auto": the lightest recomputation that fits the first card, as mem and card.
+    fill($("#recompute"), options.recompute, d.recompute);
     for (const id of ["precision", "recompute", "zero", "context", "kv_dtype"]) {
       const el = $("#" + id);
       if (el) el.addEventListener("change", () => { el.dataset.touched = "1"; });
     }
-    fill($("#kv_dtype"), options.kv_dtypes, "bf16");
+    fill($("#kv_dtype"), options.kv_dtypes, d.kv_dtype);
     $("#preset-list").innerHTML = presets.map((p) =>
       '<option value="' + esc(p.name) + '">' + esc(p.hf_id) + "</option>").join("");
     $("#gpu-list").innerHTML = gpus.map((g) =>
