@@ -32,6 +32,7 @@ from suanli.answers.capacity_result import (
     serving_stats,
 )
 from suanli.answers.model_source import load_model
+from suanli.answers.options import declared
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.prices import rent_price, rents_by_id
@@ -125,10 +126,10 @@ class CapacityRequest:
     """Rent per GPU-hour in USD, shown as ``given`` (default: the one every view shows for the
     card, :func:`suanli.catalog.prices.rent_price`); ``suanli capacity --rent``."""
     seed: int = 0
-    quant: str = "bf16"
+    quant: str = declared("quant")
     """Weight format: bf16, fp8, int8, awq-4bit-g128, ... (catalog/data/quant.toml)."""
-    kv_dtype: str = "bf16"
-    kernels: str = "eager"
+    kv_dtype: str = declared("kv_dtype")
+    kernels: str = declared("kernels")
     """The engine's element-wise kernels: ``fused`` (vLLM, SGLang) or ``compiled`` run each
     residual add inside the next norm; ``eager`` runs them apart."""
     catalog_file: str | None = None
@@ -167,15 +168,17 @@ def with_engine_defaults(req: CapacityRequest) -> CapacityRequest:
     set (``suanli frameworks NAME`` lists them); a training framework is a ValueError."""
     if req.framework is None:
         return req
-    from suanli.catalog.frameworks import get_framework
+    from suanli.catalog.frameworks import frameworks, get_framework
 
     fw = get_framework(req.framework)
     if fw.kind != "serve":
         raise ValueError(
             N_(
-                "--framework {framework} trains models; capacity plans serving: use vllm, "
-                "sglang, tensorrt-llm, llama.cpp or ollama"
-            ).format(framework=fw.id)
+                "--framework {framework} trains models; capacity plans serving: use {engines}"
+            ).format(
+                framework=fw.id,
+                engines=", ".join(f.id for f in frameworks() if f.kind == "serve"),
+            )
         )
     if req.explicit is not None:
         given = set(req.explicit)

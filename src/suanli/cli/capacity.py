@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from suanli.answers.options import WORK_OPTIONS
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
-from suanli.cli.options import given_options, revision_option
+from suanli.cli.options import DeclaredOption, declared_option, given_options, revision_option
 from suanli.cli.prices import priced as price_with_source
 from suanli.cli.render import count_column, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
-from suanli.estimate.workload import KERNELS, KV_DTYPES
 from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
@@ -97,6 +97,13 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
             drawn[0].update(drawn[1], description=description, completed=done, total=total)
 
         yield update
+
+
+def serving_engines() -> dict[str, str]:
+    """The catalog's serving engines, for the ``--framework`` help (read when it is shown)."""
+    from suanli.catalog.frameworks import frameworks
+
+    return {"engines": ", ".join(f.id for f in frameworks() if f.kind == "serve")}
 
 
 @click.command(
@@ -220,16 +227,7 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     show_default=True,
     help=N_("preempt (vLLM: allocate on demand, recompute when full) or reserve (no eviction)."),
 )
-@click.option(
-    "--kernels",
-    type=click.Choice(KERNELS),
-    default="eager",
-    show_default=True,
-    help=N_(
-        "The engine's element-wise kernels: fused (vLLM, SGLang) or compiled run each residual "
-        "add inside the next norm, eager runs them apart."
-    ),
-)
+@declared_option(WORK_OPTIONS["kernels"])
 @click.option(
     "--gpu-memory-utilization",
     type=FloatRange(0, 1, min_open=True),
@@ -289,21 +287,18 @@ def _progress(show: bool, least: int = 0) -> Iterator[Callable[[str, int, int], 
     ),
 )
 @click.option("--seed", type=IntRange(), default=0, show_default=True)
-@click.option(
-    "--quant",
-    default="bf16",
-    show_default=True,
-    help=N_("Weight format: bf16, fp8, int8, awq-4bit-g128, ... (catalog/data/quant.toml)."),
-)
-@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True)
+@declared_option(WORK_OPTIONS["quant"])
+@declared_option(WORK_OPTIONS["kv_dtype"])
 @click.option("--top", type=IntRange(min=1), default=12, show_default=True)
 @click.option("--catalog", "catalog_file", type=click.Path(dir_okay=False), default=None)
 @click.option(
     "--framework",
+    cls=DeclaredOption,
     default=None,
+    help_values=serving_engines,
     help=N_(
         "Serving engine whose scheduler and memory defaults fill the options you do not set: "
-        "vllm, sglang, tensorrt-llm, llama.cpp, ollama (suanli frameworks NAME lists them)."
+        "{engines} (suanli frameworks NAME lists them)."
     ),
 )
 @click.option("--json", "as_json", is_flag=True, help=N_("Print one JSON document."))
