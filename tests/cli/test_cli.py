@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "configs"
@@ -137,7 +138,8 @@ def test_planning_commands_do_not_import_heavy_stacks() -> None:
 
 
 #: What `suanli plan` (the README's first command) must never load: the deep-learning, web and
-#: device stacks, the live layer, and numpy's masked arrays (np.unique imported them: 10 ms).
+#: device stacks, the live layer, numpy's masked arrays (np.unique imported them: 10 ms) and the
+#: other commands' modules (the command group imports a command's module when it runs).
 NOT_FOR_PLAN = (
     "torch",
     "transformers",
@@ -151,6 +153,10 @@ NOT_FOR_PLAN = (
     "numpy.ma",
     "suanli.live",
     "suanli.web",
+    "suanli.cli.bench",
+    "suanli.cli.capacity",
+    "suanli.cli.live",
+    "suanli.cli.serve",
 )
 
 
@@ -177,3 +183,14 @@ def test_the_first_command_loads_only_what_it_uses(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_every_command_is_registered_under_its_own_name() -> None:
+    """The command group imports each command's module on first use, from a table of names:
+    each name gives the command of that name, and listing them loads them all."""
+    from suanli.cli.main import COMMANDS, cli
+
+    names = [name for name, _module, _attribute in COMMANDS]
+    assert len(set(names)) == len(names) > 20
+    assert {name: command.name for name, command in cli.commands.items()} == {n: n for n in names}
+    assert cli.list_commands(click.Context(cli)) == sorted(names)

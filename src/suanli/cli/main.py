@@ -6,6 +6,7 @@ with status 2; a missing optional extra exits with status 1. No traceback reache
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import re
@@ -176,9 +177,52 @@ class SuanliContext(click.Context):
 
 
 class SuanliGroup(click.Group):
-    """A click group that turns every expected failure into one sentence and an exit code."""
+    """A click group that turns every expected failure into one sentence and an exit code, and
+    imports a command's module only when that command is run (or the commands are listed)."""
 
     context_class = SuanliContext
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lazy: dict[str, tuple[str, str]] = {}
+        self._loaded: dict[str, click.Command] = {}
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:
+        """Every command, all their modules imported (help pages, completion, tests)."""
+        for name in list(self._lazy):
+            self._load(name)
+        return self._loaded
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        self._loaded = dict(value)
+
+    def lazy_command(self, name: str, module: str, attribute: str) -> None:
+        """Register ``name`` as ``suanli.cli.<module>.<attribute>``, imported on first use:
+        `suanli plan` imported the other twenty commands' modules, a tenth of its start-up."""
+        self._lazy[name] = (module, attribute)
+
+    def _load(self, name: str) -> None:
+        module, attribute = self._lazy.pop(name)
+        command = getattr(importlib.import_module(f"suanli.cli.{module}"), attribute)
+        _bind_caps(command)
+        self._loaded[name] = command
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        name = name or cmd.name
+        if name is None:
+            raise TypeError("Command has no name.")
+        self._lazy.pop(name, None)
+        self._loaded[name] = cmd
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._lazy:
+            self._load(cmd_name)
+        return self._loaded.get(cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self._loaded, *self._lazy})
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
@@ -250,61 +294,52 @@ def cli() -> None:
     """
 
 
+#: Each command: its name, and the module of suanli.cli and the attribute that hold it.
+COMMANDS = (
+    ("gpus", "gpus", "gpus_cmd"),
+    ("gpu", "gpus", "gpu_cmd"),
+    ("card", "card", "card_cmd"),
+    ("model", "model", "model_cmd"),
+    ("models", "model", "models_cmd"),
+    ("mem", "mem", "mem_cmd"),
+    ("perf", "perf", "perf_cmd"),
+    ("plan", "plan", "plan_cmd"),
+    ("fit", "plan", "fit_cmd"),
+    ("stencil", "stencil", "stencil_cmd"),
+    ("cost", "cost", "cost_cmd"),
+    ("explain", "explain", "explain_cmd"),
+    ("bench", "bench", "bench_cmd"),
+    ("verify", "verify", "verify_cmd"),
+    ("capacity", "capacity", "capacity_cmd"),
+    ("compare", "compare", "compare_cmd"),
+    ("frameworks", "frameworks", "frameworks_cmd"),
+    ("serve", "serve", "serve_cmd"),
+    ("doctor", "live", "doctor_cmd"),
+    ("top", "live", "top_cmd"),
+    ("query", "live", "query_cmd"),
+    ("export", "live", "export_cmd"),
+)
+
+
 def _register() -> None:
-    from suanli.cli import (
-        bench,
-        capacity,
-        card,
-        compare,
-        cost,
-        explain,
-        frameworks,
-        gpus,
-        live,
-        mem,
-        model,
-        perf,
-        plan,
-        serve,
-        stencil,
-        verify,
-    )
-
-    cli.add_command(gpus.gpus_cmd)
-    cli.add_command(gpus.gpu_cmd)
-    cli.add_command(card.card_cmd)
-    cli.add_command(model.model_cmd)
-    cli.add_command(model.models_cmd)
-    cli.add_command(mem.mem_cmd)
-    cli.add_command(perf.perf_cmd)
-    cli.add_command(plan.plan_cmd)
-    cli.add_command(plan.fit_cmd)
-    cli.add_command(stencil.stencil_cmd)
-    cli.add_command(cost.cost_cmd)
-    cli.add_command(explain.explain_cmd)
-    cli.add_command(bench.bench_cmd)
-    cli.add_command(verify.verify_cmd)
-    cli.add_command(capacity.capacity_cmd)
-    cli.add_command(compare.compare_cmd)
-    cli.add_command(frameworks.frameworks_cmd)
-    cli.add_command(serve.serve_cmd)
-    for command in (live.doctor_cmd, live.top_cmd, live.query_cmd, live.export_cmd):
-        cli.add_command(command)
-    _bind_caps(cli)
+    for name, module, attribute in COMMANDS:
+        cli.lazy_command(name, module, attribute)
+    _bind_caps(cli, subcommands=False)  # each command's own when it is loaded
 
 
-def _bind_caps(command: click.Command) -> None:
+def _bind_caps(command: click.Command, subcommands: bool = True) -> None:
     """Every number option takes the bound suanli.limits gives its name (help shows it), every
     model or GPU parameter completes preset and GPU names, and every command's help page speaks
-    the language chosen."""
+    the language chosen (``subcommands``: the command's own too)."""
     from suanli.cli.types import bind_completion, bind_named_cap
 
     command.context_class = SuanliContext  # help pages in the language chosen
     for param in command.params:
         bind_named_cap(param)
         bind_completion(param, command.name)
-    for sub in getattr(command, "commands", {}).values():
-        _bind_caps(sub)
+    if subcommands:
+        for sub in getattr(command, "commands", {}).values():
+            _bind_caps(sub)
 
 
 _register()
