@@ -2,7 +2,8 @@
 base directories on Linux, ``~/Library/...`` on macOS, ``%LOCALAPPDATA%`` on Windows).
 
 - config: the user's own catalog (``gpus.toml``) and measured calibrations (``calibration/``);
-- cache: what can be fetched or computed again (hub configs, traced profiles);
+- cache: what can be fetched or computed again (hub configs, traced profiles, the bundled TOML
+  files parsed: :mod:`suanli.catalog.toml_cache`);
 - state: what a run leaves for the next one (reports, logs).
 
 ``SUANLI_CONFIG``, ``SUANLI_CACHE`` and ``SUANLI_STATE`` override each directory; on Linux the
