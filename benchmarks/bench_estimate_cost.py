@@ -35,7 +35,7 @@ try:
 except ImportError:  # a checkout from before 2026-12-02 keeps it in estimate/perf.py
     from suanli.estimate.perf import inference_perf
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
-from suanli.hardware import device_for
+from suanli.estimate.device import device_for
 from suanli.models.resolve import load_model
 spec = load_model("llama-3.1-8b").spec
 dev = device_for(find_gpu("h100", bundled_gpus()), "bf16")

@@ -13,6 +13,7 @@ import statistics
 import time
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.serving import (
     EngineConfig,
     Lengths,
@@ -21,7 +22,6 @@ from suanli.estimate.serving import (
     replica_cost,
     simulate,
 )
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 N = 100_000

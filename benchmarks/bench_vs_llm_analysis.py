@@ -30,8 +30,8 @@ from grid import MAX_CONFIGS, MODELS, grid  # noqa: E402
 
 from suanli.catalog import bundled_gpus, find_gpu  # noqa: E402
 from suanli.estimate import vector  # noqa: E402
+from suanli.estimate.device import device_for  # noqa: E402
 from suanli.estimate.workload import TrainWork  # noqa: E402
-from suanli.hardware import device_for  # noqa: E402
 from suanli.models.resolve import load_model  # noqa: E402
 
 RECOMPUTE = {"none": "none", "selective": "selective", "full": "full"}

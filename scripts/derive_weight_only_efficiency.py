@@ -86,8 +86,8 @@ def _median_error(times: dict[tuple[str, int, int, int], float], dtype: str, eff
     ``eff`` of the bf16 rate."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
     from suanli.catalog import bundled_gpus, find_gpu
+    from suanli.estimate.device import device_for
     from suanli.estimate.kernels import gemm_seconds
-    from suanli.hardware import device_for
 
     device = device_for(find_gpu("a100-sxm-80gb", bundled_gpus()), "bf16")
     weight = DTYPES[dtype][1]

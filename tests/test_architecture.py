@@ -88,9 +88,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("models and catalog: data, read and validated", ("suanli.models", "suanli.catalog")),
     # Pipelines are walked from model configs (models.hub); models/ never asks for them.
     ("diffusion: text-to-image pipelines", ("suanli.diffusion",)),
-    # hardware.py assembles the estimators' Device from catalog rows: an estimate-layer module
-    # that keeps its old import path.
-    ("estimators", ("suanli.estimate", "suanli.hardware")),
+    # estimate/device.py assembles the estimators' Device from catalog rows.
+    ("estimators", ("suanli.estimate",)),
     ("planning", ("suanli.plan",)),
     # The impure edge: devices, runs, measurements; it compares them with the estimators and the
     # plan's remedy chain (live/autopsy), and only the answers import it.

@@ -17,7 +17,7 @@ from suanli.answers.base import SCHEMA_VERSION, json_schema
 from suanli.answers.bench import BenchAnswer, BenchRequest, bench
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli import bench as cli_bench
-from suanli.hardware import read_calibration
+from suanli.estimate.device import read_calibration
 from suanli.live import bench as live_bench
 from suanli.live.bench import (
     AllReduceResult,

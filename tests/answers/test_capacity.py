@@ -16,10 +16,10 @@ from suanli.answers.capacity import CapacityRequest, capacity, clip_to_context
 from suanli.answers.capacity_result import CapacityPlan, CapacitySimulation
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli.capacity import capacity_cmd
+from suanli.estimate.device import device_for
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.serving import Lengths, device_dtype, make_requests
 from suanli.estimate.workload import InferWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 TRACE = "arrival_s,prompt_tokens,output_tokens\n0,100,20\n0.2,300,50\n1.0,80,5\n"

@@ -12,8 +12,8 @@ from suanli.answers.base import SCHEMA_VERSION, json_schema, jsonable
 from suanli.answers.stencil import StencilAnswer, StencilRequest, gpu_report, stencil
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli.stencil import stencil_cmd
+from suanli.estimate.device import device_for
 from suanli.estimate.stencil import StencilWork, stencil_report
-from suanli.hardware import device_for
 
 
 def cli_json(*args: str) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.serving import ReplicaCost, replica_cost
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 from suanli.models.spec import ModelSpec
 

@@ -10,7 +10,7 @@ import pytest
 from suanli.catalog import CatalogError, bundled_gpus, find_gpu
 from suanli.catalog.network import get_link, links
 from suanli.estimate.comm import Network, all_reduce_s, p2p_s
-from suanli.hardware import device_for
+from suanli.estimate.device import device_for
 
 from ..catalog_patch import link_row_changed
 

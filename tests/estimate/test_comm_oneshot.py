@@ -16,9 +16,9 @@ import pytest
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.catalog.network import get_link
 from suanli.estimate.comm import Network, OneShot, all_reduce_s, tp_all_reduce_s
+from suanli.estimate.device import device_for
 from suanli.estimate.links import link_of
 from suanli.estimate.vector import _tp_all_reduce
-from suanli.hardware import device_for
 
 from ..scripts import load_script
 

@@ -15,9 +15,9 @@ from suanli.catalog import bundled_gpus, find_gpu
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.network import get_link, links
 from suanli.estimate.comm import all_reduce_s, tp_all_reduce_s
+from suanli.estimate.device import device_for
 from suanli.estimate.links import link_of
 from suanli.estimate.vector import _all_reduce, _tp_all_reduce
-from suanli.hardware import device_for
 
 from ..catalog_patch import link_row_changed
 from ..scripts import load_script

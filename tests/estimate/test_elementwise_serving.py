@@ -11,11 +11,11 @@ import pytest
 
 from suanli.catalog import find_gpu, load_catalog
 from suanli.catalog.network import ceiling_for
+from suanli.estimate.device import device_for
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.kernel_fits import kernel_model
 from suanli.estimate.kernels import serving_ops_seconds
 from suanli.estimate.serving.timing import elementwise_seconds_per_token
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 from ..scripts import load_script

@@ -10,6 +10,7 @@ import statistics
 import pytest
 
 from suanli.catalog import find_gpu, load_catalog
+from suanli.estimate.device import device_for
 from suanli.estimate.elementwise import (
     eager_bytes_per_token,
     elementwise_seconds,
@@ -18,7 +19,6 @@ from suanli.estimate.elementwise import (
 from suanli.estimate.kernel_fits import training_elementwise
 from suanli.estimate.kernels import GemmModel, TrainingElementwise
 from suanli.estimate.workload import TrainWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 from ..scripts import load_script

@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 SPEC = load_model("llama-3.1-8b").spec

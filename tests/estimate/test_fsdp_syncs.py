@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.perf import DP_OVERLAP, fsdp_syncs, training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 SPEC = load_model("llama-2-7b").spec

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
-from suanli.hardware import device_for
 from suanli.models.config import spec_from_config
 from suanli.models.resolve import load_model
 from suanli.models.spec import ModelSpec

@@ -9,12 +9,12 @@ import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.estimate.advice import scaling
+from suanli.estimate.device import device_for, read_calibration
 from suanli.estimate.elementwise import eager_bytes_per_token
 from suanli.estimate.flops import step_flops
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import InferWork, Parallelism, TrainWork
-from suanli.hardware import device_for, read_calibration
 from suanli.models.resolve import load_model
 
 GPUS = bundled_gpus()
@@ -156,7 +156,7 @@ def test_advice_names_the_bottleneck_and_quantifies_the_fix() -> None:
 
 
 def test_fp8_weights_compute_in_fp8() -> None:
-    from suanli.hardware import device_for as dev
+    from suanli.estimate.device import device_for as dev
 
     fp8 = dev(find_gpu("h100", GPUS), "fp8")
     assert fp8.peak_flops == pytest.approx(2 * H100.peak_flops, rel=0.01)

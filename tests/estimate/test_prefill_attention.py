@@ -11,10 +11,10 @@ import statistics
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.inference import inference_perf, serve_kernels
 from suanli.estimate.kernel_fits import prefill_attention
 from suanli.estimate.workload import InferWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 from ..scripts import load_script

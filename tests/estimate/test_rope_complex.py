@@ -13,13 +13,13 @@ from click.testing import CliRunner
 from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import find_gpu, load_catalog
 from suanli.cli.main import cli
+from suanli.estimate.device import device_for
 from suanli.estimate.elementwise import (
     elementwise_kernels_per_layer,
     elementwise_seconds,
     training_op_bytes,
 )
 from suanli.estimate.workload import TrainWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 from ..cli.test_cli import run

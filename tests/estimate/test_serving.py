@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.serving import (
     EngineConfig,
@@ -27,7 +28,6 @@ from suanli.estimate.serving import (
     simulate,
 )
 from suanli.estimate.workload import InferWork
-from suanli.hardware import device_for
 from suanli.models.spec import ModelSpec
 
 from .serving_helpers import Seq, decode_one_token, summary

@@ -13,11 +13,11 @@ from suanli import InferPerfAnswer, PerfRequest, WorkRequest, perf
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli.main import cli as main
 from suanli.estimate import vector
+from suanli.estimate.device import device_for
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.shapes import linear_shapes, serving_shapes
 from suanli.estimate.workload import InferWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 from tests.web_parity import infer_tpot_by_option
 

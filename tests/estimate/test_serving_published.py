@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.serving import (
     EngineConfig,
     Lengths,
@@ -18,7 +19,6 @@ from suanli.estimate.serving import (
     replica_cost,
     simulate,
 )
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

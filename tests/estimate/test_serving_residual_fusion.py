@@ -13,11 +13,11 @@ from suanli.answers.request import apply_framework
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.cli.main import cli as main
 from suanli.estimate import vector
+from suanli.estimate.device import device_for
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.kernels import serving_ops_seconds
 from suanli.estimate.workload import InferWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 from tests.web_parity import infer_tpot_by_option
 

@@ -108,7 +108,7 @@ def test_grand_teton_calibration_is_the_documented_card_not_a_fit() -> None:
     """torchtitan's H100s: 2.4 TB/s of HBM2e (their docs) at the share of its peak the A100's
     HBM2e reaches (a catalog measurement), and the 700 W card's GEMM ceilings unchanged."""
     from suanli.catalog.toml_data import read_data
-    from suanli.hardware import read_calibration
+    from suanli.estimate.device import read_calibration
 
     rows = read_calibration(sc.CALIBRATIONS / "grand-teton-h100.toml")
     ceilings = {(c["gpu_id"], c["precision"]): c for c in read_data("efficiency.toml")["ceiling"]}

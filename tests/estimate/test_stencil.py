@@ -10,6 +10,7 @@ import pytest
 
 from suanli.catalog import GPU, bundled_gpus, find_gpu
 from suanli.estimate.comm import Link, Network
+from suanli.estimate.device import device_for
 from suanli.estimate.perf import Device
 from suanli.estimate.stencil import (
     StencilWork,
@@ -22,7 +23,6 @@ from suanli.estimate.stencil import (
     stencil_estimate,
     stencil_report,
 )
-from suanli.hardware import device_for
 
 GPUS = bundled_gpus()
 A100 = find_gpu("a100-sxm-80gb", GPUS)

@@ -7,10 +7,10 @@ import random
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 np = pytest.importorskip("numpy")

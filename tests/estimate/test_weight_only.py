@@ -13,10 +13,10 @@ import pytest
 import suanli.catalog.formats as formats
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.catalog.formats import get_format
+from suanli.estimate.device import device_for
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.kernels import gemm_seconds
 from suanli.estimate.workload import InferWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kernel-gemm-weight-only-aic.csv"

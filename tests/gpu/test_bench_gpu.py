@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
-from suanli.hardware import device_for, read_calibration
+from suanli.estimate.device import device_for, read_calibration
 from suanli.live import bench
 
 pytestmark = pytest.mark.gpu

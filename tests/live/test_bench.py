@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from suanli.catalog import bundled_gpus, find_gpu
-from suanli.hardware import device_for, read_calibration
+from suanli.estimate.device import device_for, read_calibration
 from suanli.live import bench
 from suanli.live.bench import (
     AllReduceResult,

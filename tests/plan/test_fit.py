@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.device import device_for
 from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import TrainWork
-from suanli.hardware import device_for
 from suanli.models.resolve import load_model
 from suanli.plan.fit import fit_chain
 

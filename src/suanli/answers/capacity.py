@@ -362,13 +362,13 @@ def simulate_deployment(
     progress: Progress | None = None,
 ) -> CapacitySimulation:
     """``req.replicas`` replicas of ``req.tp`` x ``gpu`` serving ``reqs``, simulated."""
+    from suanli.estimate.device import device_for
     from suanli.estimate.serving import (
         device_dtype,
         replica_cost,
         saturated_requests_per_s,
         simulate,
     )
-    from suanli.hardware import device_for
 
     device = device_for(gpu, device_dtype(req.quant))
     cost = replica_cost(

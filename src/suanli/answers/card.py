@@ -21,12 +21,12 @@ from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.formats import get_format
 from suanli.catalog.prices import Price, buy_price, rent_price
+from suanli.estimate.device import device_for
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.inference_memory import inference_memory
 from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import InferWork, TrainWork
-from suanli.hardware import device_for
 from suanli.i18n import N_
 from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec

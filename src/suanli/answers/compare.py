@@ -18,10 +18,10 @@ from suanli.answers.request import WorkRequest, build_work
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.answers.validity import check_job
 from suanli.catalog.formats import get_format
+from suanli.estimate.device import device_for
 from suanli.estimate.inference import inference_perf
 from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import InferWork
-from suanli.hardware import device_for
 from suanli.i18n import N_
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel

@@ -330,10 +330,10 @@ def _estimated_speed(req: CostRequest, gpu: GPU) -> tuple[float, str]:
     estimates a static batch of up to 16 requests in bf16."""
     from suanli.answers.model_source import load_model
     from suanli.answers.request import WorkRequest, build_work
+    from suanli.estimate.device import device_for
     from suanli.estimate.fitting import fit_inference
     from suanli.estimate.inference import inference_perf
     from suanli.estimate.workload import InferWork
-    from suanli.hardware import device_for
 
     assert req.api is not None
     try:

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from suanli.answers.base import Answer
 from suanli.answers.model_source import load_model
-from suanli.answers.recompute import settle_work
-from suanli.answers.request import WorkRequest
+from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.catalog.frameworks import Framework
 from suanli.estimate.workload import TrainWork
@@ -72,9 +71,9 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
         )
     spec = loader(req.model).spec
     gpu = find_gpu(req.gpu, load_catalog(req.catalog_file))
-    # The chain decides how to use the GPUs; --recompute auto starts it where mem and perf
-    # settle (the lightest recomputation that fits, else full).
-    work, _ = settle_work(replace(req.work, gpus=None), spec, gpu.memory_bytes)
+    # The chain decides how to use the GPUs, and with --recompute auto how much to recompute:
+    # it starts without (build_work's auto) and takes recomputation as its second step.
+    work = build_work(replace(req.work, gpus=None))
     assert isinstance(work, TrainWork)
     fw = get_framework(req.work.framework)
     chain = remedy_chain(spec, work, gpu, gpus, fw)
@@ -95,7 +94,7 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
 def remedy_chain(spec: ModelSpec, work: TrainWork, gpu: GPU, gpus: int, fw: Framework) -> FitPlan:
     """The OOM remedy chain of ``work`` on ``gpus`` x ``gpu``, walked with the techniques the
     framework ``fw`` implements (``suanli frameworks NAME`` lists them), until it fits."""
-    from suanli.hardware import device_for
+    from suanli.estimate.device import device_for
     from suanli.plan.fit import ALL_TECHNIQUES, fit_chain
 
     allowed = frozenset(fw.techniques) & ALL_TECHNIQUES

@@ -14,9 +14,9 @@ from suanli.answers.perf_terms import TimeTerm
 from suanli.catalog import GPU
 from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.diffusion.pipeline import Call, Pipeline, PipelineError, find_pipeline, pipeline_graphs
+from suanli.estimate.device import device_for, sdpa_device
 from suanli.estimate.diffusion import graph_seconds
 from suanli.estimate.perf import Device
-from suanli.hardware import device_for, sdpa_device
 from suanli.i18n import N_, message_of
 from suanli.units import DTYPE_BYTES as ELEMENT_BYTES
 

@@ -25,12 +25,12 @@ from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.answers.validity import Validity, check_job
 from suanli.catalog.formats import get_format
 from suanli.estimate.advice import advice, scaling
+from suanli.estimate.device import device_for, read_calibration
 from suanli.estimate.inference import InferPerf, inference_perf
 from suanli.estimate.load import ClosedLoop, closed_loop, static_batch
 from suanli.estimate.offload import split_layers
 from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import InferWork, TrainWork
-from suanli.hardware import device_for, read_calibration
 from suanli.i18n import N_, join
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel

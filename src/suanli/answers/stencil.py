@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from suanli.answers.base import FLATTEN_OPTIONAL, OMIT_NONE, Answer
 from suanli.catalog import GPU, find_gpu, load_catalog
+from suanli.estimate.device import device_for
 from suanli.estimate.perf import Device
 from suanli.estimate.stencil import (
     StencilWork,
@@ -19,7 +20,6 @@ from suanli.estimate.stencil import (
     largest_cubic_grid,
     stencil_estimate,
 )
-from suanli.hardware import device_for
 from suanli.i18n import N_
 from suanli.limits import MAX_GRID_CELLS
 

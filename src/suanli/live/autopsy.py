@@ -41,9 +41,9 @@ def autopsy(
 ) -> dict[str, Any]:
     """The breakdown, the estimator's view, and the remedy chain against ``limit_bytes``."""
     from suanli.catalog import bundled_gpus, find_gpu
+    from suanli.estimate.device import device_for
     from suanli.estimate.memory import training_memory
     from suanli.estimate.workload import TrainWork
-    from suanli.hardware import device_for
     from suanli.models.resolve import ModelSourceError, model_from_module
     from suanli.plan.fit import fit_chain
 

@@ -57,7 +57,7 @@ def _measure_copy(nbytes: int = 256 * 2**20, repeat: int = 5) -> float:
 
 def _from_profile() -> dict[str, float] | None:
     from suanli.catalog.loader import CatalogError
-    from suanli.hardware import read_calibration
+    from suanli.estimate.device import read_calibration
     from suanli.paths import local_calibration_path
 
     path = local_calibration_path(f"cpu-{socket.gethostname()}")

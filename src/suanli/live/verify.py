@@ -212,8 +212,8 @@ def _speed_estimate(spec: ModelSpec, work: TrainWork) -> dict[str, float]:
 
     from suanli.catalog import bundled_gpus, find_gpu
     from suanli.catalog.loader import CatalogError
+    from suanli.estimate.device import device_for
     from suanli.estimate.perf import training_perf
-    from suanli.hardware import device_for
 
     try:
         gpu = find_gpu(torch.cuda.get_device_name(0), bundled_gpus())

@@ -17,10 +17,10 @@ from typing import Any
 from suanli.catalog.formats import get_format
 from suanli.catalog.gpu import GPU
 from suanli.catalog.prices import rent_price
+from suanli.estimate.device import device_for
 from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
-from suanli.hardware import device_for
 from suanli.i18n import N_, join, message_of
 from suanli.models.spec import ModelSpec
 

@@ -217,7 +217,7 @@ def plan_capacity(
     """
     from suanli.catalog.network import default_gpus_per_node
     from suanli.catalog.prices import rent_price
-    from suanli.hardware import device_for
+    from suanli.estimate.device import device_for
 
     rows: list[CapacityRow] = []
     dtype = device_dtype(weight_format)

@@ -1,6 +1,6 @@
 """The bench profile: the result types of a ``suanli bench`` run, the identity of the
 measured device (CPU name, catalog GPU, the profile's path) and the calibration file
-(write and format; :func:`suanli.hardware.read_calibration` reads it back).
+(write and format; :func:`suanli.estimate.device.read_calibration` reads it back).
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def _toml_value(value: Any) -> str:
 
 
 def calibration_toml(result: BenchResult) -> str:
-    """The calibration document: ``[[ceiling]]`` rows as :func:`suanli.hardware.read_calibration`
+    """The calibration document: ``[[ceiling]]`` rows as :func:`suanli.estimate.device.read_calibration`
     reads them (one per measured precision), plus ``[bench]`` metadata and ``[[allreduce]]``."""
     rows = [m for m in result.matmul if m.best_flops_per_s > 0]
     if not rows:
