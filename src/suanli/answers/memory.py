@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer, from_result
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.model_source import load_model
-from suanli.answers.recompute import settle_work
+from suanli.answers.recompute import is_auto, settle_work
 from suanli.answers.request import (
     WorkRequest,
+    build_work,
     framework_assumptions,
     with_file_format,
     with_images,
@@ -170,11 +171,8 @@ def memory(
         if gpu.id not in [c.id for c in cards]:
             cards.append(gpu)
     # --recompute auto settles on the first card asked about (the others are checked with it).
-    work, settled = settle_work(
-        with_images(with_file_format(req.work, loaded.weight_format), spec),
-        spec,
-        cards[0].memory_bytes if cards else None,
-    )
+    request = with_images(with_file_format(req.work, loaded.weight_format), spec)
+    work, settled = settle_work(request, spec, cards[0].memory_bytes if cards else None)
     if isinstance(work, InferWork):
         result = inference_memory(spec, work)
         fits = [fit_inference(spec, work, g.id, g.memory_bytes) for g in cards]
@@ -184,7 +182,11 @@ def memory(
     card_fits = tuple(card_fit(f, g.name) for f, g in zip(fits, cards, strict=True))
     to_fit = None
     if isinstance(work, TrainWork) and req.gpu and not card_fits[0].fits:
-        to_fit = _to_fit(spec, work, cards[0], req.work.framework)
+        # The chain starts where suanli fit starts: the job without recomputation when auto
+        # left it to suanli (recomputation is the chain's own second step).
+        start = build_work(request) if is_auto(request) else work
+        assert isinstance(start, TrainWork)
+        to_fit = _to_fit(spec, start, cards[0], req.work.framework)
     return MemoryAnswer(
         model=req.model,
         task=req.work.task,
