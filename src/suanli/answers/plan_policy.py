@@ -34,9 +34,6 @@ def software_stack(gpu: GPU) -> str:
     return gpu.software_stack + (f": {note}" if note else "")
 
 
-#: Frameworks of the Hugging Face family: their libraries (bitsandbytes, FlashAttention-2, PEFT's
-#: kernels, Unsloth) are built for CUDA first, so other stacks rank after CUDA (docs/plan.md).
-CUDA_FIRST_FRAMEWORKS = ("hf", "unsloth", "llama-factory", "torchtune")
 #: Why each other stack ranks after CUDA for those frameworks (sources in docs/plan.md).
 STACK_NOTES = {
     "rocm": N_("ROCm: FlashAttention-2 and bitsandbytes need their ROCm builds"),
@@ -71,7 +68,11 @@ def plan_groups(task: str, gpus: list[GPU], form_filter: tuple[str, ...]) -> dic
 
 def stack_demotions(framework: str, gpus: list[GPU], stack_ok: bool) -> dict[str, str]:
     """GPUs ranked after CUDA ones for a CUDA-first framework, with why (``--stack-ok``: none)."""
-    if stack_ok or framework not in CUDA_FIRST_FRAMEWORKS:
+    from suanli.catalog.frameworks import get_framework
+
+    # The Hugging Face family (frameworks.toml's cuda_first): bitsandbytes, FlashAttention-2,
+    # PEFT's and Unsloth's kernels are built for CUDA first (docs/plan.md).
+    if stack_ok or not get_framework(framework).cuda_first:
         return {}
     return {
         g.id: STACK_NOTES.get(g.software_stack, g.software_stack)
