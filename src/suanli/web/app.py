@@ -431,7 +431,7 @@ def create_app(
         # A hit is answered on the event loop. The model is resolved in the thread pool (an
         # upload lives in this process); the search runs in a worker process (web/workers.py).
         lang = ANSWER_LANG.get()
-        key = lang + req.model_dump_json()
+        key = req.model_dump_json() if lang == "en" else f"{lang}:{req.model_dump_json()}"
         body = cache.get(key)
         if body is None:
             request = req.to_request()

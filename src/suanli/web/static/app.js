@@ -560,7 +560,7 @@
       // (the API computes them with ignore_fit, for the curious, but the page does not show them).
       cells.push("<div class=\"cannot-run\"><span class=\"no\">" + esc(blockedOn(blocked, doc.gpu)) +
         "</span> " + (doc.warnings || []).map((x) => esc(x)).join(" ") + "</div>");
-      const why = (doc.warnings || []).map(s).join(" ");
+      const why = (doc.warnings || []).join(" ");
       const labels = f.task === "infer"
         ? [t("time to first token"), t("time per output token"), "tokens/s"]
         : [t("step time"), "tokens/s", "MFU", t("time to train"), t("rent")];
