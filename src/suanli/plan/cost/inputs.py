@@ -18,7 +18,7 @@ from suanli.catalog.prices import (
     given_price,
     rent_price,
 )
-from suanli.i18n import N_
+from suanli.i18n import N_, Msg
 from suanli.plan.cost.checks import check_nonneg, check_number, check_positive
 from suanli.plan.cost.data import (
     DEFAULT_REGION,
@@ -221,7 +221,9 @@ def rent_prices(
         if price.provider == CATALOG_PROVIDER:
             source = N_("GPU catalog cloud_usd_per_hour: {source}").format(source=price.source)
         else:
-            source = f"{price.provider} {price.kind}: {price.source}"
+            source = N_("{provider} {kind}: {source}").format(
+                provider=price.provider, kind=Msg(price.kind), source=price.source
+            )
         ledger.cash(
             name, in_usd(price), unit, False, (source, price.date, price_notes(price)), price.cny
         )
