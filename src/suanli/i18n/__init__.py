@@ -5,7 +5,9 @@ Human-facing strings are marked ``_("...")`` where they are written; ``suanli/i1
 LC_MESSAGES/suanli.po`` holds their Chinese (edited by hand, terms as the practitioners' guides
 use them: 显存, 算力, 带宽, 微调, 推理...), compiled to ``suanli.mo`` by ``python scripts/i18n.py``
 (Babel, a development tool); at run time only the standard library's ``gettext`` reads the
-``.mo``. JSON keys and values never go through here: they stay English.
+``.mo``. The library's sentences keep their message ids and values (:mod:`suanli.i18n.sentences`):
+a view writes them in its language with :func:`sentence`. JSON keys never go through here; a
+JSON document is English unless the web page asks for its language (``?lang=``).
 """
 
 from __future__ import annotations
@@ -171,24 +173,9 @@ def sentence(text: str, lang: str | None = None) -> str:
     shown as it is. Finished text is never parsed back into a template."""
     lang = normalize(lang) if lang else current()
     if isinstance(text, (Msg, Sentence)):
-        _note("ok", text)
         return str(text) if lang == "en" else render(text, _translations(lang).gettext)
     if not text:
         return text
     if text in FALLBACKS or len(FALLBACKS) < MAX_FALLBACKS:  # bounded in a long-lived server
         FALLBACKS[text] += 1
-    _note("fallback", text)
     return text if lang == "en" else _translations(lang).gettext(text)
-
-
-def _note(kind: str, text: str) -> None:
-    log = os.environ.get("SUANLI_I18N_FALLBACK_LOG")
-    if log:  # temporary instrumentation (issue 40): where plain text reached a view
-        frame = sys._getframe(2)
-        where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        if kind == "fallback":
-            from suanli.i18n.matcher import match_text
-
-            kind = "hit" if match_text(text, _translations("zh")) != text else "miss"
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(f"{kind}\t{where}\t{text[:300]!r}\n")
