@@ -227,7 +227,8 @@ def create_app(
         summary="Will it fit, how fast, which GPU, what cost: the suanli CLI's --json as an API.",
         description="Every endpoint mirrors a `suanli` command's `--json` document (numbers in "
         "base units: bytes, FLOP/s, seconds, USD). Bad input gets a 4xx answer "
-        '`{"error": "one sentence"}`.',
+        '`{"error": "one sentence"}`. Add `?lang=zh` to any request for its sentences (and its '
+        "error) in Chinese; keys, numbers and ids do not change.",
         docs_url=None,
         redoc_url=None,
         default_response_class=CleanJSONResponse,
