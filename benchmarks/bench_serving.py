@@ -39,7 +39,10 @@ def main() -> None:
     spec = load_model("llama-3.1-8b").spec
     gpu = find_gpu("h100-sxm-80gb", bundled_gpus())
     device = device_for(gpu, "bf16")
-    prompt, output = Lengths(512, "uniform"), Lengths(256, "lognormal", 0.8)
+    prompt, output = (
+        Lengths(mean=512, dist="uniform"),
+        Lengths(mean=256, dist="lognormal", spread=0.8),
+    )
     for label, policy, rate, replicas, dispatch in CASES:
         config = EngineConfig(policy=policy)
         cost = replica_cost(

@@ -31,7 +31,14 @@ def fit_gemm(
     half = len(rows) // 2
 
     def predict(ce: float, me: float, launch: float) -> Any:
-        model = GemmModel(ce, me, launch, TILE, "fit", blend=BLEND)
+        model = GemmModel(
+            compute_efficiency=ce,
+            memory_efficiency=me,
+            launch_s=launch,
+            tile=TILE,
+            source="fit",
+            blend=BLEND,
+        )
         return gemm_seconds(
             m, n, k, dtype_bytes, peak, bandwidth, model, maximum=np.maximum, ceil=np.ceil
         )
@@ -72,7 +79,11 @@ def fit_gemm(
 
 def errors_of(rows: list[dict[str, Any]], fit: dict[str, Any], dtype_bytes: float) -> Any:
     model = GemmModel(
-        fit["compute_efficiency"], fit["memory_efficiency"], fit["launch_s"], TILE, blend=BLEND
+        compute_efficiency=fit["compute_efficiency"],
+        memory_efficiency=fit["memory_efficiency"],
+        launch_s=fit["launch_s"],
+        tile=TILE,
+        blend=BLEND,
     )
     return sorted(
         abs(

@@ -106,12 +106,26 @@ def _fit_card(gpu: Any, rows: list[tuple[str, int, int, int, float]]) -> None:
     half = set(pairs[::2])
     ce, me, launch, _ = fit(*_arrays([r for r in rows if (r[2], r[3]) in half]), peak, bw, BLEND)
     m, n, k, s = _arrays([r for r in rows if (r[2], r[3]) not in half])
-    model = GemmModel(ce, me, launch, 128, "fit", blend=BLEND)
+    model = GemmModel(
+        compute_efficiency=ce,
+        memory_efficiency=me,
+        launch_s=launch,
+        tile=128,
+        source="fit",
+        blend=BLEND,
+    )
     label = "hold-out (fitted on the other half of the (N, K) pairs)"
     _report(gpu.id, label, m, errors(model, m, n, k, s))
     m, n, k, s = _arrays(rows)
     ce, me, launch, _ = fit(m, n, k, s, peak, bw, BLEND)
-    model = GemmModel(ce, me, launch, 128, "fit", blend=BLEND)
+    model = GemmModel(
+        compute_efficiency=ce,
+        memory_efficiency=me,
+        launch_s=launch,
+        tile=128,
+        source="fit",
+        blend=BLEND,
+    )
     rel = errors(model, m, n, k, s)
     _report(gpu.id, "all rows", m, rel)
     ranked = np.sort(np.abs(rel))

@@ -84,7 +84,14 @@ def fit(m: Any, n: Any, k: Any, s: Any, peak: float, bw: float, p: float) -> tup
         [x / 100 for x in range(55, 99)],  # streaming efficiency of the operands
         [x * 1e-6 for x in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)],  # launch and tail
     ):
-        model = GemmModel(ce, me, launch, 128, "fit", blend=p)
+        model = GemmModel(
+            compute_efficiency=ce,
+            memory_efficiency=me,
+            launch_s=launch,
+            tile=128,
+            source="fit",
+            blend=p,
+        )
         t = gemm_seconds(m, n, k, 2, peak, bw, model, maximum=np.maximum, ceil=np.ceil)
         score = float(np.median(np.abs(np.log(t / s))))
         if score < best[0]:
@@ -114,7 +121,14 @@ def main(folder: str) -> int:
         m, n, k, s = (np.array([r[i] for r in rows], dtype=float) for i in (2, 3, 4, 5))
         for p in BLENDS:
             ce, me, launch, _ = fit(m, n, k, s, peak, bw, p)
-            model = GemmModel(ce, me, launch, 128, "fit", blend=p)
+            model = GemmModel(
+                compute_efficiency=ce,
+                memory_efficiency=me,
+                launch_s=launch,
+                tile=128,
+                source="fit",
+                blend=p,
+            )
             t = gemm_seconds(m, n, k, 2, peak, bw, model, maximum=np.maximum, ceil=np.ceil)
             rel = t / s - 1
             errors = np.sort(np.abs(rel))

@@ -62,7 +62,10 @@ def read(path: Path = FIXTURE) -> dict[tuple[str, tuple[int, int]], list[Point]]
 
 def seconds(params: tuple[float, float, float], tokens: float, flops: float) -> float:
     """The fitted form, as the speed model computes it (:class:`PrefillAttention`)."""
-    return PrefillAttention(*params).seconds(flops, tokens)
+    floor_s, rate_flops, half_tokens = params
+    return PrefillAttention(
+        floor_s=floor_s, rate_flops=rate_flops, half_tokens=half_tokens
+    ).seconds(flops, tokens)
 
 
 def fit(points: list[Point]) -> tuple[float, float, float]:

@@ -5,12 +5,15 @@ Layers only look down (:data:`LAYERS`: leaf modules -> models, catalog -> diffus
 included, goes from a module to a higher layer. No module outside ``cli/`` imports
 ``suanli.cli``; ``web/`` and ``cli/`` never import each other; the answers import neither; no
 private name crosses a module boundary; no import cycle; no module grows past the size a reader
-can hold.
+can hold. The results and answers of the estimators, the plan and the answers are built by keyword.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
+import pkgutil
 from pathlib import Path
 
 import pytest
@@ -262,3 +265,79 @@ def test_the_layer_check_catches_a_planted_upward_import() -> None:
     assert upward_imports({"suanli.estimate.perf": {"suanli"}}) == [
         ("suanli.estimate.perf", "suanli")
     ]
+
+
+#: The layers whose dataclasses are results, answers or the estimators' inputs.
+KEYWORD_PACKAGES = ("suanli.answers", "suanli.estimate", "suanli.plan")
+
+#: Dataclasses of those layers that may be built positionally, with the reason. Besides these,
+#: the requests of the answers (``*Request`` in ``suanli.answers``): the public API's entry
+#: points, written ``suanli.MemoryRequest("llama-3.1-8b", work, gpu="4090")`` in docs/api.md
+#: and the README, so a user's script keeps working.
+POSITIONAL_ALLOWED = {
+    # docs/stencil.md builds the grid as StencilWork(1024, 1024, 1024, time_steps=..., gpus=...).
+    "suanli.estimate.stencil.StencilWork": "the grid's nx, ny, nz, in that order",
+}
+
+
+def _dataclasses_of(packages: tuple[str, ...]) -> dict[str, type]:
+    """Every dataclass defined in ``packages`` and their submodules, by qualified name."""
+    found: dict[str, type] = {}
+    for package in packages:
+        root = importlib.import_module(package)
+        names = [package] + [m.name for m in pkgutil.walk_packages(root.__path__, package + ".")]
+        for name in names:
+            for obj in vars(importlib.import_module(name)).values():
+                if (
+                    isinstance(obj, type)
+                    and dataclasses.is_dataclass(obj)
+                    and obj.__module__ == name
+                ):
+                    found[f"{name}.{obj.__qualname__}"] = obj
+    return found
+
+
+def positional_dataclasses(classes: dict[str, type]) -> list[str]:
+    """The dataclasses with a field that can be passed by position (``kw_only`` not set)."""
+    return sorted(
+        name
+        for name, cls in classes.items()
+        if any(f.init and not f.kw_only for f in dataclasses.fields(cls))
+    )
+
+
+def test_results_and_answers_are_built_by_keyword() -> None:
+    """A result or an answer built positionally breaks silently when a field is added or moved
+    (two floats swapped still type-check); by keyword, it fails where it is built."""
+    classes = _dataclasses_of(KEYWORD_PACKAGES)
+    assert len(classes) > 100  # the walk sees the layers
+    requests = {
+        name
+        for name, cls in classes.items()
+        if name.startswith("suanli.answers.") and cls.__name__.endswith("Request")
+    }
+    # The exemption is for the questions only: nothing named a request is an answer.
+    from suanli.answers.base import Answer
+
+    assert not [name for name in requests if issubclass(classes[name], Answer)]
+    assert set(POSITIONAL_ALLOWED) <= set(classes)
+    allowed = requests | set(POSITIONAL_ALLOWED)
+    assert [name for name in positional_dataclasses(classes) if name not in allowed] == []
+
+
+def test_the_keyword_check_catches_a_positional_dataclass() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Loose:
+        seconds: float
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Strict:
+        seconds: float
+
+    # A kw_only subclass of a positional dataclass still takes the base's fields by position.
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Derived(Loose):
+        bytes_per_s: float
+
+    found = positional_dataclasses({"loose": Loose, "strict": Strict, "derived": Derived})
+    assert found == ["derived", "loose"]

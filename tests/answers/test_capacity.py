@@ -186,7 +186,7 @@ def test_md1_mean_wait() -> None:
     assert isinstance(answer, CapacitySimulation) and answer.stats.queue_wait_mean_s is not None
     # The same arrivals, drawn independently of the answer: the sample's own rate.
     arrivals = make_requests(
-        rate=0.5 / service, prompt=Lengths(256), output=Lengths(64), requests=n, seed=3
+        rate=0.5 / service, prompt=Lengths(mean=256), output=Lengths(mean=64), requests=n, seed=3
     ).arrival_s
     rho = (n - 1) / (arrivals[-1] - arrivals[0]) * service
     theory = rho * service / (2 * (1 - rho))
@@ -224,7 +224,10 @@ def test_heavy_tails_are_clipped_to_the_context() -> None:
     )
     answer = capacity(req)
     drawn = make_requests(
-        rate=2, prompt=Lengths(60_000, "lognormal", 2), output=Lengths(64), requests=200
+        rate=2,
+        prompt=Lengths(mean=60_000, dist="lognormal", spread=2),
+        output=Lengths(mean=64),
+        requests=200,
     )
     context = load_model("llama-3.1-8b").spec.max_position_embeddings
     over = int((drawn.prompt + drawn.output > context).sum())

@@ -14,8 +14,8 @@ from suanli.estimate.comm import (
     reduce_scatter_s,
 )
 
-NVLINK = Link("nvlink4", 450e9, 2e-6, 0.8)
-IB = Link("ib-ndr", 50e9, 5e-6, 0.94)
+NVLINK = Link(name="nvlink4", bandwidth_bytes_per_s=450e9, latency_s=2e-6, efficiency=0.8)
+IB = Link(name="ib-ndr", bandwidth_bytes_per_s=50e9, latency_s=5e-6, efficiency=0.94)
 
 
 def test_ring_all_reduce_moves_2_n_minus_1_over_n() -> None:
@@ -46,7 +46,7 @@ def test_reduce_scatter_plus_all_gather_equals_ring_all_reduce_bandwidth() -> No
 
 
 def test_groups_beyond_a_node_use_the_inter_node_link() -> None:
-    net = Network(NVLINK, IB, 8)
+    net = Network(intra=NVLINK, inter=IB, gpus_per_node=8)
     assert net.link_for(8) is NVLINK
     assert net.link_for(16) is IB
     assert net.link_for(2, stride=8) is IB  # data parallel across tp=8 groups
@@ -55,11 +55,11 @@ def test_groups_beyond_a_node_use_the_inter_node_link() -> None:
 
 # --- multi-node: NCCL stripes a collective over every NIC of the node ---------------------------
 
-STRIPED = Network(NVLINK, IB, 8, nics_per_node=8)
+STRIPED = Network(intra=NVLINK, inter=IB, gpus_per_node=8, nics_per_node=8)
 
 
 def test_without_a_nic_count_every_spanning_group_gets_the_inter_link_as_is() -> None:
-    net = Network(NVLINK, IB, 8)
+    net = Network(intra=NVLINK, inter=IB, gpus_per_node=8)
     assert net.nics_per_node == 0
     assert net.link_for(64) is IB and net.link_for(4, stride=8) is IB
 
@@ -79,7 +79,9 @@ def test_a_group_with_m_ranks_per_node_drives_m_nics_up_to_the_intra_rate() -> N
 
 
 def test_fewer_nics_than_gpus_share_them() -> None:
-    dgx1 = Network(NVLINK, IB, 8, nics_per_node=4)  # DGX-1: 4 NICs for 8 GPUs
+    dgx1 = Network(
+        intra=NVLINK, inter=IB, gpus_per_node=8, nics_per_node=4
+    )  # DGX-1: 4 NICs for 8 GPUs
     assert dgx1.link_for(4, stride=8).effective_bytes_per_s == pytest.approx(
         IB.effective_bytes_per_s / 2
     )
@@ -90,7 +92,7 @@ def test_fewer_nics_than_gpus_share_them() -> None:
 def test_bottleneck_on_arrays_equals_link_for(nics: int) -> None:
     """``Network.bottleneck`` is what the vectorized planner can call with numpy."""
     np = pytest.importorskip("numpy")
-    net = Network(NVLINK, IB, 8, nics_per_node=nics)
+    net = Network(intra=NVLINK, inter=IB, gpus_per_node=8, nics_per_node=nics)
     groups = np.array([1, 2, 4, 8, 16, 2, 4, 8, 16, 64, 3])
     strides = np.array([1, 4, 8, 1, 1, 16, 2, 4, 8, 1, 2])
     bw, lat = net.bottleneck(
@@ -110,7 +112,13 @@ def test_base_latency_is_paid_once_per_collective() -> None:
     tuning.cc: a base latency per collective plus per-hop latency), and not to a
     point-to-point transfer (measured send/recv is far below a collective's floor)."""
     base = 20e-6
-    with_base = Link("nvlink4", 450e9, 2e-6, 0.8, base)
+    with_base = Link(
+        name="nvlink4",
+        bandwidth_bytes_per_s=450e9,
+        latency_s=2e-6,
+        efficiency=0.8,
+        base_latency_s=base,
+    )
     for nbytes in (1024, 1e9):
         for n in (2, 4, 8, 64):
             assert all_reduce_s(nbytes, n, with_base) == pytest.approx(
@@ -126,7 +134,24 @@ def test_base_latency_is_paid_once_per_collective() -> None:
 @pytest.mark.parametrize("nics", [0, 8])
 def test_base_latency_on_arrays_equals_link_for(nics: int) -> None:
     np = pytest.importorskip("numpy")
-    net = Network(Link("nv", 450e9, 2e-6, 0.8, 20e-6), Link("ib", 50e9, 5e-6, 0.9, 7e-6), 8, nics)
+    net = Network(
+        intra=Link(
+            name="nv",
+            bandwidth_bytes_per_s=450e9,
+            latency_s=2e-6,
+            efficiency=0.8,
+            base_latency_s=20e-6,
+        ),
+        inter=Link(
+            name="ib",
+            bandwidth_bytes_per_s=50e9,
+            latency_s=5e-6,
+            efficiency=0.9,
+            base_latency_s=7e-6,
+        ),
+        gpus_per_node=8,
+        nics_per_node=nics,
+    )
     groups = np.array([1, 2, 8, 16, 2, 64])
     strides = np.array([1, 4, 1, 1, 16, 1])
     base = net.base_latency(groups, strides, where=np.where)

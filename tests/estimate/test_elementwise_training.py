@@ -110,7 +110,13 @@ def test_torch_compiles_kernels_are_slower_than_hand_fused_ones() -> None:
 def test_without_slowdowns_the_traffic_is_three_passes_of_the_forward_bytes() -> None:
     spec = load_model("llama-3.1-8b").spec
     device = device_for(find_gpu("h100-sxm-80gb", CATALOG), "bf16", auto_calibration=False)
-    plain = GemmModel(0.7, 0.9, 0.0, small_op_s=0.0, training_elementwise=TrainingElementwise())
+    plain = GemmModel(
+        compute_efficiency=0.7,
+        memory_efficiency=0.9,
+        launch_s=0.0,
+        small_op_s=0.0,
+        training_elementwise=TrainingElementwise(),
+    )
     work = TrainWork(task="full", batch=2, seq=4096)
     seconds = elementwise_seconds(spec, work, device.bandwidth, plain, 32, 8192, 1)
     expected = eager_bytes_per_token(spec, work) * 3 * 32 * 8192 / device.bandwidth
@@ -122,7 +128,12 @@ def test_the_measured_slowdowns_lengthen_an_eager_step_on_an_h100() -> None:
     device = device_for(find_gpu("h100-sxm-80gb", CATALOG), "bf16", auto_calibration=False)
     work = TrainWork(task="full", batch=2, seq=8192)
     measured = elementwise_seconds(spec, work, device.bandwidth, device.gemm_model, 32, 16384, 1)
-    plain = GemmModel(0.7, 0.9, 0.0, small_op_s=device.gemm_model.small_op_s)
+    plain = GemmModel(
+        compute_efficiency=0.7,
+        memory_efficiency=0.9,
+        launch_s=0.0,
+        small_op_s=device.gemm_model.small_op_s,
+    )
     bytes_only = elementwise_seconds(spec, work, device.bandwidth, plain, 32, 16384, 1)
     # Norms, rotary and activation take 1.6-2.6x their bytes' time; the adds do not.
     assert 1.5 < measured / bytes_only < 2.6

@@ -89,7 +89,12 @@ def test_no_range_of_gemm_sizes_is_biased(gpu_id: str) -> None:
     model = kernel_model(gpu, ceiling_for(gpu, "fp16"))
     assert model.blend == 2
     assert max(abs(b) for b in _bias_by_rows(gpu_id, model)) < 0.05
-    plain = GemmModel(model.compute_efficiency, model.memory_efficiency, model.launch_s, model.tile)
+    plain = GemmModel(
+        compute_efficiency=model.compute_efficiency,
+        memory_efficiency=model.memory_efficiency,
+        launch_s=model.launch_s,
+        tile=model.tile,
+    )
     assert min(_bias_by_rows(gpu_id, plain)) < -0.05  # the plain roofline is too fast somewhere
 
 
@@ -98,7 +103,12 @@ def test_one_efficiency_for_every_matmul_was_optimistic(gpu_id: str) -> None:
     # The old model: every GEMM at the best-shape ceiling, no tiles, no launch (a pure roofline).
     gpu = find_gpu(gpu_id, CATALOG)
     best = ceiling_for(gpu, "fp16")
-    old = GemmModel(best.matmul_fraction, best.memory_fraction, 0.0, 1)
+    old = GemmModel(
+        compute_efficiency=best.matmul_fraction,
+        memory_efficiency=best.memory_fraction,
+        launch_s=0.0,
+        tile=1,
+    )
     new = kernel_model(gpu, best)
     old_signed = statistics.median(_errors(gpu_id, old))
     new_abs = statistics.median(abs(e) for e in _errors(gpu_id, new))
@@ -166,7 +176,7 @@ def _linear_fwd_bwd_s(m: int, k: int, n: int, dtype: str, scaling: str = "delaye
     gemms += gemm_seconds(k, n, m, *args)
     if dtype != "fp8":
         return float(gemms)
-    shape = LinearShape("up", k, n, 1)
+    shape = LinearShape(kind="up", n_in=k, n_out=n, count=1)
     cast = fp8_cast_seconds([shape], 1, k, m, 1, device.memory_bytes_per_s, model, scaling=scaling)
     return float(gemms + cast)
 

@@ -44,7 +44,7 @@ def test_md1_mean_wait(h100_cost: ReplicaCost, policy: str) -> None:
     """One server, batch 1, deterministic service (fixed lengths), Poisson arrivals: the mean
     wait in queue is the M/D/1 value rho S / (2 (1 - rho)) (Pollaczek-Khinchine)."""
     config = EngineConfig(policy=policy, max_batch=1, batch_timeout_s=0.0)
-    prompt, output = Lengths(256), Lengths(64)
+    prompt, output = Lengths(mean=256), Lengths(mean=64)
     alone = simulate(h100_cost, make_requests(rate=1, prompt=prompt, output=output, requests=1))
     service = alone.e2e_s["mean"]
     reqs = make_requests(rate=0.5 / service, prompt=prompt, output=output, requests=60_000, seed=3)
@@ -67,7 +67,9 @@ def test_md1_mean_wait(h100_cost: ReplicaCost, policy: str) -> None:
 def test_single_request_matches_the_speed_model(llama8b: ModelSpec, h100_cost: ReplicaCost) -> None:
     """Alone on the GPU, TTFT and TPOT are the speed estimator's batch-1 figures."""
     prompt, output = 1024, 256
-    reqs = make_requests(rate=1, prompt=Lengths(prompt), output=Lengths(output), requests=1)
+    reqs = make_requests(
+        rate=1, prompt=Lengths(mean=prompt), output=Lengths(mean=output), requests=1
+    )
     r = simulate(h100_cost, reqs)
     perf = inference_perf(
         llama8b, InferWork(batch=1, context=prompt + output), h100_cost.device, prompt, output
@@ -84,7 +86,7 @@ def test_single_request_matches_the_speed_model(llama8b: ModelSpec, h100_cost: R
 def test_continuous_beats_static_for_mixed_output_lengths(h100_cost: ReplicaCost) -> None:
     """Mixed output lengths: static batches decode to their longest member and admit nobody
     meanwhile; continuous batching refills slots every iteration."""
-    prompt, output = Lengths(512), Lengths(256, "lognormal", 1.0)
+    prompt, output = Lengths(mean=512), Lengths(mean=256, dist="lognormal", spread=1.0)
     static = EngineConfig(policy="static", max_batch=64, batch_timeout_s=0.5)
     cont = EngineConfig(policy="continuous", max_batch=64)
     offline = make_requests(rate=math.inf, prompt=prompt, output=output, requests=3000, seed=1)
@@ -108,7 +110,7 @@ def test_continuous_beats_static_for_mixed_output_lengths(h100_cost: ReplicaCost
 def test_chunked_prefill_bounds_the_decode_stall(h100_cost: ReplicaCost) -> None:
     """Long prompts joining a running batch stall its decode for a whole prefill unless the
     prefill is chunked: chunking lowers the p99 TPOT."""
-    prompt, output = Lengths(6000, "uniform", 0.5), Lengths(200)
+    prompt, output = Lengths(mean=6000, dist="uniform", spread=0.5), Lengths(mean=200)
     reqs = make_requests(rate=2, prompt=prompt, output=output, requests=800, seed=2)
     cont = simulate(h100_cost, reqs, EngineConfig(policy="continuous"))
     chunk = simulate(h100_cost, reqs, EngineConfig(policy="chunked", max_batched_tokens=512))
@@ -118,7 +120,11 @@ def test_chunked_prefill_bounds_the_decode_stall(h100_cost: ReplicaCost) -> None
 
 
 def test_static_batch_waits_for_a_full_batch_or_the_timeout(h100_cost: ReplicaCost) -> None:
-    arrivals = Requests(np.array([0.0, 0.1, 5.0]), np.array([100, 100, 100]), np.array([10] * 3))
+    arrivals = Requests(
+        arrival_s=np.array([0.0, 0.1, 5.0]),
+        prompt=np.array([100, 100, 100]),
+        output=np.array([10] * 3),
+    )
     r = simulate(h100_cost, arrivals, EngineConfig(policy="static", max_batch=2, batch_timeout_s=1))
     # The first two fill a batch at 0.1 s; the third starts alone after its 1 s timeout.
     assert r.queue_wait_mean_s == pytest.approx((0.1 + 0.0 + 1.0) / 3, rel=1e-6)
@@ -131,7 +137,7 @@ def test_kv_capacity_limits_concurrency(llama8b: ModelSpec) -> None:
     """A GPU with little memory left after the weights holds few sequences: requests queue,
     and with on-demand allocation running ones are preempted."""
     device = device_for(H100, "bf16")
-    prompt, output = Lengths(1000), Lengths(500)
+    prompt, output = Lengths(mean=1000), Lengths(mean=500)
     reqs = make_requests(rate=8, prompt=prompt, output=output, requests=600, seed=4)
     big = replica_cost(llama8b, device, memory_bytes=H100.memory_bytes, reference_context=1250)
     tiny_bytes = (big.non_kv_bytes + 8 * 1500 * big.kv_bytes) / 0.9  # room for ~8 requests
@@ -159,7 +165,7 @@ def test_kv_capacity_limits_concurrency(llama8b: ModelSpec) -> None:
 
 def test_a_request_larger_than_the_kv_cache_is_refused(h100_cost: ReplicaCost) -> None:
     small = replace(h100_cost, kv_blocks=10)
-    reqs = make_requests(rate=1, prompt=Lengths(150), output=Lengths(20), requests=3)
+    reqs = make_requests(rate=1, prompt=Lengths(mean=150), output=Lengths(mean=20), requests=3)
     with pytest.raises(ValueError, match="KV cache holds 160 tokens"):
         simulate(small, reqs)
 
@@ -289,12 +295,14 @@ def test_matches_a_step_by_step_reference(
     cfg = EngineConfig(policy=policy, kv_policy=kv_policy, max_batch=24, max_batched_tokens=700)
     reqs = make_requests(
         rate=40,
-        prompt=Lengths(300, "uniform", 0.9),
-        output=Lengths(120, "lognormal", 0.8),
+        prompt=Lengths(mean=300, dist="uniform", spread=0.9),
+        output=Lengths(mean=120, dist="lognormal", spread=0.8),
         requests=400,
         seed=5,
     )
-    reqs = Requests(reqs.arrival_s, reqs.prompt, np.minimum(reqs.output, 1500))
+    reqs = Requests(
+        arrival_s=reqs.arrival_s, prompt=reqs.prompt, output=np.minimum(reqs.output, 1500)
+    )
     ref = _reference(cost, reqs, cfg)
     got = simulate(cost, reqs, cfg)
     assert got.preemptions == ref["preemptions"][0]
@@ -314,7 +322,10 @@ def test_matches_a_step_by_step_reference(
 
 def test_replicas_share_the_load(h100_cost: ReplicaCost) -> None:
     reqs = make_requests(
-        rate=60, prompt=Lengths(512), output=Lengths(256, "lognormal", 1.0), requests=6000
+        rate=60,
+        prompt=Lengths(mean=512),
+        output=Lengths(mean=256, dist="lognormal", spread=1.0),
+        requests=6000,
     )
     one = simulate(h100_cost, reqs)
     rr = simulate(h100_cost, reqs, replicas=4)
@@ -333,8 +344,8 @@ def test_capacity_search_meets_the_slo_when_resimulated(llama8b: ModelSpec) -> N
     device = device_for(H100, "bf16")
     reqs = make_requests(
         rate=40,
-        prompt=Lengths(1024, "lognormal", 0.6),
-        output=Lengths(256, "lognormal", 0.6),
+        prompt=Lengths(mean=1024, dist="lognormal", spread=0.6),
+        output=Lengths(mean=256, dist="lognormal", spread=0.6),
         requests=1500,
         seed=7,
     )
@@ -362,7 +373,7 @@ def test_capacity_search_meets_the_slo_when_resimulated(llama8b: ModelSpec) -> N
 
 
 def test_an_impossible_tpot_slo_is_explained(llama8b: ModelSpec) -> None:
-    reqs = make_requests(rate=1, prompt=Lengths(512), output=Lengths(128), requests=50)
+    reqs = make_requests(rate=1, prompt=Lengths(mean=512), output=Lengths(mean=128), requests=50)
     _, _, result, _, reason = plan_replicas(
         llama8b,
         device_for(find_gpu("t4", GPUS), "bf16"),
@@ -382,8 +393,8 @@ def test_deterministic_with_a_seed(h100_cost: ReplicaCost) -> None:
     def run(seed: int) -> dict[str, Any]:
         reqs = make_requests(
             rate=10,
-            prompt=Lengths(400, "lognormal"),
-            output=Lengths(200, "uniform"),
+            prompt=Lengths(mean=400, dist="lognormal"),
+            output=Lengths(mean=200, dist="uniform"),
             requests=500,
             arrivals="bursty",
             seed=seed,
@@ -395,7 +406,7 @@ def test_deterministic_with_a_seed(h100_cost: ReplicaCost) -> None:
 
 
 def test_arrival_processes_and_lengths() -> None:
-    rng_free = {"prompt": Lengths(100), "output": Lengths(50)}
+    rng_free = {"prompt": Lengths(mean=100), "output": Lengths(mean=50)}
     poisson = make_requests(rate=50, requests=40_000, seed=1, **rng_free)
     bursty = make_requests(rate=50, requests=40_000, seed=1, arrivals="bursty", **rng_free)
     for reqs in (poisson, bursty):
@@ -412,9 +423,9 @@ def test_arrival_processes_and_lengths() -> None:
     timed = make_requests(rate=20, duration_s=100, seed=2, **rng_free)
     assert timed.arrival_s[-1] <= 100 and len(timed) == pytest.approx(2000, rel=0.1)
     rng = np.random.default_rng(0)
-    logn = Lengths(500, "lognormal", 0.8).sample(rng, 50_000)
+    logn = Lengths(mean=500, dist="lognormal", spread=0.8).sample(rng, 50_000)
     assert logn.mean() == pytest.approx(500, rel=0.03) and logn.min() >= 1
-    uni = Lengths(500, "uniform", 0.5).sample(rng, 10_000)
+    uni = Lengths(mean=500, dist="uniform", spread=0.5).sample(rng, 10_000)
     assert uni.min() >= 250 and uni.max() <= 750
     offline = make_requests(rate=math.inf, requests=10, **rng_free)
     assert (offline.arrival_s == 0).all()
@@ -426,7 +437,9 @@ def test_trace_csv() -> None:
     assert reqs.arrival_s.tolist() == [0.5, 1.5]
     assert reqs.prompt.tolist() == [200, 100]
     assert (
-        make_requests(rate=1, prompt=Lengths(1), output=Lengths(1), arrivals="trace", trace=reqs)
+        make_requests(
+            rate=1, prompt=Lengths(mean=1), output=Lengths(mean=1), arrivals="trace", trace=reqs
+        )
         is reqs
     )
 
@@ -434,28 +447,38 @@ def test_trace_csv() -> None:
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: Lengths(0), "integers >= 1"),
-        (lambda: Lengths(10, "gamma"), "not one of"),
-        (lambda: Lengths(10, "uniform", 1.5), "--spread"),
+        (lambda: Lengths(mean=0), "integers >= 1"),
+        (lambda: Lengths(mean=10, dist="gamma"), "not one of"),
+        (lambda: Lengths(mean=10, dist="uniform", spread=1.5), "--spread"),
         (lambda: EngineConfig(policy="magic"), "--policy"),
         (lambda: EngineConfig(max_batch=0), "--max-batch"),
         (lambda: EngineConfig(kv_policy="swap"), "kv policy"),
         (lambda: EngineConfig(gpu_memory_utilization=1.5), "--gpu-memory-utilization"),
-        (lambda: make_requests(rate=0, prompt=Lengths(1), output=Lengths(1), requests=5), "--rate"),
-        (lambda: make_requests(rate=1, prompt=Lengths(1), output=Lengths(1)), "--requests"),
         (
-            lambda: make_requests(rate=1, prompt=Lengths(1), output=Lengths(1), requests=0),
+            lambda: make_requests(
+                rate=0, prompt=Lengths(mean=1), output=Lengths(mean=1), requests=5
+            ),
+            "--rate",
+        ),
+        (
+            lambda: make_requests(rate=1, prompt=Lengths(mean=1), output=Lengths(mean=1)),
             "--requests",
         ),
         (
             lambda: make_requests(
-                rate=1, prompt=Lengths(1), output=Lengths(1), requests=5, arrivals="x"
+                rate=1, prompt=Lengths(mean=1), output=Lengths(mean=1), requests=0
+            ),
+            "--requests",
+        ),
+        (
+            lambda: make_requests(
+                rate=1, prompt=Lengths(mean=1), output=Lengths(mean=1), requests=5, arrivals="x"
             ),
             "--arrivals",
         ),
         (
             lambda: make_requests(
-                rate=1, prompt=Lengths(1), output=Lengths(1), requests=5, arrivals="trace"
+                rate=1, prompt=Lengths(mean=1), output=Lengths(mean=1), requests=5, arrivals="trace"
             ),
             "--trace",
         ),
@@ -475,7 +498,7 @@ def test_bad_layouts_raise_value_error(llama8b: ModelSpec, h100_cost: ReplicaCos
         replica_cost(llama8b, device, tp=3, memory_bytes=H100.memory_bytes)
     with pytest.raises(ValueError, match="--kv-dtype"):
         replica_cost(llama8b, device, kv_dtype="fp4", memory_bytes=H100.memory_bytes)
-    reqs = make_requests(rate=1, prompt=Lengths(10), output=Lengths(10), requests=2)
+    reqs = make_requests(rate=1, prompt=Lengths(mean=10), output=Lengths(mean=10), requests=2)
     with pytest.raises(ValueError, match="--replicas"):
         simulate(h100_cost, reqs, replicas=0)
     with pytest.raises(ValueError, match="dispatch"):

@@ -127,12 +127,14 @@ def test_prefill_first_matches_a_step_by_step_reference(
     )
     reqs = make_requests(
         rate=40,
-        prompt=Lengths(300, "uniform", 0.9),
-        output=Lengths(120, "lognormal", 0.8),
+        prompt=Lengths(mean=300, dist="uniform", spread=0.9),
+        output=Lengths(mean=120, dist="lognormal", spread=0.8),
         requests=400,
         seed=5,
     )
-    reqs = Requests(reqs.arrival_s, reqs.prompt, np.minimum(reqs.output, 1500))
+    reqs = Requests(
+        arrival_s=reqs.arrival_s, prompt=reqs.prompt, output=np.minimum(reqs.output, 1500)
+    )
     ref = _reference_prefill_first(cost, reqs, cfg)
     got = simulate(cost, reqs, cfg)
     assert ref["paused"][0] > 50  # prefills did pause running decodes
@@ -152,8 +154,12 @@ def test_prefill_first_matches_a_step_by_step_reference(
 def test_prefill_first_alone_equals_continuous(h100_cost: ReplicaCost) -> None:
     """One request alone (and requests that never overlap): nothing runs while a prompt is
     prefilled, so prefill-first and continuous batching give the same times exactly."""
-    one = make_requests(rate=1, prompt=Lengths(1024), output=Lengths(256), requests=1)
-    apart = Requests(np.array([0.0, 10.0, 20.0]), np.array([100, 2000, 7]), np.array([1, 300, 9]))
+    one = make_requests(rate=1, prompt=Lengths(mean=1024), output=Lengths(mean=256), requests=1)
+    apart = Requests(
+        arrival_s=np.array([0.0, 10.0, 20.0]),
+        prompt=np.array([100, 2000, 7]),
+        output=np.array([1, 300, 9]),
+    )
     for reqs in (one, apart):
         cont = simulate(h100_cost, reqs, EngineConfig(policy="continuous"))
         first = simulate(h100_cost, reqs, EngineConfig(policy="prefill-first"))
@@ -171,8 +177,8 @@ def test_prefill_first_trades_tpot_for_ttft_under_load(h100_cost: ReplicaCost) -
     weight read)."""
     reqs = make_requests(
         rate=25,
-        prompt=Lengths(512, "uniform"),
-        output=Lengths(256, "lognormal", 0.8),
+        prompt=Lengths(mean=512, dist="uniform"),
+        output=Lengths(mean=256, dist="lognormal", spread=0.8),
         requests=3000,
         seed=3,
     )
@@ -191,7 +197,10 @@ def test_prefill_first_throughput_is_near_continuous(h100_cost: ReplicaCost) -> 
     """Below saturation both serve the offered rate; saturated (all requests at once),
     prefill-first loses the decode tokens that ride along in mixed iterations, a few percent
     to ~10% of the tokens per second, never more than 15%."""
-    prompt, output = Lengths(512, "uniform"), Lengths(256, "lognormal", 0.8)
+    prompt, output = (
+        Lengths(mean=512, dist="uniform"),
+        Lengths(mean=256, dist="lognormal", spread=0.8),
+    )
     online = make_requests(rate=20, prompt=prompt, output=output, requests=3000, seed=1)
     offline = make_requests(rate=math.inf, prompt=prompt, output=output, requests=3000, seed=1)
     for reqs, batch, low in ((online, 256, 0.98), (offline, 256, 0.85), (offline, 64, 0.85)):

@@ -83,7 +83,9 @@ def simulate_benchmark(row: dict[str, str]) -> float:
         batch, tokens = _trtllm_bench_settings(cost_with(config=probe), isl, osl)
         cfg = replace(probe, policy="continuous", max_batch=batch, max_batched_tokens=tokens)
     cost = cost_with(config=cfg)
-    reqs = make_requests(rate=math.inf, prompt=Lengths(isl), output=Lengths(osl), requests=n)
+    reqs = make_requests(
+        rate=math.inf, prompt=Lengths(mean=isl), output=Lengths(mean=osl), requests=n
+    )
     result = simulate(cost, reqs, cfg)
     return result.tokens_per_s / (tp if row["per_gpu"] == "yes" else 1)
 

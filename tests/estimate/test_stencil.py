@@ -285,7 +285,13 @@ P100_DEV = Device(
     matmul_efficiency=0.8,
     memory_bytes_per_s=732e9,
     memory_efficiency=3295e6 * 153 / 732e9,
-    network=Network(Link("PCIe 3.0 x16", 15.75e9, 5e-6, 0.8), Link("IB", 12.5e9, 5e-6), 8),
+    network=Network(
+        intra=Link(
+            name="PCIe 3.0 x16", bandwidth_bytes_per_s=15.75e9, latency_s=5e-6, efficiency=0.8
+        ),
+        inter=Link(name="IB", bandwidth_bytes_per_s=12.5e9, latency_s=5e-6),
+        gpus_per_node=8,
+    ),
 )
 
 

@@ -42,7 +42,7 @@ class BenchRequest:
     """Write the calibration TOML to this file instead (written even when ``save`` is off)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchAnswer(Answer):
     """Every measurement of the run, graded, and where the calibration went."""
 

@@ -160,7 +160,7 @@ def clip_to_context(reqs: Requests, context: int) -> tuple[Requests, int]:
     prompt = np.minimum(reqs.prompt, context - 1)
     output = np.minimum(reqs.output, context - prompt)
     clipped = int(((prompt != reqs.prompt) | (output != reqs.output)).sum())
-    return Requests(reqs.arrival_s, prompt, output), clipped
+    return Requests(arrival_s=reqs.arrival_s, prompt=prompt, output=output), clipped
 
 
 def with_engine_defaults(req: CapacityRequest) -> CapacityRequest:
@@ -313,8 +313,8 @@ def capacity(
     config = engine_config(req)
     reqs = make_requests(
         rate=req.rate if req.rate is not None else 1.0,
-        prompt=Lengths(req.prompt, req.prompt_dist, req.spread),
-        output=Lengths(req.output, req.output_dist, req.spread),
+        prompt=Lengths(mean=req.prompt, dist=req.prompt_dist, spread=req.spread),
+        output=Lengths(mean=req.output, dist=req.output_dist, spread=req.spread),
         requests=n_requests,
         duration_s=req.duration,
         arrivals=req.arrivals,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from suanli.estimate.serving import CapacityRow, ServingResult
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CapacityWorkload:
     """The requests and the engine: the keys both documents open with."""
 
@@ -44,7 +44,7 @@ class CapacityWorkload:
     slo_tpot_s: float | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServingStats:
     """What one simulated deployment measured (rates per second of all replicas)."""
 
@@ -80,7 +80,7 @@ class ServingStats:
     """Rent per million output tokens at the simulated throughput."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QueueSeries:
     """Requests waiting (all replicas) sampled over the run."""
 
@@ -89,7 +89,7 @@ class QueueSeries:
     waiting: tuple[float, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CapacitySimulation(Answer):
     """A simulated deployment: ``replicas`` x ``tp`` GPUs serving the arrivals."""
 
@@ -124,7 +124,7 @@ class CapacitySimulation(Answer):
         return doc
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DeploymentResult:
     """The simulation of a plan row's deployment."""
 
@@ -134,7 +134,7 @@ class DeploymentResult:
     stats: ServingStats = field(metadata=FLATTEN)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CapacityPlanRow:
     """The cheapest deployment of one GPU type that meets the SLOs, or why there is none."""
 
@@ -153,7 +153,7 @@ class CapacityPlanRow:
     result: DeploymentResult | None = field(default=None, metadata=FLATTEN_OPTIONAL)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CapacityPlan(Answer):
     """The fewest GPUs of each catalog type meeting the SLOs, ranked by cost per hour (priced
     first, then unpriced by GPU count, then those without an answer)."""
@@ -240,6 +240,11 @@ def plan_row(row: CapacityRow, rent: Price | None = None) -> CapacityPlanRow:
         simulations=row.simulations,
         result=None
         if res is None
-        else DeploymentResult(res.requests, res.completed, res.policy, serving_stats(res)),
+        else DeploymentResult(
+            requests=res.requests,
+            completed=res.completed,
+            policy=res.policy,
+            stats=serving_stats(res),
+        ),
         rent=rent,
     )

@@ -84,7 +84,7 @@ class CardRequest:
     """Purchase price per GPU in USD, shown as ``given`` (default: the data's)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Job:
     """One way to use a model: training (full, LoRA, QLoRA) or inference in a weight format at
     a context length."""
@@ -99,7 +99,7 @@ class Job:
     """Training sequence or inference context, in tokens."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Capability:
     """The largest model a job fits on the card, and its speed."""
 
@@ -118,7 +118,7 @@ class Capability:
     one stream at this context."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelFit:
     """One popular model on the card: for each job, whether it fits and how fast it runs."""
 
@@ -130,7 +130,7 @@ class ModelFit:
     """Speed where it fits (as in :class:`Capability`), None where it does not."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CardAnswer(Answer):
     """What a card can do, job by job."""
 
@@ -156,10 +156,20 @@ class CardAnswer(Answer):
 
 def jobs_for(req: CardRequest) -> tuple[Job, ...]:
     """Training at ``req.seq``, then each inference format at each context."""
-    out = [Job(f"train-{t}", t, "nf4" if t == "qlora" else "bf16", req.seq) for t in TRAIN_TASKS]
+    out = [
+        Job(id=f"train-{t}", task=t, weights="nf4" if t == "qlora" else "bf16", tokens=req.seq)
+        for t in TRAIN_TASKS
+    ]
     for context in req.contexts:
         for label, _fmt in INFER_FORMATS:
-            out.append(Job(f"infer-{label}-{_short(context)}", "infer", label, context))
+            out.append(
+                Job(
+                    id=f"infer-{label}-{_short(context)}",
+                    task="infer",
+                    weights=label,
+                    tokens=context,
+                )
+            )
     return tuple(out)
 
 
@@ -226,7 +236,14 @@ def _capability(job: Job, est: _Estimator, ladder: list[LoadedModel], gpus: int)
     needs = [est.need_bytes(m.spec, w) for m, w in zip(ladder, works, strict=True)]
     fitting = [i for i, need in enumerate(needs) if need <= est.gpu.memory_bytes]
     if not fitting:
-        return Capability(job, None, None, None, None, None)
+        return Capability(
+            job=job,
+            largest_model=None,
+            largest_params=None,
+            about_params=None,
+            memory_bytes=None,
+            tokens_per_s=None,
+        )
     top = max(fitting)
     model = ladder[top]
     about = None
@@ -235,12 +252,12 @@ def _capability(job: Job, est: _Estimator, ladder: list[LoadedModel], gpus: int)
         share = (est.gpu.memory_bytes - needs[top]) / (needs[top + 1] - needs[top])
         about = model.params.total + share * (bigger.params.total - model.params.total)
     return Capability(
-        job,
-        model.location,
-        float(model.params.total),
-        about,
-        needs[top],
-        est.speed(model.spec, works[top]),
+        job=job,
+        largest_model=model.location,
+        largest_params=float(model.params.total),
+        about_params=about,
+        memory_bytes=needs[top],
+        tokens_per_s=est.speed(model.spec, works[top]),
     )
 
 
@@ -265,7 +282,14 @@ def card(req: CardRequest, *, loader: Callable[[str], LoadedModel] = load_model)
         speeds = tuple(
             est.speed(loaded.spec, w) if ok else None for ok, w in zip(fits, works, strict=True)
         )
-        models.append(ModelFit(loaded.location, float(loaded.params.total), fits, speeds))
+        models.append(
+            ModelFit(
+                model=loaded.location,
+                params=float(loaded.params.total),
+                fits=fits,
+                tokens_per_s=speeds,
+            )
+        )
     return CardAnswer(
         gpu=gpu.id,
         name=gpu.name,

@@ -45,7 +45,7 @@ class CompareRequest:
     """Extra or overriding GPU entries (TOML)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CompareRow:
     """The work on one device. Inference rows have the ``ttft_s``, ``tpot_s`` and ``request_s``
     keys, training rows ``step_time_s``."""
@@ -80,7 +80,7 @@ class CompareRow:
     """Why the work cannot run as given on this device (its speed is then hypothetical)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CompareAnswer(Answer):
     """The same work on each device, in the order given."""
 

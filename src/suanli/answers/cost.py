@@ -86,7 +86,7 @@ class CostRequest:
     """Only cloud prices from providers whose name contains this (e.g. autodl)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostInputs:
     """What was compared."""
 
@@ -98,7 +98,7 @@ class CostInputs:
     hours_per_year: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostYear:
     """Cumulative cost of each option at the end of a year (the last may be a part-year)."""
 
@@ -118,7 +118,7 @@ class CostYear:
     reserved_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CurvePoint:
     """Cumulative cost of each option at one time (month by month, for a chart)."""
 
@@ -137,7 +137,7 @@ class CurvePoint:
     api_cumulative_cny: float | None = field(default=None, metadata=OMIT_NONE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostAnswer(Answer):
     """Buy vs rent (vs spot, reserved, API) over the years, the break-even and the verdict."""
 
@@ -255,7 +255,7 @@ def cost_curve(result: CostComparison) -> tuple[tuple[CurvePoint, ...], float | 
     return tuple(curve), crossing
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServedVolume:
     """A token volume as GPU time: the speed, and the share of the hours it keeps the GPUs busy."""
 
@@ -314,13 +314,18 @@ def served_volume(req: CostRequest, gpu: GPU) -> ServedVolume:
         tokens_per_s=speed,
         utilisation=utilisation,
         speed_assumption=Assumption(
-            "gpu_output_tokens_per_s", speed, N_("output tokens/s per GPU"), speed_source
+            name="gpu_output_tokens_per_s",
+            value=speed,
+            unit=N_("output tokens/s per GPU"),
+            source=speed_source,
         ),
         utilisation_assumption=Assumption(
-            "utilisation",
-            utilisation,
-            N_("fraction of hours busy"),
-            N_("derived: output tokens per year / (tokens/s per GPU x 3,600 x 8,760 x GPUs)"),
+            name="utilisation",
+            value=utilisation,
+            unit=N_("fraction of hours busy"),
+            source=N_(
+                "derived: output tokens per year / (tokens/s per GPU x 3,600 x 8,760 x GPUs)"
+            ),
         ),
     )
 

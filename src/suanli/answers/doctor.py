@@ -18,7 +18,7 @@ from suanli.live.environment import Environment, Verdict
 from suanli.live.ranks import Disagreement, RankFacts, collect_facts, compare, gather, rendezvous
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DoctorAnswer(Answer):
     """The environment verdicts; ``healthy`` is false when any of them failed."""
 
@@ -38,7 +38,7 @@ def doctor(env: Environment | None = None) -> DoctorAnswer:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RanksAnswer(Answer):
     """Every rank's environment facts and the facts they disagree on (``suanli doctor
     --all-ranks``); ``healthy`` is false when a critical fact disagrees."""

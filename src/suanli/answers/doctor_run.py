@@ -44,7 +44,7 @@ class DoctorRunRequest:
     are reported."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProcessRun:
     """One process of a script that trains in several (forks, ranks)."""
 
@@ -59,7 +59,7 @@ class ProcessRun:
     or ``killed`` (``os._exit`` or a signal: the steps saved up to then)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DoctorRunAnswer(Answer):
     """The verdict on the recorded steps, the time shares and the ranked fixes."""
 

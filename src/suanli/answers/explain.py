@@ -28,7 +28,7 @@ class ExplainRequest:
     """A log file scanned after ``text`` (``-`` reads stdin)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ErrorMatch:
     """One known error, with the first line that matched it."""
 
@@ -43,7 +43,7 @@ class ErrorMatch:
     """The first line of the input that matched."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExplainAnswer(Answer):
     """The known errors found, once each, in order of first appearance (empty: none known)."""
 

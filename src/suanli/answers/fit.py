@@ -34,7 +34,7 @@ class FitRequest:
 FitStep = Step
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FitAnswer(Answer):
     """The remedy chain from the job as given to the first change that fits."""
 

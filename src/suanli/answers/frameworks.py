@@ -10,7 +10,7 @@ from suanli.answers.base import Answer
 from suanli.catalog.frameworks import Framework, frameworks, get_framework
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FrameworkDefaultInfo:
     """One option a framework sets where the user does not."""
 
@@ -22,7 +22,7 @@ class FrameworkDefaultInfo:
     """The framework's file or page it was read from."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FrameworkInfo:
     """A framework: what it runs, the version its defaults were read from, and the defaults."""
 
@@ -39,7 +39,7 @@ class FrameworkInfo:
     notes: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FrameworksAnswer(Answer):
     """Every framework ``--framework`` accepts (or the one asked for)."""
 
@@ -58,7 +58,8 @@ def _info(fw: Framework) -> FrameworkInfo:
         aliases=fw.aliases,
         techniques=fw.techniques,
         defaults=tuple(
-            FrameworkDefaultInfo(d.option, d.value, d.why, d.source) for d in fw.defaults
+            FrameworkDefaultInfo(option=d.option, value=d.value, why=d.why, source=d.source)
+            for d in fw.defaults
         ),
         notes=fw.notes,
     )

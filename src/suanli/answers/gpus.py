@@ -39,7 +39,7 @@ class GpuListRequest:
     """Extra or overriding GPU entries (TOML)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuListAnswer(Answer):
     """The GPUs that pass the filters, in the order asked for.
 
@@ -105,7 +105,7 @@ class GpuRequest:
     """Purchase price per GPU in USD, shown instead of the data's (as ``given``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuAnswer(Answer):
     """One GPU in full: every figure the catalog holds, with its sources.
 

@@ -75,7 +75,7 @@ class ImageRequest:
     """Read ``model`` as a local diffusers folder too (the web API turns this off)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImageComponent:
     """One model of the pipeline and its call."""
 
@@ -93,7 +93,7 @@ class ImageComponent:
     """Largest set of activations alive during the call."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ImagePerfAnswer(Answer):
     """Seconds per image and whether the pipeline fits."""
 
@@ -280,15 +280,15 @@ def _answer(
         by_class["element-wise"] += t.elementwise_s * times
         rows.append(
             ImageComponent(
-                call.component.name,
-                call.component.cls,
-                call.role,
-                call.graph.params,
-                _weight_bytes(call, dtype),
-                call.graph.flops,
-                times,
-                t.total_s,
-                int(call.graph.peak_bytes),
+                name=call.component.name,
+                cls=call.component.cls,
+                role=call.role,
+                params=call.graph.params,
+                weight_bytes=_weight_bytes(call, dtype),
+                flops_per_call=call.graph.flops,
+                calls=times,
+                seconds_per_call=t.total_s,
+                activation_bytes=int(call.graph.peak_bytes),
             )
         )
     weights = {r.name: r.weight_bytes for r in rows}
@@ -347,18 +347,24 @@ def _answer(
     batch_s = seconds["encode"] + steps * seconds["denoise"] + seconds["decode"] + transfer
     per_image_flops = sum(r.flops_per_call * r.calls for r in rows) / req.batch
     terms = tuple(
-        TimeTerm(term, s, None, _source(term, device), _formula(term))
+        TimeTerm(
+            term=term,
+            seconds=s,
+            efficiency=None,
+            source=_source(term, device),
+            formula=_formula(term),
+        )
         for term, s in by_class.items()
     ) + (
         (
             TimeTerm(
-                N_("weight transfers (offload)"),
-                transfer,
-                None,
-                N_("PCIe host-to-device copy, {rate:.0f} GB/s").format(
+                term=N_("weight transfers (offload)"),
+                seconds=transfer,
+                efficiency=None,
+                source=N_("PCIe host-to-device copy, {rate:.0f} GB/s").format(
                     rate=device.host_bytes_per_s / 1e9
                 ),
-                N_("bytes moved / host-to-device bandwidth"),
+                formula=N_("bytes moved / host-to-device bandwidth"),
             ),
         )
         if transfer

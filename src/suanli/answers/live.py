@@ -24,7 +24,7 @@ CPU_NOTE = N_("no GPU found on this machine; showing the CPU")
 PSUTIL_NOTE = N_("no GPU found, and the CPU sample needs psutil: pip install 'suanli[live]'")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DeviceReading:
     """One reading of one device (``None``: not reported) and the problems it shows."""
 
@@ -34,7 +34,7 @@ class DeviceReading:
     """Idle-but-full memory, throttling, a down-trained link, an unknown process, a lost GPU."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LiveAnswer(Answer):
     """One reading of every GPU, or of the CPU when there is no GPU."""
 
@@ -55,7 +55,7 @@ class LiveAnswer(Answer):
         return TopAnswer(devices=self.samples)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TopAnswer(Answer):
     """One reading of every device (``suanli top --json``; ``GET /api/live`` serves the same
     readings as ``samples`` with the time and a note)."""
@@ -92,6 +92,6 @@ def live_report(
         time=clock(),
         gpus=has_gpus,
         note=note,
-        samples=tuple(DeviceReading(s, tuple(flags(s))) for s in samples),
+        samples=tuple(DeviceReading(sample=s, flags=tuple(flags(s))) for s in samples),
         missing_extra=missing,
     )

@@ -28,7 +28,7 @@ from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryLine:
     """One explained line of the breakdown."""
 
@@ -40,7 +40,7 @@ class MemoryLine:
     source: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CardFit:
     """How the workload sits on one GPU model."""
 
@@ -95,7 +95,7 @@ class MemoryRequest:
     """Extra or overriding GPU entries (TOML)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryAnswer(Answer):
     """Bytes per GPU for one workload, how each line is computed, and the fit on each card."""
 

@@ -15,7 +15,7 @@ from suanli.models.presets import DEFAULT_MODEL, presets
 from suanli.models.resolve import LoadedModel
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MoeInfo:
     """The mixture-of-experts layout."""
 
@@ -30,7 +30,7 @@ class MoeInfo:
     """Whether the model has a shared expert."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MlaInfo:
     """Multi-head latent attention ranks and head sizes (DeepSeek-V2/V3)."""
 
@@ -41,7 +41,7 @@ class MlaInfo:
     v_head_dim: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PublishedParams:
     """The parameter count the model's authors publish, with its source."""
 
@@ -55,7 +55,7 @@ class PublishedParams:
     source: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StoredInfo:
     """What the checkpoint's safetensors headers hold (never the weights)."""
 
@@ -73,7 +73,7 @@ class ModelRequest:
     """A preset name, a config.json path or folder, or a hub id (org/name)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelAnswer(Answer):
     """Architecture facts and exact parameter counts (total, active per token, by component)."""
 
@@ -201,7 +201,7 @@ def model(req: ModelRequest, *, loader: Callable[[str], LoadedModel] = load_mode
 # --- the presets ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PresetRow:
     """One bundled model preset (an item of ``models`` in ``suanli models --json``)."""
 
@@ -239,7 +239,7 @@ def preset_rows() -> tuple[PresetRow, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PresetListAnswer(Answer):
     """The bundled model presets (``suanli models --json``, ``GET /api/presets``)."""
 

@@ -55,7 +55,7 @@ MAX_SEQUENCES = 65_536
 MAX_DEGREE = 1024
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Option:
     """One workload option as every front-end offers it."""
 
@@ -144,36 +144,74 @@ def _lora_targets() -> dict[str, str]:
 
 
 def _tokens(name: str, default: int | None, help: str, tasks: tuple[str, ...]) -> Option:
-    return Option(name, int, default, help, "tokens", 1, MAX_TOKENS, tasks=tasks)
+    return Option(
+        name=name,
+        kind=int,
+        default=default,
+        help=help,
+        unit="tokens",
+        minimum=1,
+        maximum=MAX_TOKENS,
+        tasks=tasks,
+    )
 
 
 def _gib(name: str, help: str) -> Option:
-    return Option(name, float, None, help, "GiB", 0, 1024, metavar="GIB")
+    return Option(
+        name=name,
+        kind=float,
+        default=None,
+        help=help,
+        unit="GiB",
+        minimum=0,
+        maximum=1024,
+        metavar="GIB",
+    )
 
 
 def _fraction(name: str, help: str, *, tasks: tuple[str, ...] = ALL_TASKS, **kw: Any) -> Option:
-    return Option(name, float, None, help, "fraction", 0, 1, tasks=tasks, **kw)
+    return Option(
+        name=name,
+        kind=float,
+        default=None,
+        help=help,
+        unit="fraction",
+        minimum=0,
+        maximum=1,
+        tasks=tasks,
+        **kw,
+    )
 
 
 def _choice(name: str, default: str, choices: tuple[str, ...], help: str, **kw: Any) -> Option:
-    return Option(name, str, default, help, choices=choices, **kw)
+    return Option(name=name, kind=str, default=default, help=help, choices=choices, **kw)
 
 
 def _switch(name: str, help: str, *, tasks: tuple[str, ...] = TRAIN_TASKS, **kw: Any) -> Option:
-    return Option(name, bool, False, help, tasks=tasks, **kw)
+    return Option(name=name, kind=bool, default=False, help=help, tasks=tasks, **kw)
 
 
 def _degree(name: str, help: str, tasks: tuple[str, ...] = TRAIN_TASKS) -> Option:
-    return Option(name, int, 1, help, "GPUs", 1, MAX_DEGREE, tasks=tasks, layout=True)
+    return Option(
+        name=name,
+        kind=int,
+        default=1,
+        help=help,
+        unit="GPUs",
+        minimum=1,
+        maximum=MAX_DEGREE,
+        tasks=tasks,
+        layout=True,
+    )
 
 
 #: The workload options, in the order ``--help`` lists them.
 OPTIONS: tuple[Option, ...] = (
     Option(
-        "framework",
-        str,
-        "hf",
-        N_(
+        name="framework",
+        kind=str,
+        default="hf",
+        help=N_(
             "Training or serving framework whose defaults fill the options you do not set: "
             "{frameworks} (suanli frameworks)."
         ),
@@ -191,37 +229,37 @@ OPTIONS: tuple[Option, ...] = (
         cli_choices=("generate-image",),
     ),
     Option(
-        "batch",
-        int,
-        None,
-        N_(
+        name="batch",
+        kind=int,
+        default=None,
+        help=N_(
             "Micro-batch per GPU (training; default 1) or concurrent sequences "
             "(inference; default 1)."
         ),
-        "sequences",
-        1,
-        MAX_SEQUENCES,
+        unit="sequences",
+        minimum=1,
+        maximum=MAX_SEQUENCES,
         layout=True,
     ),
     Option(
-        "global_batch",
-        int,
-        None,
-        N_("Sequences per optimizer step; sets gradient accumulation."),
-        "sequences",
-        1,
-        MAX_SEQUENCES,
+        name="global_batch",
+        kind=int,
+        default=None,
+        help=N_("Sequences per optimizer step; sets gradient accumulation."),
+        unit="sequences",
+        minimum=1,
+        maximum=MAX_SEQUENCES,
         tasks=TRAIN_TASKS,
         layout=True,
     ),
     Option(
-        "grad_accum",
-        int,
-        1,
-        N_("Micro-batches per optimizer step."),
-        "micro-batches",
-        1,
-        MAX_SEQUENCES,
+        name="grad_accum",
+        kind=int,
+        default=1,
+        help=N_("Micro-batches per optimizer step."),
+        unit="micro-batches",
+        minimum=1,
+        maximum=MAX_SEQUENCES,
         tasks=TRAIN_TASKS,
         layout=True,
     ),
@@ -256,13 +294,13 @@ OPTIONS: tuple[Option, ...] = (
         layout=True,
     ),
     Option(
-        "recompute_every",
-        int,
-        1,
-        N_("With --recompute op or full: checkpoint every K-th layer only."),
-        "layers",
-        1,
-        MAX_DEGREE,
+        name="recompute_every",
+        kind=int,
+        default=1,
+        help=N_("With --recompute op or full: checkpoint every K-th layer only."),
+        unit="layers",
+        minimum=1,
+        maximum=MAX_DEGREE,
         tasks=TRAIN_TASKS,
         layout=True,
         metavar="K",
@@ -354,13 +392,13 @@ OPTIONS: tuple[Option, ...] = (
         tasks=TRAIN_TASKS,
     ),
     Option(
-        "zero",
-        int,
-        0,
-        N_("ZeRO stage over --dp (3 = FSDP full shard)."),
-        "stage",
-        0,
-        3,
+        name="zero",
+        kind=int,
+        default=0,
+        help=N_("ZeRO stage over --dp (3 = FSDP full shard)."),
+        unit="stage",
+        minimum=0,
+        maximum=3,
         tasks=TRAIN_TASKS,
         layout=True,
     ),
@@ -374,55 +412,55 @@ OPTIONS: tuple[Option, ...] = (
         ALL_TASKS,
     ),
     Option(
-        "vpp",
-        int,
-        1,
-        N_("Interleaved virtual stages per pipeline rank."),
-        "stages",
-        1,
-        64,
+        name="vpp",
+        kind=int,
+        default=1,
+        help=N_("Interleaved virtual stages per pipeline rank."),
+        unit="stages",
+        minimum=1,
+        maximum=64,
         tasks=TRAIN_TASKS,
         layout=True,
     ),
     Option(
-        "dp",
-        int,
-        None,
-        N_("Data-parallel replicas (default: --gpus / (tp x pp))."),
-        "GPUs",
-        1,
-        MAX_GPUS,
+        name="dp",
+        kind=int,
+        default=None,
+        help=N_("Data-parallel replicas (default: --gpus / (tp x pp))."),
+        unit="GPUs",
+        minimum=1,
+        maximum=MAX_GPUS,
         tasks=TRAIN_TASKS,
         layout=True,
     ),
     _degree("ep", N_("Expert parallel degree (MoE).")),
     _switch("sp", N_("Sequence parallelism (needs --tp > 1)."), layout=True),
     Option(
-        "shard_group",
-        int,
-        0,
-        N_(
+        name="shard_group",
+        kind=int,
+        default=0,
+        help=N_(
             "Shard ZeRO/FSDP states over groups of N data-parallel ranks and replicate across "
             "groups (HSDP; usually the GPUs of a node); 0: over all of them."
         ),
-        "GPUs",
-        0,
-        MAX_GPUS,
+        unit="GPUs",
+        minimum=0,
+        maximum=MAX_GPUS,
         tasks=TRAIN_TASKS,
         layout=True,
         metavar="N",
     ),
     Option(
-        "gpus",
-        int,
-        None,
-        N_(
+        name="gpus",
+        kind=int,
+        default=None,
+        help=N_(
             "GPUs in the job (training: dp x tp x pp; inference: tensor parallel, or tp x pp "
             "with --pp)."
         ),
-        "GPUs",
-        1,
-        MAX_GPUS,
+        unit="GPUs",
+        minimum=1,
+        maximum=MAX_GPUS,
         layout=True,
     ),
     _switch(
@@ -439,12 +477,21 @@ OPTIONS: tuple[Option, ...] = (
         ),
         layout=True,
     ),
-    Option("lora_rank", int, 16, N_("LoRA adapter rank."), "", 1, 4096, tasks=ADAPTERS),
     Option(
-        "lora_targets",
-        str,
-        "q,k,v,o",
-        N_("Comma-separated modules with adapters: {targets}."),
+        name="lora_rank",
+        kind=int,
+        default=16,
+        help=N_("LoRA adapter rank."),
+        unit="",
+        minimum=1,
+        maximum=4096,
+        tasks=ADAPTERS,
+    ),
+    Option(
+        name="lora_targets",
+        kind=str,
+        default="q,k,v,o",
+        help=N_("Comma-separated modules with adapters: {targets}."),
         max_length=100,
         tasks=ADAPTERS,
         help_values=_lora_targets,
@@ -456,10 +503,10 @@ OPTIONS: tuple[Option, ...] = (
         max_open=True,
     ),
     Option(
-        "quant",
-        str,
-        "bf16",
-        N_("Inference weight format: {formats} (catalog/data/quant.toml)."),
+        name="quant",
+        kind=str,
+        default="bf16",
+        help=N_("Inference weight format: {formats} (catalog/data/quant.toml)."),
         max_length=40,
         tasks=INFER,
         help_values=weight_format_ids,
@@ -477,51 +524,51 @@ OPTIONS: tuple[Option, ...] = (
         tasks=INFER,
     ),
     Option(
-        "prefill_chunk",
-        int,
-        None,
-        N_("Chunked prefill: tokens per forward pass."),
-        "tokens",
-        1,
-        MAX_TOKENS,
+        name="prefill_chunk",
+        kind=int,
+        default=None,
+        help=N_("Chunked prefill: tokens per forward pass."),
+        unit="tokens",
+        minimum=1,
+        maximum=MAX_TOKENS,
         tasks=INFER,
         layout=True,
     ),
     Option(
-        "images",
-        int,
-        0,
-        N_(
+        name="images",
+        kind=int,
+        default=0,
+        help=N_(
             "Images per sequence for a vision-language model (LLaVA-style): each adds its "
             "image tokens to the context and the vision tower's work to the prefill."
         ),
-        "images",
-        0,
-        1024,
+        unit="images",
+        minimum=0,
+        maximum=1024,
     ),
     Option(
-        "image_size",
-        str,
-        None,
-        N_(
+        name="image_size",
+        kind=str,
+        default=None,
+        help=N_(
             "Pixels of each image for towers at native resolution (Qwen2.5-VL: one token per "
             "28x28 pixels); LLaVA-style towers resize to their own size."
         ),
-        "pixels",
+        unit="pixels",
         max_length=16,
         metavar="WxH",
     ),
     Option(
-        "gpu_layers",
-        int,
-        None,
-        N_(
+        name="gpu_layers",
+        kind=int,
+        default=None,
+        help=N_(
             "Inference: N layers on the GPU, the rest on the CPU from system memory "
             "(llama.cpp --n-gpu-layers, Ollama num_gpu)."
         ),
-        "layers",
-        0,
-        MAX_LAYERS,
+        unit="layers",
+        minimum=0,
+        maximum=MAX_LAYERS,
         tasks=INFER,
         layout=True,
         metavar="N",
@@ -548,13 +595,13 @@ WORK_OPTIONS: dict[str, Option] = {option.name: option for option in OPTIONS}
 #: Data-centre power usage effectiveness for energy (``perf --pue``, the web's ``pue``): the
 #: Uptime Institute's 2024 global average is 1.56 (see catalog docs).
 PUE = Option(
-    "pue",
-    float,
-    1.5,
-    N_("Data-centre power usage effectiveness for energy."),
-    "ratio",
-    1,
-    10,
+    name="pue",
+    kind=float,
+    default=1.5,
+    help=N_("Data-centre power usage effectiveness for energy."),
+    unit="ratio",
+    minimum=1,
+    maximum=10,
     tasks=TRAIN_TASKS,
 )
 

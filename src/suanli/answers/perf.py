@@ -111,7 +111,7 @@ class PerfRequest:
     default a desktop with dual-channel DDR5 (ryzen-9-7950x-cpu)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RooflinePoint:
     """One operating point on the roofline (per GPU)."""
 
@@ -123,7 +123,7 @@ class RooflinePoint:
     flops_per_s: float | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Roofline:
     """The GPU's roofs (peak and achievable) and where the work sits under them."""
 
@@ -138,7 +138,7 @@ class Roofline:
     source: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Advice:
     """A fix for what dominates the step, quantified by re-estimating with it."""
 
@@ -148,7 +148,7 @@ class Advice:
     speedup: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TimeToTrain:
     """Time, GPU-hours, energy and cost for a number of training tokens."""
 
@@ -160,7 +160,7 @@ class TimeToTrain:
     """None when no price is known (give one)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainPerfAnswer(Answer):
     """Speed of one training layout: step time, throughput, MFU and what bounds it."""
 
@@ -203,7 +203,7 @@ class TrainPerfAnswer(Answer):
     pue: float = field(default=DEFAULT_PUE, metadata=NOT_IN_JSON)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweepPoint:
     """Decode speed at one batch."""
 
@@ -213,7 +213,7 @@ class SweepPoint:
     bound: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InferPerfAnswer(Answer):
     """Speed of serving: time to first token, time per output token, throughput, the bound."""
 
@@ -449,7 +449,9 @@ def infer_perf_answer(
     sweep = []
     for batch in sweep_batches(largest_batch):
         r = timed(replace(work, batch=batch))
-        sweep.append(SweepPoint(batch, r.tpot_s, r.tokens_per_s, r.bound))
+        sweep.append(
+            SweepPoint(batch=batch, tpot_s=r.tpot_s, tokens_per_s=r.tokens_per_s, bound=r.bound)
+        )
     points = (
         roofline_point(
             "prefill",

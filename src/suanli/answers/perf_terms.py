@@ -44,7 +44,7 @@ PROJECTION_NAMES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TimeTerm:
     """One term of the time: seconds, the efficiency used and where it comes from."""
 
@@ -144,18 +144,18 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
         ).format(formula=formula, source=device.sdpa_attention_source)
     terms = [
         TimeTerm(
-            N_("compute (GEMMs and attention)"),
-            result.breakdown_s["compute"],
-            gemm.compute_efficiency,
-            gemm.source or device.efficiency_source,
-            formula,
+            term=N_("compute (GEMMs and attention)"),
+            seconds=result.breakdown_s["compute"],
+            efficiency=gemm.compute_efficiency,
+            source=gemm.source or device.efficiency_source,
+            formula=formula,
         ),
         TimeTerm(
-            N_("memory (element-wise ops, loss, optimizer)"),
-            result.breakdown_s["memory"],
-            device.memory_efficiency,
-            device.memory_source or device.efficiency_source,
-            N_(
+            term=N_("memory (element-wise ops, loss, optimizer)"),
+            seconds=result.breakdown_s["memory"],
+            efficiency=device.memory_efficiency,
+            source=device.memory_source or device.efficiency_source,
+            formula=N_(
                 "max(traffic x slowdown / achievable bandwidth, kernels x {floor:.1f} us) per "
                 "pass ({kernels} kernels, estimate/elementwise.py; slowdowns measured on "
                 "Liger-Kernel's benchmarks, forward / backward: norm {norm}, rotary {rope}, "
@@ -200,21 +200,21 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
         efficiency, source = _link_source(device, group, stride, all_reduces.get(kind, False))
         terms.append(
             TimeTerm(
-                N_("communication: {kind}").format(kind=kind),
-                seconds,
-                efficiency,
-                source,
-                COLLECTIVE_FORMULA.get(kind, N_("alpha-beta (estimate/comm.py)")),
+                term=N_("communication: {kind}").format(kind=kind),
+                seconds=seconds,
+                efficiency=efficiency,
+                source=source,
+                formula=COLLECTIVE_FORMULA.get(kind, N_("alpha-beta (estimate/comm.py)")),
             )
         )
     if result.breakdown_s.get("bubble"):
         terms.append(
             TimeTerm(
-                N_("pipeline bubble"),
-                result.breakdown_s["bubble"],
-                None,
-                N_("1F1B schedule (Narayanan et al. 2021)"),
-                N_("(pp - 1) / vpp x one micro-batch's time"),
+                term=N_("pipeline bubble"),
+                seconds=result.breakdown_s["bubble"],
+                efficiency=None,
+                source=N_("1F1B schedule (Narayanan et al. 2021)"),
+                formula=N_("(pp - 1) / vpp x one micro-batch's time"),
             )
         )
     return tuple(terms)
@@ -284,18 +284,18 @@ def infer_terms(
     ew = gemm.elementwise_efficiency()
     terms = [
         TimeTerm(
-            N_("prefill (TTFT), kernel by kernel"),
-            b.get("prefill_kernels", 0.0),
-            gemm.compute_efficiency,
-            gemm.source or device.efficiency_source,
-            _prefill_formula(device),
+            term=N_("prefill (TTFT), kernel by kernel"),
+            seconds=b.get("prefill_kernels", 0.0),
+            efficiency=gemm.compute_efficiency,
+            source=gemm.source or device.efficiency_source,
+            formula=_prefill_formula(device),
         ),
         TimeTerm(
-            N_("decode: GEMMs (weights streamed)"),
-            b.get("decode_gemms", 0.0),
-            gemm.memory_efficiency,
-            gemm.source or device.efficiency_source,
-            N_(
+            term=N_("decode: GEMMs (weights streamed)"),
+            seconds=b.get("decode_gemms", 0.0),
+            efficiency=gemm.memory_efficiency,
+            source=gemm.source or device.efficiency_source,
+            formula=N_(
                 "per GEMM the engine launches ({projections}): (t_c^p + t_m^p)^(1/p) + launch, "
                 "t_m = weight bytes in {weights} / (bandwidth x e_m), p = {p}; MoE: the experts "
                 "the batch touches"
@@ -306,24 +306,24 @@ def infer_terms(
             ),
         ),
         TimeTerm(
-            N_("decode: attention (KV cache read)"),
-            b.get("decode_attention", 0.0),
-            kv_efficiency,
-            kv_source,
-            N_(
+            term=N_("decode: attention (KV cache read)"),
+            seconds=b.get("decode_attention", 0.0),
+            efficiency=kv_efficiency,
+            source=kv_source,
+            formula=N_(
                 "KV bytes of the batch at the average context / (peak bandwidth x the measured "
                 "utilization of paged decode attention at this batch, read at the context that "
                 "streams as many bytes per sequence in the measured kernel's head layout)"
             ),
         ),
         TimeTerm(
-            N_("decode: element-wise kernels"),
-            b.get("decode_small_ops", 0.0),
-            None,
-            N_("{floor:.1f} us per kernel, measured small ops ({source})").format(
+            term=N_("decode: element-wise kernels"),
+            seconds=b.get("decode_small_ops", 0.0),
+            efficiency=None,
+            source=N_("{floor:.1f} us per kernel, measured small ops ({source})").format(
                 floor=gemm.small_op_s * 1e6, source=gemm.source
             ),
-            (
+            formula=(
                 N_(
                     "4 kernels per layer (each residual add fused into the next norm, rotary, "
                     "activation), each max(floor, bytes / (peak bandwidth x its kind's measured "
@@ -372,7 +372,7 @@ def infer_terms(
             parts.append(_custom_all_reduce_note(shot))
         terms.append(
             TimeTerm(
-                N_("communication: {kind}").format(
+                term=N_("communication: {kind}").format(
                     kind=" + ".join(
                         name
                         for name, on in (
@@ -382,10 +382,10 @@ def infer_terms(
                         if on
                     )
                 ),
-                b["communication"],
-                efficiency,
-                source,
-                join(parts, N_("; ")),
+                seconds=b["communication"],
+                efficiency=efficiency,
+                source=source,
+                formula=join(parts, N_("; ")),
             )
         )
     return tuple(terms)

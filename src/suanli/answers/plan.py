@@ -81,7 +81,7 @@ class PlanRequest:
     catalog_file: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainLayout:
     """The best training layout found on one GPU type."""
 
@@ -105,7 +105,7 @@ class TrainLayout:
     """The layout as options to paste into ``suanli perf``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainPlanRow:
     """One GPU type: its best layout, or why none fits."""
 
@@ -132,7 +132,7 @@ class TrainPlanRow:
         return self.fits and not self.reason and self.layout is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServeLayout:
     """The best serving layout found on one GPU type."""
 
@@ -152,7 +152,7 @@ class ServeLayout:
     options: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServePlanRow:
     """One GPU type for serving: its best layout, or why none fits."""
 
@@ -171,7 +171,7 @@ class ServePlanRow:
         return self.fits and not self.reason and self.layout is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RenderingRow:
     """One GPU for rendering and video: memory and media engines."""
 
@@ -194,7 +194,7 @@ class RenderingRow:
     (``price_usd`` is its USD figure)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlanAnswer(Answer):
     """Candidate GPUs, best first, each with its best layout and why the others lost."""
 
@@ -227,7 +227,7 @@ class PlanAnswer(Answer):
     """The fitting row with the lowest cost per token."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RenderingPlanAnswer(Answer):
     """The rendering-video scenario: GPUs by memory and media engines."""
 

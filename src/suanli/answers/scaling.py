@@ -38,7 +38,7 @@ class ScalingRequest:
     """Timed steps per run."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScalingAnswer(Answer):
     """One-rank vs N-rank step times (seconds), the prediction, and the cause in one line."""
 
@@ -119,7 +119,7 @@ class NodesScalingRequest:
     steps: int = 12
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodesScalingAnswer(Answer):
     """1 node against N: all-reduce bus bandwidth per tier with the speed model's figure, and
     a DDP step on node 0 alone against every node, measured and predicted (seconds, bytes/s)."""

@@ -48,7 +48,7 @@ class StencilRequest:
     """Extra or overriding GPU entries (TOML)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StencilMemory:
     """Memory on the busiest GPU and whether it fits."""
 
@@ -61,7 +61,7 @@ class StencilMemory:
     """Resident bytes per owned cell."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StencilTime:
     """Time per step and in total."""
 
@@ -71,7 +71,7 @@ class StencilTime:
     """compute, memory, halo (per step) and exposed_halo."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StencilThroughput:
     """Cell updates per second and the traffic behind them."""
 
@@ -84,7 +84,7 @@ class StencilThroughput:
     halo_bytes_per_step: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StencilFit:
     """How big a grid fits, and how many GPUs the grid asked about needs."""
 
@@ -94,7 +94,7 @@ class StencilFit:
     """The fewest GPUs that hold the grid in slabs; None if one layer per GPU does not fit."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StencilReport:
     """The simulation on one kind of GPU: memory, time, throughput, the bound and the fit."""
 
@@ -116,7 +116,7 @@ class StencilReport:
     assumptions: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StencilAnswer(Answer):
     """The simulation on the GPU asked about (its report at the top level) or on every catalog
     GPU (``rows``), those that fit first, then fastest first."""

@@ -24,7 +24,7 @@ TRAINING_PRECISIONS = ("fp8", "bf16", "fp16", "tf32")
 OFFER_ORDER = ("fp8", "bf16", "fp16", "tf32", "fp32")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Validity:
     """Whether a job can run on a card: memory and precision."""
 
@@ -121,4 +121,11 @@ def check_job(model: str, spec: ModelSpec, work: TrainWork | InferWork, gpu: GPU
                 command=fit_command(model, work, gpu),
             )
         )
-    return Validity(fits, supported, round(need), gpu.memory_bytes, tuple(problems), largest)
+    return Validity(
+        fits=fits,
+        supported=supported,
+        memory_bytes=round(need),
+        gpu_memory_bytes=gpu.memory_bytes,
+        problems=tuple(problems),
+        largest_batch=largest,
+    )

@@ -43,7 +43,7 @@ class VerifyRequest:
     """Save the result beside the local calibration profile."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VerifyAnswer(Answer):
     """Estimate against measurement per component (bytes or seconds) and the relative error."""
 

@@ -27,23 +27,28 @@ def rms_norm_terms(h: int, st: ActivationSettings, name: str, gemma: bool = Fals
         # keeps its input in the dtype and the fp32 rstd; the backward recomputes the rest.
         return [
             Term(
-                N_("{name}: input and rstd (fused kernel)").format(name=name),
-                b * h + FP32,
-                "b·h + 4",
-                "sp",
+                name=N_("{name}: input and rstd (fused kernel)").format(name=name),
+                bytes_per_token=b * h + FP32,
+                formula="b·h + 4",
+                shardable="sp",
             )
         ]
     terms = [
-        Term(N_("{name}: fp32 input and rsqrt").format(name=name), FP32 * h + FP32, "4h + 4", "sp")
+        Term(
+            name=N_("{name}: fp32 input and rsqrt").format(name=name),
+            bytes_per_token=FP32 * h + FP32,
+            formula="4h + 4",
+            shardable="sp",
+        )
     ]
     if st.train_weights:
         width = FP32 if gemma else b
         terms.append(
             Term(
-                N_("{name}: normalised (for the weight's gradient)").format(name=name),
-                width * h,
-                f"{width}h",
-                "sp",
+                name=N_("{name}: normalised (for the weight's gradient)").format(name=name),
+                bytes_per_token=width * h,
+                formula=f"{width}h",
+                shardable="sp",
             )
         )
     return terms
@@ -53,7 +58,12 @@ def layer_norm_terms(h: int, st: ActivationSettings, name: str) -> list[Term]:
     """LayerNorm (native kernel): saves its input plus mean and rstd per token."""
     b = st.dtype_bytes
     return [
-        Term(N_("{name}: input, mean, rstd").format(name=name), b * h + 2 * b, "b·h + 2b", "sp")
+        Term(
+            name=N_("{name}: input, mean, rstd").format(name=name),
+            bytes_per_token=b * h + 2 * b,
+            formula="b·h + 2b",
+            shardable="sp",
+        )
     ]
 
 
@@ -63,7 +73,10 @@ def dropout_terms(width: float, st: ActivationSettings, name: str) -> list[Term]
         return []
     return [
         Term(
-            N_("{name}: dropout mask").format(name=name), st.mask_bytes * width, "mask·width", "sp"
+            name=N_("{name}: dropout mask").format(name=name),
+            bytes_per_token=st.mask_bytes * width,
+            formula="mask·width",
+            shardable="sp",
         )
     ]
 
@@ -87,51 +100,73 @@ def attention_core_terms(
         v_width = nh * dv
         terms.append(
             Term(
-                N_("attention: q, k, v (k and v repeated to all heads)"),
-                q_storage + b * (k_width + v_width),
-                "b·(n_q·d) + b·n_q·(d + d_v)",
+                name=N_("attention: q, k, v (k and v repeated to all heads)"),
+                bytes_per_token=q_storage + b * (k_width + v_width),
+                formula="b·(n_q·d) + b·n_q·(d + d_v)",
             )
         )
         scores = FP32 * nh * s + (b * nh * s if b != FP32 else 0)
         terms.append(
             Term(
-                N_("attention: softmax (fp32) and its copy in dtype"),
-                scores,
-                "4·n_q·s + b·n_q·s",
-                "tp",
+                name=N_("attention: softmax (fp32) and its copy in dtype"),
+                bytes_per_token=scores,
+                formula="4·n_q·s + b·n_q·s",
+                shardable="tp",
             )
         )
         if spec.attn_logit_softcap:
-            terms.append(Term(N_("attention: tanh soft-cap output"), b * nh * s, "b·n_q·s"))
+            terms.append(
+                Term(
+                    name=N_("attention: tanh soft-cap output"),
+                    bytes_per_token=b * nh * s,
+                    formula="b·n_q·s",
+                )
+            )
         if spec.architecture == "xglm":
             # XGLM clamps the masked scores with torch.max against the dtype's minimum, in fp32.
-            terms.append(Term(N_("attention: clamped scores (fp32)"), FP32 * nh * s, "4·n_q·s"))
+            terms.append(
+                Term(
+                    name=N_("attention: clamped scores (fp32)"),
+                    bytes_per_token=FP32 * nh * s,
+                    formula="4·n_q·s",
+                )
+            )
         if st.dropout > 0:
             terms.append(
                 Term(
-                    N_("attention: dropout mask and dropped probabilities"),
-                    st.mask_bytes * nh * s + b * nh * s,
-                    "(mask + b)·n_q·s",
+                    name=N_("attention: dropout mask and dropped probabilities"),
+                    bytes_per_token=st.mask_bytes * nh * s + b * nh * s,
+                    formula="(mask + b)·n_q·s",
                 )
             )
         if trainable(st, "o"):
-            terms.append(Term(N_("attention: output copy for o_proj"), b * nh * dv, "b·n_q·d_v"))
+            terms.append(
+                Term(
+                    name=N_("attention: output copy for o_proj"),
+                    bytes_per_token=b * nh * dv,
+                    formula="b·n_q·d_v",
+                )
+            )
         return terms
     terms.append(
         Term(
-            N_("attention: q, k, v (saved by the kernel)"),
-            q_storage + kv_storage,
-            "b·(n_q·d + 2·n_kv·d)",
+            name=N_("attention: q, k, v (saved by the kernel)"),
+            bytes_per_token=q_storage + kv_storage,
+            formula="b·(n_q·d + 2·n_kv·d)",
         )
     )
-    terms.append(Term(N_("attention: output"), b * nh * dv, "b·n_q·d_v"))
-    terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
+    terms.append(
+        Term(name=N_("attention: output"), bytes_per_token=b * nh * dv, formula="b·n_q·d_v")
+    )
+    terms.append(
+        Term(name=N_("attention: log-sum-exp (fp32)"), bytes_per_token=FP32 * nh, formula="4·n_q")
+    )
     if out_copy:
         terms.append(
             Term(
-                N_("attention: merged-heads copy for the output projection"),
-                b * nh * dv,
-                "b·n_q·d_v",
+                name=N_("attention: merged-heads copy for the output projection"),
+                bytes_per_token=b * nh * dv,
+                formula="b·n_q·d_v",
             )
         )
     return terms
@@ -146,10 +181,10 @@ def norm_terms(spec: ModelSpec, st: ActivationSettings, name: str, gemma: bool) 
         kept = 3 if st.train_weights else 2
         return [
             Term(
-                N_("{name}: fp32 centred input (twice), normalised, rsqrt").format(name=name),
-                kept * FP32 * h + FP32,
-                "3·4h + 4 (frozen weight: 2·4h + 4)",
-                "sp",
+                name=N_("{name}: fp32 centred input (twice), normalised, rsqrt").format(name=name),
+                bytes_per_token=kept * FP32 * h + FP32,
+                formula="3·4h + 4 (frozen weight: 2·4h + 4)",
+                shardable="sp",
             )
         ]
     if spec.norm.kind in ("layernorm", "layernorm-nobias", "none"):
@@ -180,19 +215,34 @@ def plain_mlp_terms(width: int, h: int, activation: str, st: ActivationSettings)
     b = st.dtype_bytes
     terms = []
     if trainable(st, "up"):
-        terms.append(Term(N_("MLP: up-projection input"), b * h, "b·h", "sp"))
+        terms.append(
+            Term(
+                name=N_("MLP: up-projection input"),
+                bytes_per_token=b * h,
+                formula="b·h",
+                shardable="sp",
+            )
+        )
     keeps = PLAIN_ACTIVATION_SAVES.get(activation, 1)
     if keeps:
         terms.append(
             Term(
-                N_("MLP: {activation} saved tensors").format(activation=activation),
-                keeps * b * width,
-                f"{keeps}·b·I",
+                name=N_("MLP: {activation} saved tensors").format(activation=activation),
+                bytes_per_token=keeps * b * width,
+                formula=f"{keeps}·b·I",
             )
         )
     if activation == "xielu":  # torch.where's condition x > 0
-        terms.append(Term(N_("MLP: xIELU branch mask (bool)"), width, "I"))
-    terms.append(Term(N_("MLP: down-projection input (activation output)"), b * width, "b·I"))
+        terms.append(
+            Term(name=N_("MLP: xIELU branch mask (bool)"), bytes_per_token=width, formula="I")
+        )
+    terms.append(
+        Term(
+            name=N_("MLP: down-projection input (activation output)"),
+            bytes_per_token=b * width,
+            formula="b·I",
+        )
+    )
     return terms
 
 
@@ -201,25 +251,38 @@ def gated_mlp_terms(width: int, h: int, st: ActivationSettings, name: str) -> li
     b = st.dtype_bytes
     terms = []
     if trainable(st, "gate") or trainable(st, "up"):
-        terms.append(Term(N_("{name}: gate/up input").format(name=name), b * h, "b·h", "sp"))
+        terms.append(
+            Term(
+                name=N_("{name}: gate/up input").format(name=name),
+                bytes_per_token=b * h,
+                formula="b·h",
+                shardable="sp",
+            )
+        )
     if st.fused:
         # A fused SwiGLU (Liger's, Megatron's, Inductor's) keeps gate and up and recomputes
         # act(gate) in the backward pass.
         terms.append(
             Term(
-                N_("{name}: gate and up outputs (fused SwiGLU)").format(name=name),
-                2 * b * width,
-                "2·b·I",
+                name=N_("{name}: gate and up outputs (fused SwiGLU)").format(name=name),
+                bytes_per_token=2 * b * width,
+                formula="2·b·I",
             )
         )
     else:
         terms.append(
             Term(
-                N_("{name}: gate output, activation output, up output").format(name=name),
-                3 * b * width,
-                "3·b·I",
+                name=N_("{name}: gate output, activation output, up output").format(name=name),
+                bytes_per_token=3 * b * width,
+                formula="3·b·I",
             )
         )
     if trainable(st, "down"):
-        terms.append(Term(N_("{name}: down-projection input").format(name=name), b * width, "b·I"))
+        terms.append(
+            Term(
+                name=N_("{name}: down-projection input").format(name=name),
+                bytes_per_token=b * width,
+                formula="b·I",
+            )
+        )
     return terms

@@ -44,7 +44,14 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     gemma = spec.architecture.startswith("gemma")
     terms = norm_terms(spec, st, N_("attention norm"), gemma)
     if any(trainable(st, m) for m in ("q", "k", "v")):
-        terms.append(Term(N_("q/k/v projection input"), b * h, "b·h", "sp"))
+        terms.append(
+            Term(
+                name=N_("q/k/v projection input"),
+                bytes_per_token=b * h,
+                formula="b·h",
+                shardable="sp",
+            )
+        )
     nh, nkv, d = att.num_heads, att.num_kv_heads, att.head_dim
     if att.kind == "mla":
         # DeepSeek MLA: low-rank query and KV latents, their norms, then per-head q, k, v.
@@ -52,12 +59,12 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
         latent = (FP32 * (qr + kr) + 2 * FP32) + b * (qr + kr)
         terms.append(
             Term(
-                N_("MLA: q/kv latents (fp32 norm inputs, normalised)"),
-                latent,
-                "4(r_q + r_kv) + b(r_q + r_kv)",
+                name=N_("MLA: q/kv latents (fp32 norm inputs, normalised)"),
+                bytes_per_token=latent,
+                formula="4(r_q + r_kv) + b(r_q + r_kv)",
             )
         )
-        terms.append(Term(N_("MLA: rope key"), b * rope, "b·d_rope"))
+        terms.append(Term(name=N_("MLA: rope key"), bytes_per_token=b * rope, formula="b·d_rope"))
         kv_storage = b * nh * (d + att.v_head_dim)
         terms += attention_core_terms(spec, st, b * nh * d, kv_storage, out_copy=False)
     else:
@@ -78,9 +85,9 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                     formula = "4·n·d + 4·n + b·n·d"
                 terms.append(
                     Term(
-                        N_("{part}_norm: fp32 input, rsqrt, normalised").format(part=part),
-                        width,
-                        formula,
+                        name=N_("{part}_norm: fp32 input, rsqrt, normalised").format(part=part),
+                        bytes_per_token=width,
+                        formula=formula,
                     )
                 )
         terms += attention_core_terms(spec, st, b * nh * d, b * 2 * nkv * d, out_copy=False)
@@ -95,10 +102,10 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     if spec.architecture.startswith(("gemma2", "gemma3")):
         terms.append(
             Term(
-                N_("post-attention norm: fp32 input and rsqrt"),
-                FP32 * h + FP32 + (FP32 * h if st.train_weights else 0),
-                "4h + 4 (+4h)",
-                "sp",
+                name=N_("post-attention norm: fp32 input and rsqrt"),
+                bytes_per_token=FP32 * h + FP32 + (FP32 * h if st.train_weights else 0),
+                formula="4h + 4 (+4h)",
+                shardable="sp",
             )
         )
     if not spec.parallel_block:
@@ -109,7 +116,14 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
             t
             for t in norm_terms(spec, st, N_("MLP norm"), gemma)
             if spec.norm.kind not in ("layernorm", "layernorm-nobias", "none")
-        ] or [Term(N_("MLP norm: mean and rstd (input shared)"), 2 * FP32, "8", "sp")]
+        ] or [
+            Term(
+                name=N_("MLP norm: mean and rstd (input shared)"),
+                bytes_per_token=2 * FP32,
+                formula="8",
+                shardable="sp",
+            )
+        ]
     # A parallel block with one norm (GPT-J, Phi-2, Cohere) feeds attention and MLP from it.
     if moe_layer and spec.moe is not None:
         mlp = _moe_terms(spec, st)
@@ -138,18 +152,18 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
         adapted = sum(1 for t in st.lora_targets if t in ("q", "k", "v", "o", "gate", "up", "down"))
         terms.append(
             Term(
-                N_("LoRA: adapter hidden (A output) per adapted matrix"),
-                b * st.lora_rank * adapted,
-                "b·r per adapted matrix",
+                name=N_("LoRA: adapter hidden (A output) per adapted matrix"),
+                bytes_per_token=b * st.lora_rank * adapted,
+                formula="b·r per adapted matrix",
             )
         )
     if spec.architecture.startswith(("gemma2", "gemma3")):
         terms.append(
             Term(
-                N_("post-MLP norm: fp32 input and rsqrt"),
-                FP32 * h + FP32 + (FP32 * h if st.train_weights else 0),
-                "4h + 4 (+4h)",
-                "sp",
+                name=N_("post-MLP norm: fp32 input and rsqrt"),
+                bytes_per_token=FP32 * h + FP32 + (FP32 * h if st.train_weights else 0),
+                formula="4h + 4 (+4h)",
+                shardable="sp",
             )
         )
     return terms
@@ -174,17 +188,24 @@ def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     # plain SwiGLU keeps two (act(gate) and the down input).
     act_tensors = 7 if spec.architecture == "gpt_oss" else 4
     terms = [
-        Term(N_("router: input"), b * h if st.train_weights else 0, "b·h", "sp"),
         Term(
-            N_("router: fp32 softmax, top-k indices and weights"),
-            FP32 * e + 40 * k + FP32,
-            "4E + 40k + 4",
-            "none",
+            name=N_("router: input"),
+            bytes_per_token=b * h if st.train_weights else 0,
+            formula="b·h",
+            shardable="sp",
         ),
         Term(
-            N_("experts: per routed copy (input, gate/up, act, down in/out)"),
-            b * copies * (act_tensors * width + 2 * h),
-            f"k·b·({act_tensors}I + 2h)" if copies == k else N_("E·b·(4I + 2h) (every expert)"),
+            name=N_("router: fp32 softmax, top-k indices and weights"),
+            bytes_per_token=FP32 * e + 40 * k + FP32,
+            formula="4E + 40k + 4",
+            shardable="none",
+        ),
+        Term(
+            name=N_("experts: per routed copy (input, gate/up, act, down in/out)"),
+            bytes_per_token=b * copies * (act_tensors * width + 2 * h),
+            formula=f"k·b·({act_tensors}I + 2h)"
+            if copies == k
+            else N_("E·b·(4I + 2h) (every expert)"),
         ),
     ]
     if moe.shared_expert is not None:
@@ -199,34 +220,66 @@ def _gpt2_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     width = spec.mlp.intermediate_size
     nh = spec.attention.num_heads
     terms = layer_norm_terms(h, st, "ln_1")
-    terms.append(Term(N_("c_attn input"), b * h, "b·h", "sp"))
+    terms.append(
+        Term(name=N_("c_attn input"), bytes_per_token=b * h, formula="b·h", shardable="sp")
+    )
     if st.attention == "eager" or st.dropout > 0:
         # The eager path: matmul(q, kᵀ), softmax in dtype, matmul(probs, v). With one sequence
         # q stays a view of the fused qkv output (whose storage is then saved) and k, v are
         # copied; with more, q, k and v are all copied to batched 3-D layouts.
         if st.batch == 1:
             terms.append(
-                Term(N_("attention: fused qkv output, k and v copies"), 5 * b * h, "5·b·h")
+                Term(
+                    name=N_("attention: fused qkv output, k and v copies"),
+                    bytes_per_token=5 * b * h,
+                    formula="5·b·h",
+                )
             )
         else:
-            terms.append(Term(N_("attention: q, k, v copies"), 3 * b * h, "3·b·h"))
-        terms.append(Term(N_("attention: softmax output"), b * nh * st.seq, "b·n_q·s"))
+            terms.append(
+                Term(
+                    name=N_("attention: q, k, v copies"), bytes_per_token=3 * b * h, formula="3·b·h"
+                )
+            )
+        terms.append(
+            Term(
+                name=N_("attention: softmax output"),
+                bytes_per_token=b * nh * st.seq,
+                formula="b·n_q·s",
+            )
+        )
         if st.dropout > 0:
             terms.append(
                 Term(
-                    N_("attention: dropout mask and dropped probabilities"),
-                    (st.mask_bytes + b) * nh * st.seq,
-                    "(mask + b)·n_q·s",
+                    name=N_("attention: dropout mask and dropped probabilities"),
+                    bytes_per_token=(st.mask_bytes + b) * nh * st.seq,
+                    formula="(mask + b)·n_q·s",
                 )
             )
     else:
-        terms.append(Term(N_("attention: fused qkv output, k and v copies"), b * 5 * h, "5·b·h"))
-        terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
-    terms.append(Term(N_("c_proj input (merged heads)"), b * h, "b·h"))
+        terms.append(
+            Term(
+                name=N_("attention: fused qkv output, k and v copies"),
+                bytes_per_token=b * 5 * h,
+                formula="5·b·h",
+            )
+        )
+        terms.append(
+            Term(
+                name=N_("attention: log-sum-exp (fp32)"), bytes_per_token=FP32 * nh, formula="4·n_q"
+            )
+        )
+    terms.append(Term(name=N_("c_proj input (merged heads)"), bytes_per_token=b * h, formula="b·h"))
     terms += dropout_terms(h, st, N_("attention residual"))
     terms += layer_norm_terms(h, st, "ln_2")
-    terms.append(Term(N_("c_fc input"), b * h, "b·h", "sp"))
-    terms.append(Term(N_("gelu_new: x, 0.5x, tanh, 1 + tanh, output"), 5 * b * width, "5·b·I"))
+    terms.append(Term(name=N_("c_fc input"), bytes_per_token=b * h, formula="b·h", shardable="sp"))
+    terms.append(
+        Term(
+            name=N_("gelu_new: x, 0.5x, tanh, 1 + tanh, output"),
+            bytes_per_token=5 * b * width,
+            formula="5·b·I",
+        )
+    )
     terms += dropout_terms(h, st, N_("MLP residual"))
     return terms
 
@@ -239,28 +292,46 @@ def _neox_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     nh = spec.attention.num_heads
     terms = [
         Term(
-            N_("layer input (read by both LayerNorms), means and rstds"),
-            b * h + 4 * b,
-            "b·h + 4b",
-            "sp",
+            name=N_("layer input (read by both LayerNorms), means and rstds"),
+            bytes_per_token=b * h + 4 * b,
+            formula="b·h + 4b",
+            shardable="sp",
         ),
-        Term(N_("qkv input"), b * h, "b·h", "sp"),
+        Term(name=N_("qkv input"), bytes_per_token=b * h, formula="b·h", shardable="sp"),
     ]
     if st.attention == "eager":
-        terms.append(Term(N_("attention: q, k, v after rotary"), 3 * b * h, "3·b·h"))
         terms.append(
             Term(
-                N_("attention: softmax (fp32) and its copy in dtype"),
-                FP32 * nh * st.seq + (b * nh * st.seq if b != FP32 else 0),
-                "4·n_q·s + b·n_q·s",
+                name=N_("attention: q, k, v after rotary"),
+                bytes_per_token=3 * b * h,
+                formula="3·b·h",
+            )
+        )
+        terms.append(
+            Term(
+                name=N_("attention: softmax (fp32) and its copy in dtype"),
+                bytes_per_token=FP32 * nh * st.seq + (b * nh * st.seq if b != FP32 else 0),
+                formula="4·n_q·s + b·n_q·s",
             )
         )
     else:
-        terms.append(Term(N_("attention: q, k, v after rotary, output"), 4 * b * h, "4·b·h"))
-        terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * nh, "4·n_q"))
-    terms.append(Term(N_("dense input (merged heads)"), b * h, "b·h"))
-    terms.append(Term(N_("MLP input"), b * h, "b·h", "sp"))
-    terms.append(Term(N_("MLP: GELU input and output"), 2 * b * width, "2·b·I"))
+        terms.append(
+            Term(
+                name=N_("attention: q, k, v after rotary, output"),
+                bytes_per_token=4 * b * h,
+                formula="4·b·h",
+            )
+        )
+        terms.append(
+            Term(
+                name=N_("attention: log-sum-exp (fp32)"), bytes_per_token=FP32 * nh, formula="4·n_q"
+            )
+        )
+    terms.append(Term(name=N_("dense input (merged heads)"), bytes_per_token=b * h, formula="b·h"))
+    terms.append(Term(name=N_("MLP input"), bytes_per_token=b * h, formula="b·h", shardable="sp"))
+    terms.append(
+        Term(name=N_("MLP: GELU input and output"), bytes_per_token=2 * b * width, formula="2·b·I")
+    )
     return terms
 
 
@@ -269,29 +340,56 @@ def _bert_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     h, b = spec.hidden_size, st.dtype_bytes
     assert spec.mlp is not None
     width = spec.mlp.intermediate_size
-    terms = [Term(N_("layer input (q/k/v projections)"), b * h, "b·h", "sp")]
+    terms = [
+        Term(
+            name=N_("layer input (q/k/v projections)"),
+            bytes_per_token=b * h,
+            formula="b·h",
+            shardable="sp",
+        )
+    ]
     if st.attention == "eager" or st.dropout > 0:
         nh = spec.attention.num_heads
-        terms.append(Term(N_("attention: q, k, v"), 3 * b * h, "3·b·h"))
-        terms.append(Term(N_("attention: softmax output"), b * nh * st.seq, "b·n_q·s"))
+        terms.append(
+            Term(name=N_("attention: q, k, v"), bytes_per_token=3 * b * h, formula="3·b·h")
+        )
+        terms.append(
+            Term(
+                name=N_("attention: softmax output"),
+                bytes_per_token=b * nh * st.seq,
+                formula="b·n_q·s",
+            )
+        )
         if st.dropout > 0:
             terms.append(
                 Term(
-                    N_("attention: dropout mask and dropped probabilities"),
-                    (st.mask_bytes + b) * nh * st.seq,
-                    "(mask + b)·n_q·s",
+                    name=N_("attention: dropout mask and dropped probabilities"),
+                    bytes_per_token=(st.mask_bytes + b) * nh * st.seq,
+                    formula="(mask + b)·n_q·s",
                 )
             )
     else:
-        terms.append(Term(N_("attention: q, k, v"), 3 * b * h, "3·b·h"))
         terms.append(
-            Term(N_("attention: log-sum-exp (fp32)"), FP32 * spec.attention.num_heads, "4·n_q")
+            Term(name=N_("attention: q, k, v"), bytes_per_token=3 * b * h, formula="3·b·h")
         )
-    terms.append(Term(N_("attention output (dense input)"), b * h, "b·h"))
+        terms.append(
+            Term(
+                name=N_("attention: log-sum-exp (fp32)"),
+                bytes_per_token=FP32 * spec.attention.num_heads,
+                formula="4·n_q",
+            )
+        )
+    terms.append(
+        Term(name=N_("attention output (dense input)"), bytes_per_token=b * h, formula="b·h")
+    )
     terms += dropout_terms(h, st, N_("attention output"))
     terms += layer_norm_terms(h, st, N_("attention LayerNorm"))
-    terms.append(Term(N_("intermediate input"), b * h, "b·h", "sp"))
-    terms.append(Term(N_("GELU input and output"), 2 * b * width, "2·b·I"))
+    terms.append(
+        Term(name=N_("intermediate input"), bytes_per_token=b * h, formula="b·h", shardable="sp")
+    )
+    terms.append(
+        Term(name=N_("GELU input and output"), bytes_per_token=2 * b * width, formula="2·b·I")
+    )
     terms += dropout_terms(h, st, "output")
     terms += layer_norm_terms(h, st, N_("output LayerNorm"))
     return terms
@@ -317,7 +415,11 @@ def _traced_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term] | None:
     a, per_seq = spec.traced_layer_bytes
     if st.attention == "eager":
         return [
-            Term(N_("layer (traced on meta, eager attention)"), a + per_seq * st.seq, "a + b·s")
+            Term(
+                name=N_("layer (traced on meta, eager attention)"),
+                bytes_per_token=a + per_seq * st.seq,
+                formula="a + b·s",
+            )
         ]
     att, b = spec.attention, st.dtype_bytes
     fused = (
@@ -329,9 +431,9 @@ def _traced_layer(spec: ModelSpec, st: ActivationSettings) -> list[Term] | None:
     )
     return [
         Term(
-            N_("layer (traced on meta, fused attention)"),
-            fused,
-            "a - b·n_q·d + 2·b·n_kv·d + b·n_q·d_v + 4·n_q",
+            name=N_("layer (traced on meta, fused attention)"),
+            bytes_per_token=fused,
+            formula="a - b·n_q·d + 2·b·n_kv·d + b·n_q·d_v + 4·n_q",
         )
     ]
 
@@ -366,19 +468,54 @@ def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Ter
 
         return megatron_model_terms(spec, st)
     h, b = spec.hidden_size, st.dtype_bytes
-    terms = [Term(N_("token ids (embedding lookup)"), INDEX, "8", "none")]
+    terms = [
+        Term(
+            name=N_("token ids (embedding lookup)"),
+            bytes_per_token=INDEX,
+            formula="8",
+            shardable="none",
+        )
+    ]
     if spec.architecture == "gpt2":
-        terms.append(Term(N_("position ids"), INDEX / batch, "8/batch", "none"))
+        terms.append(
+            Term(
+                name=N_("position ids"),
+                bytes_per_token=INDEX / batch,
+                formula="8/batch",
+                shardable="none",
+            )
+        )
     if spec.architecture not in ("gpt2", "bert"):
         d = spec.attention.qk_rope_head_dim or spec.attention.head_dim
-        terms.append(Term(N_("rotary cos and sin"), 2 * d * b / batch, "2·d·b/batch", "none"))
+        terms.append(
+            Term(
+                name=N_("rotary cos and sin"),
+                bytes_per_token=2 * d * b / batch,
+                formula="2·d·b/batch",
+                shardable="none",
+            )
+        )
     terms += dropout_terms(h, st, "embedding")
     if spec.architecture == "bert":
         terms += layer_norm_terms(h, st, N_("embedding LayerNorm"))
         # The pooler's dense layer saves hidden[:, 0], a view that keeps the whole last hidden
         # state alive; its tanh saves one h-vector per sequence.
-        terms.append(Term(N_("pooler: last hidden state (viewed)"), b * h, "b·h", "none"))
-        terms.append(Term(N_("pooler: tanh output"), b * h / st.seq, "b·h/s", "none"))
+        terms.append(
+            Term(
+                name=N_("pooler: last hidden state (viewed)"),
+                bytes_per_token=b * h,
+                formula="b·h",
+                shardable="none",
+            )
+        )
+        terms.append(
+            Term(
+                name=N_("pooler: tanh output"),
+                bytes_per_token=b * h / st.seq,
+                formula="b·h/s",
+                shardable="none",
+            )
+        )
         return terms
     if spec.architecture in ("gpt2", "gpt_neox"):
         terms += layer_norm_terms(h, st, N_("final LayerNorm"))
@@ -391,22 +528,47 @@ def model_terms(spec: ModelSpec, st: ActivationSettings, batch: int) -> list[Ter
         k = 1 if spec.tie_word_embeddings else 2
         v = spec.vocab_size
         head_width = round((spec.embedding_extra + v * h * k) / (2 * h + v * k))
-        terms.append(Term(N_("project_in input (embeddings)"), b * head_width, "b·p", "none"))
-        terms.append(Term(N_("project_out input"), b * h, "b·h", "sp"))
+        terms.append(
+            Term(
+                name=N_("project_in input (embeddings)"),
+                bytes_per_token=b * head_width,
+                formula="b·p",
+                shardable="none",
+            )
+        )
+        terms.append(
+            Term(name=N_("project_out input"), bytes_per_token=b * h, formula="b·h", shardable="sp")
+        )
     if st.train_weights or "lm_head" in st.lora_targets:
-        terms.append(Term(N_("LM head input"), b * head_width, "b·h", "sp"))
+        terms.append(
+            Term(
+                name=N_("LM head input"),
+                bytes_per_token=b * head_width,
+                formula="b·h",
+                shardable="sp",
+            )
+        )
     if spec.final_logit_softcap:
-        terms.append(Term(N_("logits: tanh soft-cap output"), b * spec.vocab_size, "b·V", "tp"))
+        terms.append(
+            Term(
+                name=N_("logits: tanh soft-cap output"),
+                bytes_per_token=b * spec.vocab_size,
+                formula="b·V",
+                shardable="tp",
+            )
+        )
     logit_bytes = FP32 if st.logits_fp32 else b
     # Split over tensor parallelism like the logits (vocabulary-parallel cross-entropy:
     # Megatron, torchtitan's loss_parallel).
     terms.append(
         Term(
-            N_("loss: log-softmax over the vocabulary"),
-            logit_bytes * spec.vocab_size,
-            f"{logit_bytes}·V",
-            "tp",
+            name=N_("loss: log-softmax over the vocabulary"),
+            bytes_per_token=logit_bytes * spec.vocab_size,
+            formula=f"{logit_bytes}·V",
+            shardable="tp",
         )
     )
-    terms.append(Term(N_("loss: targets"), INDEX, "8", "none"))
+    terms.append(
+        Term(name=N_("loss: targets"), bytes_per_token=INDEX, formula="8", shardable="none")
+    )
     return terms

@@ -27,7 +27,7 @@ BREAKDOWN_KEYS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Line:
     """One explained line of a breakdown."""
 
@@ -39,7 +39,7 @@ class Line:
     source: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryBreakdown:
     """Bytes per GPU, by component, with the lines that explain them."""
 
@@ -96,9 +96,25 @@ def runtime_overhead(
     context, source = overhead_bytes("cuda-context")
     if overheads.cuda_context_bytes is not None:
         context, source = overheads.cuda_context_bytes, N_("user value")
-    out.append(Line("overhead", N_("CUDA context and kernels"), context, N_("per process"), source))
+    out.append(
+        Line(
+            key="overhead",
+            label=N_("CUDA context and kernels"),
+            bytes=context,
+            formula=N_("per process"),
+            source=source,
+        )
+    )
     workspace, source = overhead_bytes("cublas-workspace-sm90")
-    out.append(Line("overhead", N_("cuBLAS workspace"), workspace, N_("one stream, sm90"), source))
+    out.append(
+        Line(
+            key="overhead",
+            label=N_("cuBLAS workspace"),
+            bytes=workspace,
+            formula=N_("one stream, sm90"),
+            source=source,
+        )
+    )
     # A serving engine's preallocated KV pool does not fragment; everything else can.
     tensors = sum(ln.bytes for ln in lines if ln.key != "kv_cache")
     fraction = overheads.fragmentation
@@ -107,18 +123,26 @@ def runtime_overhead(
         fraction, frag_source = overhead_fraction("torch-allocator-fragmentation")
     out.append(
         Line(
-            "overhead",
-            N_("allocator reserve and fragmentation"),
-            tensors * fraction,
-            N_("{fraction:g} x allocated tensors").format(fraction=fraction),
-            frag_source,
+            key="overhead",
+            label=N_("allocator reserve and fragmentation"),
+            bytes=tensors * fraction,
+            formula=N_("{fraction:g} x allocated tensors").format(fraction=fraction),
+            source=frag_source,
         )
     )
     if multi_gpu:
         nccl, source = overhead_bytes("nccl-communicator-typical")
         if overheads.nccl_bytes is not None:
             nccl, source = overheads.nccl_bytes, N_("user value")
-        out.append(Line("overhead", N_("NCCL communicator buffers"), nccl, N_("per GPU"), source))
+        out.append(
+            Line(
+                key="overhead",
+                label=N_("NCCL communicator buffers"),
+                bytes=nccl,
+                formula=N_("per GPU"),
+                source=source,
+            )
+        )
     assumptions.append(
         N_(
             "runtime overhead: CUDA context, cuBLAS workspace, allocator reserve, NCCL buffers "

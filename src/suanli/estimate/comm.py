@@ -46,7 +46,7 @@ from typing import Any
 from suanli.i18n import N_
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OneShot:
     """The serving engines' custom all-reduce over one link (TensorRT-LLM's kernels, also used
     by vLLM and SGLang; vLLM's own on ROCm): every GPU reads its peers' buffers directly, in one
@@ -79,7 +79,7 @@ class OneShot:
         return self.base_s + self.step_s * log2(n) + (n - 1) / n * nbytes / self.bytes_per_s
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Nvls:
     """NCCL's NVLink SHARP all-reduce inside one node: ``t = base_s + bytes / bytes_per_s``,
     with ``bytes_per_s`` the algorithm bandwidth per GPU (the switch does the reduction, so the
@@ -96,7 +96,7 @@ class Nvls:
         return self.base_s + nbytes / self.bytes_per_s
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Link:
     """One tier of the network as seen by one GPU."""
 
@@ -177,7 +177,7 @@ def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
     return if_true if condition else if_false
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Network:
     """The links a job's GPUs use: within a node and between nodes."""
 
@@ -298,7 +298,13 @@ class Network:
         name = N_("{link} x{nics:g} per node, {gpus} GPU(s) of the group each").format(
             link=self.inter.name, nics=self.nics_per_node, gpus=m
         )
-        return Link(name, bandwidth, self.inter.latency_s, 1.0, self.inter.base_latency_s)
+        return Link(
+            name=name,
+            bandwidth_bytes_per_s=bandwidth,
+            latency_s=self.inter.latency_s,
+            efficiency=1.0,
+            base_latency_s=self.inter.base_latency_s,
+        )
 
 
 def tp_all_reduce_s(nbytes: float, n: int, link: Link) -> float:

@@ -18,7 +18,7 @@ from suanli.estimate.kernels import gemm_seconds
 from suanli.estimate.perf import Device
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GraphTime:
     """Seconds of one walked call, by op class."""
 
@@ -52,4 +52,4 @@ def graph_seconds(graph: Graph, device: Device) -> GraphTime:
         kernels * max(nbytes / kernels / device.bandwidth, model.small_op_s)
         for nbytes, kernels in graph.elementwise_ops
     )
-    return GraphTime(gemm, attention, elementwise)
+    return GraphTime(gemm_s=gemm, attention_s=attention, elementwise_s=elementwise)

@@ -14,7 +14,7 @@ from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Fit:
     """How a workload sits on one GPU model."""
 
@@ -79,13 +79,13 @@ def fit_training(spec: ModelSpec, work: TrainWork, gpu_id: str, memory_bytes: in
         max(spec.max_position_embeddings, work.seq),
     )
     return Fit(
-        gpu_id,
-        memory_bytes,
-        memory_bytes,
-        total <= memory_bytes,
-        memory_bytes - total,
-        max_batch,
-        max_seq,
+        gpu_id=gpu_id,
+        gpu_memory_bytes=memory_bytes,
+        usable_bytes=memory_bytes,
+        fits=total <= memory_bytes,
+        headroom_bytes=memory_bytes - total,
+        max_batch=max_batch,
+        max_seq=max_seq,
     )
 
 
@@ -113,13 +113,13 @@ def fit_inference(spec: ModelSpec, work: InferWork, gpu_id: str, memory_bytes: i
             ),
         )
     return Fit(
-        gpu_id,
-        memory_bytes,
-        usable,
-        total <= usable,
-        usable - total,
-        max_batch,
-        max_ctx,
-        best,
-        notes,
+        gpu_id=gpu_id,
+        gpu_memory_bytes=memory_bytes,
+        usable_bytes=usable,
+        fits=total <= usable,
+        headroom_bytes=usable - total,
+        max_batch=max_batch,
+        max_seq=max_ctx,
+        best_format=best,
+        notes=notes,
     )

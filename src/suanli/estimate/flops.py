@@ -26,7 +26,7 @@ from suanli.models.spec import ModelSpec
 FLOP_COMPONENTS = ("attention_proj", "attention_core", "mlp", "experts", "router", "lm_head")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepFlops:
     """FLOPs of one micro-batch step (``tokens`` tokens), split by pass and component."""
 
@@ -159,4 +159,10 @@ def step_flops(
         recomputed = (layers - core) * op_recompute_share(spec) / recompute_every
     else:
         recomputed = {"full": layers / recompute_every, "selective": core}.get(recompute, 0.0)
-    return StepFlops(tokens, forward, backward, recomputed, forward_parts)
+    return StepFlops(
+        tokens=tokens,
+        forward=forward,
+        backward=backward,
+        recompute=recomputed,
+        forward_by_component=forward_parts,
+    )

@@ -27,7 +27,7 @@ from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InferPerf:
     """Latency and throughput of serving."""
 
@@ -246,15 +246,15 @@ def inference_perf(
     # benchmark_latency) prefills every prompt, then decodes: its rate counts the prefill too.
     request_s = ttft + max(output - 1, 0) * tpot
     return InferPerf(
-        prefill_flops,
-        decode_per_token,
-        ttft,
-        tpot,
-        tokens_per_s,
-        bound,
-        step_bytes,
-        compute_bound_batch,
-        {
+        prefill_flops=prefill_flops,
+        decode_flops_per_token=decode_per_token,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        tokens_per_s=tokens_per_s,
+        bound=bound,
+        decode_bytes_per_step=step_bytes,
+        compute_bound_batch=compute_bound_batch,
+        breakdown_s={
             "prefill_compute": prefill_compute,
             "prefill_memory": prefill_memory,
             "decode_compute": decode_compute,
@@ -265,7 +265,7 @@ def inference_perf(
             "decode_attention": decode_k.attention_s,
             "decode_small_ops": decode_k.small_ops_s,
         },
-        request_s,
-        work.batch * output / request_s,
-        token_bytes,
+        request_s=request_s,
+        batch_tokens_per_s=work.batch * output / request_s,
+        kv_token_bytes=token_bytes,
     )

@@ -46,13 +46,13 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
     quantized, kept = _weight_bytes(split, fmt)
     lines.append(
         Line(
-            "weights",
-            N_("weights ({dtype})").format(dtype=fmt.id),
-            quantized + kept,
-            f"P_linear x {fmt.bits_per_weight:g} bits / 8 + P_other x 2 B"
+            key="weights",
+            label=N_("weights ({dtype})").format(dtype=fmt.id),
+            bytes=quantized + kept,
+            formula=f"P_linear x {fmt.bits_per_weight:g} bits / 8 + P_other x 2 B"
             if fmt.bits_per_weight < 16
             else f"P x {fmt.bits_per_weight:g} bits / 8",
-            fmt.source,
+            source=fmt.source,
         )
     )
     # A pipeline stage holds the KV cache of its own layers only.
@@ -61,13 +61,13 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
     kv = per_token * work.batch * work.context
     lines.append(
         Line(
-            "kv_cache",
-            N_("KV cache ({dtype})").format(dtype=work.kv_dtype),
-            kv,
-            N_("batch {batch} x context {context} x {per_token:,.0f} B/token").format(
+            key="kv_cache",
+            label=N_("KV cache ({dtype})").format(dtype=work.kv_dtype),
+            bytes=kv,
+            formula=N_("batch {batch} x context {context} x {per_token:,.0f} B/token").format(
                 batch=work.batch, context=work.context, per_token=per_token
             ),
-            SRC_MLA if spec.attention.kind == "mla" else SRC_KV,
+            source=SRC_MLA if spec.attention.kind == "mla" else SRC_KV,
         )
     )
     lines.append(_prefill_line(spec, work))
@@ -80,13 +80,13 @@ def inference_memory(spec: ModelSpec, work: InferWork) -> MemoryBreakdown:
         cpu = moved
         lines.append(
             Line(
-                "weights",
-                N_(
+                key="weights",
+                label=N_(
                     "layers left in system memory ({left} of {layers}, weights and KV cache)"
                 ).format(left=spec.num_layers - work.gpu_layers, layers=spec.num_layers),
-                -moved,
-                N_("-(1 - gpu_layers / L) x (layer weights + KV cache)"),
-                "llama.cpp --n-gpu-layers (common/common.h n_gpu_layers)",
+                bytes=-moved,
+                formula=N_("-(1 - gpu_layers / L) x (layer weights + KV cache)"),
+                source="llama.cpp --n-gpu-layers (common/common.h n_gpu_layers)",
             )
         )
         assumptions.append(
@@ -142,9 +142,9 @@ def _prefill_line(spec: ModelSpec, work: InferWork) -> Line:
         else N_("prefill peak (one prompt of {tokens:,} tokens)")
     )
     return Line(
-        "activations",
-        label.format(tokens=tokens),
-        tokens * per_token + logits,
-        "tokens x b·(2h + 3I) + batch x V x 4",
-        N_("no-grad forward: one layer's MLP live"),
+        key="activations",
+        label=label.format(tokens=tokens),
+        bytes=tokens * per_token + logits,
+        formula="tokens x b·(2h + 3I) + batch x V x 4",
+        source=N_("no-grad forward: one layer's MLP live"),
     )

@@ -46,7 +46,7 @@ SMALL_TILE = 16
 PROFILE_BLEND = 2.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ElementwiseEfficiency:
     """Shares of the peak memory bandwidth a serving engine's element-wise kernels reach on
     large tensors, by kind (measured op by op: ``catalog/data/kernels.toml``,
@@ -59,7 +59,7 @@ class ElementwiseEfficiency:
     add: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainingElementwise:
     """How much longer a training step's element-wise kernels take than their counted bytes at
     the card's achievable bandwidth, by kind and pass, for one PyTorch kernel per op (``eager``),
@@ -86,7 +86,7 @@ class TrainingElementwise:
         return getattr(self, f"{kernels}_{kind}", (1.0, 1.0))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PrefillAttention:
     """A serving engine's prefill attention kernel on one card, measured:
     ``t = floor_s + F / (rate_flops · s / (s + half_tokens))`` per call over prompts of ``s``
@@ -110,7 +110,7 @@ class PrefillAttention:
         return self.floor_s + flops / self.rate(tokens)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GemmModel:
     """The three fitted parameters of one card's GEMMs (and where they come from)."""
 
@@ -143,7 +143,7 @@ class GemmModel:
         if self.elementwise is not None:
             return self.elementwise
         e = self.memory_efficiency
-        return ElementwiseEfficiency(e, e, e, e)
+        return ElementwiseEfficiency(norm=e, rope=e, activation=e, add=e)
 
 
 def gemm_seconds(
@@ -254,7 +254,7 @@ def shard_dims(s: Any, hidden: int, tp: Any) -> tuple[Any, Any]:
     return (s.n_in / tp, s.n_out) if down else (s.n_in, s.n_out / tp)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LayerGemms:
     """Seconds of the GEMMs of one average layer for one micro-batch, by pass."""
 
@@ -297,7 +297,7 @@ def layer_gemms(
         shapes, num_layers, hidden, tokens, tp, dtype_bytes, peak_flops, bandwidth_bytes_per_s,
         model, frozen, lora_rank, lora_targets, expert_share, maximum, ceil,
     )  # fmt: skip
-    return _kept_layer_gemms(_GemmsQuestion(tuple(map(_by_value, args)), args))
+    return _kept_layer_gemms(_GemmsQuestion(key=tuple(map(_by_value, args)), args=args))
 
 
 def _by_value(value: Any) -> Any:
@@ -307,7 +307,7 @@ def _by_value(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _GemmsQuestion:
     """The arguments of :func:`layer_gemms`, compared and hashed by value."""
 
@@ -358,10 +358,10 @@ def _layer_gemms(
                 t(rows, n_in, r) + t(n_in, r, rows) + t(rows, r, n_out) + t(r, n_out, rows)
             )
             kernels += per_layer * 6
-    return LayerGemms(forward, backward, round(kernels))
+    return LayerGemms(forward_s=forward, backward_s=backward, gemms=round(kernels))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServingOpBytes:
     """Bytes one token moves through each element-wise kernel of one layer of a serving engine,
     on one GPU of the tensor-parallel group (floats, or arrays over layouts): an RMSNorm reads and
@@ -420,7 +420,7 @@ def serving_ops_seconds(
     return num_layers * per_layer
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServeKernels:
     """Seconds of one forward pass of a serving engine, by kind of kernel."""
 
@@ -514,7 +514,7 @@ def serve_forward(
     small = serving_ops_seconds(
         op_bytes, rows, num_layers, bandwidth_bytes_per_s, model, maximum=maximum
     )
-    return ServeKernels(gemm, attention, small)
+    return ServeKernels(gemm_s=gemm, attention_s=attention, small_ops_s=small)
 
 
 #: Bytes moved per element cast from bf16 to fp8, by scaling recipe: read 2 and write 1 with a

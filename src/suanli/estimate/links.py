@@ -51,18 +51,18 @@ def link_of(spec: LinkSpec, bandwidth: float | None = None) -> Link:
         scale = bw / spec.unidirectional_bytes_per_s
         nvls = replace(nvls, bytes_per_s=nvls.bytes_per_s * scale)
     return Link(
-        spec.name,
-        bw,
-        spec.latency_s,
-        spec.bus_efficiency,
-        spec.base_latency_s,
-        None if spec.oneshot is None else _oneshot(spec.oneshot),
-        nvls,
-        spec.small_efficiency,
-        spec.bulk_base_latency_s,
+        name=spec.name,
+        bandwidth_bytes_per_s=bw,
+        latency_s=spec.latency_s,
+        efficiency=spec.bus_efficiency,
+        base_latency_s=spec.base_latency_s,
+        oneshot=None if spec.oneshot is None else _oneshot(spec.oneshot),
+        nvls=nvls,
+        small_efficiency=spec.small_efficiency,
+        bulk_base_latency_s=spec.bulk_base_latency_s,
         # A peer link's rate is the fabric's, whatever total the GPU catalog gives.
-        min(spec.per_peer_bytes_per_s, bw),
-        spec.gather_efficiency,
+        per_peer_bytes_per_s=min(spec.per_peer_bytes_per_s, bw),
+        gather_efficiency=spec.gather_efficiency,
     )
 
 
@@ -102,11 +102,11 @@ def intra_node_link(gpu: GPU) -> Link:
                 "{link} at x{lanes} without peer-to-peer (staged through host memory)"
             ).format(link=pcie.name, lanes=lanes)
         return Link(
-            name,
-            rate,
-            staged.latency_s,
-            staged.bus_efficiency,
-            staged.base_latency_s,
+            name=name,
+            bandwidth_bytes_per_s=rate,
+            latency_s=staged.latency_s,
+            efficiency=staged.bus_efficiency,
+            base_latency_s=staged.base_latency_s,
             gather_efficiency=staged.gather_efficiency,
         )
     return link_of(pcie, rate)
@@ -130,4 +130,6 @@ def network_for(
     inter_spec = get_link(inter or default_inter_node(gpu))
     per_node = gpus_per_node or default_gpus_per_node(gpu)
     nics = nics_per_gpu(gpu) * per_node if stripe_nics else 0.0
-    return Network(intra, link_of(inter_spec), per_node, nics)
+    return Network(
+        intra=intra, inter=link_of(inter_spec), gpus_per_node=per_node, nics_per_node=nics
+    )

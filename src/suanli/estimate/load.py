@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from suanli.i18n import N_
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClosedLoop:
     """Steady-state speed of ``clients`` closed-loop clients on one replica."""
 
@@ -71,7 +71,7 @@ def closed_loop(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StaticBatch:
     """A static batch (every sequence submitted together) on an engine that holds at most
     ``held`` sequences' KV cache at once."""
@@ -98,7 +98,9 @@ def static_batch(
     if batch < 1 or output < 1:
         raise ValueError(N_("static_batch needs at least one sequence and one output token"))
     if held < 1 or held >= batch:
-        return StaticBatch(batch * output / request_s(batch), 1, batch)
+        return StaticBatch(tokens_per_s=batch * output / request_s(batch), waves=1, held=batch)
     full, rest = divmod(batch, held)
     seconds = full * request_s(held) + (request_s(rest) if rest else 0.0)
-    return StaticBatch(batch * output / seconds, full + (1 if rest else 0), held)
+    return StaticBatch(
+        tokens_per_s=batch * output / seconds, waves=full + (1 if rest else 0), held=held
+    )

@@ -36,40 +36,95 @@ def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     out_dim = att.num_heads * att.v_head_dim
     mask = st.mask_bytes if st.dropout > 0 else 0
     terms = [
-        Term(N_("layer norms: inputs (2 norms)"), 2 * b * h, "2·2h", "sp"),
-        Term(N_("QKV projection input"), b * h, "2h", "sp"),
-        Term(N_("attention: Q and K"), b * (q_dim + kv_dim), "b·(d_q + d_k) (4h with MHA)"),
-        Term(N_("attention: V"), b * v_dim, "b·d_v (2h with MHA)"),
+        Term(
+            name=N_("layer norms: inputs (2 norms)"),
+            bytes_per_token=2 * b * h,
+            formula="2·2h",
+            shardable="sp",
+        ),
+        Term(name=N_("QKV projection input"), bytes_per_token=b * h, formula="2h", shardable="sp"),
+        Term(
+            name=N_("attention: Q and K"),
+            bytes_per_token=b * (q_dim + kv_dim),
+            formula="b·(d_q + d_k) (4h with MHA)",
+        ),
+        Term(name=N_("attention: V"), bytes_per_token=b * v_dim, formula="b·d_v (2h with MHA)"),
     ]
     if st.attention == "eager":
         a, s = att.num_heads, st.seq
-        terms.append(Term(N_("attention: softmax output"), b * a * s, "2as"))
+        terms.append(
+            Term(name=N_("attention: softmax output"), bytes_per_token=b * a * s, formula="2as")
+        )
         if st.dropout > 0:
             terms.append(
                 Term(
-                    N_("attention: softmax dropout mask and dropped probabilities"),
-                    (st.mask_bytes + b) * a * s,
-                    "as + 2as",
+                    name=N_("attention: softmax dropout mask and dropped probabilities"),
+                    bytes_per_token=(st.mask_bytes + b) * a * s,
+                    formula="as + 2as",
                 )
             )
     else:
-        terms.append(Term(N_("attention: log-sum-exp (fp32)"), FP32 * att.num_heads, "4a"))
-    terms.append(Term(N_("attention: output projection input"), b * out_dim, "2h"))
+        terms.append(
+            Term(
+                name=N_("attention: log-sum-exp (fp32)"),
+                bytes_per_token=FP32 * att.num_heads,
+                formula="4a",
+            )
+        )
+    terms.append(
+        Term(
+            name=N_("attention: output projection input"), bytes_per_token=b * out_dim, formula="2h"
+        )
+    )
     if mask:
-        terms.append(Term(N_("attention output: dropout mask"), mask * h, "h", "sp"))
-    terms.append(Term(N_("MLP: fc1 input"), b * h, "2h", "sp"))
+        terms.append(
+            Term(
+                name=N_("attention output: dropout mask"),
+                bytes_per_token=mask * h,
+                formula="h",
+                shardable="sp",
+            )
+        )
+    terms.append(
+        Term(name=N_("MLP: fc1 input"), bytes_per_token=b * h, formula="2h", shardable="sp")
+    )
     if spec.mlp is not None and spec.mlp.gated:
         width = spec.mlp.intermediate_size
         terms.append(
-            Term(N_("MLP: fc1 output (gate and up, fused SwiGLU input)"), 2 * b * width, "4I")
+            Term(
+                name=N_("MLP: fc1 output (gate and up, fused SwiGLU input)"),
+                bytes_per_token=2 * b * width,
+                formula="4I",
+            )
         )
-        terms.append(Term(N_("MLP: fc2 input (SwiGLU output)"), b * width, "2I"))
+        terms.append(
+            Term(name=N_("MLP: fc2 input (SwiGLU output)"), bytes_per_token=b * width, formula="2I")
+        )
     else:
         width = spec.mlp.intermediate_size if spec.mlp is not None else 4 * h
-        terms.append(Term(N_("MLP: GeLU input (fc1 output)"), b * width, "8h (2I)"))
-        terms.append(Term(N_("MLP: fc2 input (GeLU output)"), b * width, "8h (2I)"))
+        terms.append(
+            Term(
+                name=N_("MLP: GeLU input (fc1 output)"),
+                bytes_per_token=b * width,
+                formula="8h (2I)",
+            )
+        )
+        terms.append(
+            Term(
+                name=N_("MLP: fc2 input (GeLU output)"),
+                bytes_per_token=b * width,
+                formula="8h (2I)",
+            )
+        )
     if mask:
-        terms.append(Term(N_("MLP output: dropout mask"), mask * h, "h", "sp"))
+        terms.append(
+            Term(
+                name=N_("MLP output: dropout mask"),
+                bytes_per_token=mask * h,
+                formula="h",
+                shardable="sp",
+            )
+        )
     return terms
 
 
@@ -78,12 +133,35 @@ def megatron_model_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     the output layer's inputs (2h each, split with sequence parallelism) and the fp32 logits of
     the vocabulary-parallel cross-entropy (4v, split over the tensor-parallel group)."""
     h, b = spec.hidden_size, st.dtype_bytes
-    terms = [Term(N_("token ids (embedding lookup)"), INDEX, "8", "none")]
+    terms = [
+        Term(
+            name=N_("token ids (embedding lookup)"),
+            bytes_per_token=INDEX,
+            formula="8",
+            shardable="none",
+        )
+    ]
     if st.dropout > 0:
-        terms.append(Term(N_("embedding: dropout mask"), st.mask_bytes * h, "h", "sp"))
-    terms.append(Term(N_("final norm input"), b * h, "2h", "sp"))
-    terms.append(Term(N_("output layer input"), b * h, "2h", "sp"))
+        terms.append(
+            Term(
+                name=N_("embedding: dropout mask"),
+                bytes_per_token=st.mask_bytes * h,
+                formula="h",
+                shardable="sp",
+            )
+        )
     terms.append(
-        Term(N_("loss: log-softmax over the vocabulary"), FP32 * spec.vocab_size, "4v (fp32)", "tp")
+        Term(name=N_("final norm input"), bytes_per_token=b * h, formula="2h", shardable="sp")
+    )
+    terms.append(
+        Term(name=N_("output layer input"), bytes_per_token=b * h, formula="2h", shardable="sp")
+    )
+    terms.append(
+        Term(
+            name=N_("loss: log-softmax over the vocabulary"),
+            bytes_per_token=FP32 * spec.vocab_size,
+            formula="4v (fp32)",
+            shardable="tp",
+        )
     )
     return terms

@@ -208,28 +208,28 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
         formula = ""  # the layers' formula as it is (a sentence, kept whole)
     lines.append(
         Line(
-            "activations",
-            N_("saved by the layers (the layers in flight; the rest on the CPU)")
+            key="activations",
+            label=N_("saved by the layers (the layers in flight; the rest on the CPU)")
             if on_cpu
             else N_("saved by the layers"),
-            on_gpu,
-            formula.format(formula=formula_layers, in_flight=in_flight)
+            bytes=on_gpu,
+            formula=formula.format(formula=formula_layers, in_flight=in_flight)
             if formula
             else formula_layers,
-            SRC_OFFLOAD if on_cpu else source,
+            source=SRC_OFFLOAD if on_cpu else source,
         )
     )
     if recompute_peak:
         lines.append(
             Line(
-                "activations",
-                N_("one layer recomputed during backward"),
-                recompute_peak,
-                N_(
+                key="activations",
+                label=N_("one layer recomputed during backward"),
+                bytes=recompute_peak,
+                formula=N_(
                     "the largest layer's saved terms + its MLP's gradients in flight "
                     "(3·b·I; fused b·I)"
                 ),
-                SRC_KORTHIKANTI,
+                source=SRC_KORTHIKANTI,
             )
         )
     kept_edge = [
@@ -239,13 +239,13 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
     edge += fused_loss_extra_bytes_per_token(spec, work) * tokens
     lines.append(
         Line(
-            "activations",
-            N_("embeddings, final norm, log-softmax of the loss"),
-            edge,
-            N_("token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)")
+            key="activations",
+            label=N_("embeddings, final norm, log-softmax of the loss"),
+            bytes=edge,
+            formula=N_("token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)")
             if work.loss != "fused"
             else N_("token ids, rotary tables, final norm, the hidden-state gradient (b·h)"),
-            SRC_AUTOGRAD if work.loss != "fused" else SRC_FUSED,
+            source=SRC_AUTOGRAD if work.loss != "fused" else SRC_FUSED,
         )
     )
     return lines, tuple(first_layer), on_cpu
@@ -272,15 +272,15 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         weights_bytes = split.total * b / shard
         lines.append(
             Line(
-                "weights",
-                (
+                key="weights",
+                label=(
                     N_("weights ({dtype}) in CPU memory")
                     if work.offload_params
                     else N_("weights ({dtype})")
                 ).format(dtype=stored),
-                0.0 if work.offload_params else weights_bytes,
-                f"P x {b} B" + (f" / {shard} (ZeRO-3)" if shard > 1 else ""),
-                SRC_ZERO,
+                bytes=0.0 if work.offload_params else weights_bytes,
+                formula=f"P x {b} B" + (f" / {shard} (ZeRO-3)" if shard > 1 else ""),
+                source=SRC_ZERO,
             )
         )
         if work.offload_params:
@@ -300,11 +300,13 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         cache = work.fp8_weight_cache_bytes_per_param
         lines.append(
             Line(
-                "weights",
-                N_("fp8 copies of the linear weights, kept for the whole step"),
-                split.layer_linear * cache,
-                N_("P_linear x {bytes} B (fp8 weight and its transpose)").format(bytes=cache),
-                SRC_TE_CACHE,
+                key="weights",
+                label=N_("fp8 copies of the linear weights, kept for the whole step"),
+                bytes=split.layer_linear * cache,
+                formula=N_("P_linear x {bytes} B (fp8 weight and its transpose)").format(
+                    bytes=cache
+                ),
+                source=SRC_TE_CACHE,
             )
         )
         assumptions.append(
@@ -328,8 +330,8 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         )
     lines.append(
         Line(
-            "gradients",
-            {
+            key="gradients",
+            label={
                 (False, False): N_("gradients of trainable parameters"),
                 (True, False): N_("gradients of trainable parameters (fp32 main-grad buffer)"),
                 (False, True): N_("gradients of trainable parameters in CPU memory"),
@@ -337,9 +339,9 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
                     "gradients of trainable parameters (fp32 main-grad buffer) in CPU memory"
                 ),
             }[(work.main_grads_fp32, work.offload_params)],
-            0.0 if work.offload_params else grad_bytes,
-            grad_formula,
-            SRC_ZERO,
+            bytes=0.0 if work.offload_params else grad_bytes,
+            formula=grad_formula,
+            source=SRC_ZERO,
         )
     )
     if work.offload_params:
@@ -360,24 +362,24 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     if master:
         lines.append(
             Line(
-                "master_weights",
-                N_("fp32 master weights ({where})").format(where=where),
-                0.0 if on_cpu else master / opt_shard,
-                "P x 4 B" + (f" / {opt_shard} (ZeRO-1)" if opt_shard > 1 else ""),
-                SRC_ZERO,
+                key="master_weights",
+                label=N_("fp32 master weights ({where})").format(where=where),
+                bytes=0.0 if on_cpu else master / opt_shard,
+                formula="P x 4 B" + (f" / {opt_shard} (ZeRO-1)" if opt_shard > 1 else ""),
+                source=SRC_ZERO,
             )
         )
     lines.append(
         Line(
-            "optimizer",
-            N_("{optimizer} states ({where})").format(optimizer=work.optimizer, where=where),
-            0.0 if on_cpu else opt / opt_shard,
-            (
+            key="optimizer",
+            label=N_("{optimizer} states ({where})").format(optimizer=work.optimizer, where=where),
+            bytes=0.0 if on_cpu else opt / opt_shard,
+            formula=(
                 N_("P_train x {formula} / {shard} (ZeRO-1)")
                 if opt_shard > 1
                 else N_("P_train x {formula}")
             ).format(formula=formula, shard=opt_shard),
-            source,
+            source=source,
         )
     )
     cpu = (opt + master) / opt_shard if on_cpu else 0.0
@@ -396,11 +398,11 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         gather = 2 * layer_params(spec) * b / par.tp
         lines.append(
             Line(
-                "weights",
-                N_("ZeRO-3 all-gathered layer (current + prefetch)"),
-                gather,
-                N_("2 x params of one layer x b"),
-                SRC_ZERO,
+                key="weights",
+                label=N_("ZeRO-3 all-gathered layer (current + prefetch)"),
+                bytes=gather,
+                formula=N_("2 x params of one layer x b"),
+                source=SRC_ZERO,
             )
         )
         del unit
@@ -409,16 +411,16 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     if buckets:
         lines.append(
             Line(
-                "overhead",
-                N_("DeepSpeed ZeRO communication buckets"),
-                buckets,
-                N_(
+                key="overhead",
+                label=N_("DeepSpeed ZeRO communication buckets"),
+                bytes=buckets,
+                formula=N_(
                     "(reduce + all-gather bucket, 5e8 elements each) x b "
                     "x 4.5 (overlap_comm, stage 3)"
                 )
                 if par.zero >= 3
                 else N_("(reduce + all-gather bucket, 5e8 elements each) x b"),
-                SRC_DS_BUCKETS,
+                source=SRC_DS_BUCKETS,
             )
         )
     act_lines, per_layer = activation_bytes(spec, work)
@@ -438,22 +440,26 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         }[work.loss]
         lines.append(
             Line(
-                "logits",
-                N_("logits (dtype) and their fp32 gradient at backward start"),
-                logits,
-                formula,
-                source,
+                key="logits",
+                label=N_("logits (dtype) and their fp32 gradient at backward start"),
+                bytes=logits,
+                formula=formula,
+                source=source,
             )
         )
     if grads_replace_activations(work):
         freed = sum(ln.bytes for ln in lines if ln.key in ("activations", "logits"))
         lines.append(
             Line(
-                "overlap",
-                N_("gradients fill as backward frees the activations (one GPU, no accumulation)"),
-                -min(freed, grad_bytes),
-                N_("-min(activations + logits, gradients): peak = max of the two, not their sum"),
-                SRC_SET_TO_NONE,
+                key="overlap",
+                label=N_(
+                    "gradients fill as backward frees the activations (one GPU, no accumulation)"
+                ),
+                bytes=-min(freed, grad_bytes),
+                formula=N_(
+                    "-min(activations + logits, gradients): peak = max of the two, not their sum"
+                ),
+                source=SRC_SET_TO_NONE,
             )
         )
     lines += runtime_overhead(lines, work.overheads, par.gpus > 1, assumptions)
@@ -513,33 +519,41 @@ def _lora_params(
             else N_("frozen base weights ({dtype})")
         ).format(dtype=work.storage_dtype)
         formula, source = f"P x {work.tensor_bytes} B" + note, SRC_LORA
-    lines.append(Line("weights", label, 0.0 if offload else base / shard, formula, source))
+    lines.append(
+        Line(
+            key="weights",
+            label=label,
+            bytes=0.0 if offload else base / shard,
+            formula=formula,
+            source=source,
+        )
+    )
     stage = split.layers_on_stage / spec.num_layers
     adapters = lora_adapter_params(spec, work) * stage / par.tp
     mixed = work.precision == "mixed" and not work.fp32_storage
     adapter_bytes = 4 if mixed else work.tensor_bytes
     lines.append(
         Line(
-            "weights",
-            N_("LoRA adapters in CPU memory") if offload else N_("LoRA adapters"),
-            0.0 if offload else adapters * adapter_bytes / shard,
-            (
+            key="weights",
+            label=N_("LoRA adapters in CPU memory") if offload else N_("LoRA adapters"),
+            bytes=0.0 if offload else adapters * adapter_bytes / shard,
+            formula=(
                 N_("r x (d_in + d_out) per adapted matrix / {shard} (FSDP)")
                 if shard > 1
                 else N_("r x (d_in + d_out) per adapted matrix")
             ).format(shard=shard),
-            SRC_LORA,
+            source=SRC_LORA,
         )
     )
     if shard > 1 or offload:
         gather = 2 * layer_params(spec) * work.tensor_bytes / par.tp
         lines.append(
             Line(
-                "weights",
-                N_("FSDP all-gathered layer (current + prefetch)"),
-                gather,
-                N_("2 x params of one layer x b"),
-                SRC_ZERO,
+                key="weights",
+                label=N_("FSDP all-gathered layer (current + prefetch)"),
+                bytes=gather,
+                formula=N_("2 x params of one layer x b"),
+                source=SRC_ZERO,
             )
         )
     cpu = (base + adapters * adapter_bytes) / shard if offload else 0.0

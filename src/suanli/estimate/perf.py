@@ -51,7 +51,7 @@ from suanli.models.spec import ModelSpec
 DP_OVERLAP = 0.9
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Device:
     """What the speed model needs from one GPU."""
 
@@ -109,7 +109,11 @@ class Device:
         if self.gemm is not None:
             return self.gemm
         return GemmModel(
-            self.matmul_efficiency, self.memory_efficiency, 0.0, 1, self.efficiency_source
+            compute_efficiency=self.matmul_efficiency,
+            memory_efficiency=self.memory_efficiency,
+            launch_s=0.0,
+            tile=1,
+            source=self.efficiency_source,
         )
 
     @property
@@ -123,7 +127,7 @@ class Device:
         return self.memory_bytes_per_s * self.memory_efficiency
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainPerf:
     """One optimizer step of a training job."""
 
@@ -468,15 +472,15 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         device.gemm_model, device.memory_efficiency, device.efficiency_source, work.kernels
     )
     return TrainPerf(
-        par.gpus,
-        total_model,
-        total_hw,
-        step,
-        tokens * m * par.dp,
-        breakdown,
-        bound,
-        comm,
-        assumptions,
+        gpus=par.gpus,
+        flops_per_step=total_model,
+        hardware_flops_per_step=total_hw,
+        step_time_s=step,
+        tokens_per_step=tokens * m * par.dp,
+        breakdown_s=breakdown,
+        bound=bound,
+        comm_detail_s=comm,
+        assumptions=assumptions,
     )
 
 

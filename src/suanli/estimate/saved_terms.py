@@ -10,7 +10,7 @@ FP32 = 4
 INDEX = 8  # int64 indices (embedding lookups, loss targets, top-k)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Term:
     """One saved tensor (or group of them)."""
 
@@ -24,7 +24,7 @@ class Term:
     with sequence parallelism) or ``none``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ActivationSettings:
     """What decides the saved bytes besides the architecture."""
 

@@ -27,7 +27,7 @@ LINEAR_KINDS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LinearShape:
     """``count`` linear layers of ``n_in x n_out`` weights of one kind, over the whole model."""
 
@@ -65,50 +65,63 @@ def linear_shapes(spec: ModelSpec) -> tuple[LinearShape, ...]:
         nh = att.num_heads
         if att.q_lora_rank:
             shapes += [
-                LinearShape("q_a", h, att.q_lora_rank, layers),
-                LinearShape("q_b", att.q_lora_rank, nh * att.head_dim, layers),
+                LinearShape(kind="q_a", n_in=h, n_out=att.q_lora_rank, count=layers),
+                LinearShape(
+                    kind="q_b", n_in=att.q_lora_rank, n_out=nh * att.head_dim, count=layers
+                ),
             ]
         else:
-            shapes.append(LinearShape("q", h, nh * att.head_dim, layers))
+            shapes.append(LinearShape(kind="q", n_in=h, n_out=nh * att.head_dim, count=layers))
         shapes += [
-            LinearShape("kv_a", h, att.kv_lora_rank + att.qk_rope_head_dim, layers),
             LinearShape(
-                "kv_b", att.kv_lora_rank, nh * (att.qk_nope_head_dim + att.v_head_dim), layers
+                kind="kv_a", n_in=h, n_out=att.kv_lora_rank + att.qk_rope_head_dim, count=layers
+            ),
+            LinearShape(
+                kind="kv_b",
+                n_in=att.kv_lora_rank,
+                n_out=nh * (att.qk_nope_head_dim + att.v_head_dim),
+                count=layers,
             ),
         ]
     else:
         q_out = att.num_heads * att.head_dim
         kv_out = att.num_kv_heads * att.head_dim
         if att.fused_qkv:
-            shapes.append(LinearShape("qkv", h, q_out + 2 * kv_out, layers))
+            shapes.append(LinearShape(kind="qkv", n_in=h, n_out=q_out + 2 * kv_out, count=layers))
         else:
             shapes += [
-                LinearShape("q", h, q_out, layers),
-                LinearShape("k", h, kv_out, layers),
-                LinearShape("v", h, kv_out, layers),
+                LinearShape(kind="q", n_in=h, n_out=q_out, count=layers),
+                LinearShape(kind="k", n_in=h, n_out=kv_out, count=layers),
+                LinearShape(kind="v", n_in=h, n_out=kv_out, count=layers),
             ]
-    shapes.append(LinearShape("o", att.num_heads * att.v_head_dim, h, layers))
+    shapes.append(LinearShape(kind="o", n_in=att.num_heads * att.v_head_dim, n_out=h, count=layers))
     dense = spec.num_dense_layers
     if spec.mlp is not None and dense:
         width = spec.mlp.intermediate_size
         if spec.mlp.gated and spec.architecture == "phi3":
-            shapes.append(LinearShape("gate_up", h, 2 * width, dense))
+            shapes.append(LinearShape(kind="gate_up", n_in=h, n_out=2 * width, count=dense))
         elif spec.mlp.gated:
-            shapes += [LinearShape("gate", h, width, dense), LinearShape("up", h, width, dense)]
+            shapes += [
+                LinearShape(kind="gate", n_in=h, n_out=width, count=dense),
+                LinearShape(kind="up", n_in=h, n_out=width, count=dense),
+            ]
         else:
-            shapes.append(LinearShape("up", h, width, dense))
-        shapes.append(LinearShape("down", width, h, dense))
+            shapes.append(LinearShape(kind="up", n_in=h, n_out=width, count=dense))
+        shapes.append(LinearShape(kind="down", n_in=width, n_out=h, count=dense))
     if spec.moe is not None and spec.moe_layers:
         moe = spec.moe
         n_moe = len(spec.moe_layers)
         width = moe.expert.intermediate_size
         shapes += [
-            LinearShape("experts", h, width, 2 * moe.num_experts * n_moe),
-            LinearShape("experts", width, h, moe.num_experts * n_moe),
+            LinearShape(kind="experts", n_in=h, n_out=width, count=2 * moe.num_experts * n_moe),
+            LinearShape(kind="experts", n_in=width, n_out=h, count=moe.num_experts * n_moe),
         ]
         if moe.shared_expert is not None:
             sw = moe.shared_expert.intermediate_size
-            shapes += [LinearShape("shared", h, sw, 2 * n_moe), LinearShape("shared", sw, h, n_moe)]
+            shapes += [
+                LinearShape(kind="shared", n_in=h, n_out=sw, count=2 * n_moe),
+                LinearShape(kind="shared", n_in=sw, n_out=h, count=n_moe),
+            ]
     return tuple(shapes)
 
 
@@ -131,16 +144,20 @@ def serving_shapes(spec: ModelSpec, projections: str = "fused") -> tuple[LinearS
     fuse_mlp = projections == "fused"
     for s in shapes:
         if fuse_qkv and s.kind == "q" and k is not None and v is not None:
-            out.append(LinearShape("qkv", s.n_in, s.n_out + k.n_out + v.n_out, s.count))
+            out.append(
+                LinearShape(
+                    kind="qkv", n_in=s.n_in, n_out=s.n_out + k.n_out + v.n_out, count=s.count
+                )
+            )
         elif fuse_qkv and s.kind in ("k", "v"):
             continue
         elif fuse_mlp and s.kind == "gate" and "up" in parts:
-            out.append(LinearShape("gate_up", s.n_in, 2 * s.n_out, s.count))
+            out.append(LinearShape(kind="gate_up", n_in=s.n_in, n_out=2 * s.n_out, count=s.count))
         elif fuse_mlp and s.kind == "up" and "gate" in parts:
             continue
         elif fuse_mlp and s.kind in ("experts", "shared") and s.n_in == spec.hidden_size:
             # The gate and up projections, counted twice per expert: one grouped GEMM of both.
-            out.append(LinearShape(s.kind, s.n_in, 2 * s.n_out, s.count // 2))
+            out.append(LinearShape(kind=s.kind, n_in=s.n_in, n_out=2 * s.n_out, count=s.count // 2))
         else:
             out.append(s)
     return tuple(out)

@@ -19,7 +19,7 @@ from suanli.models.spec import ModelSpec
 # --- parameters on one GPU -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ParamSplit:
     """Parameters that live on the busiest GPU before ZeRO sharding."""
 
@@ -52,7 +52,12 @@ def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> Param
         edge = (counts["embeddings"] + counts["lm_head"]) / tp
     # A vision tower and its projector stay whole (and 16-bit) on the first stage.
     other = layer_rest + norms + edge + counts["pooler"] + counts["vision"]
-    return ParamSplit(layer_linear + other, layer_linear, other, layers_on_stage)
+    return ParamSplit(
+        total=layer_linear + other,
+        layer_linear=layer_linear,
+        other=other,
+        layers_on_stage=layers_on_stage,
+    )
 
 
 @lru_cache(maxsize=256)

@@ -274,7 +274,7 @@ def compute_peak_flops(gpu: GPU, dtype: str) -> float:
     return peak
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StencilEstimate:
     """Memory, time and throughput of a :class:`StencilWork` on one kind of GPU."""
 

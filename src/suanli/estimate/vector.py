@@ -58,7 +58,7 @@ from suanli.models.spec import ModelSpec
 Array = Any  # numpy arrays (kept loose: numpy's typing is not part of the pure core check)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Layouts:
     """Arrays of layout choices, all the same length."""
 

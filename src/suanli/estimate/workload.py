@@ -84,7 +84,7 @@ def _positive(name: str, value: int, minimum: int = 1) -> None:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Parallelism:
     """How one model replica is split, and how many replicas there are."""
 
@@ -132,7 +132,7 @@ class Parallelism:
         return min(self.dp, self.shard) if self.shard else self.dp
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Overheads:
     """Runtime overheads; ``None`` takes the bundled default (catalog/data/overhead.toml)."""
 
@@ -160,7 +160,7 @@ class Overheads:
             )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainWork:
     """A training or fine-tuning step, per GPU."""
 
@@ -330,7 +330,7 @@ class TrainWork:
         return self.task in ("lora", "qlora")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InferWork:
     """Serving a model: weights, KV cache and the prefill peak, per GPU."""
 

@@ -21,7 +21,7 @@ from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Step:
     """One remedy and its effect."""
 
@@ -37,7 +37,7 @@ class Step:
     options: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FitPlan:
     """The walk down the chain."""
 
@@ -267,7 +267,14 @@ def fit_chain(
     steps: list[Step] = []
     current = work
     if start <= limit:
-        return FitPlan(start, limit, (), True, work, work_options(work))
+        return FitPlan(
+            start_bytes=start,
+            gpu_memory_bytes=limit,
+            steps=(),
+            fits=True,
+            final=work,
+            final_options=work_options(work),
+        )
     last_bytes = start
     chain = _remedies(work, gpus, allowed)
     proposal = next(chain, None)
@@ -285,14 +292,14 @@ def fit_chain(
             fits = memory <= limit
             steps.append(
                 Step(
-                    stage,
-                    change,
-                    memory,
-                    last_bytes - memory,
-                    speed,
-                    speed / before_speed,
-                    fits,
-                    work_options(candidate),
+                    stage=stage,
+                    change=change,
+                    memory_bytes=memory,
+                    saved_bytes=last_bytes - memory,
+                    tokens_per_s=speed,
+                    speed_ratio=speed / before_speed,
+                    fits=fits,
+                    options=work_options(candidate),
                 )
             )
             last_bytes, before_speed, kept = memory, speed, candidate
@@ -305,4 +312,11 @@ def fit_chain(
         except StopIteration:
             proposal = None
     fits = bool(steps) and steps[-1].fits
-    return FitPlan(start, limit, tuple(steps), fits, current, work_options(current))
+    return FitPlan(
+        start_bytes=start,
+        gpu_memory_bytes=limit,
+        steps=tuple(steps),
+        fits=fits,
+        final=current,
+        final_options=work_options(current),
+    )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from suanli.i18n import N_
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Scenario:
     """Defaults and the reasoning behind them."""
 
@@ -29,12 +29,12 @@ SCENARIOS: dict[str, Scenario] = {
     s.id: s
     for s in (
         Scenario(
-            "pretraining",
-            "pretrain",
-            "time",
-            ("sxm", "oam"),
-            1024,
-            N_(
+            id="pretraining",
+            task="pretrain",
+            objective="time",
+            form_factors=("sxm", "oam"),
+            max_gpus=1024,
+            reasoning=N_(
                 "Memory capacity and the interconnect come first: a pretraining run is sharded "
                 "over "
                 "many GPUs, so NVLink/InfiniBand bandwidth and HBM size decide the layout and the "
@@ -42,35 +42,35 @@ SCENARIOS: dict[str, Scenario] = {
             ),
         ),
         Scenario(
-            "production-inference",
-            "infer",
-            "cost-per-token",
-            (),
-            64,
-            N_(
+            id="production-inference",
+            task="infer",
+            objective="cost-per-token",
+            form_factors=(),
+            max_gpus=64,
+            reasoning=N_(
                 "Bandwidth per token and latency: decode reads every weight per step, so HBM "
                 "bandwidth, quantized weights and power decide cost per token; ranked by dollars "
                 "per million tokens at the requested rate."
             ),
         ),
         Scenario(
-            "personal-finetune",
-            "qlora",
-            "cost",
-            ("consumer", "workstation", "pcie"),
-            2,
-            N_(
+            id="personal-finetune",
+            task="qlora",
+            objective="cost",
+            form_factors=("consumer", "workstation", "pcie"),
+            max_gpus=2,
+            reasoning=N_(
                 "Memory capacity must cover the need on one or two cards; consumer and workstation "
                 "cards are candidates and price matters most; ranked by the cost of the run."
             ),
         ),
         Scenario(
-            "rendering-video",
-            "infer",
-            "time",
-            (),
-            1,
-            N_(
+            id="rendering-video",
+            task="infer",
+            objective="time",
+            form_factors=(),
+            max_gpus=1,
+            reasoning=N_(
                 "Not an AI workload: GPUs with ray-tracing units and a hardware encoder first, "
                 "then "
                 "memory (the scene must fit), ray-tracing units, encode/decode engines and AV1; "

@@ -36,7 +36,7 @@ def rent_usd(gpu: GPU, given_usd_per_hour: float | None = None) -> float | None:
     return price.usd if price is not None else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Candidate:
     """One layout of one GPU type, with its predicted memory, speed and price."""
 
@@ -73,7 +73,7 @@ class Candidate:
         return " ".join(parts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuResult:
     """The search outcome for one GPU type."""
 
@@ -85,7 +85,7 @@ class GpuResult:
     """Why this GPU has no answer, or lost (filled by :func:`rank`)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchSpace:
     """What the search may change."""
 
@@ -143,7 +143,7 @@ def layouts(spec: ModelSpec, gpu: GPU, space: SearchSpace) -> list[dict[str, int
     return rows
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _MemoryQuestion:
     """What :func:`suanli.estimate.vector.train_memory` answers from: the model, the workload
     and the layouts (compared by their bytes; the arrays ride along unhashed)."""
@@ -192,10 +192,16 @@ def search_train(
     try:
         device = device_for(gpu, base.dtype, gpus_per_node=space.gpus_per_node)
     except ValueError as exc:
-        return GpuResult(gpu.id, None, 0, 0, message_of(exc))
+        return GpuResult(gpu_id=gpu.id, best=None, evaluated=0, fitting=0, reason=message_of(exc))
     rows = layouts(spec, gpu, space)
     if not rows:
-        return GpuResult(gpu.id, None, 0, 0, N_("no layout divides the GPU counts"))
+        return GpuResult(
+            gpu_id=gpu.id,
+            best=None,
+            evaluated=0,
+            fitting=0,
+            reason=N_("no layout divides the GPU counts"),
+        )
     lay = vector.Layouts.of(**{k: [r[k] for r in rows] for k in rows[0]})
     columns = _layout_bytes(lay)
     price = rent_usd(gpu, price_per_gpu_hour)
@@ -203,7 +209,7 @@ def search_train(
     fitting = 0
     for recompute in space.recompute:
         work = replace(base, recompute=recompute)
-        memory = _train_memory(_MemoryQuestion(spec, work, columns, lay))
+        memory = _train_memory(_MemoryQuestion(spec=spec, work=work, columns=columns, layouts=lay))
         ok = memory <= gpu.memory_bytes
         fitting += int(ok.sum())
         if not ok.any():
@@ -227,20 +233,20 @@ def search_train(
             per_count[int(count)] = (
                 float(key[i]),
                 Candidate(
-                    gpu.id,
-                    int(gpus[i]),
-                    int(lay.tp[i]),
-                    int(lay.pp[i]),
-                    int(lay.dp[i]),
-                    int(lay.zero[i]),
-                    bool(lay.sp[i]),
-                    recompute,
-                    int(lay.batch[i]),
-                    int(lay.grad_accum[i]),
-                    float(memory[i]),
-                    float(tps[i]),
-                    float(speed["mfu"][i]),
-                    float(price) * int(gpus[i]) if price else None,
+                    gpu_id=gpu.id,
+                    gpus=int(gpus[i]),
+                    tp=int(lay.tp[i]),
+                    pp=int(lay.pp[i]),
+                    dp=int(lay.dp[i]),
+                    zero=int(lay.zero[i]),
+                    sp=bool(lay.sp[i]),
+                    recompute=recompute,
+                    batch=int(lay.batch[i]),
+                    grad_accum=int(lay.grad_accum[i]),
+                    memory_bytes=float(memory[i]),
+                    tokens_per_s=float(tps[i]),
+                    mfu=float(speed["mfu"][i]),
+                    usd_per_hour=float(price) * int(gpus[i]) if price else None,
                 ),
             )
     best = choose(per_count, objective)
@@ -255,7 +261,7 @@ def search_train(
             else N_("does not fit in {gib:.0f} GiB at up to {gpus} GPUs")
         ).format(gib=gpu.memory_bytes / 2**30, gpus=most_gpus)
     )
-    return GpuResult(gpu.id, best, evaluated, fitting, reason)
+    return GpuResult(gpu_id=gpu.id, best=best, evaluated=evaluated, fitting=fitting, reason=reason)
 
 
 def brute_force_train(
@@ -298,20 +304,20 @@ def brute_force_train(
                 per_count[gpus] = (
                     key,
                     Candidate(
-                        gpu.id,
-                        gpus,
-                        par.tp,
-                        par.pp,
-                        par.dp,
-                        par.zero,
-                        par.sp,
-                        recompute,
-                        r["batch"],
-                        r["grad_accum"],
-                        memory,
-                        perf.tokens_per_s,
-                        perf.mfu(device.peak_flops),
-                        price * gpus if price else None,
+                        gpu_id=gpu.id,
+                        gpus=gpus,
+                        tp=par.tp,
+                        pp=par.pp,
+                        dp=par.dp,
+                        zero=par.zero,
+                        sp=par.sp,
+                        recompute=recompute,
+                        batch=r["batch"],
+                        grad_accum=r["grad_accum"],
+                        memory_bytes=memory,
+                        tokens_per_s=perf.tokens_per_s,
+                        mfu=perf.mfu(device.peak_flops),
+                        usd_per_hour=price * gpus if price else None,
                     ),
                 )
     return choose(per_count, objective)
@@ -452,7 +458,7 @@ SERVE_FORMATS = ("bf16", "fp8", "int8", "awq-4bit-g128", "gptq-4bit-g128")
 SERVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServeCandidate:
     """A serving replica layout and how many replicas a request rate needs."""
 
@@ -577,18 +583,18 @@ def search_serve(
                 if key[i] > best_key:
                     best_key = float(key[i])
                     best = ServeCandidate(
-                        gpu.id,
-                        tp,
-                        fmt,
-                        kv,
-                        int(batches[i]),
-                        int(replicas[i]),
-                        float(memory[i]),
-                        float(speed["ttft_s"][i]),
-                        float(speed["tpot_s"][i]),
-                        float(total_tps[i]),
-                        float(req[i] * replicas[i]),
-                        float(price) * float(gpus[i]) if price else None,
+                        gpu_id=gpu.id,
+                        tp=tp,
+                        weight_format=fmt,
+                        kv_dtype=kv,
+                        batch=int(batches[i]),
+                        replicas=int(replicas[i]),
+                        memory_bytes=float(memory[i]),
+                        ttft_s=float(speed["ttft_s"][i]),
+                        tpot_s=float(speed["tpot_s"][i]),
+                        tokens_per_s=float(total_tps[i]),
+                        requests_per_s=float(req[i] * replicas[i]),
+                        usd_per_hour=float(price) * float(gpus[i]) if price else None,
                     )
     if best:
         reason = ""

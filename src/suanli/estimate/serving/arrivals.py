@@ -21,7 +21,7 @@ LENGTH_DISTS = ("fixed", "uniform", "lognormal")
 MAX_REQUESTS = 5_000_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Lengths:
     """A distribution of token counts: ``fixed``, ``uniform`` or ``lognormal`` around ``mean``.
 
@@ -71,7 +71,7 @@ class Lengths:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Requests:
     """Arrival times (seconds, sorted), prompt and output tokens of each request."""
 
@@ -152,7 +152,7 @@ def parse_trace(text: str, source: str = "trace") -> Requests:
             N_("{source}: arrival times must be >= 0 and token counts >= 1").format(source=source)
         )
     order = np.argsort(arr, kind="stable")
-    return Requests(arr[order], prompt[order], output[order])
+    return Requests(arrival_s=arr[order], prompt=prompt[order], output=output[order])
 
 
 def make_requests(
@@ -221,5 +221,7 @@ def make_requests(
     if n == 0:
         raise ValueError(N_("no request arrives within --duration; raise --rate or --duration"))
     return Requests(
-        np.asarray(times, dtype=np.float64), prompt.sample(rng, n), output.sample(rng, n)
+        arrival_s=np.asarray(times, dtype=np.float64),
+        prompt=prompt.sample(rng, n),
+        output=output.sample(rng, n),
     )

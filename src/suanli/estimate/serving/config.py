@@ -14,7 +14,7 @@ POLICIES = ("static", "continuous", "chunked", "prefill-first")
 KV_POLICIES = ("preempt", "reserve")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EngineConfig:
     """How the serving engine schedules (see :mod:`suanli.estimate.serving`)."""
 

@@ -21,7 +21,7 @@ from suanli.i18n import N_, join, message_of
 from suanli.models.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CapacityRow:
     """The cheapest replica layout of one GPU type that meets the SLOs at the rate."""
 
@@ -227,7 +227,7 @@ def plan_capacity(
         try:
             device = device_for(gpu, dtype)
         except ValueError as exc:
-            rows.append(CapacityRow(gpu.id, False, message_of(exc)))
+            rows.append(CapacityRow(gpu_id=gpu.id, fits=False, reason=message_of(exc)))
             continue
         rent = rent_price(gpu, override_usd_per_hour=price)
         usd = rent.usd if rent is not None else None
@@ -246,9 +246,20 @@ def plan_capacity(
             usd_per_gpu_hour=float(usd) if usd is not None else None,
         )
         if result is None:
-            rows.append(CapacityRow(gpu.id, False, reason, simulations=sims))
+            rows.append(CapacityRow(gpu_id=gpu.id, fits=False, reason=reason, simulations=sims))
         else:
-            rows.append(CapacityRow(gpu.id, True, "", tp, reps, weight_format, result, sims))
+            rows.append(
+                CapacityRow(
+                    gpu_id=gpu.id,
+                    fits=True,
+                    reason="",
+                    tp=tp,
+                    replicas=reps,
+                    weight_format=weight_format,
+                    result=result,
+                    simulations=sims,
+                )
+            )
     if progress is not None:
         progress("done", len(gpus), len(gpus))
 

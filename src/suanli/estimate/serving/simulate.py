@@ -25,7 +25,7 @@ from suanli.i18n import N_
 DISPATCH = ("round-robin", "least-loaded")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServingResult:
     """What a simulation measured; times in seconds, rates per second."""
 
@@ -318,5 +318,7 @@ def saturated_requests_per_s(cost: ReplicaCost, requests: Requests, config: Engi
     once, as an offline benchmark measures it. A deployment of R replicas is overloaded when
     more than R times this arrives: the queue then grows as long as the load lasts."""
     count = min(len(requests), max(4 * config.max_batch, 200))
-    probe = Requests(np.zeros(count), requests.prompt[:count], requests.output[:count])
+    probe = Requests(
+        arrival_s=np.zeros(count), prompt=requests.prompt[:count], output=requests.output[:count]
+    )
     return simulate(cost, probe, config).requests_per_s

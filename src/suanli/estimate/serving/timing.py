@@ -41,7 +41,7 @@ def elementwise_seconds_per_token(spec: ModelSpec, device: Device, tp: int = 1) 
     return float(seconds)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReplicaCost:
     """Per-GPU costs of one replica, computed once: everything an iteration needs."""
 

@@ -186,7 +186,7 @@ def facility_price(facility_usd_per_kw_year: float | None, facility: str, ledger
     return price
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RentPrices:
     """USD per GPU-hour: on-demand, and spot and reserved where known."""
 
@@ -276,7 +276,7 @@ def rent_prices(
     else:
         reserved = check_nonneg("reserved_usd_per_gpu_hour", reserved_usd_per_gpu_hour)
         ledger.cash("reserved_{cur}_per_gpu_hour", reserved, every_hour, True)
-    return RentPrices(rent, spot, reserved, on_demand)
+    return RentPrices(rent=rent, spot=spot, reserved=reserved, on_demand=on_demand)
 
 
 def price_notes(price: Price) -> str:

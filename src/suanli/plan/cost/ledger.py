@@ -23,7 +23,7 @@ def join_notes(notes: str, extra: str) -> str:
     return join([part for part in (notes, extra) if part], N_("; "))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Money:
     """How the comparison shows money: its currency and the rate from USD (CNY per USD)."""
 
@@ -57,7 +57,7 @@ class Money:
         return ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Ledger:
     """The assumptions of one comparison, appended as each figure is settled."""
 
@@ -66,7 +66,7 @@ class Ledger:
 
     def add(self, name: str, value: float | str, unit: str) -> None:
         """A figure the user gave, as given."""
-        self.items.append(Assumption(name, value, unit, "given"))
+        self.items.append(Assumption(name=name, value=value, unit=unit, source="given"))
 
     def note(
         self, name: str, value: float | str, unit: str, given: bool, src: tuple[str, ...]
@@ -75,7 +75,10 @@ class Ledger:
         if given:
             self.add(name, value, unit)
         else:
-            self.items.append(Assumption(name, value, unit, *src))
+            source, date, notes = (*src, "", "", "")[:3]
+            self.items.append(
+                Assumption(name=name, value=value, unit=unit, source=source, date=date, notes=notes)
+            )
 
     def cash(
         self,
@@ -96,4 +99,6 @@ class Ledger:
             return
         source, date, notes = (*src, "", "", "")[:3]
         notes = join_notes(notes, self.money.origin(usd, cny))
-        self.items.append(Assumption(label, shown, where, source, date, notes))
+        self.items.append(
+            Assumption(name=label, value=shown, unit=where, source=source, date=date, notes=notes)
+        )

@@ -173,7 +173,7 @@ def compare_costs(
         region = DEFAULT_REGION_CN
 
     form = FORM_FACTOR_DEFAULTS.get(gpu.form_factor, FORM_FACTOR_DEFAULTS["pcie"])
-    ledger = Ledger(Money(currency, rate))
+    ledger = Ledger(money=Money(currency=currency, rate=rate))
     ledger.add("gpu", gpu.id, N_("catalog id"))
     ledger.add("gpus", gpus, "GPUs")
     ledger.add("years", years, "years")

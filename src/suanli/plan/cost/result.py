@@ -39,7 +39,7 @@ def in_currency(row: _T, usd_cny: float) -> _T:
 # Result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Assumption:
     """One input of the comparison: its value, unit, and where it comes from."""
 
@@ -61,7 +61,7 @@ class Assumption:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class YearRow:
     """Cumulative cost of each option at the end of a year (the last row may be a part-year)."""
 
@@ -95,7 +95,7 @@ class YearRow:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostTotals:
     """Totals over the whole period, and the parts of the buy total."""
 
@@ -126,7 +126,7 @@ class CostTotals:
         return _drop_none_cny({f.name: getattr(self, f.name) for f in fields(self)})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostComparison:
     """Buy vs rent (vs spot, reserved, API) for one GPU type over a period."""
 
