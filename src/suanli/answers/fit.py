@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from suanli.answers.base import Answer
+from suanli.answers.base import Answer, from_result
 from suanli.answers.model_source import load_model
 from suanli.answers.request import WorkRequest, build_work
 from suanli.catalog import GPU, find_gpu, load_catalog
@@ -77,15 +77,13 @@ def fit(req: FitRequest, *, loader: Callable[[str], LoadedModel] = load_model) -
     assert isinstance(work, TrainWork)
     fw = get_framework(req.work.framework)
     chain = remedy_chain(spec, work, gpu, gpus, fw)
-    return FitAnswer(
+    # The chain's own fields (start_bytes, gpu_memory_bytes, fits, steps, final_options).
+    return from_result(
+        FitAnswer,
+        chain,
         model=req.model,
         gpu=gpu.id,
         gpus=gpus,
-        start_bytes=chain.start_bytes,
-        gpu_memory_bytes=chain.gpu_memory_bytes,
-        fits=chain.fits,
-        steps=chain.steps,
-        final_options=chain.final_options,
         framework=fw.id,
         framework_settings=framework_settings(fw, chain.final),
     )

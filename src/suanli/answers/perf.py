@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer
+from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer, from_result
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.model_source import load_model
 from suanli.answers.perf_terms import TimeTerm, infer_terms, train_terms
@@ -466,19 +466,15 @@ def infer_perf_answer(
             result.tpot_s,
         ),
     )
-    return InferPerfAnswer(
+    # The estimate's own fields (FLOPs, TTFT, TPOT, tokens/s, bound, request_s, ...) come from
+    # the result; the static batch's rate is the answer's batch_tokens_per_s, not the result's.
+    return from_result(
+        InferPerfAnswer,
+        result,
         model=model,
         task="infer",
         gpu=device.name,
         tp=work.tp,
-        prefill_flops=result.prefill_flops,
-        decode_flops_per_token=result.decode_flops_per_token,
-        ttft_s=result.ttft_s,
-        tpot_s=result.tpot_s,
-        tokens_per_s=result.tokens_per_s,
-        bound=result.bound,
-        compute_bound_batch=result.compute_bound_batch,
-        decode_bytes_per_step=result.decode_bytes_per_step,
         breakdown_s=dict(result.breakdown_s),
         batch_sweep=tuple(sweep),
         roofline=roofline(
@@ -493,7 +489,6 @@ def infer_perf_answer(
         **_validity_fields(validity),
         terms=infer_terms(work, device, result, int(prompt + output / 2)),
         largest_batch=largest_batch or 0,
-        request_s=result.request_s,
         batch_tokens_per_s=static.tokens_per_s,
         batch_waves=static.waves,
         closed_loop=closed_loop(work.batch, output, alone.ttft_s, result.tpot_s),

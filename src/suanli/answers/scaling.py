@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, field
 
-from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
+from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer, from_result
 from suanli.errors import MissingExtra
 from suanli.i18n import N_
 from suanli.live.multinode import DEFAULT_SIZES_BYTES, NodesResult, Tier, measure_nodes
@@ -187,25 +187,16 @@ def nodes_answer(result: NodesResult, rank: int = 0) -> NodesScalingAnswer:
     nnodes = len(result.nodes)
     speedup = step_speedup(nnodes, result.step_1_node_s, result.step_n_nodes_s)
     share = communication_share(result.step_1_node_s, result.step_n_nodes_s)
-    return NodesScalingAnswer(
-        launcher=result.launcher,
-        backend=result.backend,
+    # The measured fields (launcher, nodes, tiers, step times, ...) come from the result.
+    return from_result(
+        NodesScalingAnswer,
+        result,
         nnodes=nnodes,
-        ranks_per_node=result.ranks_per_node,
-        nodes=result.nodes,
-        gpu=result.gpu,
-        tiers=result.tiers,
-        params=result.params,
-        step_1_node_s=result.step_1_node_s,
-        step_n_nodes_s=result.step_n_nodes_s,
-        allreduce_s=result.allreduce_s,
-        predicted_step_n_s=result.predicted_step_n_s,
         prediction_error=result.predicted_step_n_s / result.step_n_nodes_s - 1,
         speedup=speedup,
         efficiency=speedup / nnodes,
         communication_share=share,
         cause=_nodes_cause(result, share),
-        prediction_note=result.prediction_note,
         rank=rank,
     )
 

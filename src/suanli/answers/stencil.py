@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from suanli.answers.base import FLATTEN_OPTIONAL, OMIT_NONE, Answer
+from suanli.answers.base import FLATTEN_OPTIONAL, OMIT_NONE, Answer, from_result
 from suanli.catalog import GPU, find_gpu, load_catalog
 from suanli.estimate.device import device_for
 from suanli.estimate.perf import Device
@@ -162,13 +162,10 @@ def gpu_report(gpu: GPU, work: StencilWork, device: Device) -> StencilReport:
             total_s=est.total_time_s,
             breakdown_s=dict(est.breakdown_s),
         ),
-        throughput=StencilThroughput(
-            cells_per_s=est.cells_per_s,
-            mcells_per_s=est.mcells_per_s,
-            bytes_per_cell_step=est.bytes_per_cell_step,
-            flops_per_cell_step=est.flops_per_cell_step,
+        throughput=from_result(
+            StencilThroughput,
+            est,
             arithmetic_intensity_flop_per_byte=est.arithmetic_intensity,
-            halo_bytes_per_step=est.halo_bytes_per_step,
         ),
         bound=est.bound,
         fit=StencilFit(largest_cubic_grid=largest_cubic_grid(gpu, work), gpus_needed=needed),
