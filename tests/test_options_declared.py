@@ -15,7 +15,8 @@ from typing import Any, get_type_hints
 import click
 import pytest
 
-from suanli.answers.options import OPTIONS, PUE, WORK_OPTIONS, Option
+from suanli.answers.option_type import Option
+from suanli.answers.options import OPTIONS, PUE, WORK_OPTIONS
 from suanli.answers.request import WorkRequest, build_work
 from suanli.estimate.workload import TASKS, TRAIN_TASKS, InferWork, TrainWork
 
@@ -146,7 +147,7 @@ def test_the_quant_help_lists_every_weight_format() -> None:
 
 def test_the_helps_quick_reading_of_the_catalog_is_the_loaders() -> None:
     """--help reads the ids from the files' text (fast); the loaders parse and validate them."""
-    from suanli.answers.options import catalog_ids
+    from suanli.answers.option_type import catalog_ids
     from suanli.catalog.formats import weight_formats
     from suanli.catalog.frameworks import frameworks
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from suanli.answers.options import OPTIONS, Option
+from suanli.answers.option_type import Option
+from suanli.answers.options import OPTIONS
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_
 

@@ -15,7 +15,8 @@ from suanli.answers import image as image_answers
 from suanli.answers import memory as memory_answers
 from suanli.answers import perf as perf_answers
 from suanli.answers import plan as plan_answers
-from suanli.answers.options import OPTIONS, PUE, WORK_OPTIONS, Option
+from suanli.answers.option_type import Option
+from suanli.answers.options import OPTIONS, PUE, WORK_OPTIONS
 from suanli.answers.request import WorkRequest
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
