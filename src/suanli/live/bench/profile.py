@@ -200,8 +200,9 @@ def _toml_value(value: Any) -> str:
 
 
 def calibration_toml(result: BenchResult) -> str:
-    """The calibration document: ``[[ceiling]]`` rows as :func:`suanli.estimate.device.read_calibration`
-    reads them (one per measured precision), plus ``[bench]`` metadata and ``[[allreduce]]``."""
+    """The calibration document: ``[[ceiling]]`` rows as
+    :func:`suanli.estimate.device.read_calibration` reads them (one per measured precision), plus
+    ``[bench]`` metadata and ``[[allreduce]]``."""
     rows = [m for m in result.matmul if m.best_flops_per_s > 0]
     if not rows:
         raise ValueError(N_("no matmul was measured; nothing to calibrate"))
