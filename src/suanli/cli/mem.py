@@ -8,7 +8,7 @@ import click
 
 from suanli.cli.image import image_options, run_image_task
 from suanli.cli.options import work_request, workload_options
-from suanli.cli.render import print_json, print_table
+from suanli.cli.render import print_json, print_line, print_table
 from suanli.i18n import N_, _, sentence
 from suanli.units import GiB
 
@@ -42,7 +42,7 @@ def _short(source: str, limit: int = 70) -> str:
 
 def _to_fit_rows(to_fit: ToFit) -> list[list[str]]:
     """The fit table's rows that say what to change (suanli fit walks the chain step by step)."""
-    changes = "; ".join(sentence(change) for change in to_fit.changes) or _("none")
+    changes = _("; ").join(sentence(change) for change in to_fit.changes) or _("none")
     if not to_fit.fits:
         return [[_("to fit"), _("no change on this many GPUs fits; try suanli plan")]]
     return [
@@ -181,7 +181,7 @@ def mem_cmd(
     _render(answer, title, explain)
     if not explain:  # --explain lists it among the assumptions
         for note in answer.settled:
-            click.echo(_("assumption: {note}").format(note=sentence(note)))
+            print_line(_("assumption: {note}").format(note=sentence(note)))
     fit = answer.fit
     if fit is not None:
         verdict = (
