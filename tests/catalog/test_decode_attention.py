@@ -178,3 +178,28 @@ def test_bad_file_shape_raises() -> None:
         parse_decode_attention({"decode": []})
     with pytest.raises(CatalogError, match="top-level"):
         parse_decode_attention({"decode": raw_table()["decode"], "extra": 1})
+
+
+def test_kept_answers_are_the_answers_and_follow_the_cards_architecture() -> None:
+    """decode_attention_efficiency keeps its answers (the serving search asks each about five
+    times); a kept answer is the computed one, and a user's card with a measured card's id but
+    another architecture gets its own generation's rows, not the kept answer."""
+    import dataclasses
+
+    gpus = {g.id: g for g in bundled_gpus()}
+    l40s = gpus["l40s-48gb"]
+    first = decode_attention_efficiency(l40s, batch=48, context=3000, token_bytes=2048)
+    again = decode_attention_efficiency(l40s, batch=48, context=3000, token_bytes=2048)
+    assert again == first
+    assert first == _efficiency(
+        decode_attention_points(), l40s, batch=48, context=3000, kernel=None, token_bytes=2048
+    )
+    h100 = gpus["h100-sxm-80gb"]
+    renamed = dataclasses.replace(
+        h100, id="l40s-48gb", figures={**h100.figures, "architecture": "Hopper"}
+    )
+    assert l40s.get("architecture") != "Hopper"
+    hopper = decode_attention_efficiency(renamed, batch=48, context=3000, token_bytes=2048)
+    assert hopper == _efficiency(
+        decode_attention_points(), renamed, batch=48, context=3000, kernel=None, token_bytes=2048
+    )
