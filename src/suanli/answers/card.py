@@ -18,8 +18,9 @@ from suanli.answers.model_source import load_model
 from suanli.answers.options import WORK_OPTIONS
 from suanli.answers.recompute import AUTO, settle_work
 from suanli.answers.request import WorkRequest, build_work
+from suanli.answers.validity import training_dtype
 from suanli.catalog import GPU, find_gpu, load_catalog
-from suanli.catalog.formats import get_format
+from suanli.catalog.formats import get_format, runnable_format, runnable_kv
 from suanli.catalog.prices import Price, buy_price, rent_price
 from suanli.estimate.device import device_for
 from suanli.estimate.inference import inference_perf
@@ -54,8 +55,11 @@ POPULAR = (
     "llama-3.3-70b",
     "deepseek-r1",
 )
-#: Inference weight formats by the name users know them.
+#: Inference weight formats by the name users know them (on a card without bf16 the first is
+#: fp16: :func:`suanli.catalog.formats.runnable_format`).
 INFER_FORMATS = (("bf16", "bf16"), ("int8", "int8"), ("4-bit", "gguf-q4_k_m"))
+#: Format of each label, the fp16 that stands in for bf16 included.
+_FORMAT_OF = {**dict(INFER_FORMATS), "fp16": "fp16"}
 TRAIN_TASKS = ("full", "lora", "qlora")
 #: Tokens generated in the decode-speed estimate (its prompt fills the rest of the context).
 DECODE_TOKENS = 256
@@ -154,14 +158,19 @@ class CardAnswer(Answer):
     request's."""
 
 
-def jobs_for(req: CardRequest) -> tuple[Job, ...]:
-    """Training at ``req.seq``, then each inference format at each context."""
+def jobs_for(req: CardRequest, gpu: GPU | None = None) -> tuple[Job, ...]:
+    """Training at ``req.seq``, then each inference format at each context; with ``gpu``, each
+    labelled with the precision the card really uses (fp16 where it has no bf16)."""
+    train = training_dtype(gpu, "bf16") if gpu is not None else "bf16"
     out = [
-        Job(id=f"train-{t}", task=t, weights="nf4" if t == "qlora" else "bf16", tokens=req.seq)
+        Job(id=f"train-{t}", task=t, weights="nf4" if t == "qlora" else train, tokens=req.seq)
         for t in TRAIN_TASKS
     ]
     for context in req.contexts:
-        for label, _fmt in INFER_FORMATS:
+        for name, fmt in INFER_FORMATS:
+            label = name
+            if gpu is not None and runnable_format(gpu, fmt) != fmt:
+                label = runnable_format(gpu, fmt)
             out.append(
                 Job(
                     id=f"infer-{label}-{_short(context)}",
@@ -177,16 +186,20 @@ def _short(tokens: int) -> str:
     return f"{tokens // 1024}k" if tokens % 1024 == 0 else str(tokens)
 
 
-def _work(job: Job, gpus: int, spec: ModelSpec, memory_bytes: int) -> TrainWork | InferWork:
+def _work(job: Job, gpus: int, spec: ModelSpec, gpu: GPU) -> TrainWork | InferWork:
+    memory_bytes = gpu.memory_bytes
     if job.task == "infer":
-        quant = dict(INFER_FORMATS)[job.weights]
+        quant = _FORMAT_OF[job.weights]
         # Over several cards: tensor parallel where the heads divide evenly (vLLM), else the
         # layers split across the cards (llama.cpp's default, vLLM's pipeline parallel).
         heads = spec.attention.num_heads
         kv_heads = spec.attention.num_kv_heads
         even = heads % gpus == 0 and (kv_heads % gpus == 0 or gpus % kv_heads == 0)
         tp, pp = (gpus, 1) if gpus == 1 or even else (1, gpus)
-        return build_work(WorkRequest(task="infer", context=job.tokens, quant=quant, tp=tp, pp=pp))
+        kv = runnable_kv(gpu, "bf16")
+        return build_work(
+            WorkRequest(task="infer", context=job.tokens, quant=quant, kv_dtype=kv, tp=tp, pp=pp)
+        )
     # Batch 1, recomputation settled as mem and perf settle it (the lightest that fits): the
     # usual "does it fit at all" setting; over several cards the weights, gradients and
     # optimizer states are sharded (ZeRO-3 / FSDP).
@@ -197,6 +210,7 @@ def _work(job: Job, gpus: int, spec: ModelSpec, memory_bytes: int) -> TrainWork 
         recompute=AUTO,
         gpus=gpus,
         zero=3 if gpus > 1 else 0,
+        dtype=training_dtype(gpu, "bf16"),
     )
     return settle_work(request, spec, memory_bytes)[0]
 
@@ -232,7 +246,7 @@ class _Estimator:
 
 
 def _capability(job: Job, est: _Estimator, ladder: list[LoadedModel], gpus: int) -> Capability:
-    works = [_work(job, gpus, m.spec, est.gpu.memory_bytes) for m in ladder]
+    works = [_work(job, gpus, m.spec, est.gpu) for m in ladder]
     needs = [est.need_bytes(m.spec, w) for m, w in zip(ladder, works, strict=True)]
     fitting = [i for i, need in enumerate(needs) if need <= est.gpu.memory_bytes]
     if not fitting:
@@ -271,13 +285,13 @@ def card(req: CardRequest, *, loader: Callable[[str], LoadedModel] = load_model)
         raise ValueError(N_("give at least one inference context length"))
     gpu = find_gpu(req.gpu, load_catalog(req.catalog_file))
     est = _Estimator(gpu, req.gpus)
-    jobs = jobs_for(req)
+    jobs = jobs_for(req, gpu)
     ladder = [loader(name) for name in LADDER]
     capabilities = tuple(_capability(job, est, ladder, req.gpus) for job in jobs)
     models = []
     for name in req.presets:
         loaded = loader(name)
-        works = [_work(job, req.gpus, loaded.spec, gpu.memory_bytes) for job in jobs]
+        works = [_work(job, req.gpus, loaded.spec, gpu) for job in jobs]
         fits = tuple(est.fits(loaded.spec, w) for w in works)
         speeds = tuple(
             est.speed(loaded.spec, w) if ok else None for ok, w in zip(fits, works, strict=True)
@@ -298,14 +312,14 @@ def card(req: CardRequest, *, loader: Callable[[str], LoadedModel] = load_model)
         jobs=jobs,
         capabilities=capabilities,
         models=tuple(models),
-        assumptions=_assumptions(req),
+        assumptions=_assumptions(req, gpu),
         device=gpu,
         rent=rent_price(gpu, override_usd_per_hour=req.rent),
         buy=buy_price(gpu, override_usd_per_gpu=req.price),
     )
 
 
-def _assumptions(req: CardRequest) -> tuple[str, ...]:
+def _assumptions(req: CardRequest, gpu: GPU) -> tuple[str, ...]:
     # English values in the JSON, marked for the catalog: a view shows them translated.
     shard = (
         N_(
@@ -315,8 +329,25 @@ def _assumptions(req: CardRequest) -> tuple[str, ...]:
         if req.gpus > 1
         else N_("one card")
     )
+    sixteen = training_dtype(gpu, "bf16")
+    lacks = (
+        (
+            N_(
+                "{gpu} has no bf16: training runs in {dtype} mixed precision, inference in "
+                "{weights} weights with a {kv} KV cache"
+            ).format(
+                gpu=gpu.id,
+                dtype=sixteen,
+                weights=runnable_format(gpu, "bf16"),
+                kv=runnable_kv(gpu, "bf16"),
+            ),
+        )
+        if sixteen != "bf16"
+        else ()
+    )
     return (
         shard,
+        *lacks,
         N_(
             "training: micro-batch 1, gradient checkpointing only where the job needs it to fit "
             "(as suanli mem and perf settle --recompute auto), AdamW, bf16 mixed precision; "

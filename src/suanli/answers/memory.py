@@ -175,7 +175,7 @@ def memory(
     work, settled = settle_work(request, spec, cards[0].memory_bytes if cards else None)
     if isinstance(work, InferWork):
         result = inference_memory(spec, work)
-        fits = [fit_inference(spec, work, g.id, g.memory_bytes) for g in cards]
+        fits = [fit_inference(spec, work, g.id, g.memory_bytes, gpu=g) for g in cards]
     else:
         result = training_memory(spec, work)
         fits = [fit_training(spec, work, g.id, g.memory_bytes) for g in cards]

@@ -18,7 +18,7 @@ from suanli.answers.plan_policy import (
 )
 from suanli.answers.request import WorkRequest, build_work
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
-from suanli.answers.validity import precision_lack
+from suanli.answers.validity import training_lack
 from suanli.catalog import GPU, load_catalog
 from suanli.catalog.prices import Price, buy_price, rents_by_id, usd_of
 from suanli.estimate.workload import InferWork, TrainWork
@@ -265,8 +265,8 @@ def train_rows(
     rent = rents if rents is not None else rents_by_id(gpus)
 
     space = SearchSpace(max_gpus=max_gpus, global_batch=global_batch, exact_gpus=exact)
-    # A card without units for the dtype is never ranked: say why instead of searching it.
-    refused = {g.id: precision_lack(g, work.dtype) for g in gpus}
+    # A card without units for the dtype or kernels for the attention is never ranked: say why.
+    refused = {g.id: training_lack(g, work) for g in gpus}
     results = [
         search_train(spec, work, gpu, space, objective, usd_of(rent[gpu.id]))
         for gpu in gpus

@@ -10,6 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from suanli.catalog import GPU
+from suanli.catalog.formats import (
+    attention_problem,
+    refused_format,
+    refused_kv,
+    runnable_format,
+    runnable_kv,
+)
 from suanli.estimate.fitting import fit_inference, fit_training
 from suanli.estimate.inference_memory import inference_memory
 from suanli.estimate.memory import training_memory
@@ -57,11 +64,20 @@ def precision_problem(gpu: GPU, dtype: str) -> str | None:
     if gpu.form_factor == "cpu" or dtype not in TRAINING_PRECISIONS or gpu.peak_flops(dtype):
         return None
     has = card_precisions(gpu)
-    instead = next((p for p in has if p in TRAINING_PRECISIONS and p != "tf32"), "fp32")
+    instead = training_dtype(gpu, dtype)
     arch = gpu.get("architecture") or gpu.vendor
     return N_(
         "{gpu} ({arch}) has no {dtype} tensor units (it has {has}); use --dtype {instead}"
     ).format(gpu=gpu.id, arch=arch, dtype=dtype, has=", ".join(has) or "none", instead=instead)
+
+
+def training_dtype(gpu: GPU, dtype: str) -> str:
+    """``dtype`` where ``gpu`` trains in it, else the precision it would really use: its
+    fastest of fp8/bf16/fp16 (bf16 becomes fp16 on Turing and Volta), else fp32."""
+    if gpu.form_factor == "cpu" or dtype not in TRAINING_PRECISIONS or gpu.peak_flops(dtype):
+        return dtype
+    has = card_precisions(gpu)
+    return next((p for p in has if p in TRAINING_PRECISIONS and p != "tf32"), "fp32")
 
 
 def precision_lack(gpu: GPU, dtype: str) -> str | None:
@@ -70,10 +86,40 @@ def precision_lack(gpu: GPU, dtype: str) -> str | None:
     if precision_problem(gpu, dtype) is None:
         return None
     has = card_precisions(gpu)
-    instead = next((p for p in has if p in TRAINING_PRECISIONS and p != "tf32"), "fp32")
+    instead = training_dtype(gpu, dtype)
     return N_("no {dtype} tensor units (it has {has}); use --dtype {instead}").format(
         dtype=dtype, has=", ".join(has) or "none", instead=instead
     )
+
+
+def _infer_lack(gpu: GPU, work: InferWork) -> str | None:
+    """What ``gpu`` lacks for the work's weight format and KV dtype, one sentence."""
+    weights = refused_format(gpu, work.weight_format)
+    kv = refused_kv(gpu, work.kv_dtype)
+    if weights and kv:
+        return N_(
+            "{gpu} ({arch}) cannot run {format} weights or keep the KV cache in {dtype} (it has "
+            "{has}); "
+            "use --quant {quant} --kv-dtype {kv}"
+        ).format(
+            gpu=gpu.id,
+            arch=gpu.get("architecture") or gpu.vendor,
+            format=work.weight_format,
+            dtype=work.kv_dtype,
+            has=", ".join(card_precisions(gpu)) or "none",
+            quant=runnable_format(gpu, work.weight_format),
+            kv=runnable_kv(gpu, work.kv_dtype),
+        )
+    return weights or kv
+
+
+def training_lack(gpu: GPU, work: TrainWork) -> str | None:
+    """What ``gpu`` lacks to train ``work`` (its dtype, its attention kernel), without the card's
+    name (a plan row's reason); None when it can."""
+    lack = precision_lack(gpu, work.dtype)
+    if lack is None and attention_problem(gpu, work.attention):
+        lack = N_("no FlashAttention-2 kernels (Ampere or CDNA 2 and later); use --attention sdpa")
+    return lack
 
 
 def fit_command(model: str, work: TrainWork | InferWork, gpu: GPU) -> str:
@@ -87,19 +133,20 @@ def fit_command(model: str, work: TrainWork | InferWork, gpu: GPU) -> str:
 
 def check_job(model: str, spec: ModelSpec, work: TrainWork | InferWork, gpu: GPU) -> Validity:
     """Memory and precision of ``work`` on one ``gpu`` (per GPU of its layout)."""
-    problems = []
+    problems: list[str] = []
     if isinstance(work, InferWork):
         need = inference_memory(spec, work).total_bytes
-        card_fit = fit_inference(spec, work, gpu.id, gpu.memory_bytes)
+        card_fit = fit_inference(spec, work, gpu.id, gpu.memory_bytes, gpu=gpu)
         fits, largest = card_fit.fits, card_fit.max_batch
-        supported = True  # weight formats dequantize to what the card has (docs/speed.md)
+        # A weight format or KV dtype the card has no units or kernels for is refused like a
+        # training precision it lacks (catalog/data/quant.toml, needs; docs/speed.md).
+        lacks = [_infer_lack(gpu, work)]
     else:
         need = training_memory(spec, work).total_bytes
         fits, largest = fit_training(spec, work, gpu.id, gpu.memory_bytes).fits, 0
-        precision = precision_problem(gpu, work.dtype)
-        supported = precision is None
-        if precision:
-            problems.append(precision)
+        lacks = [precision_problem(gpu, work.dtype), attention_problem(gpu, work.attention)]
+    problems.extend(p for p in lacks if p)
+    supported = not problems
     if not fits:
         problems.append(
             (

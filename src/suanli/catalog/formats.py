@@ -9,11 +9,14 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from suanli.catalog.loader import CatalogError
 from suanli.catalog.toml_cache import parse_bundled_toml
 from suanli.i18n import N_
+
+if TYPE_CHECKING:
+    from suanli.catalog.gpu import GPU
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,6 +24,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 _FORMAT_KINDS = ("float", "int", "nf", "gguf")
+#: What a format, KV dtype or kernel can ask of a card (:func:`card_features`).
+FEATURES = ("bf16", "fp8", "sm75", "flash-attn-2")
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,15 @@ class WeightFormat:
     """The share of the 16-bit streaming rate at which a decode GEMM reads these weights: the
     kernel's dequantization (measured on a real kernel; 1: none measured or none needed)."""
     dequant_source: str = ""
+    needs: tuple[str, ...] = ()
+    """What the card must have to run it (:data:`FEATURES`); empty: any card."""
+    instead: str = ""
+    """The format to use on a card that lacks ``needs``."""
+    needs_source: str = ""
+    cast: bool = False
+    """A card that lacks ``needs`` still runs it, converted on load to ``instead`` (same bytes,
+    same speed): a bf16 checkpoint on Turing runs in fp16. Views name ``instead``; a job that
+    asks for it is not refused."""
 
     @property
     def gemm_dtype(self) -> str:
@@ -111,6 +125,19 @@ def weight_formats() -> dict[str, WeightFormat]:
                     id=fid
                 )
             )
+        needs = raw.get("needs", [])
+        if not isinstance(needs, list) or not set(needs) <= set(FEATURES):
+            raise CatalogError(
+                N_("quant.toml, format {id!r}: needs must list some of {features}").format(
+                    id=fid, features=FEATURES
+                )
+            )
+        if needs and not (raw.get("needs_source") and raw.get("instead")):
+            raise CatalogError(
+                N_("quant.toml, format {id!r}: needs wants a needs_source and an instead").format(
+                    id=fid
+                )
+            )
         out[fid] = WeightFormat(
             id=fid,
             name=str(raw["name"]),
@@ -124,7 +151,25 @@ def weight_formats() -> dict[str, WeightFormat]:
             notes=str(raw.get("notes", "")),
             dequant_efficiency=float(dequant),
             dequant_source=str(raw.get("dequant_source", "")),
+            needs=tuple(str(n) for n in needs),
+            instead=str(raw.get("instead", "")),
+            needs_source=str(raw.get("needs_source", "")),
+            cast=bool(raw.get("cast", False)),
         )
+    for fmt in out.values():
+        same = fmt.instead in out and out[fmt.instead].bits_per_weight == fmt.bits_per_weight
+        if fmt.instead and (fmt.instead not in out or out[fmt.instead].needs):
+            raise CatalogError(
+                N_("quant.toml, format {id!r}: instead must name a format any card runs").format(
+                    id=fmt.id
+                )
+            )
+        if fmt.cast and not same:
+            raise CatalogError(
+                N_("quant.toml, format {id!r}: cast needs an instead of the same size").format(
+                    id=fmt.id
+                )
+            )
     return out
 
 
@@ -226,3 +271,141 @@ def overhead_fraction(overhead_id: str) -> tuple[float, str]:
             N_("overhead.toml has no fraction-valued entry {id!r}").format(id=overhead_id)
         )
     return entry.value_fraction, f"{entry.source} ({entry.date})"
+
+
+# --- what a card runs --------------------------------------------------------------------------
+
+#: NVIDIA architectures by compute capability (CUDA C Programming Guide, "Compute
+#: Capabilities"): the catalog names the architecture, the kernels' limits name the capability.
+NVIDIA_COMPUTE_CAPABILITY = {
+    "Kepler": 3.5,
+    "Maxwell": 5.0,
+    "Pascal": 6.0,
+    "Volta": 7.0,
+    "Turing": 7.5,
+    "Ampere": 8.0,
+    "Ada Lovelace": 8.9,
+    "Hopper": 9.0,
+    "Blackwell": 10.0,
+}
+#: AMD architectures FlashAttention-2's ROCm build supports (Dao-AILab/flash-attention README,
+#: "AMD ROCm Support": MI200 and MI300, i.e. CDNA 2 and CDNA 3).
+_FLASH_ATTN_2_AMD = ("CDNA 2", "CDNA 3")
+
+
+def card_features(gpu: GPU) -> frozenset[str]:
+    """What ``gpu`` has of :data:`FEATURES`, from the catalog: ``bf16``/``fp8`` where it lists
+    tensor rates in them (a CPU runs bf16 in software), ``sm75`` on NVIDIA Turing and later
+    (and on every other vendor, whose kernels have no such floor),
+    ``flash-attn-2`` on NVIDIA Ampere and later and AMD CDNA 2/3 (FlashAttention-2's README:
+    "Ampere, Ada, or Hopper GPUs"; Turing and Volta fall back to PyTorch's SDPA kernels)."""
+    have = set()
+    if gpu.peak_flops("bf16") or gpu.form_factor == "cpu":
+        have.add("bf16")
+    if gpu.peak_flops("fp8") and gpu.form_factor != "cpu":
+        have.add("fp8")
+    arch = str(gpu.get("architecture") or "")
+    if gpu.vendor == "nvidia" and gpu.form_factor != "cpu":
+        capability = NVIDIA_COMPUTE_CAPABILITY.get(arch, 0.0)
+        if capability >= 7.5:
+            have.add("sm75")
+        if capability >= 8.0:
+            have.add("flash-attn-2")
+    else:
+        have.add("sm75")  # a floor of NVIDIA's kernels; other vendors ship their own
+        if gpu.vendor == "amd" and arch in _FLASH_ATTN_2_AMD:
+            have.add("flash-attn-2")
+    return frozenset(have)
+
+
+def _lack(gpu: GPU, needs: tuple[str, ...]) -> tuple[str, ...]:
+    have = card_features(gpu)
+    return tuple(n for n in needs if n not in have)
+
+
+def _arch(gpu: GPU) -> str:
+    return str(gpu.get("architecture") or gpu.vendor)
+
+
+def format_problem(gpu: GPU, format_id: str) -> str | None:
+    """Why ``gpu`` cannot run weights stored in ``format_id``, with what to use instead (None:
+    it can). The one rule every view asks: the fit ladder, perf, compare, plan, card."""
+    fmt = get_format(format_id)
+    lack = _lack(gpu, fmt.needs)
+    if not lack:
+        return None
+    return N_(
+        "{gpu} ({arch}) cannot run {format} weights (it lacks {lack}); use --quant {instead}"
+    ).format(gpu=gpu.id, arch=_arch(gpu), format=fmt.id, lack=", ".join(lack), instead=fmt.instead)
+
+
+def refused_format(gpu: GPU, format_id: str) -> str | None:
+    """:func:`format_problem` for a job that asks for ``format_id``: None also where the card
+    casts it on load to a format of the same size (bf16 weights on Turing run as fp16)."""
+    return None if get_format(format_id).cast else format_problem(gpu, format_id)
+
+
+def refused_kv(gpu: GPU, kv_dtype: str) -> str | None:
+    """:func:`kv_problem` for a job that asks for ``kv_dtype``: None also where the card keeps
+    it in its own 16-bit type (a bf16 KV cache on Turing is fp16: vLLM's ``auto``)."""
+    fmt = weight_formats().get(kv_dtype)
+    return None if fmt is not None and fmt.cast else kv_problem(gpu, kv_dtype)
+
+
+def runnable_format(gpu: GPU, format_id: str) -> str:
+    """``format_id`` where ``gpu`` runs it, else the format its row names instead (a bf16
+    checkpoint runs as fp16 on a card without bf16, as vLLM casts it)."""
+    fmt = get_format(format_id)
+    return fmt.id if not _lack(gpu, fmt.needs) else fmt.instead
+
+
+def runnable_formats(gpu: GPU, formats: tuple[str, ...]) -> tuple[str, ...]:
+    """``formats`` in order, each the card cannot run replaced by its ``instead`` (once)."""
+    out: list[str] = []
+    for fid in formats:
+        use = runnable_format(gpu, fid)
+        if use not in out:
+            out.append(use)
+    return tuple(out)
+
+
+def kv_problem(gpu: GPU, kv_dtype: str) -> str | None:
+    """Why ``gpu`` cannot hold its KV cache in ``kv_dtype`` (None: it can): the same needs as
+    the weight format of that name (bf16, fp8), so the rule is declared once."""
+    fmt = weight_formats().get(kv_dtype)
+    lack = _lack(gpu, fmt.needs) if fmt else ()
+    if not lack:
+        return None
+    return N_(
+        "{gpu} ({arch}) cannot keep the KV cache in {dtype} (it lacks {lack}); "
+        "use --kv-dtype {instead}"
+    ).format(
+        gpu=gpu.id,
+        arch=_arch(gpu),
+        dtype=kv_dtype,
+        lack=", ".join(lack),
+        instead=runnable_kv(gpu, kv_dtype),
+    )
+
+
+def runnable_kv(gpu: GPU, kv_dtype: str) -> str:
+    """``kv_dtype`` where ``gpu`` holds it, else the 16-bit dtype it has (bf16, else fp16)."""
+    fmt = weight_formats().get(kv_dtype)
+    if fmt is None or not _lack(gpu, fmt.needs):
+        return kv_dtype
+    return "bf16" if "bf16" in card_features(gpu) else "fp16"
+
+
+def attention_problem(gpu: GPU, attention: str) -> str | None:
+    """Why ``gpu`` cannot run the ``attention`` kernel (None: it can): ``flash``
+    (FlashAttention-2 and later) needs Ampere or CDNA 2; ``sdpa`` and ``eager`` run anywhere
+    (PyTorch's SDPA picks its memory-efficient kernel where flash is missing)."""
+    if attention != "flash" or gpu.form_factor == "cpu":
+        return None
+    lack = _lack(gpu, ("flash-attn-2",))
+    if not lack:
+        return None
+    return N_(
+        "{gpu} ({arch}) has no FlashAttention-2 kernels (Ampere, Ada, Hopper, Blackwell or "
+        "CDNA 2/3 only); use --attention sdpa"
+    ).format(gpu=gpu.id, arch=_arch(gpu))

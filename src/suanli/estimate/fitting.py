@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from suanli.estimate.inference_memory import inference_memory
 from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from suanli.catalog.gpu import GPU
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,11 +32,13 @@ class Fit:
     max_seq: int
     """Longest sequence (training) or context (inference) at the given batch; 0 if none."""
     best_format: str | None = None
-    """Inference: the highest-precision weight format that fits."""
+    """Inference: the highest-precision weight format that fits, among those the card runs."""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-#: Inference weight formats from highest to lowest fidelity, tried in this order.
+#: Inference weight formats from highest to lowest fidelity, tried in this order; on a card
+#: that lacks one (bf16 or fp8 on Turing, ...) its ``instead`` is tried in its place
+#: (:func:`suanli.catalog.formats.runnable_formats`).
 FORMAT_LADDER = (
     "bf16",
     "fp8",
@@ -89,8 +95,11 @@ def fit_training(spec: ModelSpec, work: TrainWork, gpu_id: str, memory_bytes: in
     )
 
 
-def fit_inference(spec: ModelSpec, work: InferWork, gpu_id: str, memory_bytes: int) -> Fit:
-    """Fit for serving; with an engine reservation, weights + KV must fit in its share."""
+def fit_inference(
+    spec: ModelSpec, work: InferWork, gpu_id: str, memory_bytes: int, *, gpu: GPU | None = None
+) -> Fit:
+    """Fit for serving; with an engine reservation, weights + KV must fit in its share.
+    ``gpu``: the card, so that the best format is one it runs (without it: any format)."""
     usable = memory_bytes * (work.gpu_memory_utilization or 1.0)
     total = inference_memory(spec, work).total_bytes
     limit = max(spec.max_position_embeddings, work.context)
@@ -101,7 +110,12 @@ def fit_inference(spec: ModelSpec, work: InferWork, gpu_id: str, memory_bytes: i
         lambda n: inference_memory(spec, replace(work, context=n)).total_bytes <= usable, limit
     )
     best = None
-    for fid in FORMAT_LADDER:
+    ladder: tuple[str, ...] = FORMAT_LADDER
+    if gpu is not None:
+        from suanli.catalog.formats import runnable_formats
+
+        ladder = runnable_formats(gpu, FORMAT_LADDER)
+    for fid in ladder:
         if inference_memory(spec, replace(work, weight_format=fid)).total_bytes <= usable:
             best = fid
             break

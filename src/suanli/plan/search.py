@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Any
 
-from suanli.catalog.formats import get_format
+from suanli.catalog.formats import get_format, runnable_formats, runnable_kv
 from suanli.catalog.gpu import GPU
 from suanli.catalog.prices import rent_price
 from suanli.estimate.device import device_for
@@ -532,13 +532,16 @@ def search_serve(
     evaluated = 0
     tps = [t for t in (1, 2, 4, 8) if t <= max_gpus and spec.attention.num_heads % t == 0]
     batches = np.asarray(SERVE_BATCHES)
-    for fmt in formats:
+    # Only formats and KV dtypes the card runs (catalog/data/quant.toml, needs): bf16 becomes
+    # fp16 on Turing, fp8 is not tried where the card has no fp8 units.
+    kv_dtypes = tuple(dict.fromkeys(runnable_kv(gpu, kv) for kv in ("bf16", "fp8")))
+    for fmt in runnable_formats(gpu, formats):
         dtype = get_format(fmt).gemm_dtype
         try:
             device = device_for(gpu, dtype)
         except ValueError:
             continue
-        for kv in ("bf16", "fp8"):
+        for kv in kv_dtypes:
             for tp in tps:
                 one = inference_memory(
                     spec, InferWork(batch=1, context=context, weight_format=fmt, kv_dtype=kv, tp=tp)
