@@ -6,10 +6,18 @@ Nothing is fitted to the corpus: every estimate uses suanli's default efficienci
 leave-one-source-out figure is the median error of the other sources' rows as they are.
 
 Run: python benchmarks/accuracy_speed.py > /tmp/accuracy_speed.md
+
+``--coverage`` prints only the coverage matrix (rows and sources per scale bucket x framework
+family x GPU generation x dense/MoE x task) of the open corpus and of the sealed file
+(tests/fixtures/speed-corpus-sealed.csv), estimating nothing. ``--sealed`` scores the sealed file
+instead of the open corpus: it is meant to be run once, at the end of an issue, and never
+iterated against.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import statistics
 import sys
 from collections.abc import Callable, Iterable
@@ -18,9 +26,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from speed_corpus import Estimate, Row, estimate, load_corpus, signed_error, within
+from speed_corpus import (
+    CORPUS,
+    SCALES,
+    SEALED,
+    Estimate,
+    Row,
+    estimate,
+    family,
+    generation,
+    load_corpus,
+    scale_bucket,
+    signed_error,
+    task_bucket,
+    within,
+)
 
-from suanli import find_gpu, load_catalog
+from suanli import GPU, find_gpu, load_catalog, load_model
 
 TOLERANCE = 0.20
 
@@ -115,10 +137,97 @@ def _rows_table(results: list[Result]) -> None:
         )
 
 
-def main() -> None:
-    results = evaluate(load_corpus())
+#: A cell of the coverage matrix: (scale, framework family, generation, dense/MoE, task).
+Cell = tuple[str, str, str, str, str]
+#: A cell needs at least this many rows from this many sources (issue 41).
+MIN_ROWS, MIN_SOURCES = 5, 2
+DIMENSIONS = ("scale", "framework family", "generation", "dense/MoE", "task")
+
+
+def cell(row: Row, catalog: list[GPU] | None = None) -> Cell:
+    """The row's coverage cell (reads the GPU's architecture and whether the model is MoE)."""
+    gpu = find_gpu(row.gpu, catalog if catalog is not None else load_catalog())
+    moe = load_model(row.model).spec.is_moe
+    return (
+        scale_bucket(row.gpus),
+        family(row.framework),
+        generation(str(gpu.get("architecture") or ""), str(gpu.vendor)),
+        "MoE" if moe else "dense",
+        task_bucket(row),
+    )
+
+
+def coverage(rows: Iterable[Row]) -> dict[Cell, tuple[int, frozenset[str]]]:
+    """Rows and sources per non-empty coverage cell (no estimates)."""
+    catalog = load_catalog()
+    found: dict[Cell, list[Row]] = {}
+    for row in rows:
+        found.setdefault(cell(row, catalog), []).append(row)
+    return {k: (len(v), frozenset(r.source_id for r in v)) for k, v in found.items()}
+
+
+def _coverage_table(title: str, cells: dict[Cell, tuple[int, frozenset[str]]]) -> None:
+    rows = sum(n for n, _ in cells.values())
+    sources = frozenset().union(*(s for _, s in cells.values())) if cells else frozenset()
+    print(f"\n### {title}: {rows} rows, {len(sources)} sources\n")
+    for i, name in enumerate(DIMENSIONS):
+        merged: dict[str, tuple[int, set[str]]] = {}
+        for key, (n, srcs) in cells.items():
+            count, seen = merged.get(key[i], (0, set()))
+            merged[key[i]] = (count + n, seen | srcs)
+        order = [label for _, label in SCALES] if i == 0 else sorted(merged)
+        print(f"| {name} | rows | sources |\n|---|---:|---:|")
+        for label in order:
+            if label in merged:
+                print(f"| {label} | {merged[label][0]} | {len(merged[label][1])} |")
+        print()
+    scale_order = {label: i for i, (_, label) in enumerate(SCALES)}
+    print(
+        f"Every non-empty cell; **thin** marks a cell under {MIN_ROWS} rows or "
+        f"{MIN_SOURCES} sources (empty cells are not listed).\n"
+    )
+    print("| scale | framework family | generation | dense/MoE | task | rows | sources | |")
+    print("|---|---|---|---|---|---:|---:|---|")
+    for key in sorted(cells, key=lambda k: (scale_order[k[0]], *k[1:])):
+        n, srcs = cells[key]
+        thin = "**thin**" if n < MIN_ROWS or len(srcs) < MIN_SOURCES else ""
+        print("| " + " | ".join(key) + f" | {n} | {len(srcs)} | {thin} |")
+
+
+def print_coverage() -> None:
+    """The coverage matrix of the open corpus and of the sealed file, counting only."""
+    print("## Coverage of the speed corpus\n")
+    print(
+        f"Counted on {datetime.date.today().isoformat()} by `python benchmarks/accuracy_speed.py "
+        "--coverage`. Rows and sources per cell: scale (GPUs) x framework family x GPU generation "
+        "x dense/MoE x task (fine-tune = full, LoRA and QLoRA). The sealed file holds whole "
+        "sources the open corpus does not; it is counted here, never estimated, and scored once "
+        "at the end of an issue (`--sealed`).\n"
+    )
+    _coverage_table("Open corpus (`tests/fixtures/speed-corpus.csv`)", coverage(load_corpus()))
+    if SEALED.exists():
+        _coverage_table(
+            "Sealed corpus (`tests/fixtures/speed-corpus-sealed.csv`)",
+            coverage(load_corpus(SEALED)),
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the accuracy report (or, with ``--coverage``, the coverage matrix only)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--coverage", action="store_true", help="print the coverage matrix only")
+    parser.add_argument(
+        "--sealed", action="store_true", help="score the sealed file (once, at an issue's end)"
+    )
+    args = parser.parse_args(argv)
+    if args.coverage:
+        print_coverage()
+        return
+    path = SEALED if args.sealed else CORPUS
+    results = evaluate(load_corpus(path))
     sources = sorted({r.row.source_id for r in results})
-    print("## Speed against the published corpus (`tests/fixtures/speed-corpus.csv`)\n")
+    name = path.relative_to(CORPUS.parent.parent.parent)
+    print(f"## Speed against the published corpus (`{name}`)\n")
     print(
         f"{len(results)} published end-to-end measurements from {len(sources)} independent "
         "sources, estimated through `suanli.perf` with each row's published layout and suanli's "
@@ -193,6 +302,9 @@ def main() -> None:
 
     print("\n### Worst rows\n")
     _rows_table(sorted(results, key=lambda r: -r.abs_error)[:12])
+    if not args.sealed:
+        print()
+        print_coverage()
 
 
 if __name__ == "__main__":

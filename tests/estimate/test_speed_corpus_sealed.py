@@ -1,0 +1,64 @@
+"""The sealed speed corpus (tests/fixtures/speed-corpus-sealed.csv) parses with the corpus loader,
+its ids are unique, every model and GPU id resolves, and its sources are not the open corpus's.
+
+Nothing here estimates a sealed row: the sealed file is scored once, at the end of an issue
+(``benchmarks/accuracy_speed.py --sealed``), and never iterated against.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from suanli import find_gpu, load_catalog, load_model
+
+from ..scripts import load_script
+
+sc = load_script("benchmarks/speed_corpus.py")
+SEALED = sc.load_corpus(sc.SEALED)
+OPEN = sc.load_corpus()
+CATALOG = load_catalog()
+DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+
+def test_sealed_file_has_rows_from_several_sources() -> None:
+    assert len(SEALED) >= 20
+    assert len({row.source_id for row in SEALED}) >= 5
+
+
+def test_sealed_ids_are_unique_and_distinct_from_the_open_corpus() -> None:
+    ids = [row.id for row in SEALED]
+    assert len(ids) == len(set(ids)), sorted(i for i in set(ids) if ids.count(i) > 1)
+    assert not set(ids) & {row.id for row in OPEN}
+
+
+def test_sealed_sources_are_not_in_the_open_corpus() -> None:
+    assert not {row.source_id for row in SEALED} & {row.source_id for row in OPEN}
+
+
+@pytest.mark.parametrize("row", SEALED, ids=lambda row: row.id)
+def test_sealed_row_is_cited_dated_and_resolves(row: sc.Row) -> None:
+    assert row.source and ("http" in row.source or "arXiv" in row.source), row.id
+    assert DATE.match(row.date) and "2021" <= row.date[:4] <= "2025", row.date
+    assert row.value > 0
+    assert find_gpu(row.gpu, CATALOG).id == row.gpu
+    assert load_model(row.model).spec.num_layers > 0
+
+
+def test_coverage_buckets() -> None:
+    assert [sc.scale_bucket(n) for n in (1, 2, 8, 9, 64, 65, 1024, 1025)] == [
+        "1",
+        "2-8",
+        "2-8",
+        "9-64",
+        "9-64",
+        "65-1024",
+        "65-1024",
+        ">1024",
+    ]
+    assert sc.family("Megatron-LM") == "Megatron/NeMo"
+    assert sc.family("something-new") == "other"
+    assert sc.generation("CDNA 3", "amd") == "AMD CDNA"
+    assert sc.generation("Ada Lovelace", "nvidia") == "Ada"
+    assert sc.generation("Turing", "nvidia") == "other"
