@@ -29,12 +29,17 @@ def test_two_pcie_gpus_at_small_batch_scale_far_below_2x() -> None:
     gradient all-reduce (6.4 GB over ~24 GB/s) outlasts the short backward pass."""
     work = TrainWork(task="full", batch=1, seq=1024, parallel=Parallelism(dp=2))
     result = scaling(LLAMA3B, work, L40S)
-    assert result["speedup"] < 1.5
+    pcie = result["speedup"]
+    assert isinstance(pcie, float) and pcie < 1.5
     # More work per step (gradient accumulation) hides the all-reduce: the classic fix.
     accumulated = scaling(LLAMA3B, replace(work, grad_accum=8), L40S)
-    assert accumulated["speedup"] > result["speedup"] + 0.3
-    # The same job over NVLink scales almost linearly.
-    assert scaling(LLAMA3B, work, H100)["speedup"] > 1.9
+    more = accumulated["speedup"]
+    assert isinstance(more, float) and more > pcie + 0.3
+    # The same job over NVLink hides the all-reduce; against one GPU running the same global
+    # batch (its optimizer step amortized over both micro-batches) DDP's unsharded optimizer
+    # step is what keeps it below 2x.
+    nvlink = scaling(LLAMA3B, work, H100)["speedup"]
+    assert isinstance(nvlink, float) and 1.6 < nvlink <= 2
 
 
 def test_compute_bound_at_large_batch_and_mfu_below_the_ceiling() -> None:

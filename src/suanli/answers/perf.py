@@ -181,8 +181,9 @@ class TrainPerfAnswer(Answer):
     """Seconds per optimizer step: compute, memory, communication, bubble."""
     communication_s: dict[str, float]
     """Exposed communication by kind (data_parallel, tensor_parallel, ...)."""
-    scaling: dict[str, float]
-    """Speed-up over one GPU: gpus, speedup, efficiency."""
+    scaling: dict[str, float | str | None]
+    """Speed-up over one GPU running the same global batch: gpus, speedup, efficiency (None,
+    with ``reason``, when one GPU cannot hold the job)."""
     advice: tuple[Advice, ...]
     assumptions: tuple[str, ...]
     time_to_train: TimeToTrain | None = field(default=None, metadata=FLATTEN_OPTIONAL)
@@ -350,7 +351,9 @@ def train_perf_answer(
         bound=result.bound,
         breakdown_s=dict(result.breakdown_s),
         communication_s=dict(result.comm_detail_s),
-        scaling=scaling(spec, work, device),
+        scaling=scaling(
+            spec, work, device, validity.gpu_memory_bytes if validity is not None else 0
+        ),
         advice=tuple(
             Advice(
                 issue=cast(str, a["issue"]),  # a sentence: str() would drop its message id

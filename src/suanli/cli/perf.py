@@ -287,6 +287,17 @@ def _render_infer(doc: InferPerfAnswer) -> None:
         print_line(_("assumption: {note}").format(note=sentence(note)))
 
 
+def _speedup_text(doc: TrainPerfAnswer) -> str:
+    """The speed-up cell: the figure, or why there is none (one GPU cannot hold the job)."""
+    speedup, efficiency = doc.scaling.get("speedup"), doc.scaling.get("efficiency")
+    if not isinstance(speedup, float) or not isinstance(efficiency, float):
+        reason = doc.scaling.get("reason")
+        return sentence(reason) if isinstance(reason, str) else ""
+    return _("{speedup}x on {gpus} GPUs ({efficiency} efficiency)").format(
+        speedup=f"{speedup:.2f}", gpus=doc.gpus, efficiency=f"{efficiency:.0%}"
+    )
+
+
 def _render_train(doc: TrainPerfAnswer) -> None:
     rows = [
         *_runnable_rows(doc),
@@ -294,14 +305,7 @@ def _render_train(doc: TrainPerfAnswer) -> None:
         [_("throughput"), f"{doc.tokens_per_s:,.0f} tokens/s"],
         ["MFU", f"{doc.mfu:.1%}"],
         [_("bound"), _(doc.bound)],
-        [
-            _("speed-up over 1 GPU"),
-            _("{speedup}x on {gpus} GPUs ({efficiency} efficiency)").format(
-                speedup=f"{doc.scaling['speedup']:.2f}",
-                gpus=doc.gpus,
-                efficiency=f"{doc.scaling['efficiency']:.0%}",
-            ),
-        ],
+        [_("speed-up over 1 GPU"), _speedup_text(doc)],
     ]
     for key, seconds in doc.breakdown_s.items():
         rows.append([f"  {_(key)}", _fmt_s(seconds)])

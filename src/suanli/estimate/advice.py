@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import Device, training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.i18n import N_
@@ -98,13 +99,37 @@ def advice(spec: ModelSpec, work: TrainWork, device: Device) -> list[dict[str, o
     return sorted(out, key=lambda a: -float(a["speedup"]))  # type: ignore[arg-type]
 
 
-def scaling(spec: ModelSpec, work: TrainWork, device: Device) -> dict[str, float]:
-    """Speed-up of this layout over one GPU (same per-GPU micro-batch and steps)."""
-    one = training_perf(spec, replace(work, parallel=Parallelism()), device)
+def scaling(
+    spec: ModelSpec, work: TrainWork, device: Device, gpu_memory_bytes: int = 0
+) -> dict[str, float | str | None]:
+    """Speed-up of this layout over one GPU that runs the same global batch per optimizer step
+    (the same micro-batch, ``grad_accum x dp`` micro-batches): strong scaling, so the one-GPU
+    job's optimizer step is amortized over the same tokens as the layout's.
+
+    With ``gpu_memory_bytes`` (the card's memory) the speed-up is given only when that one-GPU
+    job fits the card; otherwise ``speedup`` and ``efficiency`` are None and ``reason`` says
+    why (a speed-up against a job that cannot run means nothing). The speed-up is never above
+    the GPU count: the layout does the one-GPU job's work split over its GPUs and adds only
+    communication and bubbles (tests/estimate/test_floors_scaling.py checks it)."""
+    gpus = work.parallel.gpus
+    single = replace(work, parallel=Parallelism(), grad_accum=work.grad_accum * work.parallel.dp)
+    if gpu_memory_bytes > 0 and gpus > 1:
+        need = training_memory(spec, single).total_bytes
+        if need > gpu_memory_bytes:
+            return {
+                "gpus": float(gpus),
+                "speedup": None,
+                "efficiency": None,
+                "reason": N_(
+                    "no speed-up over one GPU: one GPU would need {need:,.1f} GiB of its "
+                    "{have:,.0f} GiB for this job"
+                ).format(need=need / 2**30, have=gpu_memory_bytes / 2**30),
+            }
+    one = training_perf(spec, single, device)
     many = training_perf(spec, work, device)
     speedup = many.tokens_per_s / one.tokens_per_s
     return {
-        "gpus": float(work.parallel.gpus),
+        "gpus": float(gpus),
         "speedup": speedup,
-        "efficiency": speedup / work.parallel.gpus,
+        "efficiency": speedup / gpus,
     }

@@ -278,6 +278,26 @@ class Network:
         inside = self._inside(group, stride)
         return where(inside, self.intra.base_latency_s, self.inter.base_latency_s)
 
+    def ring_latency(
+        self,
+        group: Any,
+        stride: Any = 1,
+        *,
+        where: Callable[[Any, Any, Any], Any] = _where,
+        minimum: Callable[[Any, Any], Any] = min,
+        maximum: Callable[[Any, Any], Any] = max,
+    ) -> Any:
+        """Per-step latency of one ring all-gather or reduce-scatter over ``group`` ranks spaced
+        ``stride`` GPUs apart: its ``n - 1`` steps, of which ``nodes - 1`` cross nodes at the
+        inter-node latency and the rest stay on the intra-node link (NVIDIA/nccl
+        src/graph/tuning.cc: ``nInterSteps = nNodes - 1`` for these collectives). Ints, or
+        arrays with numpy's ``where``/``minimum``/``maximum``."""
+        per_node = self.ranks_per_node(group, stride, minimum=minimum, maximum=maximum)
+        nodes = -(-group // per_node)
+        spanning = (group - nodes) * self.intra.latency_s + (nodes - 1) * self.inter.latency_s
+        inside = (group - 1) * self.intra.latency_s
+        return where(self._inside(group, stride), inside, spanning)
+
     def point_to_point_link(self, group: int, stride: int = 1) -> Link:
         """The link one rank's send to one peer uses: NVLink/PCIe inside a node, its own NIC
         across nodes (striping over the node's NICs needs many flows, as collectives have)."""

@@ -292,6 +292,72 @@ def fsdp_root_s(root_bytes: Any, work: TrainWork, group: Any, link: Any) -> Any:
     return 2 * work.grad_accum * gather + fsdp_syncs(work) * scatter
 
 
+def fsdp_exposed_s(
+    *,
+    work: TrainWork,
+    weight_bytes: Any,
+    grad_bytes: Any,
+    root_bytes: Any,
+    units: Any,
+    group: Any,
+    bandwidth: Any,
+    ring_latency: Any,
+    base: Any,
+    per_micro_s: Any,
+    replica_s: Any,
+    root_s: Any,
+    micro_batches: Any,
+    syncs: Any,
+    backward_passes: Any,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """Exposed ZeRO-3/FSDP seconds per step, unit by unit and phase by phase (docs/speed.md).
+
+    Each of the ``units`` layer units is all-gathered once per pass and reduce-scattered once
+    per sync, one collective each: ``(n-1)/n · bytes / bandwidth + ring_latency + base``
+    (Rajbhandari et al. 2020 for the volume; NCCL's ring). The next unit's gather is prefetched
+    behind this unit's compute (Zhao et al. 2023, §3.3): the forward's gathers hide behind the
+    forward, the backward's gathers, reduce-scatters and the HSDP replicas' all-reduce
+    (``replica_s``) behind the backward (recomputation included), each at ``DP_OVERLAP``; the
+    optimizer step hides nothing. ``root_s``: the root unit's exposed traffic
+    (:func:`fsdp_root_s`); ``micro_batches`` per step, ``syncs`` of them reduce-scatter
+    (:func:`fsdp_syncs`); ``backward_passes`` gathers of each unit after the forward's
+    (:func:`fsdp_backward_gathers`). Floats or numpy arrays (ints for ``group``)."""
+    n = group
+    share = (n - 1) / n / bandwidth
+    layer_weights = maximum(weight_bytes - root_bytes, 0.0)
+    layer_grads = maximum(grad_bytes - (0.0 if work.is_lora else root_bytes), 0.0)
+    fixed = units * (ring_latency + base) * (n > 1)
+    gather = share * layer_weights + fixed
+    scatter = share * layer_grads + fixed + replica_s
+    full = work.recompute == "full"
+    forward_s = per_micro_s / (4 if full else 3)
+    backward_s = per_micro_s - forward_s
+    exposed_forward = maximum(0.0, gather - DP_OVERLAP * forward_s)
+    # Resharded after forward, a unit is gathered again for the backward (and the recomputed
+    # forward); with a pipeline it is not resharded (torchtitan: reshard_after_forward=not
+    # pp_enabled), so the backward reuses the forward's gather.
+    backward_gathers = backward_passes * gather
+    synced = maximum(0.0, backward_gathers + scatter - DP_OVERLAP * backward_s)
+    unsynced = maximum(0.0, backward_gathers - DP_OVERLAP * backward_s)
+    m = micro_batches
+    # With a pipeline the units stay gathered across the micro-batches (set_reshard_after_
+    # backward(False) on all but the last backward): the first forward gathers.
+    gathering = maximum(m * (backward_passes > 0), 1)
+    return root_s + gathering * exposed_forward + syncs * synced + (m - syncs) * unsynced
+
+
+def fsdp_backward_gathers(work: TrainWork, pp: Any) -> Any:
+    """Gathers of a layer unit per micro-batch after its forward's: one for the backward and one
+    more for full recomputation's forward, none with a pipeline (FSDP keeps the forward's
+    gather: torchtitan's ``reshard_after_forward=not pp_enabled``, and the schedule keeps it
+    across micro-batches: torch.distributed.pipelining ``set_reshard_after_backward(False)``
+    on all but the last backward, so only the first micro-batch's forward gathers). ``pp``: an
+    int or an array of pipeline degrees."""
+    again = 2 if work.recompute == "full" else 1
+    return (pp == 1) * again
+
+
 def fsdp_syncs(work: TrainWork) -> int:
     """Gradient reduce-scatters per optimizer step under ZeRO-3 / FSDP: one per micro-batch
     without pipeline parallelism, because sharded gradients cannot wait unreduced (DeepSpeed
@@ -416,7 +482,6 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     if par.dp > 1:
         group = par.zero_group if par.zero else par.dp
         link = net.link_for(group, par.tp * par.pp)
-        busy = compute_s + memory_total_s
         # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
         replicas = par.dp // group
         replica_s = (
@@ -427,14 +492,26 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
             else 0.0
         )
         if par.zero >= 3:
-            # FSDP: all-gather the parameters before each forward, recompute and backward pass,
-            # reduce-scatter the gradients after each backward (fsdp_syncs); prefetching
-            # overlaps them with compute.
-            syncs = fsdp_syncs(work)
-            gathers = passes * m * all_gather_s(weight_bytes, group, link)
-            dp_s = gathers + syncs * (reduce_scatter_s(grad_bytes, group, link) + replica_s)
-            exposed = max(
-                fsdp_root_s(split.other * tb, work, group, link), dp_s - DP_OVERLAP * busy
+            # FSDP: all-gather each unit's parameters before each forward, recompute and
+            # backward pass, reduce-scatter its gradients after each backward (fsdp_syncs);
+            # prefetching hides a phase's collectives behind that phase's compute.
+            root_bytes = split.other * tb
+            exposed = fsdp_exposed_s(
+                work=work,
+                weight_bytes=weight_bytes,
+                grad_bytes=grad_bytes,
+                root_bytes=root_bytes,
+                units=layers,
+                group=group,
+                bandwidth=link.effective_bytes_per_s * link.gather_share,
+                ring_latency=net.ring_latency(group, par.tp * par.pp),
+                base=link.base_latency_s,
+                per_micro_s=per_micro_s,
+                replica_s=replica_s,
+                root_s=fsdp_root_s(root_bytes, work, group, link),
+                micro_batches=m,
+                syncs=fsdp_syncs(work),
+                backward_passes=fsdp_backward_gathers(work, par.pp),
             )
         else:
             dp_s = (

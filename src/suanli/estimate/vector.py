@@ -25,6 +25,8 @@ from suanli.estimate.memory import adafactor_state_elements, optimizer_bytes_per
 from suanli.estimate.perf import (
     DP_OVERLAP,
     Device,
+    fsdp_backward_gathers,
+    fsdp_exposed_s,
     offloaded_step_s,
     params_offload_s,
     train_matmul_seconds,
@@ -432,7 +434,6 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     busy = compute_s + memory_total
     # What FSDP gathers and CPU offload copies: QLoRA's base in NF4.
     weight_bytes = base_weight_bytes(work, split["layer_linear"], split["other"])
-    gathers = passes * m * _reduce_scatter(weight_bytes, group, bw, lat, base)
     scatter = _reduce_scatter(grad_bytes, group, bw, lat, base)
     # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
     replicas = dp // group
@@ -445,9 +446,29 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     # (perf.fsdp_syncs).
     syncs = np.where(pp == 1, m, 1)
     # The root unit's gathers and gradient reduction, which nothing hides (perf.fsdp_root_s).
-    root = _reduce_scatter(split["other"] * tb, group, bw, lat, base)
+    root_bytes = split["other"] * tb
+    root = _reduce_scatter(root_bytes, group, bw, lat, base)
     root_s = 2 * m * root + (0.0 if work.is_lora else syncs * root)
-    fsdp = np.maximum(root_s, gathers + syncs * (scatter + replica) - DP_OVERLAP * busy)
+    fsdp = fsdp_exposed_s(
+        work=work,
+        weight_bytes=weight_bytes,
+        grad_bytes=grad_bytes,
+        root_bytes=root_bytes,
+        units=stage_layers,
+        group=group,
+        bandwidth=bw,
+        ring_latency=net.ring_latency(
+            group, tp * pp, where=np.where, minimum=np.minimum, maximum=np.maximum
+        ),
+        base=base,
+        per_micro_s=per_micro,
+        replica_s=replica,
+        root_s=root_s,
+        micro_batches=m,
+        syncs=syncs,
+        backward_passes=fsdp_backward_gathers(work, pp),
+        maximum=np.maximum,
+    )
     ddp_s = (
         np.where(
             zero >= 2,
