@@ -213,3 +213,20 @@ def test_card_labels_t4_and_v100_training_fp16() -> None:
         assert "infer-fp16-4k" in jobs and "infer-bf16-4k" not in jobs
     h100 = find_gpu("h100", load_catalog())
     assert {j.weights for j in jobs_for(CardRequest(gpu="h100"), h100)} >= {"bf16"}
+
+
+def test_capacity_simulates_and_plans_fp8_only_on_cards_with_fp8() -> None:
+    from suanli.answers.capacity import CapacityRequest, capacity
+
+    try:
+        capacity(CapacityRequest(model="qwen2.5-0.5b", gpu="t4", quant="fp8", rate=1.0))
+    except ValueError as refusal:
+        assert "--quant int8" in str(refusal)
+    else:
+        raise AssertionError("fp8 on a T4 was simulated")
+    plan = capacity(
+        CapacityRequest(model="qwen2.5-0.5b", quant="fp8", rate=1.0, max_gpus=1, slo_tpot=1.0)
+    )
+    by_id = {g.id: g for g in GPUS}
+    assert plan.rows
+    assert all("fp8" in card_features(by_id[row.gpu]) for row in plan.rows)

@@ -362,6 +362,7 @@ def simulate_deployment(
     progress: Progress | None = None,
 ) -> CapacitySimulation:
     """``req.replicas`` replicas of ``req.tp`` x ``gpu`` serving ``reqs``, simulated."""
+    from suanli.catalog.formats import refused_format, refused_kv
     from suanli.estimate.device import device_for
     from suanli.estimate.serving import (
         device_dtype,
@@ -370,6 +371,9 @@ def simulate_deployment(
         simulate,
     )
 
+    lacks = refused_format(gpu, req.quant) or refused_kv(gpu, req.kv_dtype)
+    if lacks:
+        raise ValueError(lacks)
     device = device_for(gpu, device_dtype(req.quant))
     cost = replica_cost(
         spec,
@@ -460,11 +464,15 @@ def plan_deployments(
     progress: Progress | None = None,
 ) -> CapacityPlan:
     """Per catalog GPU, the fewest GPUs meeting the SLOs on ``reqs``, ranked by cost."""
+    from suanli.catalog.formats import refused_format, refused_kv
     from suanli.estimate.serving import plan_capacity
 
+    # Only cards that run the weight format and KV dtype (docs/memory.md, "Precisions a card
+    # has"): fp8 is not planned on a card without fp8 units.
+    runs = [g for g in catalog if not (refused_format(g, req.quant) or refused_kv(g, req.kv_dtype))]
     rows = plan_capacity(
         spec,
-        list(catalog),
+        runs,
         reqs,
         slo_ttft_s=req.slo_ttft,
         slo_tpot_s=req.slo_tpot,
