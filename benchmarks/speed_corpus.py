@@ -382,6 +382,8 @@ FAMILIES = {
     "sglang": "vLLM/SGLang/TRT-LLM",
     "trtllm": "vLLM/SGLang/TRT-LLM",
     "tgi": "vLLM/SGLang/TRT-LLM",
+    "lmdeploy": "vLLM/SGLang/TRT-LLM",
+    "rtp-llm": "vLLM/SGLang/TRT-LLM",
     "llama.cpp": "llama.cpp/Ollama/MLX",
     "ollama": "llama.cpp/Ollama/MLX",
     "mlx": "llama.cpp/Ollama/MLX",

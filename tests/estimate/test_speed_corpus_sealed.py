@@ -8,10 +8,15 @@ Nothing here estimates a sealed row: the sealed file is scored once, at the end 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
 from suanli import find_gpu, load_catalog, load_model
+from suanli.answers.devices import resolve_gpu
+from suanli.answers.recompute import settle_work
+from suanli.answers.request import with_file_format
+from suanli.estimate.workload import TrainWork
 
 from ..scripts import load_script
 
@@ -62,3 +67,19 @@ def test_coverage_buckets() -> None:
     assert sc.generation("CDNA 3", "amd") == "AMD CDNA"
     assert sc.generation("Ada Lovelace", "nvidia") == "Ada"
     assert sc.generation("Turing", "nvidia") == "other"
+
+
+@pytest.mark.parametrize("row", SEALED, ids=lambda row: row.id)
+def test_sealed_row_builds_a_valid_work_request(row: sc.Row) -> None:
+    """The row's request settles into a workload suanli accepts (no speed is estimated)."""
+    req = sc.request(row)
+    loaded = load_model(req.model)
+    work = with_file_format(req.work, loaded.weight_format)
+    if work.task == "infer":
+        work = replace(work, context=req.prompt + req.output)
+    gpu, _ = resolve_gpu(req.gpu, req.catalog_file)
+    settled, _ = settle_work(work, loaded.spec, gpu.memory_bytes)
+    if isinstance(settled, TrainWork):
+        assert settled.parallel.gpus == row.gpus
+    else:
+        assert settled.tp * settled.pp <= row.gpus
