@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from suanli import InferPerfAnswer, PerfRequest, TrainPerfAnswer, WorkRequest, perf
+from suanli.answers import bands
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "speed-corpus.csv"
 
@@ -354,67 +355,14 @@ def within(error: float, tolerance: float = 0.20) -> bool:
 #: scored once (``accuracy_speed.py --sealed``) and never iterated against.
 SEALED = CORPUS.parent / "speed-corpus-sealed.csv"
 
-#: The coverage matrix's scale buckets: (upper bound of GPUs, label).
-SCALES = ((1, "1"), (8, "2-8"), (64, "9-64"), (1024, "65-1024"), (math.inf, ">1024"))
-
-#: Framework column value -> framework family of the coverage matrix (others: ``other``).
-FAMILIES = {
-    "megatron": "Megatron/NeMo",
-    "megatron-lm": "Megatron/NeMo",
-    "megatron-core": "Megatron/NeMo",
-    "nemo": "Megatron/NeMo",
-    "deepspeed": "DeepSpeed",
-    "megatron-deepspeed": "DeepSpeed",
-    "gpt-neox": "DeepSpeed",
-    "fsdp": "FSDP/torchtitan",
-    "torchtitan": "FSDP/torchtitan",
-    "torchtune": "FSDP/torchtitan",
-    "fsdp_qlora": "FSDP/torchtitan",
-    "automodel": "FSDP/torchtitan",
-    "hf": "HF/TRL/PEFT",
-    "transformers": "HF/TRL/PEFT",
-    "trl": "HF/TRL/PEFT",
-    "peft": "HF/TRL/PEFT",
-    "llama-factory": "HF/TRL/PEFT",
-    "unsloth": "HF/TRL/PEFT",
-    "axolotl": "HF/TRL/PEFT",
-    "vllm": "vLLM/SGLang/TRT-LLM",
-    "sglang": "vLLM/SGLang/TRT-LLM",
-    "trtllm": "vLLM/SGLang/TRT-LLM",
-    "tgi": "vLLM/SGLang/TRT-LLM",
-    "lmdeploy": "vLLM/SGLang/TRT-LLM",
-    "rtp-llm": "vLLM/SGLang/TRT-LLM",
-    "llama.cpp": "llama.cpp/Ollama/MLX",
-    "ollama": "llama.cpp/Ollama/MLX",
-    "mlx": "llama.cpp/Ollama/MLX",
-}
-
-
-def scale_bucket(gpus: int) -> str:
-    """The coverage matrix's scale bucket of a GPU count."""
-    return next(label for bound, label in SCALES if gpus <= bound)
-
-
-def family(framework: str) -> str:
-    """The framework family of a row's ``framework`` column (``other`` when unlisted)."""
-    return FAMILIES.get(framework.strip().lower(), "other")
-
-
-def generation(architecture: str, vendor: str) -> str:
-    """The GPU generation bucket of a catalog architecture (Volta, Ampere, Ada, Hopper,
-    Blackwell, AMD CDNA, Apple, or ``other``)."""
-    if architecture.startswith("Apple") or vendor.lower() == "apple":
-        return "Apple"
-    if architecture.startswith("CDNA"):
-        return "AMD CDNA"
-    for name in ("Volta", "Ampere", "Ada", "Hopper", "Blackwell"):
-        if architecture.startswith(name):
-            return name
-    return "other"
-
 
 def task_bucket(row: Row) -> str:
     """``pretrain``, ``fine-tune`` (full, LoRA, QLoRA) or ``inference``."""
-    if row.kind == "infer":
-        return "inference"
-    return "pretrain" if row.task == "pretrain" else "fine-tune"
+    return bands.task_bucket("infer" if row.kind == "infer" else row.task)
+
+
+# The coverage matrix's dimensions are the error band's (suanli.answers.bands), one definition.
+SCALES = bands.SCALES
+scale_bucket = bands.scale_bucket
+family = bands.family
+generation = bands.generation

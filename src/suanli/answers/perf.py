@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from suanli.answers.bands import with_band
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, Answer, from_result
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.model_source import load_model
@@ -199,6 +200,11 @@ class TrainPerfAnswer(Answer):
     gpu_memory_bytes: int = 0
     warnings: tuple[str, ...] = ()
     """Why the job cannot run as given (with ignore_fit), one sentence each."""
+    band: dict[str, list[float]] | None = None
+    """Each headline figure's likely range (10th-90th percentile of measured / estimated speed
+    in this regime's published runs: suanli.answers.bands); None where the regime has too few."""
+    band_basis: dict[str, Any] | None = None
+    """The band's cell, its rows and sources, and the band's leave-one-source-out coverage."""
     terms: tuple[TimeTerm, ...] = ()
     """Every time term with its efficiency, its source and its formula (--explain)."""
     pue: float = field(default=DEFAULT_PUE, metadata=NOT_IN_JSON)
@@ -246,6 +252,11 @@ class InferPerfAnswer(Answer):
     gpu_memory_bytes: int = 0
     warnings: tuple[str, ...] = ()
     """Why the job cannot run as given (with ignore_fit), one sentence each."""
+    band: dict[str, list[float]] | None = None
+    """Each headline figure's likely range (10th-90th percentile of measured / estimated speed
+    in this regime's published runs: suanli.answers.bands); None where the regime has too few."""
+    band_basis: dict[str, Any] | None = None
+    """The band's cell, its rows and sources, and the band's leave-one-source-out coverage."""
     terms: tuple[TimeTerm, ...] = ()
     """Every time term with its efficiency, its source and its formula (--explain)."""
     largest_batch: int = 0
@@ -544,7 +555,7 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             cpu, _ = resolve_gpu(req.host_cpu or DEFAULT_HOST_CPU, req.catalog_file)
             host = device_for(cpu, "bf16")
         # Nothing fits: the hypothetical (ignore_fit) sweeps every batch, marked not runnable.
-        return infer_perf_answer(
+        answer: PerfAnswer = infer_perf_answer(
             req.model,
             spec,
             work,
@@ -558,14 +569,16 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
             image_tokens(work_req, spec) if req.work.images else 0,
             framework_assumptions(work_req),
         )
-    return train_perf_answer(
-        req.model,
-        spec,
-        work,
-        device,
-        req.tokens,
-        req.pue,
-        req.price,
-        validity,
-        framework_assumptions(work_req) + settled,
-    )
+    else:
+        answer = train_perf_answer(
+            req.model,
+            spec,
+            work,
+            device,
+            req.tokens,
+            req.pue,
+            req.price,
+            validity,
+            framework_assumptions(work_req) + settled,
+        )
+    return with_band(answer, gpu, spec.is_moe, work_req.framework)

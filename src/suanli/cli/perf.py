@@ -250,12 +250,49 @@ def _static_batch(doc: InferPerfAnswer) -> str:
     )
 
 
+def _band_rows(doc: TrainPerfAnswer | InferPerfAnswer) -> list[list[str]]:
+    """The table's 'likely' row: each headline figure's error band, when the regime has one."""
+    band = doc.band
+    if not band:
+        return []
+    parts = []
+    if "tokens_per_s" in band:
+        low, high = band["tokens_per_s"]
+        parts.append(_("{low}-{high} tokens/s").format(low=f"{low:,.0f}", high=f"{high:,.0f}"))
+    for key, label in (("step_time_s", _("step")), ("ttft_s", "TTFT"), ("tpot_s", "TPOT")):
+        if key in band:
+            low, high = band[key]
+            parts.append(f"{label} {_fmt_s(low)}-{_fmt_s(high)}")
+    return [[_("likely (published runs)"), _("; ").join(parts)]]
+
+
+def _band_basis(doc: TrainPerfAnswer | InferPerfAnswer) -> None:
+    """Where the band comes from, under the table."""
+    basis = doc.band_basis
+    if not basis:
+        return
+    coverage = basis.get("coverage")
+    print_line(
+        _(
+            "likely: 10th-90th percentile of measured / estimated speed of {rows} published "
+            "runs from {sources} sources in this regime ({cell}); such bands held {coverage} "
+            "of the runs they had not seen"
+        ).format(
+            rows=basis["rows"],
+            sources=basis["sources"],
+            cell=", ".join([_("{n} GPUs").format(n=basis["cell"][0]), *basis["cell"][1:]]),
+            coverage=f"{coverage:.0%}" if isinstance(coverage, float) else "?",
+        )
+    )
+
+
 def _render_infer(doc: InferPerfAnswer) -> None:
     rows = [
         *_runnable_rows(doc),
         [_("TTFT (prefill)"), _fmt_s(doc.ttft_s)],
         [_("TPOT (per output token)"), _fmt_s(doc.tpot_s)],
         [_("throughput (decode)"), f"{doc.tokens_per_s:,.0f} tokens/s"],
+        *_band_rows(doc),
         [_("request (prefill + decode)"), _fmt_s(doc.request_s)],
         [_("static batch, prefill included"), _static_batch(doc)],
         [_("decode is bound by"), _(doc.bound)],
@@ -273,6 +310,7 @@ def _render_infer(doc: InferPerfAnswer) -> None:
         output=doc.output,
     )
     print_table(title, ["", ""], rows)
+    _band_basis(doc)
     sweep = [
         [str(r.batch), _fmt_s(r.tpot_s), f"{r.tokens_per_s:,.0f}", _(r.bound)]
         for r in doc.batch_sweep
@@ -304,6 +342,7 @@ def _render_train(doc: TrainPerfAnswer) -> None:
         [_("step time"), _fmt_s(doc.step_time_s)],
         [_("throughput"), f"{doc.tokens_per_s:,.0f} tokens/s"],
         ["MFU", f"{doc.mfu:.1%}"],
+        *_band_rows(doc),
         [_("bound"), _(doc.bound)],
         [_("speed-up over 1 GPU"), _speedup_text(doc)],
     ]
@@ -321,6 +360,7 @@ def _render_train(doc: TrainPerfAnswer) -> None:
         model=doc.model, task=doc.task, gpus=doc.gpus, gpu=doc.gpu
     )
     print_table(title, ["", ""], rows)
+    _band_basis(doc)
     for tip in doc.advice:
         print_line(
             _("fix: {issue}: {fix} -> {after} tokens/s ({speedup}x)").format(

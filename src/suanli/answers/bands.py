@@ -1,0 +1,252 @@
+"""How far to trust a speed answer: the error band of its regime, from the published corpus.
+
+A speed answer's regime is its cell: scale (GPUs) x framework family x GPU generation x dense or
+MoE x task. The band of a cell is the 10th to 90th percentile of measured / estimated speed
+over the published rows in that cell (``tests/fixtures/speed-corpus.csv``, whole sources
+only; nothing in the model is fitted to them). It is computed by ``benchmarks/speed_bands.py``
+and shipped as ``catalog/data/speed_bands.json`` with its date and the corpus it was read
+from. A cell with fewer than :data:`MIN_ROWS` rows or :data:`MIN_SOURCES` sources falls back to
+its coarser cell (scale x dense/MoE x task); when that is thin too, the answer has no band and
+says that the regime is unvalidated.
+
+The band's coverage (the share of corpus rows inside the band built from the other sources'
+rows of their cell, leave one source out) is printed by the benchmark and kept in the data
+file: it says how often a band of this kind holds the measured value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from suanli.i18n import N_
+
+if TYPE_CHECKING:
+    from suanli.catalog import GPU
+
+#: A perf answer (training or inference).
+A = TypeVar("A")
+
+#: The coverage matrix's scale buckets: (upper bound of GPUs, label).
+SCALES: tuple[tuple[float, str], ...] = (
+    (1, "1"),
+    (8, "2-8"),
+    (64, "9-64"),
+    (1024, "65-1024"),
+    (math.inf, ">1024"),
+)
+#: A cell needs at least this many rows from this many sources to give a band (issue 41).
+MIN_ROWS, MIN_SOURCES = 5, 2
+#: The band's percentiles of measured / estimated speed.
+LOW_QUANTILE, HIGH_QUANTILE = 0.10, 0.90
+#: Framework (the corpus's column, the catalog's ids and aliases) -> framework family.
+FAMILIES = {
+    "megatron": "Megatron/NeMo",
+    "megatron-lm": "Megatron/NeMo",
+    "megatron-core": "Megatron/NeMo",
+    "nemo": "Megatron/NeMo",
+    "deepspeed": "DeepSpeed",
+    "megatron-deepspeed": "DeepSpeed",
+    "gpt-neox": "DeepSpeed",
+    "fsdp": "FSDP/torchtitan",
+    "torchtitan": "FSDP/torchtitan",
+    "torchtune": "FSDP/torchtitan",
+    "fsdp_qlora": "FSDP/torchtitan",
+    "automodel": "FSDP/torchtitan",
+    "hf": "HF/TRL/PEFT",
+    "transformers": "HF/TRL/PEFT",
+    "trl": "HF/TRL/PEFT",
+    "peft": "HF/TRL/PEFT",
+    "llama-factory": "HF/TRL/PEFT",
+    "unsloth": "HF/TRL/PEFT",
+    "axolotl": "HF/TRL/PEFT",
+    "vllm": "vLLM/SGLang/TRT-LLM",
+    "sglang": "vLLM/SGLang/TRT-LLM",
+    "trtllm": "vLLM/SGLang/TRT-LLM",
+    "tensorrt-llm": "vLLM/SGLang/TRT-LLM",
+    "tgi": "vLLM/SGLang/TRT-LLM",
+    "lmdeploy": "vLLM/SGLang/TRT-LLM",
+    "rtp-llm": "vLLM/SGLang/TRT-LLM",
+    "llama.cpp": "llama.cpp/Ollama/MLX",
+    "ollama": "llama.cpp/Ollama/MLX",
+    "mlx": "llama.cpp/Ollama/MLX",
+}
+BANDS_FILE = "speed_bands.json"
+
+
+def scale_bucket(gpus: int) -> str:
+    """The scale bucket of a GPU count."""
+    return next(label for bound, label in SCALES if gpus <= bound)
+
+
+def family(framework: str) -> str:
+    """The framework family of a framework id (``other`` when unlisted)."""
+    return FAMILIES.get(framework.strip().lower(), "other")
+
+
+def generation(architecture: str, vendor: str) -> str:
+    """The GPU generation bucket of a catalog architecture (Volta, Ampere, Ada, Hopper,
+    Blackwell, AMD CDNA, Apple, or ``other``)."""
+    if architecture.startswith("Apple") or vendor.lower() == "apple":
+        return "Apple"
+    if architecture.startswith("CDNA"):
+        return "AMD CDNA"
+    for name in ("Volta", "Ampere", "Ada", "Hopper", "Blackwell"):
+        if architecture.startswith(name):
+            return name
+    return "other"
+
+
+def task_bucket(task: str) -> str:
+    """``pretrain``, ``fine-tune`` (full, LoRA, QLoRA) or ``inference``."""
+    if task == "infer":
+        return "inference"
+    return "pretrain" if task == "pretrain" else "fine-tune"
+
+
+def cells(
+    *, gpus: int, framework: str, architecture: str, vendor: str, moe: bool, task: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The regime's cell and its coarser fallback (scale x dense/MoE x task)."""
+    scale, kind, work = scale_bucket(gpus), "MoE" if moe else "dense", task_bucket(task)
+    fine = (scale, family(framework), generation(architecture, vendor), kind, work)
+    return fine, (scale, kind, work)
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values``, linear between order statistics (numpy's default)."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Band:
+    """Measured / estimated speed of a regime's published rows: where the truth likely is."""
+
+    low: float
+    """10th percentile of measured / estimated speed (below 1: measured slower)."""
+    high: float
+    """90th percentile."""
+    cell: tuple[str, ...]
+    rows: int
+    sources: int
+    coverage: float | None
+    """Share of the corpus's rows inside their leave-one-source-out band (all cells)."""
+    date: str
+
+    def basis(self) -> dict[str, Any]:
+        """The JSON ``band_basis``: the cell, its rows and sources, the band's coverage."""
+        return {
+            "cell": list(self.cell),
+            "rows": self.rows,
+            "sources": self.sources,
+            "coverage": self.coverage,
+            "corpus_date": self.date,
+        }
+
+
+@cache
+def _bands() -> dict[str, Any]:
+    text = (resources.files("suanli.catalog") / "data" / BANDS_FILE).read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def speed_band(
+    *, gpus: int, framework: str, architecture: str, vendor: str, moe: bool, task: str
+) -> Band | None:
+    """The band of the regime's cell, else of its coarser cell; None when both are thin."""
+    data = _bands()
+    for key in cells(
+        gpus=gpus,
+        framework=framework,
+        architecture=architecture,
+        vendor=vendor,
+        moe=moe,
+        task=task,
+    ):
+        entry = data["cells"].get(" | ".join(key))
+        if entry is not None:
+            return Band(
+                low=float(entry["low"]),
+                high=float(entry["high"]),
+                cell=key,
+                rows=int(entry["rows"]),
+                sources=int(entry["sources"]),
+                coverage=data.get("coverage"),
+                date=str(data["date"]),
+            )
+    return None
+
+
+def unvalidated(gpus: int, task: str, moe: bool) -> str:
+    """The sentence an answer without a band gives."""
+    return N_(
+        "no error band: fewer than {rows} published rows from {sources} sources in this regime "
+        "({scale} GPUs, {kind}, {task}); the estimate is unvalidated here"
+    ).format(
+        rows=MIN_ROWS,
+        sources=MIN_SOURCES,
+        scale=scale_bucket(gpus),
+        kind="MoE" if moe else "dense",
+        task=task_bucket(task),
+    )
+
+
+#: Headline figures that grow with speed (scaled by the band) and that shrink (divided).
+FASTER = ("tokens_per_s", "mfu")
+SLOWER = ("step_time_s", "ttft_s", "tpot_s", "time_to_train_s", "cost_usd")
+
+
+def banded(values: dict[str, float | None], band: Band) -> dict[str, list[float]]:
+    """Each headline figure's likely range: a speed times the band's ratios, a duration or a
+    cost divided by them (figures that are None are left out)."""
+    out: dict[str, list[float]] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name in FASTER:
+            out[name] = [value * band.low, value * band.high]
+        elif name in SLOWER:
+            out[name] = [value / band.high, value / band.low]
+    return out
+
+
+def with_band(answer: A, gpu: GPU, moe: bool, framework: str) -> A:
+    """A perf answer with the error band of its regime, or with the sentence that says the
+    regime is unvalidated (an inference answer is known by its TTFT, a training one by its
+    step time)."""
+    inference = hasattr(answer, "ttft_s")
+    gpus = int(answer.tp if inference else answer.gpus)  # type: ignore[attr-defined]
+    task = str(answer.task)  # type: ignore[attr-defined]
+    band = speed_band(
+        gpus=gpus,
+        framework=framework,
+        architecture=str(gpu.get("architecture") or ""),
+        vendor=gpu.vendor,
+        moe=moe,
+        task=task,
+    )
+    if band is None:
+        notes = (*answer.assumptions, unvalidated(gpus, task, moe))  # type: ignore[attr-defined]
+        return replace(answer, assumptions=notes)  # type: ignore[type-var]
+    values: dict[str, float | None] = {
+        name: getattr(answer, name) for name in ("tokens_per_s", "ttft_s", "tpot_s") if inference
+    }
+    if not inference:
+        ttt = answer.time_to_train  # type: ignore[attr-defined]
+        values = {
+            "tokens_per_s": answer.tokens_per_s,  # type: ignore[attr-defined]
+            "step_time_s": answer.step_time_s,  # type: ignore[attr-defined]
+            "mfu": answer.mfu,  # type: ignore[attr-defined]
+            "time_to_train_s": ttt.time_to_train_s if ttt else None,
+            "cost_usd": ttt.cost_usd if ttt else None,
+        }
+    return replace(answer, band=banded(values, band), band_basis=band.basis())  # type: ignore[type-var]
