@@ -58,6 +58,13 @@ PAGE_MESSAGES = (
 SCRIPT_MESSAGES = (
     N_("$ / M tokens"),
     N_("(capped)"),
+    N_(
+        "10th-90th percentile of measured / estimated speed of {rows} published runs from "
+        "{sources} sources in this regime"
+    ),
+    N_("fewer than 5 published runs from 2 sources in this regime"),
+    N_("likely tokens/s"),
+    N_("unvalidated"),
     N_("a Hugging Face id: only its config.json is read"),
     N_("achievable"),
     N_("achievable roof"),

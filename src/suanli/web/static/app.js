@@ -595,6 +595,17 @@
         tip.fix, [[[t("tokens/s after"), rate(tip.tokens_per_s_after)],
           [t("speed-up"), Number(tip.speedup).toFixed(2) + "x"]]]));
     }
+    // The error band of the regime (GET /api/perf "band"): where published runs of this kind
+    // landed against the estimate; none where too few were published.
+    if (doc.band && doc.band.tokens_per_s) {
+      const b = doc.band_basis || {};
+      cell(t("likely tokens/s"), rate(doc.band.tokens_per_s[0]) + " – " + rate(doc.band.tokens_per_s[1]),
+        t("10th-90th percentile of measured / estimated speed of {rows} published runs from " +
+          "{sources} sources in this regime", { rows: b.rows, sources: b.sources }));
+    } else {
+      cell(t("likely tokens/s"), t("unvalidated"),
+        t("fewer than 5 published runs from 2 sources in this regime"));
+    }
     $("#speed-numbers").innerHTML = cells.join("");
     renderRoofline(doc.roofline);
     if (f.task === "infer") renderBatch(doc); else renderStep(doc);
