@@ -159,3 +159,17 @@ def data_parallel_floor_s(case: Case) -> float:
         # Another link (across the groups), which can run while the group's own collectives do.
         floor = max(floor, wire_floor_s(net, trainable / group, replicas, stride * group))
     return floor
+
+
+def tensor_parallel_floor_s(case: Case) -> float:
+    """The least time per step the tensor-parallel all-reduces of ``case`` take on the wires:
+    two in forward and two in backward per layer of the stage, each of the micro-batch's
+    activations (Megatron-LM; Korthikanti et al. 2022 for the same bytes with sequence
+    parallelism), each moving at least ``(n-1)/n`` of them through every rank's link."""
+    work, par = case.work, case.work.parallel
+    if par.tp <= 1:
+        return 0.0
+    layers = -(-case.spec.num_layers // par.pp)
+    activations = work.batch * work.seq * case.spec.hidden_size * work.tensor_bytes
+    one = wire_floor_s(case.device.network, activations, par.tp, 1)
+    return 4 * layers * work.grad_accum * one

@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from suanli.estimate.perf import fsdp_exposed_s, training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
-from tests.estimate.floors import FLOORS, Case, cases, data_parallel_floor_s, wire_floor_s
+from tests.estimate.floors import (
+    FLOORS,
+    Case,
+    cases,
+    data_parallel_floor_s,
+    tensor_parallel_floor_s,
+    wire_floor_s,
+)
 
 np = pytest.importorskip("numpy")
 vector = pytest.importorskip("suanli.estimate.vector")
@@ -23,12 +30,15 @@ vector = pytest.importorskip("suanli.estimate.vector")
 @settings(FLOORS, max_examples=2500)
 @given(cases())
 def test_no_step_beats_its_collectives_on_the_wire(case: Case) -> None:
-    """Step time >= the data-parallel bytes per GPU over the slowest link they cross (wire rate,
-    no latency): compute overlaps collectives but cannot make them shorter. This is what the
+    """Step time >= the data-parallel (and, apart, the tensor-parallel) bytes per GPU over the
+    slowest link they cross (wire rate, no latency): compute overlaps collectives but cannot
+    make them shorter. This is what the
     70B-on-512-A100 ZeRO-3 question broke by a factor of ten in the issue's report."""
     result = training_perf(case.spec, case.work, case.device)
     floor = data_parallel_floor_s(case)
     assert result.step_time_s >= floor * (1 - 1e-9)
+    # Tensor-parallel all-reduces run on their own link, possibly beside the data-parallel ones.
+    assert result.step_time_s >= tensor_parallel_floor_s(case) * (1 - 1e-9)
     # And the exposed communication is at least what the compute and memory time cannot cover.
     busy = result.breakdown_s["compute"] + result.breakdown_s["memory"]
     assert result.breakdown_s["communication"] >= (floor - busy) * (1 - 1e-9)

@@ -38,6 +38,7 @@ from suanli.estimate.kernels import (
     layer_gemms,
     nf4_dequant_seconds,
 )
+from suanli.estimate.loss_scaling import loss_scaling_s
 from suanli.estimate.memory import offloaded_activation_bytes
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.sizes import base_weight_bytes, lora_adapter_params, param_split
@@ -286,10 +287,14 @@ def fsdp_root_s(root_bytes: Any, work: TrainWork, group: Any, link: Any) -> Any:
     reduce-scattered after the last layer's backward (each :func:`fsdp_syncs`), when no compute
     is left to overlap
     (torchtitan 9dec370 parallelize_llama.py: ``fully_shard(model, reshard_after_forward=not
-    pp_enabled)``). LoRA freezes the root: no gradients to reduce."""
+    pp_enabled)``). With a pipeline it is gathered once a step: not resharded after forward, and
+    kept across the micro-batches (torch.distributed.pipelining sets
+    ``set_reshard_after_backward(False)`` on all but the last backward). LoRA freezes the root:
+    no gradients to reduce."""
     gather = all_gather_s(root_bytes, group, link)
     scatter = 0.0 if work.is_lora else reduce_scatter_s(root_bytes, group, link)
-    return 2 * work.grad_accum * gather + fsdp_syncs(work) * scatter
+    gathers = 2 * work.grad_accum if work.parallel.pp == 1 else 1
+    return gathers * gather + fsdp_syncs(work) * scatter
 
 
 def fsdp_exposed_s(
@@ -446,6 +451,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     )
     compute_s = matmul_s * m
     memory_total_s = memory_s * m + optimizer_s
+    memory_total_s += loss_scaling_s(work, trainable / opt_shard, device.bandwidth, compute_s + memory_total_s)
 
     comm: dict[str, float] = {}
     net = device.network

@@ -21,6 +21,7 @@ from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.comm import Network
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.flops import step_flops
+from suanli.estimate.loss_scaling import loss_scaling_s
 from suanli.estimate.memory import adafactor_state_elements, optimizer_bytes_per_param
 from suanli.estimate.perf import (
     DP_OVERLAP,
@@ -399,6 +400,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     )
     compute_s = matmul_s * m
     memory_total = memory_s * m + optimizer_s
+    memory_total = memory_total + loss_scaling_s(work, trainable / opt_shard, device.bandwidth, compute_s + memory_total)
     net = device.network
     h = spec.hidden_size
     comm = np.zeros(len(tp))
@@ -448,7 +450,9 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     # The root unit's gathers and gradient reduction, which nothing hides (perf.fsdp_root_s).
     root_bytes = split["other"] * tb
     root = _reduce_scatter(root_bytes, group, bw, lat, base)
-    root_s = 2 * m * root + (0.0 if work.is_lora else syncs * root)
+    # Twice a micro-batch, or once a step with a pipeline (perf.fsdp_root_s).
+    gathers = np.where(pp == 1, 2 * m, 1)
+    root_s = gathers * root + (0.0 if work.is_lora else syncs * root)
     fsdp = fsdp_exposed_s(
         work=work,
         weight_bytes=weight_bytes,
