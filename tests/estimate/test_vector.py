@@ -70,6 +70,12 @@ SHAPES = [
         "mixtral-8x7b",
         TrainWork(task="pretrain", seq=2048, dtype="fp8", parallel=Parallelism(ep=2)),
     ),
+    # fp16 with dynamic loss scaling (GPT-NeoX: fused kernels, no flash attention), mixed and pure.
+    (
+        "llama-3.1-8b",
+        TrainWork(task="pretrain", seq=2048, dtype="fp16", kernels="fused", attention="eager"),
+    ),
+    ("llama-3.1-8b", TrainWork(task="lora", seq=1024, dtype="fp16", precision="pure")),
 ]
 
 

@@ -451,7 +451,8 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     )
     compute_s = matmul_s * m
     memory_total_s = memory_s * m + optimizer_s
-    memory_total_s += loss_scaling_s(work, trainable / opt_shard, device.bandwidth, compute_s + memory_total_s)
+    busy_s = compute_s + memory_total_s
+    memory_total_s += loss_scaling_s(work, trainable / opt_shard, device.bandwidth, busy_s)
 
     comm: dict[str, float] = {}
     net = device.network

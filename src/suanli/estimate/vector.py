@@ -400,7 +400,10 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     )
     compute_s = matmul_s * m
     memory_total = memory_s * m + optimizer_s
-    memory_total = memory_total + loss_scaling_s(work, trainable / opt_shard, device.bandwidth, compute_s + memory_total)
+    busy_s = compute_s + memory_total
+    memory_total = memory_total + loss_scaling_s(
+        work, trainable / opt_shard, device.bandwidth, busy_s
+    )
     net = device.network
     h = spec.hidden_size
     comm = np.zeros(len(tp))
