@@ -33,7 +33,11 @@ COLLECTIVE_FORMULA = {
         "gathered before each forward and backward, reduced after it"
     ),
     "pipeline_p2p": N_("2 sends of the activations per micro-batch over one NIC or NVLink"),
-    "expert_all_to_all": N_("dispatch and combine, forward and backward, per MoE layer"),
+    "expert_all_to_all": N_(
+        "dispatch and combine, forward and backward, per MoE layer: T·k·h·b/tp bytes a GPU, "
+        "over NVLink inside a node; across nodes the (ep − m)/ep bound for other nodes leave "
+        "through the GPU's own share of the NICs (estimate/expert_parallel.py)"
+    ),
 }
 #: How a serving engine launches the input projections (``InferWork.projections``), as the
 #: decode GEMM term says it.

@@ -20,7 +20,6 @@ from suanli.estimate.comm import (
     Network,
     all_gather_s,
     all_reduce_s,
-    all_to_all_s,
     p2p_s,
     reduce_scatter_s,
 )
@@ -28,6 +27,12 @@ from suanli.estimate.elementwise import (
     elementwise_seconds,
     loss_bytes,
     optimizer_step_bytes,
+)
+from suanli.estimate.expert_parallel import (
+    dispatch_bytes,
+    expert_all_to_all_s,
+    expert_rows_share,
+    local_expert_shapes,
 )
 from suanli.estimate.flops import forward_flops_per_token, model_step_flops, step_flops
 from suanli.estimate.kernels import (
@@ -189,8 +194,9 @@ def train_matmul_seconds(
     b = work.dtype_bytes
     peak, bw = device.peak_flops, device.memory_bytes_per_s
     moe = spec.moe
-    share = moe.experts_per_token / moe.num_experts if moe is not None else 1.0
-    shapes = linear_shapes(spec)
+    # Expert parallelism: E/ep local experts, each on the tokens the group routed to it.
+    share = expert_rows_share(spec, work.parallel.ep)
+    shapes = local_expert_shapes(linear_shapes(spec), spec, work.parallel.ep)
     g = layer_gemms(
         shapes,
         spec.num_layers,
@@ -473,11 +479,11 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         )
         comm["tensor_parallel"] = per_layer * layers * one * m
     if par.ep > 1 and spec.moe is not None and spec.moe_layers:
-        link = net.link_for(par.ep, par.tp)
-        moe_volume = tokens * spec.moe.experts_per_token * h * tb / par.tp
+        a2a_bytes = dispatch_bytes(tokens, spec, tb, par.tp)
+        one_a2a = expert_all_to_all_s(net, a2a_bytes, par.ep, par.tp)
         moe_layers = math.ceil(len(spec.moe_layers) / par.pp)
         # Dispatch and combine in forward, and again in backward.
-        comm["expert_all_to_all"] = 4 * moe_layers * all_to_all_s(moe_volume, par.ep, link) * m
+        comm["expert_all_to_all"] = 4 * moe_layers * one_a2a * m
     bubble_s = 0.0
     if par.pp > 1:
         link = net.point_to_point_link(par.pp, par.tp)

@@ -20,6 +20,7 @@ from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.comm import Network
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
+from suanli.estimate.expert_parallel import dispatch_bytes, expert_all_to_all_s
 from suanli.estimate.flops import step_flops
 from suanli.estimate.loss_scaling import loss_scaling_s
 from suanli.estimate.memory import adafactor_state_elements, optimizer_bytes_per_param
@@ -418,12 +419,11 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     comm += np.where(tp > 1, per_layer_coll * stage_layers * one_coll * m, 0.0)
     ep = work.parallel.ep
     if ep > 1 and spec.moe is not None and spec.moe_layers:
-        bw, lat, base = _pick(net, np.full_like(tp, ep), tp, gather=True)
-        moe_volume = tokens * spec.moe.experts_per_token * h * tb / tp
-        moe_layers = np.ceil(len(spec.moe_layers) / pp)
-        comm += (
-            4 * moe_layers * _reduce_scatter(moe_volume, np.full_like(tp, ep), bw, lat, base) * m
-        )
+        one_a2a = expert_all_to_all_s(
+            net, dispatch_bytes(tokens, spec, tb, tp), ep, tp,
+            where=np.where, minimum=np.minimum, maximum=np.maximum,
+        )  # fmt: skip
+        comm += 4 * np.ceil(len(spec.moe_layers) / pp) * one_a2a * m
     # Point to point: one peer link inside a node, one NIC across (Network.point_to_point_link).
     inside = (pp * tp <= net.gpus_per_node) | (pp <= 1)
     peer_bw = net.intra.for_group(2).effective_bytes_per_s

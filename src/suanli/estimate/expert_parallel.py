@@ -1,0 +1,121 @@
+"""Expert parallelism (MoE) in training: the expert GEMMs each GPU runs and the all-to-all that
+feeds them.
+
+With expert parallelism over ``ep`` GPUs each GPU holds ``E / ep`` of a layer's ``E`` experts
+and, after the dispatch all-to-all, runs them on the tokens the whole group routed to them:
+``T · ep · k / E`` rows per local expert on average for ``T`` micro-batch tokens per GPU and
+top-``k`` routing (GShard, Lepikhin et al. 2020, §2.2; Megatron-Core's all-to-all token
+dispatcher).
+The FLOPs per GPU (``E/ep`` experts x ``T·ep·k/E`` rows = ``T·k`` expert rows) do not depend on
+``ep``; the GEMMs grow ``ep`` times taller, which is what makes them efficient. The synchronous
+all-to-all waits for the busiest rank, whose load exceeds the mean by the router's imbalance
+(:data:`LOAD_IMBALANCE`).
+
+Works on floats and, with numpy's ``where``/``minimum``/``maximum``, on arrays of layouts, so the
+scalar estimate and the vectorized planner share it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from suanli.estimate.comm import Network
+from suanli.estimate.shapes import LinearShape
+from suanli.models.spec import ModelSpec
+
+#: The busiest expert-parallel rank's tokens over the mean, in training. Wang et al. 2024,
+#: "Auxiliary-Loss-Free Load Balancing Strategy for Mixture-of-Experts" (arXiv 2408.15664,
+#: Table 2), measure the global maximal violation ``max load / mean load - 1`` at 0.04 with the
+#: loss-free balancing DeepSeek-V3 trains with (and 0.52-0.72 per expert with an auxiliary
+#: loss; a rank that holds several experts averages some of that away). The lower figure is the
+#: default: it is a floor on the imbalance, not a fit (figures not re-read from the PDF when this
+#: was written, 2026-12-07: check them). At ``ep = 1`` the GPU runs every token
+#: whatever the routing, so no imbalance applies.
+LOAD_IMBALANCE = 1.04
+
+
+def _where(condition: Any, if_true: Any, if_false: Any) -> Any:
+    return if_true if condition else if_false
+
+
+def local_experts(num_experts: int, ep: int) -> int:
+    """Experts of one MoE layer on the busiest GPU of an ``ep``-way expert-parallel group."""
+    return math.ceil(num_experts / max(ep, 1))
+
+
+def expert_rows_share(spec: ModelSpec, ep: int, imbalance: float | None = None) -> float:
+    """Rows of each local expert GEMM per micro-batch token of one GPU: ``ep · k / E`` (times
+    the busiest rank's ``imbalance``, default :data:`LOAD_IMBALANCE`, where ``ep > 1``); 1 for
+    a dense model."""
+    moe = spec.moe
+    if moe is None:
+        return 1.0
+    # More ranks than experts (Megatron refuses it) would hold one expert each.
+    ep = min(max(ep, 1), moe.num_experts)
+    share = moe.experts_per_token / moe.num_experts
+    if ep == 1:
+        return share
+    return share * ep * (LOAD_IMBALANCE if imbalance is None else imbalance)
+
+
+def local_expert_shapes(shapes: tuple[LinearShape, ...], spec: ModelSpec, ep: int) -> Any:
+    """``shapes`` (:func:`suanli.estimate.shapes.linear_shapes`) with the expert projections
+    counted on one GPU of ``ep``: ``ceil(E / ep)`` experts per MoE layer instead of ``E``."""
+    moe = spec.moe
+    if moe is None or ep <= 1:
+        return shapes
+    held = local_experts(moe.num_experts, ep)
+    return tuple(
+        replace(s, count=s.count // moe.num_experts * held) if s.kind == "experts" else s
+        for s in shapes
+    )
+
+
+def dispatch_bytes(tokens: Any, spec: ModelSpec, tensor_bytes: float, tp: Any) -> Any:
+    """Bytes one GPU sends in one dispatch (or combine) all-to-all of one MoE layer: each of its
+    ``tokens`` goes to ``k`` experts as a ``hidden``-wide activation, the tensor-parallel group
+    splitting the tokens (Megatron's sequence-parallel dispatcher): ``T·k·h·b / tp``. Of these,
+    the ``1/ep`` share addressed to its own experts stays on the GPU."""
+    k = spec.moe.experts_per_token if spec.moe is not None else 0
+    return tokens * k * spec.hidden_size * tensor_bytes / tp
+
+
+def expert_all_to_all_s(
+    net: Network,
+    nbytes: Any,
+    ep: int,
+    tp: Any,
+    *,
+    where: Callable[[Any, Any, Any], Any] = _where,
+    minimum: Callable[[Any, Any], Any] = min,
+    maximum: Callable[[Any, Any], Any] = max,
+) -> Any:
+    """Seconds of one all-to-all in which each of ``ep`` ranks (spaced ``tp`` GPUs apart) sends
+    ``nbytes``, ``nbytes / ep`` to each rank.
+
+    Inside a node: ``(ep−1)/ep · B`` over the GPU's link, as a reduce-scatter. Across nodes the
+    ``m`` ranks of a node also reach each other over NVLink, at the same time, while the
+    ``(ep−m)/ep · B`` addressed to other nodes leave through the GPU's share of the node's NICs
+    (``nics · rate / gpus_per_node``; the NIC's rate where the network gives no NIC count). Unlike
+    a ring, an all-to-all cannot stripe one GPU's bytes over the other GPUs' NICs: every GPU of
+    the node sends its own at once (DeepSeek-V3 report §3.2.2: cross-node all-to-all at the IB
+    rate, 50 GB/s per GPU, 3.2x less than NVLink's 160 GB/s). The per-peer latency ``(ep−1)α`` and
+    the collective's base latency as :func:`suanli.estimate.comm.all_to_all_s`."""
+    if ep <= 1:
+        return 0.0 * tp
+    inside = ep * tp <= net.gpus_per_node
+    intra_bw = net.intra.group_effective_bytes_per_s(ep, minimum=minimum, maximum=maximum)
+    intra_bw = intra_bw * net.intra.gather_share
+    per_node = net.ranks_per_node(ep, tp, minimum=minimum, maximum=maximum)
+    nic_share = net.nics_per_node / net.gpus_per_node if net.nics_per_node > 0 else 1.0
+    nic_bw = net.inter.effective_bytes_per_s * nic_share * net.inter.gather_share
+    node_bw = net.intra.group_effective_bytes_per_s(per_node, minimum=minimum, maximum=maximum)
+    node_bw = node_bw * net.intra.gather_share
+    across = maximum((ep - per_node) / ep * nbytes / nic_bw, (per_node - 1) / ep * nbytes / node_bw)
+    inside_s = (ep - 1) / ep * nbytes / intra_bw + (ep - 1) * net.intra.latency_s
+    across_s = across + (ep - 1) * net.inter.latency_s
+    base = where(inside, net.intra.base_latency_s, net.inter.base_latency_s)
+    return where(inside, inside_s, across_s) + base
