@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy_speed import Result, evaluate
-from speed_corpus import CORPUS, load_corpus
+from speed_corpus import CORPUS, family, load_corpus
 
 from suanli import load_catalog, load_model
 from suanli.answers.bands import (
@@ -58,7 +58,7 @@ def keys(result: Result) -> tuple[Key, Key]:
     row = result.row
     return cells(
         gpus=row.gpus,
-        framework=row.framework,
+        stack=family(row.framework),
         architecture=result.architecture,
         vendor=result.vendor,
         moe=load_model(row.model).spec.is_moe,

@@ -364,5 +364,25 @@ def task_bucket(row: Row) -> str:
 # The coverage matrix's dimensions are the error band's (suanli.answers.bands), one definition.
 SCALES = bands.SCALES
 scale_bucket = bands.scale_bucket
-family = bands.family
 generation = bands.generation
+
+#: Framework column values of published runs that name no catalog framework (or an alias of
+#: one), with their family; catalog frameworks take frameworks.toml's ``family``.
+CORPUS_FAMILIES = {
+    "fsdp": "FSDP/torchtitan",
+    "fsdp_qlora": "FSDP/torchtitan",
+    "automodel": "FSDP/torchtitan",
+    "megatron-deepspeed": "DeepSpeed",
+    "trl": "HF/TRL/PEFT",
+    "axolotl": "HF/TRL/PEFT",
+    "tgi": "vLLM/SGLang/TRT-LLM",
+    "lmdeploy": "vLLM/SGLang/TRT-LLM",
+    "rtp-llm": "vLLM/SGLang/TRT-LLM",
+    "mlx": "llama.cpp/Ollama/MLX",
+}
+
+
+def family(framework: str) -> str:
+    """The framework family of a corpus row's ``framework`` column."""
+    name = framework.strip().lower()
+    return CORPUS_FAMILIES.get(name) or bands.family(name)

@@ -43,38 +43,6 @@ SCALES: tuple[tuple[float, str], ...] = (
 MIN_ROWS, MIN_SOURCES = 5, 2
 #: The band's percentiles of measured / estimated speed.
 LOW_QUANTILE, HIGH_QUANTILE = 0.10, 0.90
-#: Framework (the corpus's column, the catalog's ids and aliases) -> framework family.
-FAMILIES = {
-    "megatron": "Megatron/NeMo",
-    "megatron-lm": "Megatron/NeMo",
-    "megatron-core": "Megatron/NeMo",
-    "nemo": "Megatron/NeMo",
-    "deepspeed": "DeepSpeed",
-    "megatron-deepspeed": "DeepSpeed",
-    "gpt-neox": "DeepSpeed",
-    "fsdp": "FSDP/torchtitan",
-    "torchtitan": "FSDP/torchtitan",
-    "torchtune": "FSDP/torchtitan",
-    "fsdp_qlora": "FSDP/torchtitan",
-    "automodel": "FSDP/torchtitan",
-    "hf": "HF/TRL/PEFT",
-    "transformers": "HF/TRL/PEFT",
-    "trl": "HF/TRL/PEFT",
-    "peft": "HF/TRL/PEFT",
-    "llama-factory": "HF/TRL/PEFT",
-    "unsloth": "HF/TRL/PEFT",
-    "axolotl": "HF/TRL/PEFT",
-    "vllm": "vLLM/SGLang/TRT-LLM",
-    "sglang": "vLLM/SGLang/TRT-LLM",
-    "trtllm": "vLLM/SGLang/TRT-LLM",
-    "tensorrt-llm": "vLLM/SGLang/TRT-LLM",
-    "tgi": "vLLM/SGLang/TRT-LLM",
-    "lmdeploy": "vLLM/SGLang/TRT-LLM",
-    "rtp-llm": "vLLM/SGLang/TRT-LLM",
-    "llama.cpp": "llama.cpp/Ollama/MLX",
-    "ollama": "llama.cpp/Ollama/MLX",
-    "mlx": "llama.cpp/Ollama/MLX",
-}
 BANDS_FILE = "speed_bands.json"
 
 
@@ -84,8 +52,14 @@ def scale_bucket(gpus: int) -> str:
 
 
 def family(framework: str) -> str:
-    """The framework family of a framework id (``other`` when unlisted)."""
-    return FAMILIES.get(framework.strip().lower(), "other")
+    """The framework family of a catalog framework id or alias (frameworks.toml's ``family``;
+    ``other`` for a name the catalog does not know)."""
+    from suanli.catalog.frameworks import get_framework
+
+    try:
+        return get_framework(framework.strip().lower()).family
+    except ValueError:
+        return "other"
 
 
 def generation(architecture: str, vendor: str) -> str:
@@ -109,11 +83,12 @@ def task_bucket(task: str) -> str:
 
 
 def cells(
-    *, gpus: int, framework: str, architecture: str, vendor: str, moe: bool, task: str
+    *, gpus: int, stack: str, architecture: str, vendor: str, moe: bool, task: str
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The regime's cell and its coarser fallback (scale x dense/MoE x task)."""
+    """The regime's cell and its coarser fallback (scale x dense/MoE x task); ``stack`` is the
+    framework family (:func:`family`)."""
     scale, kind, work = scale_bucket(gpus), "MoE" if moe else "dense", task_bucket(task)
-    fine = (scale, family(framework), generation(architecture, vendor), kind, work)
+    fine = (scale, stack, generation(architecture, vendor), kind, work)
     return fine, (scale, kind, work)
 
 
@@ -166,7 +141,7 @@ def speed_band(
     data = _bands()
     for key in cells(
         gpus=gpus,
-        framework=framework,
+        stack=family(framework),
         architecture=architecture,
         vendor=vendor,
         moe=moe,

@@ -62,6 +62,8 @@ class Framework:
     """A serving engine's scheduler defaults (``suanli capacity --framework``)."""
     config: tuple[ConfigKey, ...] = ()
     """The framework's own setting for each technique (``suanli fit`` prints them)."""
+    family: str = "other"
+    """The family of stacks whose published runs give an answer its error band."""
     cuda_first: bool = False
     """Its libraries are built for CUDA first: ``plan`` ranks other software stacks after CUDA."""
 
@@ -90,6 +92,7 @@ def _framework(raw: dict[str, Any]) -> Framework:
             aliases=tuple(str(a) for a in raw.get("aliases", [])),
             techniques=tuple(str(t) for t in raw.get("techniques", [])),
             notes=str(raw.get("notes", "")),
+            family=str(raw.get("family", "other")),
             cuda_first=bool(raw.get("cuda_first", False)),
         )
     except (KeyError, TypeError) as exc:
