@@ -147,3 +147,36 @@ def test_vector_equals_scalar_with_expert_parallelism(model: str, gpu: str, dtyp
             scalar = training_perf(spec, work, device)
             assert speed["step_time_s"][i] == pytest.approx(scalar.step_time_s, rel=1e-9)
             assert speed["mfu"][i] == pytest.approx(scalar.mfu(device.peak_flops), rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b"])
+def test_no_step_shorter_than_its_all_to_all_on_the_wire(model: str) -> None:
+    """Nothing overlaps the dispatch and combine yet, so a step lasts at least its four
+    all-to-alls per MoE layer of the busiest stage and micro-batch, each at least the bytes bound
+    for other nodes over the GPU's NIC share (or, inside a node, over its NVLink at line rate)."""
+    spec = load_model(model).spec
+    assert spec.moe is not None
+    device = device_for(find_gpu("h100", bundled_gpus()), "bf16")
+    net = device.network
+    rng = random.Random(4141)
+    for _ in range(30):
+        ep = rng.choice([e for e in (2, 4, 8, 16, 32, 64) if e <= spec.moe.num_experts])
+        tp, pp = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4])
+        par = Parallelism(dp=max(ep, 8), tp=tp, pp=pp, ep=ep)
+        work = TrainWork(
+            task="pretrain",
+            seq=4096,
+            batch=rng.choice([1, 2, 4]),
+            grad_accum=rng.choice([1, 4]),
+            parallel=par,
+        )
+        nbytes = dispatch_bytes(work.batch * work.seq, spec, work.tensor_bytes, tp)
+        if ep * tp <= net.gpus_per_node:
+            wire = (ep - 1) / ep * nbytes / net.intra.group_bytes_per_s(ep)
+        else:
+            m = max(min(ep, net.gpus_per_node // tp), 1)
+            nic = net.inter.bandwidth_bytes_per_s * net.nics_per_node / net.gpus_per_node
+            wire = (ep - m) / ep * nbytes / nic
+        layers = -(-len(spec.moe_layers) // pp)
+        floor = 4 * layers * wire * work.grad_accum
+        assert training_perf(spec, work, device).step_time_s >= floor
