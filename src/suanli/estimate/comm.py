@@ -391,3 +391,17 @@ def p2p_s(nbytes: float, link: Link) -> float:
     if nbytes <= 0:
         return 0.0
     return nbytes / link.effective_bytes_per_s + link.latency_s
+
+
+def pipeline_p2p_s(hop_s: Any, per_micro_s: Any, vpp: int, micro_batches: int) -> Any:
+    """Steady-state pipeline transfers a GPU waits on per step: an activation forward and a
+    gradient backward per micro-batch and model chunk (``hop_s`` each; ``vpp`` chunks cross
+    ``vpp`` times the boundaries, Narayanan et al. 2021 §2.2.2). 1F1B blocks on them (Megatron
+    forces ``overlap_p2p_comm`` off without interleaving); the interleaved schedule posts them
+    before a chunk's compute and waits after (``--no-overlap-p2p-communication`` is opt-out), so
+    only what outlasts a chunk's forward (a third of its time) shows. Floats or numpy arrays."""
+    if vpp <= 1:
+        return 2 * hop_s * micro_batches
+    chunk_forward_s = per_micro_s / (3 * vpp)
+    exposed = (hop_s - chunk_forward_s) * (hop_s > chunk_forward_s)
+    return 2 * vpp * exposed * micro_batches

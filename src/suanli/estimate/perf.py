@@ -21,6 +21,7 @@ from suanli.estimate.comm import (
     all_gather_s,
     all_reduce_s,
     p2p_s,
+    pipeline_p2p_s,
     reduce_scatter_s,
 )
 from suanli.estimate.elementwise import (
@@ -487,8 +488,10 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     bubble_s = 0.0
     if par.pp > 1:
         link = net.point_to_point_link(par.pp, par.tp)
-        comm["pipeline_p2p"] = 2 * p2p_s(tokens * h * tb / par.tp, link) * m
-        bubble_s = (par.pp - 1) / par.vpp * per_micro_s
+        hop_s = p2p_s(tokens * h * tb / par.tp, link)
+        comm["pipeline_p2p"] = pipeline_p2p_s(hop_s, per_micro_s, par.vpp, m)
+        # Fill and drain: p - 1 hops, each a chunk's compute and a transfer.
+        bubble_s = (par.pp - 1) * (per_micro_s / par.vpp + 2 * hop_s)
     grad_bytes = trainable * (4 if work.is_lora else tb)
     # What FSDP gathers and CPU offload copies: QLoRA's base in NF4.
     weight_bytes = base_weight_bytes(work, split.layer_linear, split.other)

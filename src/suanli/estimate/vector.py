@@ -18,7 +18,7 @@ import numpy as np
 
 from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
-from suanli.estimate.comm import Network
+from suanli.estimate.comm import Network, pipeline_p2p_s
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.expert_parallel import dispatch_bytes, expert_all_to_all_s
 from suanli.estimate.flops import step_flops
@@ -430,9 +430,10 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     bw = np.where(inside, peer_bw, net.inter.effective_bytes_per_s)
     lat = np.where(inside, net.intra.latency_s, net.inter.latency_s)
     p2p = tokens * h * tb / tp / bw + lat
-    comm += np.where(pp > 1, 2 * p2p * m, 0.0)
+    # Fill and drain wait on a transfer per hop (perf.training_perf).
     vpp = work.parallel.vpp
-    bubble = np.where(pp > 1, (pp - 1) / vpp * per_micro, 0.0)
+    comm += np.where(pp > 1, pipeline_p2p_s(p2p, per_micro, vpp, m), 0.0)
+    bubble = np.where(pp > 1, (pp - 1) * (per_micro / vpp + 2 * p2p), 0.0)
     grad_bytes = trainable * (4 if work.is_lora else tb)
     group = np.where(zero >= 1, _zero_group(work, dp), dp)
     bw, lat, base = _pick(net, group, tp * pp, gather=True)
