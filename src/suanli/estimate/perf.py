@@ -47,7 +47,13 @@ from suanli.estimate.kernels import (
 from suanli.estimate.loss_scaling import loss_scaling_s
 from suanli.estimate.memory import offloaded_activation_bytes
 from suanli.estimate.shapes import linear_shapes
-from suanli.estimate.sizes import base_weight_bytes, lora_adapter_params, param_split
+from suanli.estimate.sizes import (
+    base_weight_bytes,
+    layer_matrices,
+    lora_adapter_params,
+    param_split,
+    zero3_gathers_per_unit,
+)
 from suanli.estimate.workload import TrainWork
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
@@ -321,6 +327,7 @@ def fsdp_exposed_s(
     micro_batches: Any,
     syncs: Any,
     backward_passes: Any,
+    gathers_per_unit: Any = 1,
     maximum: Callable[[Any, Any], Any] = max,
 ) -> Any:
     """Exposed ZeRO-3/FSDP seconds per step, unit by unit and phase by phase (docs/speed.md).
@@ -334,13 +341,15 @@ def fsdp_exposed_s(
     optimizer step hides nothing. ``root_s``: the root unit's exposed traffic
     (:func:`fsdp_root_s`); ``micro_batches`` per step, ``syncs`` of them reduce-scatter
     (:func:`fsdp_syncs`); ``backward_passes`` gathers of each unit after the forward's
-    (:func:`fsdp_backward_gathers`). Floats or numpy arrays (ints for ``group``)."""
+    (:func:`fsdp_backward_gathers`). ``gathers_per_unit``: all-gathers per unit and pass, 1 for
+    FSDP, DeepSpeed's prefetch buckets (:func:`zero3_gathers_per_unit`). Floats or numpy arrays
+    (ints for ``group``)."""
     n = group
     share = (n - 1) / n / bandwidth
     layer_weights = maximum(weight_bytes - root_bytes, 0.0)
     layer_grads = maximum(grad_bytes - (0.0 if work.is_lora else root_bytes), 0.0)
     fixed = units * (ring_latency + base) * (n > 1)
-    gather = share * layer_weights + fixed
+    gather = share * layer_weights + gathers_per_unit * fixed
     scatter = share * layer_grads + fixed + replica_s
     full = work.recompute == "full"
     forward_s = per_micro_s / (4 if full else 3)
@@ -528,6 +537,9 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
                 micro_batches=m,
                 syncs=fsdp_syncs(work),
                 backward_passes=fsdp_backward_gathers(work, par.pp),
+                gathers_per_unit=zero3_gathers_per_unit(
+                    work, split.layer_linear / max(layers, 1), layer_matrices(spec)
+                ),
             )
         else:
             dp_s = (

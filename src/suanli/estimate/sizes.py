@@ -6,6 +6,7 @@ its vectorised twin (:mod:`suanli.estimate.vector`) and the speed model."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -94,6 +95,45 @@ def zero_bucket_bytes(work: TrainWork, params_on_gpu: float) -> float:
         return 0.0
     factor = DS_OVERLAP_FACTOR if par.zero >= 3 else 1.0
     return 2 * min(DS_BUCKET_ELEMENTS, params_on_gpu) * work.tensor_bytes * factor
+
+
+#: DeepSpeed ZeRO-3's ``stage3_prefetch_bucket_size`` default, in elements (microsoft/DeepSpeed
+#: deepspeed/runtime/zero/config.py at 50c6d6f2: ``prefetch_bucket_size ... pp_int(5e7)``).
+DS_PREFETCH_ELEMENTS = 5e7
+
+
+def zero3_gathers_per_unit(
+    work: TrainWork,
+    unit_elements: Any,
+    matrices: Any,
+    *,
+    minimum: Callable[[Any, Any], Any] = min,
+    maximum: Callable[[Any, Any], Any] = max,
+    ceil: Callable[[Any], Any] = math.ceil,
+) -> Any:
+    """All-gathers per layer unit and pass under ZeRO-3: 1 for FSDP (one per unit); with
+    DeepSpeed's buckets, one per prefetch bucket of ``DS_PREFETCH_ELEMENTS``, a bucket closed
+    by the whole parameter that fills it (partitioned_param_coordinator.py at 196e63ac,
+    ``fetch_sub_module``), so ``min(matrices, max(1, ceil(unit_elements / bucket)))``.
+    ``unit_elements``: a unit's parameters on the GPU; ``matrices``: its weight matrices above
+    the persistence threshold (docs/speed.md). Floats or numpy arrays."""
+    if work.zero_buckets != "deepspeed":
+        return 1
+    return minimum(matrices, maximum(1, ceil(unit_elements / DS_PREFETCH_ELEMENTS)))
+
+
+def layer_matrices(spec: ModelSpec) -> int:
+    """Weight matrices of one transformer layer: attention's four (q, k, v, o; two with a fused
+    qkv) and the MLP's two or three, each routed and shared expert's too (the most of any
+    layer)."""
+    attention = 2 if spec.attention.fused_qkv else 4
+    dense = (3 if spec.mlp.gated else 2) if spec.mlp is not None else 0
+    if spec.moe is None:
+        return attention + dense
+    expert = 3 if spec.moe.expert.gated else 2
+    shared = spec.moe.shared_expert
+    extra = (3 if shared.gated else 2) if shared is not None else 0
+    return attention + max(dense, expert * spec.moe.num_experts + extra)
 
 
 def grads_replace_activations(work: TrainWork) -> bool:

@@ -40,8 +40,10 @@ from suanli.estimate.sizes import (
     base_weight_bytes,
     grads_replace_activations,
     largest_tensor_params,
+    layer_matrices,
     layer_params,
     lora_adapter_params,
+    zero3_gathers_per_unit,
 )
 from suanli.estimate.train_activations import (
     DROP_SELECTIVE,
@@ -475,6 +477,14 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         micro_batches=m,
         syncs=syncs,
         backward_passes=fsdp_backward_gathers(work, pp),
+        gathers_per_unit=zero3_gathers_per_unit(
+            work,
+            split["layer_linear"] / np.maximum(stage_layers, 1),
+            layer_matrices(spec),
+            minimum=np.minimum,
+            maximum=np.maximum,
+            ceil=np.ceil,
+        ),
         maximum=np.maximum,
     )
     ddp_s = (
