@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suanli.estimate.perf import fsdp_exposed_s, training_perf
+from suanli.estimate.data_parallel import fsdp_exposed_s
+from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
 from tests.estimate.floors import (
     FLOORS,

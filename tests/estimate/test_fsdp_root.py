@@ -10,8 +10,9 @@ import pytest
 
 from suanli.catalog import find_gpu, load_catalog
 from suanli.estimate.comm import all_gather_s, reduce_scatter_s
+from suanli.estimate.data_parallel import fsdp_root_s
 from suanli.estimate.device import device_for
-from suanli.estimate.perf import fsdp_root_s, training_perf
+from suanli.estimate.perf import training_perf
 from suanli.estimate.sizes import param_split
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.models.resolve import load_model

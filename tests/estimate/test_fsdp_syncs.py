@@ -10,8 +10,9 @@ from dataclasses import replace
 import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.data_parallel import fsdp_syncs
 from suanli.estimate.device import device_for
-from suanli.estimate.perf import fsdp_syncs, training_perf
+from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.models.resolve import load_model
 

@@ -10,9 +10,10 @@ import pytest
 
 from suanli import PerfRequest, WorkRequest, perf
 from suanli.catalog import bundled_gpus, find_gpu
+from suanli.estimate.data_parallel import DP_OVERLAP
 from suanli.estimate.device import device_for
 from suanli.estimate.memory import training_memory
-from suanli.estimate.perf import DP_OVERLAP, training_perf
+from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.models.resolve import load_model
 

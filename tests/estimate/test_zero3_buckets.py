@@ -10,8 +10,9 @@ from dataclasses import replace
 import pytest
 
 from suanli.catalog import find_gpu, load_catalog
+from suanli.estimate.data_parallel import fsdp_exposed_s
 from suanli.estimate.device import device_for
-from suanli.estimate.perf import fsdp_exposed_s, training_perf
+from suanli.estimate.perf import training_perf
 from suanli.estimate.sizes import DS_PREFETCH_ELEMENTS, layer_matrices, zero3_gathers_per_unit
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.models.resolve import load_model

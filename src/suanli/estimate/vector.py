@@ -19,16 +19,14 @@ import numpy as np
 from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.comm import Network, pipeline_p2p_s
+from suanli.estimate.data_parallel import DP_OVERLAP, fsdp_backward_gathers, fsdp_exposed_s
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.expert_parallel import dispatch_bytes, expert_all_to_all_s
 from suanli.estimate.flops import step_flops
 from suanli.estimate.loss_scaling import loss_scaling_s
 from suanli.estimate.memory import adafactor_state_elements, optimizer_bytes_per_param
 from suanli.estimate.perf import (
-    DP_OVERLAP,
     Device,
-    fsdp_backward_gathers,
-    fsdp_exposed_s,
     offloaded_step_s,
     params_offload_s,
     train_matmul_seconds,
@@ -451,12 +449,13 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         0.0,
     )
     # Sharded gradients are reduced after every micro-batch, once a step with a pipeline
-    # (perf.fsdp_syncs).
+    # (data_parallel.fsdp_syncs).
     syncs = np.where(pp == 1, m, 1)
-    # The root unit's gathers and gradient reduction, which nothing hides (perf.fsdp_root_s).
+    # The root unit's gathers and gradient reduction, which nothing hides
+    # (data_parallel.fsdp_root_s).
     root_bytes = split["other"] * tb
     root = _reduce_scatter(root_bytes, group, bw, lat, base)
-    # Twice a micro-batch, or once a step with a pipeline (perf.fsdp_root_s).
+    # Twice a micro-batch, or once a step with a pipeline (data_parallel.fsdp_root_s).
     gathers = np.where(pp == 1, 2 * m, 1)
     root_s = gathers * root + (0.0 if work.is_lora else syncs * root)
     fsdp = fsdp_exposed_s(

@@ -130,7 +130,7 @@ def predicted_step_s(step_alone_s: float, allreduce_s: float) -> float:
     """The speed model's data-parallel rule (docs/speed.md): buckets reduce during the backward
     pass (2/3 of the step) and hide 90% of it; the rest of the gradient all-reduce adds to the
     step measured without the other ranks."""
-    from suanli.estimate.perf import DP_OVERLAP
+    from suanli.estimate.data_parallel import DP_OVERLAP
 
     return step_alone_s + max(0.0, allreduce_s - DP_OVERLAP * step_alone_s * 2 / 3)
 
