@@ -470,7 +470,9 @@ def _render_simulation(a: CapacitySimulation) -> None:
     if series and max(series) > 0:
         click.echo(
             _("queue over time (max {waiting} waiting): {sparkline}").format(
-                waiting=f"{max(series):,.0f}", sparkline=sparkline(series)
+                waiting=f"{max(series):,.0f}",
+                # on a line of its own: caption and 60 bars do not fit 80 columns together
+                sparkline="\n  " + sparkline(series),
             )
         )
     else:

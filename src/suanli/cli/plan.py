@@ -105,7 +105,6 @@ def _money(usd: float | None) -> str:
 )
 @click.option(
     "--prompt",
-    "prompt_tokens",
     type=IntRange(min=1),
     default=PROMPT_TOKENS,
     show_default=True,
@@ -168,7 +167,7 @@ def plan_cmd(
     global_batch: int | None,
     tokens: float,
     rps: float | None,
-    prompt_tokens: int,
+    prompt: int,
     output_tokens: int,
     max_tpot_ms: float | None,
     objective: str | None,
@@ -208,7 +207,7 @@ def plan_cmd(
             global_batch=global_batch,
             tokens=tokens,
             rps=rps,
-            prompt=prompt_tokens,
+            prompt=prompt,
             output=output_tokens,
             max_tpot_ms=max_tpot_ms,
             objective=objective,
