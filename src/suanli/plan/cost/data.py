@@ -32,7 +32,6 @@ from suanli.catalog.costs import (
     purchase_entry,
     row_source,
 )
-from suanli.catalog.gpu import GPU
 from suanli.i18n import N_
 
 __all__ = [
@@ -55,7 +54,6 @@ __all__ = [
     "cheapest_cloud",
     "cloud_prices",
     "cost_data",
-    "default_rent",
     "electricity_entry",
     "exchange_rate",
     "facility_entry",
@@ -136,25 +134,3 @@ def api_prices(model_id: str) -> tuple[ApiPrice, ...]:
             ),
         )
     )
-
-
-def default_rent(gpu: GPU) -> tuple[float, str, str, str] | None:
-    """The default rent of ``gpu``: (USD per GPU-hour, source, date, notes), or None.
-
-    The one price resolver's rent (:func:`suanli.catalog.prices.rent_price`): the cheapest
-    on-demand snapshot in costs.toml, else the catalog's ``cloud_usd_per_hour``.
-    """
-    from suanli.catalog.prices import CATALOG_PROVIDER, rent_price
-
-    price = rent_price(gpu)
-    if price is None:
-        return None
-    if price.provider == CATALOG_PROVIDER:
-        source = N_("GPU catalog cloud_usd_per_hour: {source}").format(source=price.source)
-        notes = "uncertain" if price.uncertain else ""
-    else:
-        source = N_("{provider} on-demand: {source}").format(
-            provider=price.provider, source=price.source
-        )
-        notes = (price.notes + (" (uncertain)" if price.uncertain else "")).strip()
-    return (price.usd, source, price.date, notes)
