@@ -200,6 +200,9 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
     # parallelism, and data parallelism below ZeRO 2 (reduce-scatter and all-gather above).
     all_reduces = {"tensor_parallel": not par.sp, "data_parallel": par.zero < 2}
     for kind, seconds in result.comm_detail_s.items():
+        if kind == "straggler_wait":
+            terms.append(_straggler_term(seconds, par.gpus))
+            continue
         group, stride = groups.get(kind, (2, 1))
         efficiency, source = _link_source(device, group, stride, all_reduces.get(kind, False))
         terms.append(
@@ -222,6 +225,22 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
             )
         )
     return tuple(terms)
+
+
+def _straggler_term(seconds: float, gpus: int) -> TimeTerm:
+    """The explain line of the wait for the job's slowest GPU (estimate/stragglers.py)."""
+    from suanli.estimate.stragglers import SOURCE, slowest_share
+
+    return TimeTerm(
+        term=N_("communication: {kind}").format(kind="straggler_wait"),
+        seconds=seconds,
+        efficiency=None,
+        source=SOURCE,
+        formula=N_(
+            "busy time x {share:.1%}: the expected slowest of {gpus} GPUs whose speeds spread "
+            "with sigma 1.5% around the median card, capped at 4% (outliers drained)"
+        ).format(share=slowest_share(gpus), gpus=gpus),
+    )
 
 
 def _custom_all_reduce_note(shot: OneShot) -> str:

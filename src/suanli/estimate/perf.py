@@ -61,6 +61,7 @@ from suanli.estimate.sizes import (
     param_split,
     zero3_gathers_per_unit,
 )
+from suanli.estimate.stragglers import straggler_wait_s
 from suanli.estimate.workload import TrainWork
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
@@ -463,6 +464,9 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         comm["host_offload"] = params_offload_s(
             weight_bytes / group, grad_bytes / group, m, passes, compute_s + memory_total_s, device
         )
+    # Every collective waits for the slowest GPU of the job (estimate/stragglers.py).
+    if par.gpus > 1:
+        comm["straggler_wait"] = straggler_wait_s(compute_s + memory_total_s, par.gpus)
     comm_s = sum(comm.values())
     step = compute_s + memory_total_s + comm_s + bubble_s
     breakdown = {

@@ -43,6 +43,7 @@ from suanli.estimate.sizes import (
     lora_adapter_params,
     zero3_gathers_per_unit,
 )
+from suanli.estimate.stragglers import straggler_wait_s
 from suanli.estimate.train_activations import (
     DROP_SELECTIVE,
     activation_settings,
@@ -507,8 +508,9 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
             device,
             maximum=np.maximum,
         )
-    step = compute_s + memory_total + comm + bubble
     gpus = tp * pp * dp
+    comm += straggler_wait_s(compute_s + memory_total, gpus)
+    step = compute_s + memory_total + comm + bubble
     tokens_step = tokens * m * dp
     mfu = model_one * lay.batch * m * dp / (step * gpus * device.peak_flops)
     return {
