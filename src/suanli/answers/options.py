@@ -32,6 +32,7 @@ from suanli.estimate.workload import (
     KV_DTYPES,
     LORA_TARGETS,
     LOSSES,
+    OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PRECISIONS,
     PROJECTIONS,
@@ -195,6 +196,18 @@ OPTIONS: tuple[Option, ...] = (
         "adamw",
         OPTIMIZERS,
         N_("Optimizer; its states take memory for every trainable parameter."),
+        tasks=TRAIN_TASKS,
+    ),
+    _choice(
+        "optimizer_impl",
+        "fused",
+        OPTIMIZER_IMPLS,
+        N_(
+            "How AdamW steps on the GPU: fused (one kernel reads and writes each state once: "
+            "torch fused=True, the transformers default with torch >= 2.8, Megatron, DeepSpeed) "
+            "or foreach (torch.optim's CUDA default: one kernel per arithmetic step, about 3x "
+            "the bytes); docs/speed.md."
+        ),
         tasks=TRAIN_TASKS,
     ),
     # A task-aware default (--recompute auto, answers/recompute.py) is set here and only here,

@@ -44,6 +44,7 @@ class WorkRequest:
     dtype: str = declared("dtype")
     precision: str = declared("precision")
     optimizer: str = declared("optimizer")
+    optimizer_impl: str = declared("optimizer_impl")
     recompute: str = declared("recompute")
     attention: str = declared("attention")
     kernels: str = declared("kernels")
@@ -318,6 +319,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         dtype=req.dtype,
         precision=req.precision,
         optimizer=req.optimizer,
+        optimizer_impl=req.optimizer_impl,
         # auto without a card to fit: none (answers/recompute.py settles it for a card).
         recompute="none" if req.recompute == RECOMPUTE_AUTO else req.recompute,
         attention=req.attention,

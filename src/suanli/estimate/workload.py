@@ -16,6 +16,11 @@ TRAIN_TASKS = ("pretrain", "full", "lora", "qlora")
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 PRECISIONS = ("mixed", "pure")
 OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "sgd_momentum", "adafactor", "lion")
+#: How the optimizer step runs on the GPU (``--optimizer-impl``): one fused kernel per tensor group
+#: (``fused``: torch ``fused=True``, Apex/TE/DeepSpeed FusedAdam) or PyTorch's multi-tensor
+#: ``_foreach_`` kernels, one per arithmetic step (``foreach``, torch.optim's CUDA default); the
+#: bytes of each: :func:`suanli.estimate.elementwise.optimizer_step_bytes`.
+OPTIMIZER_IMPLS = ("fused", "foreach")
 RECOMPUTE = ("none", "selective", "op", "full")
 #: How the loss meets the vocabulary: every token's fp32 logits at once (transformers), the fp32
 #: upcast one chunk at a time (torchtune), or fused with the LM head (Liger, Unsloth).
@@ -178,6 +183,9 @@ class TrainWork:
     """``mixed``: fp32 master weights and fp32 optimizer states beside ``dtype`` weights
     (Megatron, DeepSpeed: 16 bytes/param with Adam); ``pure``: everything in ``dtype``."""
     optimizer: str = "adamw"
+    optimizer_impl: str = "fused"
+    """How AdamW steps on the GPU (:data:`OPTIMIZER_IMPLS`): one fused pass or torch's foreach
+    kernels; an offloaded optimizer (CPU Adam) is fused whatever this says."""
     recompute: str = "none"
     """Activation recomputation: none, selective (attention core), op (torchtitan's per-op
     selective checkpointing: every other matmul output kept), full (layer inputs only)."""
@@ -252,6 +260,7 @@ class TrainWork:
         check_choice("zero_buckets", self.zero_buckets, ZERO_BUCKETS)
         check_choice("attention", self.attention, ATTENTION)
         check_choice("device", self.device, DEVICES)
+        check_choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
         _positive("lora_rank", self.lora_rank)
         for target in self.lora_targets:
             check_choice("lora_targets", target, LORA_TARGETS)
