@@ -51,6 +51,9 @@ def test_cli_infer_json_equals_the_answer() -> None:
         "fits",
         "supported",
         "warnings",
+        "band",
+        "band_basis",
+        "unvalidated",
     ]
     assert all(r["fits"] and r["supported"] and r["warnings"] == [] for r in doc["rows"])
     slow = answer.rows[answer.slowest]

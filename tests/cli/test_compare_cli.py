@@ -63,3 +63,25 @@ def test_compare_training_and_bad_input() -> None:
     assert len(json.loads(out.stdout)["rows"]) == 2
     bad = run("compare", "qwen2.5-0.5b", "--devices", "h100")
     assert bad.returncode == 2 and "at least two" in bad.stderr
+
+
+def test_compare_shows_each_devices_band_or_that_it_has_none() -> None:
+    """Each device's likely range (or the unvalidated sentence) under the table, as --json
+    carries it, within 80 columns (issue 41)."""
+    from rich.cells import cell_len
+
+    args = ("compare", "qwen2.5-0.5b", "--task", "infer", "--devices", "epyc-9654-cpu,4090,h100")
+    out = run(*args, env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    table_end = out.stdout.index("┘\n") + 2
+    bands = out.stdout[table_end:].split(" faster than ")[0].splitlines()[:-1]
+    assert bands and max(cell_len(line) for line in bands) <= 80
+    text = " ".join(out.stdout.split())
+    for row in json.loads(run(*args, "--json").stdout)["rows"]:
+        if row["band"] is None:
+            assert row["unvalidated"] and row["unvalidated"] in text
+            assert row["device"] in text.split(row["unvalidated"])[0]
+        else:
+            low, high = row["band"]["tokens_per_s"]
+            assert f"likely for {row['device']} (published runs): {low:,.0f}-{high:,.0f}" in text
+    assert "epyc-9654-cpu" in text.split("no error band")[0]

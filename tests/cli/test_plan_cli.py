@@ -151,3 +151,32 @@ def test_plan_and_fit_bad_input(args: list[str], fragment: str) -> None:
     out = run(*args)
     assert out.returncode == 2, out.stderr
     assert fragment in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("llama-3.1-70b", "--task", "pretrain", "--max-gpus", "256", "--gpu", "h100",
+         "--gpu", "b200", "--gpu", "a100-sxm-80gb", "--tokens", "1e11"),
+        ("llama-3.1-8b", "--task", "infer", "--rps", "20", "--gpu", "h100", "--gpu", "4090"),
+    ],
+)  # fmt: skip
+def test_plan_shows_the_best_rows_band_within_80_columns(args: tuple[str, ...]) -> None:
+    """Ranked by the estimate, the best row's likely range under the table (issue 41): its
+    numbers are the JSON's (the answer computes the band; the view only renders it)."""
+    from rich.cells import cell_len
+
+    out = run("plan", *args, env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    # (the command to paste stays whole on its own line, by design)
+    lines = [ln for ln in out.stdout.splitlines() if not ln.startswith("  suanli perf ")]
+    assert max(cell_len(line) for line in lines) <= 80
+    doc = json.loads(run("plan", *args, "--json").stdout)
+    best = next(r for r in doc["rows"] if r["fits"] and not r["reason"])
+    text = " ".join(out.stdout.split())
+    if best["band"] is None:
+        assert best["unvalidated"] and f"{best['gpu']}: {best['unvalidated']}" in text
+    else:
+        low, high = best["band"]["tokens_per_s"]
+        assert f"likely for {best['gpu']} (published runs): {low:,.0f}-{high:,.0f} tokens/s" in text
+        assert f"{best['band_basis']['rows']} published runs" in text

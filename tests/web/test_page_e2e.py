@@ -205,6 +205,14 @@ def test_page_shows_the_api_numbers(server: str, tmp_path: Path) -> None:
             ]
             best = plan["rows"][0]
             assert f"{best['tokens_per_s']:,.0f}" in rows.nth(0).inner_text()
+            # ranked by the estimate, the best row's error band under the table (issue 41)
+            likely = page.inner_text("#plan-likely")
+            if best["band"] is None:
+                assert "unvalidated" in likely and "fewer than 5 published runs" in likely
+            else:
+                low, high = best["band"]["tokens_per_s"]
+                assert f"{low:,.0f} – {high:,.0f}" in likely
+                assert f"{best['band_basis']['rows']} published runs" in likely
 
             # --- cost: the curves and the break-even ---
             curves = page.evaluate(

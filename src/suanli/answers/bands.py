@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from suanli.i18n import N_
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 #: A perf answer (training or inference).
 A = TypeVar("A")
+#: Plan rows (training or serving).
+Rows = TypeVar("Rows", bound=tuple[Any, ...])
 
 #: The coverage matrix's scale buckets: (upper bound of GPUs, label).
 SCALES: tuple[tuple[float, str], ...] = (
@@ -177,7 +180,14 @@ def unvalidated(gpus: int, task: str, moe: bool) -> str:
 
 #: Headline figures that grow with speed (scaled by the band) and that shrink (divided).
 FASTER = ("tokens_per_s", "mfu")
-SLOWER = ("step_time_s", "ttft_s", "tpot_s", "time_to_train_s", "cost_usd")
+SLOWER = (
+    "step_time_s",
+    "ttft_s",
+    "tpot_s",
+    "time_to_train_s",
+    "cost_usd",
+    "usd_per_million_tokens",
+)
 
 
 def banded(values: dict[str, float | None], band: Band) -> dict[str, list[float]]:
@@ -194,14 +204,13 @@ def banded(values: dict[str, float | None], band: Band) -> dict[str, list[float]
     return out
 
 
-def with_band(answer: A, gpu: GPU, moe: bool, framework: str) -> A:
-    """A perf answer with the error band of its regime, or with the sentence that says the
-    regime is unvalidated (an inference answer is known by its TTFT, a training one by its
-    step time)."""
-    inference = hasattr(answer, "ttft_s")
-    gpus = int(answer.tp if inference else answer.gpus)  # type: ignore[attr-defined]
-    task = str(answer.task)  # type: ignore[attr-defined]
-    band = speed_band(
+def regime_band(gpu: GPU, *, gpus: int, framework: str, moe: bool, task: str) -> Band | None:
+    """The band of the regime of a job on ``gpus`` of ``gpu`` (:func:`speed_band`); None on a
+    CPU, which no published row of the corpus ran on (the coarse cell's GPU rows say nothing
+    of it)."""
+    if gpu.form_factor == "cpu" or gpu.software_stack == "cpu":
+        return None
+    return speed_band(
         gpus=gpus,
         framework=framework,
         architecture=str(gpu.get("architecture") or ""),
@@ -209,6 +218,16 @@ def with_band(answer: A, gpu: GPU, moe: bool, framework: str) -> A:
         moe=moe,
         task=task,
     )
+
+
+def with_band(answer: A, gpu: GPU, moe: bool, framework: str) -> A:
+    """A perf answer with the error band of its regime, or with the sentence that says the
+    regime is unvalidated (an inference answer is known by its TTFT, a training one by its
+    step time)."""
+    inference = hasattr(answer, "ttft_s")
+    gpus = int(answer.tp if inference else answer.gpus)  # type: ignore[attr-defined]
+    task = str(answer.task)  # type: ignore[attr-defined]
+    band = regime_band(gpu, gpus=gpus, framework=framework, moe=moe, task=task)
     if band is None:
         notes = (*answer.assumptions, unvalidated(gpus, task, moe))  # type: ignore[attr-defined]
         return replace(answer, assumptions=notes)  # type: ignore[type-var]
@@ -225,3 +244,54 @@ def with_band(answer: A, gpu: GPU, moe: bool, framework: str) -> A:
             "cost_usd": ttt.cost_usd if ttt else None,
         }
     return replace(answer, band=banded(values, band), band_basis=band.basis())  # type: ignore[type-var]
+
+
+def band_fields(
+    gpu: GPU, values: dict[str, float | None], *, gpus: int, framework: str, moe: bool, task: str
+) -> dict[str, Any]:
+    """An answer row's ``band`` (its ``values`` through :func:`banded`), ``band_basis`` and
+    ``unvalidated`` (the sentence of a regime without a band, else None), for
+    :func:`dataclasses.replace`: the rows of plan and compare carry them as perf does."""
+    band = regime_band(gpu, gpus=gpus, framework=framework, moe=moe, task=task)
+    if band is None:
+        return {"band": None, "band_basis": None, "unvalidated": unvalidated(gpus, task, moe)}
+    return {"band": banded(values, band), "band_basis": band.basis(), "unvalidated": None}
+
+
+#: A plan row's layout figures, by the band's names (time_s is the time to train).
+PLAN_FIGURES = {
+    "tokens_per_s": "tokens_per_s",
+    "mfu": "mfu",
+    "time_to_train_s": "time_s",
+    "cost_usd": "cost_usd",
+    "ttft_s": "ttft_s",
+    "tpot_s": "tpot_s",
+    "usd_per_million_tokens": "usd_per_million_tokens",
+}
+
+
+def with_row_bands(
+    rows: Rows, gpus: Sequence[GPU], *, framework: str, moe: bool, task: str
+) -> Rows:
+    """Plan rows with the band of each row that has a layout (its GPU count, or its TP for a
+    serving layout, as perf's answer on that layout); rows without one are left as they are.
+    One lookup per row (one GPU type), not per searched candidate."""
+    by_id = {g.id: g for g in gpus}
+    out = []
+    for row in rows:
+        lay = getattr(row, "layout", None)
+        if lay is None or row.gpu not in by_id:
+            out.append(row)
+            continue
+        values = {k: getattr(lay, a, None) for k, a in PLAN_FIGURES.items() if hasattr(lay, a)}
+        count = int(lay.tp if task == "infer" else lay.gpus)
+        fields = band_fields(
+            by_id[row.gpu],
+            values,
+            gpus=count,
+            framework=framework,
+            moe=moe,
+            task=task,
+        )
+        out.append(replace(row, **fields))
+    return cast("Rows", tuple(out))

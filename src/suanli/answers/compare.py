@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from suanli.answers.bands import band_fields
 from suanli.answers.base import NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.devices import resolve_gpu
 from suanli.answers.model_source import load_model
@@ -78,6 +80,14 @@ class CompareRow:
     """The device has units for the work's precision."""
     warnings: tuple[str, ...] = ()
     """Why the work cannot run as given on this device (its speed is then hypothetical)."""
+    band: dict[str, list[float]] | None = None
+    """The row's figures' likely range, as perf's ``band`` on this device (the 10th-90th
+    percentile of measured / estimated speed in its regime's published runs); None where the
+    regime has too few."""
+    band_basis: dict[str, Any] | None = None
+    """The band's cell, rows, sources and coverage (as perf's)."""
+    unvalidated: str | None = None
+    """Why the row has no band (its regime is unvalidated); null otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,6 +163,14 @@ def compare(
                     fits=valid.fits,
                     supported=valid.supported,
                     warnings=valid.problems,
+                    **band_fields(
+                        gpu,
+                        {"tokens_per_s": r.tokens_per_s, "ttft_s": r.ttft_s, "tpot_s": r.tpot_s},
+                        gpus=work.tp,
+                        framework=work_req.framework,
+                        moe=spec.is_moe,
+                        task=work_req.task,
+                    ),
                 )
             )
         else:
@@ -167,6 +185,14 @@ def compare(
                     fits=valid.fits,
                     supported=valid.supported,
                     warnings=valid.problems,
+                    **band_fields(
+                        gpu,
+                        {"tokens_per_s": t.tokens_per_s, "step_time_s": t.step_time_s},
+                        gpus=work.parallel.gpus,
+                        framework=work_req.framework,
+                        moe=spec.is_moe,
+                        task=work_req.task,
+                    ),
                 )
             )
     slowest = min(range(len(rows)), key=lambda i: rows[i].tokens_per_s)

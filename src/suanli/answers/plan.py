@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from suanli.answers.bands import with_row_bands
 from suanli.answers.base import FLATTEN_OPTIONAL, NOT_IN_JSON, OMIT_NONE, Answer
 from suanli.answers.model_source import load_model
 from suanli.answers.plan_policy import (
@@ -16,13 +17,16 @@ from suanli.answers.plan_policy import (
     software_stack,
     stack_demotions,
 )
+from suanli.answers.plan_rendering import RenderingPlanAnswer as RenderingPlanAnswer
+from suanli.answers.plan_rendering import RenderingRow as RenderingRow
+from suanli.answers.plan_rendering import rendering_rows
 from suanli.answers.request import WorkRequest, build_work
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS, request_shape
 from suanli.answers.validity import training_lack
 from suanli.catalog import GPU, load_catalog
-from suanli.catalog.prices import Price, buy_price, rents_by_id, usd_of
+from suanli.catalog.prices import Price, rents_by_id, usd_of
 from suanli.estimate.workload import InferWork, TrainWork
-from suanli.i18n import N_, join
+from suanli.i18n import N_
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.models.resolve import LoadedModel
 from suanli.models.spec import ModelSpec
@@ -125,6 +129,14 @@ class TrainPlanRow:
     rent: Price | None = None
     """The rent per GPU-hour the cost stands on, with its provider, kind and date: the one
     every view shows for the card, or the request's (``given``); null when none is known."""
+    band: dict[str, list[float]] | None = None
+    """The layout's figures' likely range, as perf's ``band`` for this layout (the 10th-90th
+    percentile of measured / estimated speed in its regime's published runs); None where the
+    regime has too few or no layout fits."""
+    band_basis: dict[str, Any] | None = None
+    """The band's cell, rows, sources and coverage (as perf's)."""
+    unvalidated: str | None = None
+    """Why a fitting layout has no band (its regime is unvalidated); null otherwise."""
 
     @property
     def runnable(self) -> bool:
@@ -164,34 +176,17 @@ class ServePlanRow:
     layout: ServeLayout | None = field(default=None, metadata=FLATTEN_OPTIONAL)
     rent: Price | None = None
     """The rent per GPU-hour the cost stands on (as :attr:`TrainPlanRow.rent`)."""
+    band: dict[str, list[float]] | None = None
+    """As :attr:`TrainPlanRow.band` (tokens/s, TTFT, TPOT, cost per token)."""
+    band_basis: dict[str, Any] | None = None
+    """As :attr:`TrainPlanRow.band_basis`."""
+    unvalidated: str | None = None
+    """As :attr:`TrainPlanRow.unvalidated`."""
 
     @property
     def runnable(self) -> bool:
         """A layout that fits and was not ruled out: one the plan can recommend or emit."""
         return self.fits and not self.reason and self.layout is not None
-
-
-@dataclass(frozen=True, kw_only=True)
-class RenderingRow:
-    """One GPU for rendering and video: memory and media engines."""
-
-    gpu: str
-    fits: bool
-    memory_bytes: int
-    nvenc_engines: int | None
-    nvdec_engines: int | None
-    tdp_watts: float | None
-    price_usd: float | None
-    software_stack: str
-    reason: str
-    """What it lacks for rendering and video ('' when nothing), or why it is not ranked."""
-    rt_cores: int | None = None
-    """Ray-tracing units (NVIDIA RT cores, AMD Ray Accelerators, Intel RTUs)."""
-    av1_encode: bool | None = None
-    """A hardware AV1 encoder."""
-    buy: Price | None = None
-    """The purchase price with its kind and date, the one every view shows for the card
-    (``price_usd`` is its USD figure)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,17 +220,6 @@ class PlanAnswer(Answer):
     """``suanli perf`` options for the winner."""
     cheapest: ServePlanRow | TrainPlanRow | None = field(default=None, metadata=NOT_IN_JSON)
     """The fitting row with the lowest cost per token."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RenderingPlanAnswer(Answer):
-    """The rendering-video scenario: GPUs by memory and media engines."""
-
-    schema_name = "plan-rendering"
-
-    scenario: str
-    reasoning: str
-    rows: tuple[RenderingRow, ...]
 
 
 def _layout(cls: type, row: dict[str, Any]) -> Any:
@@ -395,72 +379,6 @@ def serve_rows(
     )
 
 
-def rendering_rows(gpus: list[GPU]) -> tuple[RenderingRow, ...]:
-    """GPUs for rendering and video. GPUs with ray-tracing units and a hardware encoder first
-    (OptiX/HIP RT/Metal RT renderers and NVENC-class exports use them), then by memory (the
-    scene must fit), ray-tracing units, encoders and AV1; CPUs are listed as not ranked."""
-
-    def count(gpu: GPU, key: str) -> int:
-        value = gpu.get(key)
-        return int(value) if isinstance(value, (int, float)) else 0
-
-    def lacks(gpu: GPU) -> str:
-        missing = []
-        if not count(gpu, "rt_cores"):
-            missing.append(N_("no ray-tracing units: renderers fall back to shader cores"))
-        if not count(gpu, "nvenc_engines"):
-            missing.append(N_("no hardware video encoder"))
-        elif gpu.get("av1_encode") is False:
-            missing.append(N_("no AV1 encode"))
-        return join(missing, N_("; "))
-
-    is_cpu = {g.id: g.form_factor == "cpu" or g.software_stack == "cpu" for g in gpus}
-    ranked = sorted(
-        (g for g in gpus if not is_cpu[g.id]),
-        key=lambda g: (
-            not (count(g, "rt_cores") and count(g, "nvenc_engines")),
-            -g.memory_bytes,
-            -count(g, "rt_cores"),
-            -count(g, "nvenc_engines"),
-            not g.get("av1_encode"),
-        ),
-    )
-    rows = [
-        RenderingRow(
-            gpu=gpu.id,
-            fits=True,
-            memory_bytes=gpu.memory_bytes,
-            nvenc_engines=gpu.get("nvenc_engines"),
-            nvdec_engines=gpu.get("nvdec_engines"),
-            tdp_watts=gpu.get("tdp_watts"),
-            price_usd=usd_of(buy_price(gpu)),
-            software_stack=software_stack(gpu),
-            reason=lacks(gpu),
-            rt_cores=gpu.get("rt_cores"),
-            av1_encode=gpu.get("av1_encode"),
-            buy=buy_price(gpu),
-        )
-        for gpu in ranked
-    ]
-    rows += [
-        RenderingRow(
-            gpu=gpu.id,
-            fits=False,
-            memory_bytes=gpu.memory_bytes,
-            nvenc_engines=None,
-            nvdec_engines=None,
-            tdp_watts=gpu.get("tdp_watts"),
-            price_usd=usd_of(buy_price(gpu)),
-            software_stack=software_stack(gpu),
-            reason=N_("a CPU: not ranked for GPU rendering"),
-            buy=buy_price(gpu),
-        )
-        for gpu in gpus
-        if is_cpu[gpu.id]
-    ]
-    return tuple(rows)
-
-
 def _best(
     rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...],
 ) -> tuple[TrainPlanRow | ServePlanRow | None, TrainPlanRow | ServePlanRow | None]:
@@ -565,6 +483,7 @@ def plan(
             demoted={g: N_("ranked after CUDA") for g in demoted},
             rents=rents,
         )
+    rows = with_row_bands(rows, gpus, framework=req.work.framework, moe=spec.is_moe, task=task)
     best, cheapest = _best(rows)
     command = None
     if best is not None and best.layout is not None:

@@ -18,6 +18,7 @@ ANSWER_MODULES = (
     "memory",
     "perf",
     "plan",
+    "plan_rendering",
     "fit",
     "card",
     "compare",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
+from suanli.cli.band_view import row_band_lines
 from suanli.cli.options import work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import IntRange
@@ -110,6 +111,8 @@ def compare_cmd(
             [_("device"), _("step"), _("tokens/s"), _("speed")],
             table,
         )
+    for line in row_band_lines(rows, ("tokens_per_s", "step_time_s", "ttft_s", "tpot_s")):
+        print_line(line)
     for r in rows:
         if r.reason:
             click.echo(

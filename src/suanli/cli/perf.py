@@ -8,6 +8,8 @@ import click
 
 from suanli.answers.options import PUE
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
+from suanli.cli.band_view import band_rows, basis_text
+from suanli.cli.band_view import fmt_s as _fmt_s
 from suanli.cli.image import image_options, run_image_task
 from suanli.cli.options import declared_option, work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
@@ -16,16 +18,6 @@ from suanli.i18n import N_, _, sentence
 
 if TYPE_CHECKING:
     from suanli.answers.perf import InferPerfAnswer, TrainPerfAnswer
-
-
-def _fmt_s(seconds: float) -> str:
-    if seconds >= 86400:
-        return f"{seconds / 86400:,.1f} days"
-    if seconds >= 3600:
-        return f"{seconds / 3600:,.1f} h"
-    if seconds >= 1:
-        return f"{seconds:,.2f} s"
-    return f"{seconds * 1e3:,.2f} ms"
 
 
 #: The bounds and the step-time parts of an answer (English in the JSON), shown translated.
@@ -250,49 +242,13 @@ def _static_batch(doc: InferPerfAnswer) -> str:
     )
 
 
-def _band_rows(doc: TrainPerfAnswer | InferPerfAnswer) -> list[list[str]]:
-    """The table's 'likely' row: each headline figure's error band, when the regime has one."""
-    band = doc.band
-    if not band:
-        return []
-    parts = []
-    if "tokens_per_s" in band:
-        low, high = band["tokens_per_s"]
-        parts.append(_("{low}-{high} tokens/s").format(low=f"{low:,.0f}", high=f"{high:,.0f}"))
-    for key, label in (("step_time_s", _("step")), ("ttft_s", "TTFT"), ("tpot_s", "TPOT")):
-        if key in band:
-            low, high = band[key]
-            parts.append(f"{label} {_fmt_s(low)}-{_fmt_s(high)}")
-    return [[_("likely (published runs)"), _("; ").join(parts)]]
-
-
-def _band_basis(doc: TrainPerfAnswer | InferPerfAnswer) -> None:
-    """Where the band comes from, under the table."""
-    basis = doc.band_basis
-    if not basis:
-        return
-    coverage = basis.get("coverage")
-    print_line(
-        _(
-            "likely: 10th-90th percentile of measured / estimated speed of {rows} published "
-            "runs from {sources} sources in this regime ({cell}); such bands held {coverage} "
-            "of the runs they had not seen"
-        ).format(
-            rows=basis["rows"],
-            sources=basis["sources"],
-            cell=", ".join([_("{n} GPUs").format(n=basis["cell"][0]), *basis["cell"][1:]]),
-            coverage=f"{coverage:.0%}" if isinstance(coverage, float) else "?",
-        )
-    )
-
-
 def _render_infer(doc: InferPerfAnswer) -> None:
     rows = [
         *_runnable_rows(doc),
         [_("TTFT (prefill)"), _fmt_s(doc.ttft_s)],
         [_("TPOT (per output token)"), _fmt_s(doc.tpot_s)],
         [_("throughput (decode)"), f"{doc.tokens_per_s:,.0f} tokens/s"],
-        *_band_rows(doc),
+        *band_rows(doc.band),
         [_("request (prefill + decode)"), _fmt_s(doc.request_s)],
         [_("static batch, prefill included"), _static_batch(doc)],
         [_("decode is bound by"), _(doc.bound)],
@@ -310,7 +266,8 @@ def _render_infer(doc: InferPerfAnswer) -> None:
         output=doc.output,
     )
     print_table(title, ["", ""], rows)
-    _band_basis(doc)
+    if doc.band_basis:
+        print_line(basis_text(doc.band_basis))
     sweep = [
         [str(r.batch), _fmt_s(r.tpot_s), f"{r.tokens_per_s:,.0f}", _(r.bound)]
         for r in doc.batch_sweep
@@ -342,7 +299,7 @@ def _render_train(doc: TrainPerfAnswer) -> None:
         [_("step time"), _fmt_s(doc.step_time_s)],
         [_("throughput"), f"{doc.tokens_per_s:,.0f} tokens/s"],
         ["MFU", f"{doc.mfu:.1%}"],
-        *_band_rows(doc),
+        *band_rows(doc.band),
         [_("bound"), _(doc.bound)],
         [_("speed-up over 1 GPU"), _speedup_text(doc)],
     ]
@@ -360,7 +317,8 @@ def _render_train(doc: TrainPerfAnswer) -> None:
         model=doc.model, task=doc.task, gpus=doc.gpus, gpu=doc.gpu
     )
     print_table(title, ["", ""], rows)
-    _band_basis(doc)
+    if doc.band_basis:
+        print_line(basis_text(doc.band_basis))
     for tip in doc.advice:
         print_line(
             _("fix: {issue}: {fix} -> {after} tokens/s ({speedup}x)").format(

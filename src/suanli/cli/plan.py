@@ -9,6 +9,7 @@ import click
 from suanli.answers.options import WORK_OPTIONS
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
+from suanli.cli.band_view import row_band_lines
 from suanli.cli.options import declared_option, shape_options, work_request, workload_options
 from suanli.cli.prices import priced, rent_option
 from suanli.cli.render import formatted_help, print_command, print_json, print_line, print_table
@@ -305,6 +306,12 @@ def _row_cells(doc: PlanAnswer, r: Any) -> list[str]:
     ]
 
 
+#: The figures whose band is shown under the table (the table's columns): training, serving.
+PLAN_FIGURES = {
+    False: ("tokens_per_s", "time_to_train_s", "cost_usd"),
+    True: ("tokens_per_s", "tpot_s", "usd_per_million_tokens"),
+}
+
 #: The answer's ranking reasons that a view translates (plan.search.rank writes them).
 REASON_WORDS = (N_("no price known"), N_("ranked after CUDA"), N_("ranked by speed"))
 
@@ -353,6 +360,7 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
     train_rows = [r for r in doc.rows if isinstance(r, TrainPlanRow)]
     grouped = any(r.group for r in train_rows)
     shown: list[str] = []
+    tops: list[Any] = []
     if grouped:
         # A personal fine-tune: what one can buy or rent first, datacenter cards after, each
         # table ranked within itself.
@@ -364,11 +372,17 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
                 )
                 print_table(title, columns, [_row_cells(doc, r) for r in rows])
                 shown += [r.gpu for r in rows]
+                tops += [r for r in rows if r.runnable][:1]
     else:
         ranked = doc.rows[:top]
         title = _("{head}, ranked by {objective}").format(head=head, objective=_(doc.objective))
         print_table(title, columns, [_row_cells(doc, r) for r in ranked], no_wrap=[_("gpu")])
         shown = [r.gpu for r in ranked]
+        tops = [r for r in ranked if r.runnable][:1]
+    # The ranking is by the estimate; the band says where published runs of the best row's
+    # regime landed (every row's is in --json).
+    for line in row_band_lines(tops, PLAN_FIGURES[doc.inference]):
+        print_line(line)
     if doc.reasoning:
         print_line(_("scenario: {reasoning}").format(reasoning=sentence(doc.reasoning)))
     after: dict[str, list[str]] = {}

@@ -597,18 +597,24 @@
     }
     // The error band of the regime (GET /api/perf "band"): where published runs of this kind
     // landed against the estimate; none where too few were published.
-    if (doc.band && doc.band.tokens_per_s) {
-      const b = doc.band_basis || {};
-      cell(t("likely tokens/s"), rate(doc.band.tokens_per_s[0]) + " – " + rate(doc.band.tokens_per_s[1]),
-        t("10th-90th percentile of measured / estimated speed of {rows} published runs from " +
-          "{sources} sources in this regime", { rows: b.rows, sources: b.sources }));
-    } else {
-      cell(t("likely tokens/s"), t("unvalidated"),
-        t("fewer than 5 published runs from 2 sources in this regime"));
-    }
+    cell(t("likely tokens/s"), likely(doc.band), likelyBasis(doc.band, doc.band_basis));
     $("#speed-numbers").innerHTML = cells.join("");
     renderRoofline(doc.roofline);
     if (f.task === "infer") renderBatch(doc); else renderStep(doc);
+  }
+  // The error band of a speed answer ("band" and "band_basis" of GET /api/perf and of each row
+  // of POST /api/plan, computed by the server): the likely tokens/s, and where it comes from.
+  function likely(band) {
+    return band && band.tokens_per_s
+      ? rate(band.tokens_per_s[0]) + " – " + rate(band.tokens_per_s[1]) : t("unvalidated");
+  }
+  function likelyBasis(band, basis) {
+    if (!band || !band.tokens_per_s) {
+      return t("fewer than 5 published runs from 2 sources in this regime");
+    }
+    const b = basis || {};
+    return t("10th-90th percentile of measured / estimated speed of {rows} published runs from " +
+      "{sources} sources in this regime", { rows: b.rows, sources: b.sources });
   }
   function renderRoofline(r) {
     const far = Math.max(1e4, ...r.points.map((p) => (p.flops_per_byte || 0) * 2));
@@ -766,13 +772,15 @@
       if (infer) {
         cells.push(r.fits ? num("plan", dur(r.tpot_s), t("Time per output token, {gpu}", on), why) : "-");
         cells.push(r.fits ? num("plan", rate(r.tokens_per_s), t("Tokens/s, {gpu}", on),
-          why.concat([[[t("requests/s"), r.requests_per_s.toFixed(2)], ["TTFT", dur(r.ttft_s)]]])) : "-");
+          why.concat([[[t("requests/s"), r.requests_per_s.toFixed(2)], ["TTFT", dur(r.ttft_s)],
+            [t("likely tokens/s"), likely(r.band)]], likelyBasis(r.band, r.band_basis)])) : "-");
         cells.push(r.fits && r.usd_per_million_tokens !== null && r.usd_per_million_tokens !== undefined
           ? num("plan", money(r.usd_per_million_tokens), t("USD per million output tokens, {gpu}", on),
             why.concat([[[t("USD per hour"), money(r.usd_per_hour)], [t("rent"), rentNote(r.rent)],
               [t("formula"), t("USD per hour / 3600 / tokens per s × 1e6")]]])) : "-");
       } else {
-        cells.push(r.fits ? num("plan", rate(r.tokens_per_s), t("Tokens/s, {gpu}", on), why) : "-");
+        cells.push(r.fits ? num("plan", rate(r.tokens_per_s), t("Tokens/s, {gpu}", on), why.concat(
+          [[[t("likely tokens/s"), likely(r.band)]], likelyBasis(r.band, r.band_basis)])) : "-");
         cells.push(r.fits ? num("plan", pct(r.mfu), t("MFU, {gpu}", on),
           why.concat([t("model FLOPs / (step time × GPUs × dense peak)")])) : "-");
         cells.push(r.fits ? num("plan", dur(r.time_s), t("Time for {tokens} tokens, {gpu}",
@@ -794,11 +802,16 @@
     const after = Object.entries(doc.ranked_after_cuda || {})
       .filter(([gpu]) => shown.some((r) => r.gpu === gpu));
     const right = (h, j) => j >= 4 && j < head.length - 1;
+    // Ranked by the estimate; the best row's band says where published runs of its regime landed.
+    const top = rows[0] && rows[0].fits && !rows[0].reason ? rows[0] : null;
+    const band = top ? '<p class="hint" id="plan-likely">' + esc(t("likely tokens/s") + " (" +
+      top.gpu + "): " + likely(top.band) + " — " + likelyBasis(top.band, top.band_basis)) + "</p>"
+      : "";
     $("#plan-table").innerHTML =
       (doc.capped ? '<p class="hint">' + esc(w(doc.capped)) + "</p>" : "") +
       "<table id=\"plan\"><thead><tr>" + head.map((h, j) =>
         "<th" + (right(h, j) ? ' class="r"' : "") + ">" + esc(h) + "</th>").join("") +
-      "</tr></thead><tbody>" + body.join("") + "</tbody></table>" +
+      "</tr></thead><tbody>" + body.join("") + "</tbody></table>" + band +
       after.map(([gpu, why]) => '<p class="hint">' + esc(t("{gpu} is ranked after the CUDA cards: " +
         "{why} (stack_ok ranks by speed alone).", { gpu: gpu, why: w(why) })) + "</p>").join("") +
       (rows.length > 12 ? '<button type="button" class="more" id="plan-more">' + esc(planShowAll
