@@ -85,6 +85,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "recompute_every": int,
     "calibration": str,
     "rope": str,
+    "pp_schedule": str,
 }
 
 #: Calibration files a row can name (``{calibration=NAME}``): the measured ceilings of a card

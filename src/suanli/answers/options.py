@@ -34,6 +34,7 @@ from suanli.estimate.workload import (
     LOSSES,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
+    PP_SCHEDULES,
     PRECISIONS,
     PROJECTIONS,
     RECOMPUTE,
@@ -349,6 +350,18 @@ OPTIONS: tuple[Option, ...] = (
         unit="stages",
         minimum=1,
         maximum=64,
+        tasks=TRAIN_TASKS,
+        layout=True,
+    ),
+    _choice(
+        "pp_schedule",
+        "1f1b",
+        PP_SCHEDULES,
+        N_(
+            "Pipeline schedule: 1f1b (interleaved with --vpp > 1), zb-h1 (zero-bubble, the "
+            "backward split into input and weight gradients) or dualpipe (DeepSeek-V3's "
+            "bidirectional schedule: even --pp, two copies of the weights); docs/speed.md."
+        ),
         tasks=TRAIN_TASKS,
         layout=True,
     ),

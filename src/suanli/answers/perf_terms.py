@@ -10,6 +10,7 @@ from suanli.estimate.comm import OneShot
 from suanli.estimate.inference import InferPerf
 from suanli.estimate.kernels import FP8_CAST_BYTES
 from suanli.estimate.perf import Device, TrainPerf
+from suanli.estimate.pipeline import DUALPIPE_HIDDEN, bubble_formula
 from suanli.estimate.workload import InferWork, TrainWork
 from suanli.i18n import N_, join
 
@@ -205,23 +206,29 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
             continue
         group, stride = groups.get(kind, (2, 1))
         efficiency, source = _link_source(device, group, stride, all_reduces.get(kind, False))
+        formula = COLLECTIVE_FORMULA.get(kind, N_("alpha-beta (estimate/comm.py)"))
+        if par.pp_schedule == "dualpipe" and kind in ("pipeline_p2p", "expert_all_to_all"):
+            formula = N_("{formula}; exposed: {hidden}").format(
+                formula=formula, hidden=DUALPIPE_HIDDEN
+            )
         terms.append(
             TimeTerm(
                 term=N_("communication: {kind}").format(kind=kind),
                 seconds=seconds,
                 efficiency=efficiency,
                 source=source,
-                formula=COLLECTIVE_FORMULA.get(kind, N_("alpha-beta (estimate/comm.py)")),
+                formula=formula,
             )
         )
     if result.breakdown_s.get("bubble"):
+        bubble_formula_text, bubble_source = bubble_formula(par.pp_schedule)
         terms.append(
             TimeTerm(
                 term=N_("pipeline bubble"),
                 seconds=result.breakdown_s["bubble"],
                 efficiency=None,
-                source=N_("1F1B schedule (Narayanan et al. 2021)"),
-                formula=N_("(pp - 1) / vpp x one micro-batch's time"),
+                source=bubble_source,
+                formula=bubble_formula_text,
             )
         )
     return tuple(terms)

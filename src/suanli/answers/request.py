@@ -54,6 +54,7 @@ class WorkRequest:
     tp: int = declared("tp")
     pp: int = declared("pp")
     vpp: int = declared("vpp")
+    pp_schedule: str = declared("pp_schedule")
     dp: int | None = declared("dp")
     ep: int = declared("ep")
     sp: bool = declared("sp")
@@ -328,6 +329,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             tp=tp,
             pp=pp,
             vpp=req.vpp,
+            pp_schedule=req.pp_schedule,
             sp=req.sp,
             ep=req.ep,
             zero=req.zero,

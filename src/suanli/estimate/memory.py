@@ -14,6 +14,8 @@ from suanli.catalog.formats import get_format
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.breakdown import Line, MemoryBreakdown, assemble, runtime_overhead
 from suanli.estimate.checkpointing import OP_POLICY
+from suanli.estimate.pipeline import SRC_DUALPIPE
+from suanli.estimate.pipeline import in_flight as micro_batches_in_flight
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.sizes import (
     ParamSplit,
@@ -184,14 +186,11 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
             "{layers} layers x sum of the per-layer terms (--explain) x tokens"
         ).format(layers=layers)
     # 1F1B: the first stage holds up to pp micro-batches in flight (Narayanan et al. 2021);
-    # interleaving adds (pp-1)/(pp·vpp) (Korthikanti et al. 2022, §4.2.3).
+    # interleaving adds (pp-1)/(pp·vpp) (Korthikanti et al. 2022, §4.2.3); DualPipe pp + 1
+    # (estimate/pipeline.py).
     in_flight = 1.0
     if par.pp > 1:
-        in_flight = (
-            min(par.pp, work.grad_accum) * (1 + (par.pp - 1) / (par.pp * par.vpp))
-            if par.vpp > 1
-            else float(min(par.pp, work.grad_accum))
-        )
+        in_flight = micro_batches_in_flight(par.pp_schedule, par.pp, par.vpp, work.grad_accum)
     on_gpu, on_cpu = offload_split(work, saved * in_flight, layers * in_flight)
     source = SRC_AUTOGRAD if work.recompute == "none" else SRC_KORTHIKANTI
     if work.recompute == "op":
@@ -382,6 +381,8 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             source=source,
         )
     )
+    if par.pp_schedule == "dualpipe":
+        lines += _second_copy(spec, work, lines)
     cpu = (opt + master) / opt_shard if on_cpu else 0.0
     cpu += params_cpu
     cpu += offloaded_activation_bytes(spec, work)
@@ -490,6 +491,33 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         N_("dropout {dropout:g}").format(dropout=activation_settings(spec, work).dropout),
     ]
     return assemble(lines, assumptions, per_layer=per_layer, cpu_bytes=cpu, tokens=tokens)
+
+
+def _second_copy(spec: ModelSpec, work: TrainWork, lines: list[Line]) -> list[Line]:
+    """DualPipe's second stage on each rank: the parameter lines so far once more, key by key
+    (weights and adapters, master weights, gradients, optimizer states), less the one gathered
+    layer that FSDP shares between the stages (DeepSeek-V3 report, Table 2: 2x parameters)."""
+    par = work.parallel
+    labels = {
+        "weights": N_("DualPipe's second stage: its weights"),
+        "master_weights": N_("DualPipe's second stage: its fp32 master weights"),
+        "gradients": N_("DualPipe's second stage: its gradients"),
+        "optimizer": N_("DualPipe's second stage: its optimizer states"),
+    }
+    held = {key: sum(ln.bytes for ln in lines if ln.key == key) for key in labels}
+    if work.is_lora and (par.zero >= 3 or work.offload_params):
+        held["weights"] -= 2 * layer_params(spec) * work.tensor_bytes / par.tp
+    return [
+        Line(
+            key=key,
+            label=label,
+            bytes=held[key],
+            formula=N_("2 x parameters per GPU (stages i and pp-1-i)"),
+            source=SRC_DUALPIPE,
+        )
+        for key, label in labels.items()
+        if held[key]
+    ]
 
 
 def _lora_params(

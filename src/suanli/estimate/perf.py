@@ -21,7 +21,6 @@ from suanli.estimate.comm import (
     all_gather_s,
     all_reduce_s,
     p2p_s,
-    pipeline_p2p_s,
     reduce_scatter_s,
 )
 from suanli.estimate.data_parallel import (
@@ -53,6 +52,9 @@ from suanli.estimate.kernels import (
 )
 from suanli.estimate.loss_scaling import loss_scaling_s
 from suanli.estimate.memory import offloaded_activation_bytes
+from suanli.estimate.pipeline import bubble_s as pipeline_bubble_s
+from suanli.estimate.pipeline import exposed_s as pipeline_exposed_s
+from suanli.estimate.pipeline import parameter_copies, pass_shares
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.sizes import (
     base_weight_bytes,
@@ -366,6 +368,8 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         memory_s += max(0.0, copy_s - matmul_s)
     per_micro_s = matmul_s + memory_s
     trainable = lora_adapter_params(spec, work) / (par.tp * par.pp) if work.is_lora else split.total
+    # DualPipe: a rank updates and reduces both stages it holds (DeepSeek-V3 report, Table 2).
+    trainable *= parameter_copies(par.pp_schedule)
     opt_shard = par.zero_group if par.zero >= 1 else 1
     optimizer_s = (
         offloaded_step_s(work, trainable / opt_shard, device)
@@ -405,9 +409,22 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     if par.pp > 1:
         link = net.point_to_point_link(par.pp, par.tp)
         hop_s = p2p_s(tokens * h * tb / par.tp, link)
-        comm["pipeline_p2p"] = pipeline_p2p_s(hop_s, per_micro_s, par.vpp, m)
-        # Fill and drain: p - 1 hops, each a chunk's compute and a transfer.
-        bubble_s = (par.pp - 1) * (per_micro_s / par.vpp + 2 * hop_s)
+        shares = pass_shares(spec, work)
+        # DualPipe's paired forward and backward chunks hide each other's all-to-alls and
+        # transfers as far as their compute lasts (estimate/pipeline.py).
+        a2a_s, comm["pipeline_p2p"] = pipeline_exposed_s(
+            par.pp_schedule,
+            comm.get("expert_all_to_all", 0.0) / m,
+            hop_s,
+            per_micro_s,
+            par.vpp,
+            shares,
+            m,
+        )
+        if par.pp_schedule == "dualpipe" and "expert_all_to_all" in comm:
+            comm["expert_all_to_all"] = a2a_s
+        # Fill and drain: each a chunk's compute and a transfer (estimate/pipeline.py).
+        bubble_s = pipeline_bubble_s(par.pp_schedule, par.pp, par.vpp, per_micro_s, hop_s, shares)
     grad_bytes = trainable * (4 if work.is_lora else tb)
     # What FSDP gathers and CPU offload copies: QLoRA's base in NF4.
     weight_bytes = base_weight_bytes(work, split.layer_linear, split.other)

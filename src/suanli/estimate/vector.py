@@ -18,7 +18,7 @@ import numpy as np
 
 from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
-from suanli.estimate.comm import Network, pipeline_p2p_s
+from suanli.estimate.comm import Network
 from suanli.estimate.data_parallel import DP_OVERLAP, fsdp_backward_gathers, fsdp_exposed_s
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.expert_parallel import dispatch_bytes, expert_all_to_all_s
@@ -31,6 +31,9 @@ from suanli.estimate.perf import (
     params_offload_s,
     train_matmul_seconds,
 )
+from suanli.estimate.pipeline import bubble_s as pipeline_bubble_s
+from suanli.estimate.pipeline import exposed_s as pipeline_exposed_s
+from suanli.estimate.pipeline import in_flight, parameter_copies, pass_shares
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.sizes import (
     DS_BUCKET_ELEMENTS,
@@ -254,12 +257,9 @@ def _activations(
         peak = peak + backward_transient_bytes_per_token(spec, work, lay.tp) * tokens
     else:
         peak = np.zeros(len(tokens))
-    pp, ga = lay.pp, lay.grad_accum
-    vpp = work.parallel.vpp
-    inflight = np.minimum(pp, ga).astype(np.float64)
-    if vpp > 1:
-        inflight = inflight * (1 + (pp - 1) / (pp * vpp))
-    inflight = np.where(pp > 1, inflight, 1.0)
+    pp, par = lay.pp, work.parallel
+    held = in_flight(par.pp_schedule, pp, par.vpp, lay.grad_accum, minimum=np.minimum)
+    inflight = np.where(pp > 1, held, 1.0)
     on_gpu, on_cpu = offload_split(work, saved * inflight, layers * inflight, minimum=np.minimum)
     # model terms are const + c / batch (rotary tables and position ids are shared by a batch)
     edge_terms = [
@@ -324,6 +324,8 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
             )
         if mixed and not work.is_lora:
             total += trainable * 4 / opt_shard
+    if work.parallel.pp_schedule == "dualpipe":  # a second stage (memory._second_copy)
+        total = 2 * total - np.where(gathered, 2 * layer_params(spec) * b / lay.tp, 0.0)
     if work.zero_buckets == "deepspeed":
         factor = np.where(zero >= 3, DS_OVERLAP_FACTOR, 1.0)
         buckets = 2 * np.minimum(DS_BUCKET_ELEMENTS, split["total"]) * b * factor
@@ -394,6 +396,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         memory_s = memory_s + np.maximum(0.0, 2 * offloaded / device.host_bytes_per_s - matmul_s)
     per_micro = matmul_s + memory_s
     trainable = lora_adapter_params(spec, work) / (tp * pp) if work.is_lora else split["total"]
+    trainable = trainable * parameter_copies(work.parallel.pp_schedule)
     opt_shard = np.where(zero >= 1, _zero_group(work, dp), 1)
     optimizer_s = (
         offloaded_step_s(work, trainable / opt_shard, device)
@@ -418,13 +421,14 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         _all_reduce(net, volume, tp, np.ones_like(tp)),
     )
     comm += np.where(tp > 1, per_layer_coll * stage_layers * one_coll * m, 0.0)
-    ep = work.parallel.ep
+    ep, schedule = work.parallel.ep, work.parallel.pp_schedule
+    a2a = 0.0 * tp
     if ep > 1 and spec.moe is not None and spec.moe_layers:
         one_a2a = expert_all_to_all_s(
             net, dispatch_bytes(tokens, spec, tb, tp), ep, tp,
             where=np.where, minimum=np.minimum, maximum=np.maximum,
         )  # fmt: skip
-        comm += 4 * np.ceil(len(spec.moe_layers) / pp) * one_a2a * m
+        a2a = 4 * np.ceil(len(spec.moe_layers) / pp) * one_a2a
     # Point to point: one peer link inside a node, one NIC across (Network.point_to_point_link).
     inside = (pp * tp <= net.gpus_per_node) | (pp <= 1)
     peer_bw = net.intra.for_group(2).effective_bytes_per_s
@@ -433,8 +437,10 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     p2p = tokens * h * tb / tp / bw + lat
     # Fill and drain wait on a transfer per hop (perf.training_perf).
     vpp = work.parallel.vpp
-    comm += np.where(pp > 1, pipeline_p2p_s(p2p, per_micro, vpp, m), 0.0)
-    bubble = np.where(pp > 1, (pp - 1) * (per_micro / vpp + 2 * p2p), 0.0)
+    shares = pass_shares(spec, work)
+    exposed = sum(pipeline_exposed_s(schedule, a2a, p2p, per_micro, vpp, shares, m))
+    comm += np.where(pp > 1, exposed, a2a * m)
+    bubble = np.where(pp > 1, pipeline_bubble_s(schedule, pp, vpp, per_micro, p2p, shares), 0.0)
     grad_bytes = trainable * (4 if work.is_lora else tb)
     group = np.where(zero >= 1, _zero_group(work, dp), dp)
     bw, lat, base = _pick(net, group, tp * pp, gather=True)

@@ -47,6 +47,10 @@ FP8_SCALING = ("delayed", "dynamic")
 #: kernels: "Torchinductor does not support code generation for complex operators"), so under
 #: ``kernels="compiled"`` a complex rotary stays eager.
 ROPE = ("real", "complex")
+#: Pipeline schedules (``--pp-schedule``): 1F1B (interleaved with ``vpp`` > 1, Narayanan et al.
+#: 2021), ZB-H1 (Qi et al. 2024, arXiv:2401.10241) and DualPipe (DeepSeek-AI 2024,
+#: arXiv:2412.19437 §3.2.1); their costs: :mod:`suanli.estimate.pipeline`.
+PP_SCHEDULES = ("1f1b", "zb-h1", "dualpipe")
 DEVICES = ("cuda", "cpu")
 KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
 #: How a serving engine launches a layer's input projections: ``fused`` (one QKV GEMM and one
@@ -101,6 +105,8 @@ class Parallelism:
     """Pipeline stages (1F1B schedule)."""
     vpp: int = 1
     """Virtual stages per pipeline rank (interleaved 1F1B)."""
+    pp_schedule: str = "1f1b"
+    """The pipeline schedule (:data:`PP_SCHEDULES`)."""
     sp: bool = False
     """Sequence parallelism: shards norm and dropout activations over the TP group."""
     ep: int = 1
@@ -125,6 +131,28 @@ class Parallelism:
             raise ValueError(N_("--zero must be 0, 1, 2 or 3, got {zero!r}").format(zero=self.zero))
         if self.sp and self.tp == 1:
             raise ValueError(N_("--sp (sequence parallel) needs --tp > 1"))
+        self._check_schedule()
+
+    def _check_schedule(self) -> None:
+        check_choice("pp_schedule", self.pp_schedule, PP_SCHEDULES)
+        if self.pp_schedule == "1f1b":
+            return
+        if self.pp == 1:
+            raise ValueError(
+                N_("--pp-schedule {schedule} needs --pp > 1").format(schedule=self.pp_schedule)
+            )
+        if self.vpp > 1:
+            # ZB-H1 and DualPipe are their own layouts of the stages, not interleaved ones.
+            raise ValueError(
+                N_("--pp-schedule {schedule} needs --vpp 1").format(schedule=self.pp_schedule)
+            )
+        if self.pp_schedule == "dualpipe" and self.pp % 2:
+            raise ValueError(
+                N_(
+                    "--pp-schedule dualpipe needs an even --pp (its two directions pair the "
+                    "stages), got {pp}"
+                ).format(pp=self.pp)
+            )
 
     @property
     def gpus(self) -> int:
