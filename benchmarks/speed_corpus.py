@@ -241,6 +241,21 @@ def load_corpus(path: str | Path = CORPUS) -> list[Row]:
         return [_row(rec) for rec in reader]
 
 
+def _preset(row: Row, stated: dict[str, Any]) -> dict[str, Any]:
+    """The row's framework preset, as a user of that framework would ask for it: ``framework``
+    set when the row's ``framework`` column names a catalog framework or alias, with every
+    option the row (or this harness) states kept as stated (``explicit``); nothing for a
+    framework the catalog does not know (docs/accuracy-speed.md, "Rows read through their
+    framework's preset")."""
+    from suanli.catalog.frameworks import get_framework
+
+    try:
+        framework = get_framework(row.framework.strip().lower())
+    except ValueError:
+        return {}
+    return {"framework": framework.id, "explicit": tuple(sorted(stated))}
+
+
 def request(row: Row) -> PerfRequest:
     """The public-API request for a row (``ignore_fit``: a job suanli thinks cannot run still
     gets its speed, marked ``fits=False``)."""
@@ -249,21 +264,21 @@ def request(row: Row) -> PerfRequest:
     if row.kind == "infer":
         if row.batch is None:
             raise ValueError(f"{row.id}: an inference row needs its batch (concurrency)")
-        work = WorkRequest(
-            task="infer",
-            batch=row.batch,
-            gpus=row.gpus,
-            tp=row.tp,
-            pp=row.pp,
-            dtype=row.dtype,
-            quant=row.quant or row.dtype,
-            kv_dtype=extras.get("kv_dtype", "bf16"),
-            projections=extras.get("projections", "fused"),
-            kernels=row.kernels or "eager",
-        )
+        stated = {
+            "task": "infer",
+            "batch": row.batch,
+            "gpus": row.gpus,
+            "tp": row.tp,
+            "pp": row.pp,
+            "dtype": row.dtype,
+            "quant": row.quant or row.dtype,
+            "kv_dtype": extras.get("kv_dtype", "bf16"),
+            "projections": extras.get("projections", "fused"),
+            "kernels": row.kernels or "eager",
+        }
         return PerfRequest(
             model=row.model,
-            work=work,
+            work=WorkRequest(**stated, **_preset(row, stated)),
             gpu=row.gpu,
             gpus_per_node=row.gpus_per_node,
             inter_node=row.inter_node,
@@ -290,7 +305,7 @@ def request(row: Row) -> PerfRequest:
     options.update({k: v for k, v in extras.items() if k not in INFER_ONLY | REQUEST_ONLY})
     return PerfRequest(
         model=row.model,
-        work=WorkRequest(**options),
+        work=WorkRequest(**options, **_preset(row, options)),
         gpu=row.gpu,
         gpus_per_node=row.gpus_per_node,
         inter_node=row.inter_node,
