@@ -243,6 +243,9 @@ class NodeLayout:
     gpu_ids: tuple[str, ...]
     source: str
     date: str
+    instance: bool = False
+    """A cloud instance type (AWS p5, Google Cloud A3 ...): taken for a GPU it lists when its
+    ``inter`` link is chosen (:func:`node_layout_for`)."""
 
 
 @lru_cache(maxsize=1)
@@ -264,6 +267,7 @@ def node_layouts() -> dict[str, NodeLayout]:
                 gpu_ids=tuple(str(g) for g in raw.get("gpu_ids", [])),
                 source=str(raw["source"]),
                 date=str(raw["date"]),
+                instance=bool(raw.get("instance", False)),
             )
         except KeyError as exc:
             raise CatalogError(
@@ -279,18 +283,23 @@ def node_layouts() -> dict[str, NodeLayout]:
     return out
 
 
-def node_layout_for(gpu: GPU) -> NodeLayout | None:
-    """The first ``[[node]]`` layout that lists this GPU, if any."""
-    for node in node_layouts().values():
-        if gpu.id in node.gpu_ids:
+def node_layout_for(gpu: GPU, inter: str | None = None) -> NodeLayout | None:
+    """The first ``[[node]]`` layout that lists this GPU, if any; with ``inter`` (an inter-node
+    link id, e.g. ``--inter-node efa-p5``) the first cloud instance row (``instance = true``)
+    that lists the GPU with that link, which gives the instance's NIC count (AWS p5: 8 EFA
+    devices, p4d: 4), else the first."""
+    listing = [node for node in node_layouts().values() if gpu.id in node.gpu_ids]
+    for node in listing:
+        if node.instance and node.inter == inter:
             return node
-    return None
+    return listing[0] if listing else None
 
 
-def nics_per_gpu(gpu: GPU) -> float:
-    """Scale-out NICs per GPU in the usual node of this GPU: the ``[[node]]`` layout's ratio, or
-    one NIC per GPU (as on DGX/HGX nodes) when no layout lists the GPU."""
-    node = node_layout_for(gpu)
+def nics_per_gpu(gpu: GPU, inter: str | None = None) -> float:
+    """Scale-out NICs per GPU in the usual node of this GPU (or in the node that carries the
+    ``inter`` link, :func:`node_layout_for`): the ``[[node]]`` layout's ratio, or one NIC per
+    GPU (as on DGX/HGX nodes) when no layout lists the GPU."""
+    node = node_layout_for(gpu, inter)
     return node.nics_per_node / node.gpus_per_node if node else 1.0
 
 

@@ -122,14 +122,16 @@ def network_for(
     """The two network tiers a job on ``gpu`` sees.
 
     ``stripe_nics=True`` also gives the network the node's scale-out NIC count
-    (:func:`suanli.catalog.network.nics_per_gpu` x GPUs per node), so a group that spans nodes
-    gets the NICs NCCL stripes it over (:meth:`suanli.estimate.comm.Network.inter_bandwidth`)
-    instead of one NIC's rate. It is off by default until the vectorized planner mirrors it
-    (``estimate/vector.py`` ``_pick`` must call ``Network.bottleneck``)."""
+    (:func:`suanli.catalog.network.nics_per_gpu` x GPUs per node, from the node row that carries
+    the chosen inter-node link where one lists the GPU: ``efa-p4d`` gives an A100 half a NIC),
+    so a group that spans nodes gets the NICs NCCL stripes it over
+    (:meth:`suanli.estimate.comm.Network.inter_bandwidth`) instead of one NIC's rate. It is off
+    by default until the vectorized planner mirrors it (``estimate/vector.py`` ``_pick`` must
+    call ``Network.bottleneck``)."""
     intra = intra_node_link(gpu)
     inter_spec = get_link(inter or default_inter_node(gpu))
     per_node = gpus_per_node or default_gpus_per_node(gpu)
-    nics = nics_per_gpu(gpu) * per_node if stripe_nics else 0.0
+    nics = nics_per_gpu(gpu, inter_spec.id) * per_node if stripe_nics else 0.0
     return Network(
         intra=intra, inter=link_of(inter_spec), gpus_per_node=per_node, nics_per_node=nics
     )
