@@ -180,3 +180,17 @@ def test_plan_shows_the_best_rows_band_within_80_columns(args: tuple[str, ...]) 
         low, high = best["band"]["tokens_per_s"]
         assert f"likely for {best['gpu']} (published runs): {low:,.0f}-{high:,.0f} tokens/s" in text
         assert f"{best['band_basis']['rows']} published runs" in text
+
+
+def test_plan_on_an_exact_gpu_count_says_so_in_its_title_and_json() -> None:
+    """--gpus holds the search to that count: the title must not claim "up to 8 GPUs" (the
+    default ceiling) over rows that use 64."""
+    out = run("plan", "llama-3.1-8b", "--task", "pretrain", "--gpu", "h100", "--gpus", "64")
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert "exactly 64 GPUs" in first and "up to" not in first
+    doc = json.loads(run("plan", "llama-3.1-8b", "--task", "pretrain", "--gpu", "h100",
+                         "--gpus", "64", "--json").stdout)  # fmt: skip
+    assert doc["exact_gpus"] == 64
+    assert all(r["gpus"] == 64 for r in doc["rows"] if r["fits"])
+    assert "exact_gpus" not in json.loads(run("plan", "--json").stdout)

@@ -207,6 +207,8 @@ class PlanAnswer(Answer):
     rows: tuple[TrainPlanRow, ...] | tuple[ServePlanRow, ...]
     capped: str | None = field(default=None, metadata=OMIT_NONE)
     """Set when a front-end's cap lowered max_gpus."""
+    exact_gpus: int | None = field(default=None, metadata=OMIT_NONE)
+    """Set when the search was held to exactly this many GPUs (``--gpus``)."""
     assumptions: tuple[str, ...] = ()
     """Inference: the requests it plans for (the shape perf, compare and capacity take)."""
     ranked_after_cuda: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
@@ -509,6 +511,7 @@ def plan(
         tokens=req.tokens if not isinstance(work, InferWork) else None,
         rows=rows,
         capped=capped,
+        exact_gpus=req.exact_gpus,
         seq=work.seq if isinstance(work, TrainWork) else 0,
         context=work.context if isinstance(work, InferWork) else 0,
         inference=isinstance(work, InferWork),

@@ -349,11 +349,16 @@ def _render_plan(doc: PlanAnswer, top: int) -> None:
         if doc.inference
         else [_("gpu"), _("layout"), _("tok/s"), "MFU", _("time"), _("cost"), _("why")]
     )
-    head = (
-        _("{model} {task}: best layout per GPU (up to 1 GPU)")
-        if doc.max_gpus == 1
-        else _("{model} {task}: best layout per GPU (up to {n} GPUs)")
-    ).format(model=doc.model, task=doc.task, n=doc.max_gpus)
+    if doc.exact_gpus is not None:
+        head = _("{model} {task}: best layout per GPU on exactly {n} GPUs").format(
+            model=doc.model, task=doc.task, n=doc.exact_gpus
+        )
+    else:
+        head = (
+            _("{model} {task}: best layout per GPU (up to 1 GPU)")
+            if doc.max_gpus == 1
+            else _("{model} {task}: best layout per GPU (up to {n} GPUs)")
+        ).format(model=doc.model, task=doc.task, n=doc.max_gpus)
     from suanli.answers.plan import TrainPlanRow
 
     # Only a training plan groups its rows (a personal fine-tune: buy or rent, then datacenter).
