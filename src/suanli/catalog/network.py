@@ -544,8 +544,12 @@ def compute_precision(gpu: GPU, dtype: str) -> str:
         return dtype
     if dtype == "bf16" and gpu.peak_flops("fp16"):
         return "fp16"
-    if dtype == "fp8":
+    if dtype == "fp8" and (gpu.peak_flops("bf16") or gpu.peak_flops("fp16")):
         return "bf16" if gpu.peak_flops("bf16") else "fp16"
+    if gpu.vendor == "apple" and dtype in ("bf16", "fp16", "fp8") and gpu.peak_flops("fp32"):
+        # Apple GPUs publish one rate: their shader ALUs run 16-bit math at it (no tensor
+        # cores; MLX and llama.cpp's Metal kernels compute fp16/bf16 matmuls on the same ALUs).
+        return "fp32"
     if dtype == "fp32":
         return "fp32"
     if dtype in PRECISION_FIELDS and gpu.peak_flops(dtype):
