@@ -4,7 +4,8 @@ the open speed corpus, and print their coverage.
 For each corpus row: the ratio of measured to estimated speed (durations inverted, so above 1
 means the run was faster than suanli said). For each cell (scale x framework family x GPU
 generation x dense/MoE x task) and each coarser cell (scale x dense/MoE x task) with at least 5
-rows from 2 sources: the 10th and 90th percentiles of those ratios. Nothing in the model is
+rows from 2 sources: the prediction interval of those ratios meant to hold 80% of new rows
+(order statistics, ``suanli.answers.bands.prediction_interval``). Nothing in the model is
 fitted: the bands only say how far the model's answers were from published runs of the regime.
 
 Coverage, leave one source out: for each row, the band its cell (else its coarser cell) gets
@@ -39,7 +40,7 @@ from suanli.answers.bands import (
     MIN_ROWS,
     MIN_SOURCES,
     cells,
-    quantile,
+    prediction_interval,
 )
 
 OUT = Path(__file__).resolve().parent.parent / "src" / "suanli" / "catalog" / "data" / BANDS_FILE
@@ -71,10 +72,10 @@ def band(members: Sequence[tuple[float, str]]) -> dict[str, float | int] | None:
     sources = {s for _, s in members}
     if len(members) < MIN_ROWS or len(sources) < MIN_SOURCES:
         return None
-    ratios = [r for r, _ in members]
+    low, high = prediction_interval([r for r, _ in members], HIGH_QUANTILE - LOW_QUANTILE)
     return {
-        "low": round(quantile(ratios, LOW_QUANTILE), 4),
-        "high": round(quantile(ratios, HIGH_QUANTILE), 4),
+        "low": round(low, 4),
+        "high": round(high, 4),
         "rows": len(members),
         "sources": len(sources),
     }
@@ -112,8 +113,9 @@ def document(results: list[Result]) -> dict[str, object]:
         check=False,
     ).stdout.strip()
     return {
-        "about": "Error bands of suanli's speed answers: 10th-90th percentile of measured / "
-        "estimated speed of the published rows of each cell (benchmarks/speed_bands.py).",
+        "about": "Error bands of suanli's speed answers: the 80% prediction interval (order "
+        "statistics) of measured / estimated speed of the published rows of each cell "
+        "(benchmarks/speed_bands.py).",
         "corpus": f"tests/fixtures/speed-corpus.csv at {commit or 'the working tree'}",
         "date": datetime.date.today().isoformat(),
         "rows": len(results),

@@ -1,8 +1,9 @@
 """How far to trust a speed answer: the error band of its regime, from the published corpus.
 
 A speed answer's regime is its cell: scale (GPUs) x framework family x GPU generation x dense or
-MoE x task. The band of a cell is the 10th to 90th percentile of measured / estimated speed
-over the published rows in that cell (``tests/fixtures/speed-corpus.csv``, whole sources
+MoE x task. The band of a cell is the prediction interval, meant to hold 80% of new runs (the
+order statistics of :func:`prediction_interval`), of measured / estimated speed over the
+published rows in that cell (``tests/fixtures/speed-corpus.csv``, whole sources
 only; nothing in the model is fitted to them). It is computed by ``benchmarks/speed_bands.py``
 and shipped as ``catalog/data/speed_bands.json`` with its date and the corpus it was read
 from. A cell with fewer than :data:`MIN_ROWS` rows or :data:`MIN_SOURCES` sources falls back to
@@ -44,7 +45,8 @@ SCALES: tuple[tuple[float, str], ...] = (
 )
 #: A cell needs at least this many rows from this many sources to give a band (issue 41).
 MIN_ROWS, MIN_SOURCES = 5, 2
-#: The band's percentiles of measured / estimated speed.
+#: The band's percentiles of measured / estimated speed: a prediction interval meant to hold
+#: HIGH_QUANTILE - LOW_QUANTILE (80%) of new runs (:func:`prediction_interval`).
 LOW_QUANTILE, HIGH_QUANTILE = 0.10, 0.90
 BANDS_FILE = "speed_bands.json"
 
@@ -95,13 +97,15 @@ def cells(
     return fine, (scale, kind, work)
 
 
-def quantile(values: list[float], q: float) -> float:
-    """The ``q`` quantile of ``values``, linear between order statistics (numpy's default)."""
+def prediction_interval(values: list[float], share: float) -> tuple[float, float]:
+    """The distribution-free prediction interval of ``values``: the j-th smallest and j-th
+    largest, which hold one more exchangeable value with probability ``(n + 1 - 2j)/(n + 1)``
+    (Wilks 1941); j is the largest that keeps at least ``share``, and at least 1 (the extremes,
+    for samples too small to reach ``share``)."""
     ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+    n = len(ordered)
+    j = max(1, math.floor((n + 1) * (1 - share) / 2 + 1e-9))
+    return ordered[j - 1], ordered[n - j]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,9 +113,9 @@ class Band:
     """Measured / estimated speed of a regime's published rows: where the truth likely is."""
 
     low: float
-    """10th percentile of measured / estimated speed (below 1: measured slower)."""
+    """Lower bound of measured / estimated speed (below 1: measured slower)."""
     high: float
-    """90th percentile."""
+    """Upper bound (:func:`prediction_interval`)."""
     cell: tuple[str, ...]
     rows: int
     sources: int

@@ -81,8 +81,8 @@ class CompareRow:
     warnings: tuple[str, ...] = ()
     """Why the work cannot run as given on this device (its speed is then hypothetical)."""
     band: dict[str, list[float]] | None = None
-    """The row's figures' likely range, as perf's ``band`` on this device (the 10th-90th
-    percentile of measured / estimated speed in its regime's published runs); None where the
+    """The row's figures' likely range, as perf's ``band`` on this device (the 80% prediction
+    interval of measured / estimated speed in its regime's published runs); None where the
     regime has too few."""
     band_basis: dict[str, Any] | None = None
     """The band's cell, rows, sources and coverage (as perf's)."""

@@ -201,8 +201,9 @@ class TrainPerfAnswer(Answer):
     warnings: tuple[str, ...] = ()
     """Why the job cannot run as given (with ignore_fit), one sentence each."""
     band: dict[str, list[float]] | None = None
-    """Each headline figure's likely range (10th-90th percentile of measured / estimated speed
-    in this regime's published runs: suanli.answers.bands); None where the regime has too few."""
+    """Each headline figure's likely range (the 80% prediction interval of measured /
+    estimated speed in this regime's published runs: suanli.answers.bands); None where the
+    regime has too few."""
     band_basis: dict[str, Any] | None = None
     """The band's cell, its rows and sources, and the band's leave-one-source-out coverage."""
     terms: tuple[TimeTerm, ...] = ()
@@ -253,8 +254,9 @@ class InferPerfAnswer(Answer):
     warnings: tuple[str, ...] = ()
     """Why the job cannot run as given (with ignore_fit), one sentence each."""
     band: dict[str, list[float]] | None = None
-    """Each headline figure's likely range (10th-90th percentile of measured / estimated speed
-    in this regime's published runs: suanli.answers.bands); None where the regime has too few."""
+    """Each headline figure's likely range (the 80% prediction interval of measured /
+    estimated speed in this regime's published runs: suanli.answers.bands); None where the
+    regime has too few."""
     band_basis: dict[str, Any] | None = None
     """The band's cell, its rows and sources, and the band's leave-one-source-out coverage."""
     terms: tuple[TimeTerm, ...] = ()

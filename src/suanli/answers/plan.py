@@ -130,9 +130,9 @@ class TrainPlanRow:
     """The rent per GPU-hour the cost stands on, with its provider, kind and date: the one
     every view shows for the card, or the request's (``given``); null when none is known."""
     band: dict[str, list[float]] | None = None
-    """The layout's figures' likely range, as perf's ``band`` for this layout (the 10th-90th
-    percentile of measured / estimated speed in its regime's published runs); None where the
-    regime has too few or no layout fits."""
+    """The layout's figures' likely range, as perf's ``band`` for this layout (the 80%
+    prediction interval of measured / estimated speed in its regime's published runs); None
+    where the regime has too few or no layout fits."""
     band_basis: dict[str, Any] | None = None
     """The band's cell, rows, sources and coverage (as perf's)."""
     unvalidated: str | None = None

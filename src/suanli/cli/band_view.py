@@ -60,9 +60,9 @@ def basis_text(basis: dict[str, Any]) -> str:
     """Where a band comes from: the rows, sources and cell, and how often such bands held."""
     coverage = basis.get("coverage")
     return _(
-        "likely: 10th-90th percentile of measured / estimated speed of {rows} published "
-        "runs from {sources} sources in this regime ({cell}); such bands held {coverage} "
-        "of the runs they had not seen"
+        "likely: where 80% of runs should land, from measured / estimated speed of {rows} "
+        "published runs from {sources} sources in this regime ({cell}); such bands held "
+        "{coverage} of the runs they had not seen"
     ).format(
         rows=basis["rows"],
         sources=basis["sources"],

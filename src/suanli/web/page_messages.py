@@ -59,8 +59,8 @@ SCRIPT_MESSAGES = (
     N_("$ / M tokens"),
     N_("(capped)"),
     N_(
-        "10th-90th percentile of measured / estimated speed of {rows} published runs from "
-        "{sources} sources in this regime"
+        "where 80% of runs should land, from measured / estimated speed of {rows} published "
+        "runs from {sources} sources in this regime"
     ),
     N_("fewer than 5 published runs from 2 sources in this regime"),
     N_("likely tokens/s"),

@@ -613,8 +613,8 @@
       return t("fewer than 5 published runs from 2 sources in this regime");
     }
     const b = basis || {};
-    return t("10th-90th percentile of measured / estimated speed of {rows} published runs from " +
-      "{sources} sources in this regime", { rows: b.rows, sources: b.sources });
+    return t("where 80% of runs should land, from measured / estimated speed of {rows} published " +
+      "runs from {sources} sources in this regime", { rows: b.rows, sources: b.sources });
   }
   function renderRoofline(r) {
     const far = Math.max(1e4, ...r.points.map((p) => (p.flops_per_byte || 0) * 2));
