@@ -113,6 +113,7 @@ def cases(draw: st.DrawFn, *, zero: tuple[int, ...] = (0, 1, 2, 3), pp: bool = T
         grad_accum=draw(st.sampled_from((1, 2, 4, 8, 32))),
         recompute=draw(st.sampled_from(("none", "full", "selective"))),
         parallel=parallel,
+        blocking_grad_reduce=draw(st.booleans()),
     )
     card = draw(st.sampled_from(CARDS))
     per_node = draw(st.sampled_from((None, 2, 4, 8)))

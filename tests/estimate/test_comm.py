@@ -157,3 +157,18 @@ def test_base_latency_on_arrays_equals_link_for(nics: int) -> None:
     base = net.base_latency(groups, strides, where=np.where)
     for i, (g, s) in enumerate(zip(groups.tolist(), strides.tolist(), strict=True)):
         assert base[i] == net.link_for(g, s).base_latency_s == net.base_latency(g, s)
+
+
+def test_a_group_spanning_nodes_pays_at_least_the_intra_node_base() -> None:
+    """With several ranks a node the collective runs the intra-node phase too: its base latency
+    is never below the NVLink collective's (one rank a node: the inter-node link's alone)."""
+    nvlink = Link(
+        name="nvlink", bandwidth_bytes_per_s=450e9, latency_s=2e-6, efficiency=0.8,
+        base_latency_s=30e-6,
+    )  # fmt: skip
+    for nics in (0, 8):
+        net = Network(intra=nvlink, inter=IB, gpus_per_node=8, nics_per_node=nics)
+        assert net.link_for(16).base_latency_s == 30e-6
+        assert net.base_latency(16) == 30e-6
+        assert net.link_for(2, stride=8).base_latency_s == IB.base_latency_s  # one a node
+        assert all_gather_s(1e3, 16, net.link_for(16)) >= all_gather_s(1e3, 8, net.link_for(8))

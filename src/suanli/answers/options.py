@@ -275,6 +275,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _switch("main_grads_fp32", N_("Gradients accumulate in an fp32 buffer (Megatron).")),
     _switch(
+        "blocking_grad_reduce",
+        N_(
+            "The data-parallel gradient reduction blocks the backward pass instead of "
+            "overlapping it (DeepSpeed below ZeRO 3: overlap_comm is off by default)."
+        ),
+    ),
+    _switch(
         "optimizer_in_backward",
         N_("Step each parameter in the backward pass and free its gradient (torchtune)."),
     ),

@@ -79,6 +79,7 @@ class WorkRequest:
     loss: str = declared("loss")
     saved_tensors: str = declared("saved_tensors")
     main_grads_fp32: bool = declared("main_grads_fp32")
+    blocking_grad_reduce: bool = declared("blocking_grad_reduce")
     zero_buckets: str = declared("zero_buckets")
     optimizer_in_backward: bool = declared("optimizer_in_backward")
     images: int = declared("images")
@@ -348,6 +349,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         activation_offload=req.activation_offload,
         loss=req.loss,
         main_grads_fp32=req.main_grads_fp32,
+        blocking_grad_reduce=req.blocking_grad_reduce,
         saved_tensors=req.saved_tensors,
         zero_buckets=req.zero_buckets,
         optimizer_in_backward=req.optimizer_in_backward,

@@ -276,7 +276,16 @@ class Network:
         """The per-collective base latency of the link :meth:`bottleneck` picks (ints, or arrays
         of layouts with numpy's ``where``)."""
         inside = self._inside(group, stride)
-        return where(inside, self.intra.base_latency_s, self.inter.base_latency_s)
+        return where(inside, self.intra.base_latency_s, self.spanning_base_latency(group, stride))
+
+    def spanning_base_latency(self, group: Any, stride: Any = 1) -> Any:
+        """The base latency of a collective over ``group`` ranks spread over several nodes: with
+        more than one rank a node (:meth:`ranks_per_node` above 1) it also runs the intra-node
+        phase of the same NCCL kernel, so it pays at least the intra-node base (ints or
+        arrays)."""
+        several = (group > 1) * (2 * stride <= self.gpus_per_node)
+        both = max(self.intra.base_latency_s, self.inter.base_latency_s)
+        return several * both + (1 - several) * self.inter.base_latency_s
 
     def ring_latency(
         self,
@@ -309,11 +318,17 @@ class Network:
         """The bottleneck link of a group of ``group`` ranks spaced ``stride`` GPUs apart."""
         if group <= 1 or group * stride <= self.gpus_per_node:
             return self.intra.for_group(group)
+        base = float(self.spanning_base_latency(group, stride))
+        inter = (
+            self.inter
+            if base == self.inter.base_latency_s
+            else replace(self.inter, base_latency_s=base)
+        )
         if self.nics_per_node <= 0:
-            return self.inter
+            return inter
         bandwidth = float(self.inter_bandwidth(group, stride))
         if bandwidth == self.inter.effective_bytes_per_s:
-            return self.inter
+            return inter
         m = self.ranks_per_node(group, stride)
         name = N_("{link} x{nics:g} per node, {gpus} GPU(s) of the group each").format(
             link=self.inter.name, nics=self.nics_per_node, gpus=m
@@ -323,7 +338,7 @@ class Network:
             bandwidth_bytes_per_s=bandwidth,
             latency_s=self.inter.latency_s,
             efficiency=1.0,
-            base_latency_s=self.inter.base_latency_s,
+            base_latency_s=base,
         )
 
 

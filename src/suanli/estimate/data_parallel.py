@@ -17,6 +17,12 @@ from suanli.estimate.workload import TrainWork
 DP_OVERLAP = 0.9
 
 
+def grad_reduce_overlap(work: TrainWork) -> float:
+    """The share of the last micro-batch's backward a ZeRO 0-2 gradient reduction hides behind:
+    :data:`DP_OVERLAP`, or 0 when it blocks (``work.blocking_grad_reduce``)."""
+    return 0.0 if work.blocking_grad_reduce else DP_OVERLAP
+
+
 def fsdp_root_s(root_bytes: Any, work: TrainWork, group: Any, link: Any) -> Any:
     """Seconds of FSDP traffic that nothing can hide: the root unit (embeddings, final norm, LM
     head, which FSDP wraps with the model itself) is gathered before each micro-batch's forward

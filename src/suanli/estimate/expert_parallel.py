@@ -117,5 +117,5 @@ def expert_all_to_all_s(
     across = maximum((ep - per_node) / ep * nbytes / nic_bw, (per_node - 1) / ep * nbytes / node_bw)
     inside_s = (ep - 1) / ep * nbytes / intra_bw + (ep - 1) * net.intra.latency_s
     across_s = across + (ep - 1) * net.inter.latency_s
-    base = where(inside, net.intra.base_latency_s, net.inter.base_latency_s)
+    base = net.base_latency(ep, tp, where=where)
     return where(inside, inside_s, across_s) + base

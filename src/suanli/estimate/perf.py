@@ -29,6 +29,7 @@ from suanli.estimate.data_parallel import (
     fsdp_exposed_s,
     fsdp_root_s,
     fsdp_syncs,
+    grad_reduce_overlap,
 )
 from suanli.estimate.elementwise import (
     elementwise_seconds,
@@ -473,8 +474,9 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
                 if par.zero >= 2
                 else all_reduce_s(grad_bytes, group, link) + replica_s
             )
-            # Buckets reduce while the last micro-batch's backward (2/3 of it) runs.
-            exposed = max(0.0, dp_s - DP_OVERLAP * per_micro_s * 2 / 3)
+            # Buckets reduce while the last micro-batch's backward (2/3 of it) runs, unless
+            # the framework reduces on the compute stream (DeepSpeed below ZeRO 3).
+            exposed = max(0.0, dp_s - grad_reduce_overlap(work) * per_micro_s * 2 / 3)
         comm["data_parallel"] = exposed
     if work.offload_params:
         group = par.zero_group if par.zero >= 3 else 1
@@ -501,7 +503,11 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     total_model = model_per_micro * m * par.dp
     total_hw = micro.hardware_flops * m * par.dp
     assumptions = _training_assumptions(
-        device.gemm_model, device.memory_efficiency, device.efficiency_source, work.kernels
+        device.gemm_model,
+        device.memory_efficiency,
+        device.efficiency_source,
+        work.kernels,
+        grad_reduce_overlap(work),
     )
     return TrainPerf(
         gpus=par.gpus,
@@ -518,7 +524,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
 
 @lru_cache(maxsize=64)
 def _training_assumptions(
-    gemm: GemmModel, memory_efficiency: float, efficiency_source: str, kernels: str
+    gemm: GemmModel, memory_efficiency: float, efficiency_source: str, kernels: str, overlap: float
 ) -> tuple[str, ...]:
     """The assumptions every training estimate on one card states (formatted once per card and
     kernel class: the planner asks for thousands of layouts)."""
@@ -537,6 +543,8 @@ def _training_assumptions(
         N_("{kernels} kernels for the non-matmul ops").format(kernels=kernels),
         N_("flash/SDPA kernels skip the masked half of causal attention; MFU counts the full s²"),
         N_("gradient reduction overlaps {overlap:.0%} of the backward pass (bucketed)").format(
-            overlap=DP_OVERLAP
-        ),
+            overlap=overlap
+        )
+        if overlap
+        else N_("gradient reduction blocks the backward pass (--blocking-grad-reduce)"),
     )

@@ -19,7 +19,11 @@ import numpy as np
 from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.comm import Network
-from suanli.estimate.data_parallel import DP_OVERLAP, fsdp_backward_gathers, fsdp_exposed_s
+from suanli.estimate.data_parallel import (
+    fsdp_backward_gathers,
+    fsdp_exposed_s,
+    grad_reduce_overlap,
+)
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
 from suanli.estimate.expert_parallel import dispatch_bytes, expert_all_to_all_s
 from suanli.estimate.flops import step_flops
@@ -501,7 +505,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         )
         + replica
     )
-    ddp = np.maximum(0.0, ddp_s - DP_OVERLAP * per_micro * 2 / 3)
+    ddp = np.maximum(0.0, ddp_s - grad_reduce_overlap(work) * per_micro * 2 / 3)
     comm += np.where(dp > 1, np.where(zero >= 3, fsdp, ddp), 0.0)
     if work.offload_params:
         shard_group = np.where(zero >= 3, _zero_group(work, dp), 1)

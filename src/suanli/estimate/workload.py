@@ -232,6 +232,10 @@ class TrainWork:
     main_grads_fp32: bool = False
     """Gradients accumulate in an fp32 buffer (Megatron's ``main_grad`` with bf16 and its
     distributed optimizer): 4 bytes per trainable parameter instead of the dtype's."""
+    blocking_grad_reduce: bool = False
+    """The gradient reduction below ZeRO 3 runs on the compute stream and the backward waits for
+    it (DeepSpeed's ``overlap_comm`` off, its default below stage 3); else it overlaps the last
+    micro-batch's backward at ``DP_OVERLAP``."""
     zero_buckets: str = "none"
     """``deepspeed``: ZeRO's reduce and all-gather buckets (5e8 elements each; 4.5 times their
     sum with overlap_comm, on for stage 3) take GPU memory."""
