@@ -27,6 +27,7 @@ from suanli.answers.option_type import (
 from suanli.estimate.workload import (
     ATTENTION,
     DTYPES,
+    EP_DISPATCHERS,
     FP8_SCALING,
     KERNELS,
     KV_DTYPES,
@@ -384,6 +385,17 @@ OPTIONS: tuple[Option, ...] = (
         layout=True,
     ),
     _degree("ep", N_("Expert parallel degree (MoE).")),
+    _choice(
+        "ep_dispatcher",
+        "alltoall",
+        EP_DISPATCHERS,
+        N_(
+            "How MoE tokens cross nodes: alltoall (each routed copy on its own: Megatron-Core's "
+            "all-to-all dispatcher) or deepep (one copy per destination node, forwarded over "
+            "NVLink: DeepEP, DeepSeek-V3); docs/speed.md."
+        ),
+        tasks=TRAIN_TASKS,
+    ),
     _switch("sp", N_("Sequence parallelism (needs --tp > 1)."), layout=True),
     Option(
         name="shard_group",

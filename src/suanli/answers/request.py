@@ -45,6 +45,7 @@ class WorkRequest:
     precision: str = declared("precision")
     optimizer: str = declared("optimizer")
     optimizer_impl: str = declared("optimizer_impl")
+    ep_dispatcher: str = declared("ep_dispatcher")
     recompute: str = declared("recompute")
     attention: str = declared("attention")
     kernels: str = declared("kernels")
@@ -322,6 +323,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         precision=req.precision,
         optimizer=req.optimizer,
         optimizer_impl=req.optimizer_impl,
+        ep_dispatcher=req.ep_dispatcher,
         # auto without a card to fit: none (answers/recompute.py settles it for a card).
         recompute="none" if req.recompute == RECOMPUTE_AUTO else req.recompute,
         attention=req.attention,

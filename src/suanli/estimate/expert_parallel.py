@@ -74,6 +74,27 @@ def local_expert_shapes(shapes: tuple[LinearShape, ...], spec: ModelSpec, ep: in
     )
 
 
+def node_copy_share(spec: ModelSpec, ep: int, per_node: Any) -> Any:
+    """With DeepEP's per-node deduplication: the cross-node bytes of a dispatch over those of
+    the plain all-to-all, for experts spread evenly over the ``ceil(ep / per_node)`` nodes and
+    uniform top-k routing. A token reaches a remote node with probability
+    ``1 - C(E - E/n, k) / C(E, k)`` and crosses once per node reached, instead of
+    ``k · (ep - m) / ep`` times (ints or numpy arrays of ``per_node``; 1 inside one node)."""
+    moe = spec.moe
+    if moe is None or ep <= 1:
+        return 1.0 + 0.0 * per_node
+    nodes = -(-ep // per_node)
+    experts, k = moe.num_experts, moe.experts_per_token
+    on_node = experts / nodes
+    miss = 1.0 + 0.0 * per_node
+    for i in range(k):
+        miss = miss * (experts - on_node - i) / (experts - i)
+    crossings = (nodes - 1) * (1.0 - miss)
+    copies = k * (ep - per_node) / ep
+    # Inside one node (copies 0) nothing crosses either way.
+    return crossings / (copies + (copies == 0)) + (copies == 0)
+
+
 def dispatch_bytes(tokens: Any, spec: ModelSpec, tensor_bytes: float, tp: Any) -> Any:
     """Bytes one GPU sends in one dispatch (or combine) all-to-all of one MoE layer: each of its
     ``tokens`` goes to ``k`` experts as a ``hidden``-wide activation, the tensor-parallel group
@@ -92,9 +113,13 @@ def expert_all_to_all_s(
     where: Callable[[Any, Any, Any], Any] = _where,
     minimum: Callable[[Any, Any], Any] = min,
     maximum: Callable[[Any, Any], Any] = max,
+    spec: ModelSpec | None = None,
+    dispatcher: str = "alltoall",
 ) -> Any:
     """Seconds of one all-to-all in which each of ``ep`` ranks (spaced ``tp`` GPUs apart) sends
-    ``nbytes``, ``nbytes / ep`` to each rank.
+    ``nbytes``, ``nbytes / ep`` to each rank. With ``dispatcher="deepep"`` (and the MoE
+    ``spec``) the bytes bound for other nodes shrink to one copy per node reached
+    (:func:`node_copy_share`) and the node's NVLink carries the forwarded copies.
 
     Inside a node: ``(ep−1)/ep · B`` over the GPU's link, as a reduce-scatter. Across nodes the
     ``m`` ranks of a node also reach each other over NVLink, at the same time, while the
@@ -114,7 +139,13 @@ def expert_all_to_all_s(
     nic_bw = net.inter.effective_bytes_per_s * nic_share * net.inter.gather_share
     node_bw = net.intra.group_effective_bytes_per_s(per_node, minimum=minimum, maximum=maximum)
     node_bw = node_bw * net.intra.gather_share
-    across = maximum((ep - per_node) / ep * nbytes / nic_bw, (per_node - 1) / ep * nbytes / node_bw)
+    remote = (ep - per_node) / ep * nbytes
+    local = (per_node - 1) / ep * nbytes
+    if dispatcher == "deepep" and spec is not None:
+        # One copy a node over the NIC; every copy for another GPU of the node over NVLink.
+        remote = remote * node_copy_share(spec, ep, per_node)
+        local = (per_node - 1) / per_node * nbytes
+    across = maximum(remote / nic_bw, local / node_bw)
     inside_s = (ep - 1) / ep * nbytes / intra_bw + (ep - 1) * net.intra.latency_s
     across_s = across + (ep - 1) * net.inter.latency_s
     base = net.base_latency(ep, tp, where=where)

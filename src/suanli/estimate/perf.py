@@ -402,7 +402,9 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         comm["tensor_parallel"] = per_layer * layers * one * m
     if par.ep > 1 and spec.moe is not None and spec.moe_layers:
         a2a_bytes = dispatch_bytes(tokens, spec, tb, par.tp)
-        one_a2a = expert_all_to_all_s(net, a2a_bytes, par.ep, par.tp)
+        one_a2a = expert_all_to_all_s(
+            net, a2a_bytes, par.ep, par.tp, spec=spec, dispatcher=work.ep_dispatcher
+        )
         moe_layers = math.ceil(len(spec.moe_layers) / par.pp)
         # Dispatch and combine in forward, and again in backward.
         comm["expert_all_to_all"] = 4 * moe_layers * one_a2a * m

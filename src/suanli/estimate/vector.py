@@ -431,6 +431,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         one_a2a = expert_all_to_all_s(
             net, dispatch_bytes(tokens, spec, tb, tp), ep, tp,
             where=np.where, minimum=np.minimum, maximum=np.maximum,
+            spec=spec, dispatcher=work.ep_dispatcher,
         )  # fmt: skip
         a2a = 4 * np.ceil(len(spec.moe_layers) / pp) * one_a2a
     # Point to point: one peer link inside a node, one NIC across (Network.point_to_point_link).

@@ -21,6 +21,11 @@ OPTIMIZERS = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "sgd_momentum", "a
 #: ``_foreach_`` kernels, one per arithmetic step (``foreach``, torch.optim's CUDA default); the
 #: bytes of each: :func:`suanli.estimate.elementwise.optimizer_step_bytes`.
 OPTIMIZER_IMPLS = ("fused", "foreach")
+#: How an MoE dispatch crosses nodes: ``alltoall`` sends each of a token's k copies on its own
+#: (Megatron-Core's all-to-all dispatcher); ``deepep`` sends one copy per destination node and
+#: forwards it over NVLink (deepseek-ai/DeepEP; DeepSeek-V3 report §3.2.2);
+#: :func:`suanli.estimate.expert_parallel.node_copy_share`.
+EP_DISPATCHERS = ("alltoall", "deepep")
 RECOMPUTE = ("none", "selective", "op", "full")
 #: How the loss meets the vocabulary: every token's fp32 logits at once (transformers), the fp32
 #: upcast one chunk at a time (torchtune), or fused with the LM head (Liger, Unsloth).
@@ -211,6 +216,9 @@ class TrainWork:
     """``mixed``: fp32 master weights and fp32 optimizer states beside ``dtype`` weights
     (Megatron, DeepSpeed: 16 bytes/param with Adam); ``pure``: everything in ``dtype``."""
     optimizer: str = "adamw"
+    ep_dispatcher: str = "alltoall"
+    """How MoE tokens cross nodes (:data:`EP_DISPATCHERS`): each routed copy on its own, or one
+    copy per destination node forwarded over NVLink (DeepEP)."""
     optimizer_impl: str = "fused"
     """How AdamW steps on the GPU (:data:`OPTIMIZER_IMPLS`): one fused pass or torch's foreach
     kernels; an offloaded optimizer (CPU Adam) is fused whatever this says."""
@@ -293,6 +301,7 @@ class TrainWork:
         check_choice("attention", self.attention, ATTENTION)
         check_choice("device", self.device, DEVICES)
         check_choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
+        check_choice("ep_dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
         _positive("lora_rank", self.lora_rank)
         for target in self.lora_targets:
             check_choice("lora_targets", target, LORA_TARGETS)
