@@ -18,7 +18,7 @@ from suanli.catalog.network import get_link
 from suanli.estimate.comm import Network, OneShot, all_reduce_s, tp_all_reduce_s
 from suanli.estimate.device import device_for
 from suanli.estimate.links import link_of
-from suanli.estimate.vector import _tp_all_reduce
+from suanli.estimate.vector_comm import tp_all_reduce
 
 from ..scripts import load_script
 
@@ -179,7 +179,7 @@ def test_vectorized_equals_scalar(gpu: str) -> None:
     net: Network = device_for(find_gpu(gpu, bundled_gpus()), "bf16").network
     tp = np.array([1, 2, 4, 8, 2, 8, 16])
     nbytes = np.array([16384, 16384, 65536, 262144, 4e6, 1.5e6, 16384], dtype=float)
-    vector = _tp_all_reduce(nbytes, tp, net)
+    vector = tp_all_reduce(nbytes, tp, net)
     for i in range(len(tp)):
         n = int(tp[i])
         scalar = tp_all_reduce_s(float(nbytes[i]), n, net.link_for(n)) if n > 1 else 0.0

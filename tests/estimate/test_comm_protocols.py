@@ -17,7 +17,7 @@ from suanli.catalog.network import get_link, links
 from suanli.estimate.comm import all_reduce_s, tp_all_reduce_s
 from suanli.estimate.device import device_for
 from suanli.estimate.links import link_of
-from suanli.estimate.vector import _all_reduce, _tp_all_reduce
+from suanli.estimate.vector_comm import all_reduce, tp_all_reduce
 
 from ..catalog_patch import link_row_changed
 from ..scripts import load_script
@@ -71,8 +71,8 @@ def test_vectorized_equals_scalar(gpu: str) -> None:
     group = np.array([2, 4, 8, 8, 8, 8, 16, 4])
     stride = np.array([1, 1, 1, 1, 1, 1, 1, 4])
     nbytes = np.array([4e6, 16e6, 1e3, 2e6, 8e6, 64e6, 8e6, 8e6])
-    vector = _all_reduce(net, nbytes, group, stride)
-    tp_vector = _tp_all_reduce(nbytes, group, net)
+    vector = all_reduce(net, nbytes, group, stride)
+    tp_vector = tp_all_reduce(nbytes, group, net)
     for i in range(len(group)):
         link = net.link_for(int(group[i]), int(stride[i]))
         assert vector[i] == pytest.approx(all_reduce_s(float(nbytes[i]), int(group[i]), link))

@@ -56,5 +56,5 @@ def test_the_training_step_charges_the_deduplicated_all_to_all() -> None:
 
 
 def test_an_unknown_dispatcher_is_refused_in_one_sentence() -> None:
-    with pytest.raises(ValueError, match="--ep-dispatcher .nccl. is not one of alltoall, deepep"):
+    with pytest.raises(ValueError, match=r"--ep-dispatcher 'nccl' is not one of alltoall, deepep"):
         TrainWork(task="pretrain", ep_dispatcher="nccl")

@@ -18,7 +18,6 @@ import numpy as np
 
 from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
-from suanli.estimate.comm import Network
 from suanli.estimate.data_parallel import (
     fsdp_backward_gathers,
     fsdp_exposed_s,
@@ -63,6 +62,7 @@ from suanli.estimate.train_activations import (
     logits_bytes_per_token,
     offload_split,
 )
+from suanli.estimate.vector_comm import all_reduce, pick, reduce_scatter, tp_all_reduce
 from suanli.estimate.workload import Overheads, Parallelism, TrainWork
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
@@ -91,75 +91,6 @@ class Layouts:
             k: np.asarray(columns.get(k, [v] * n), dtype=np.int64) for k, v in defaults.items()
         }
         return Layouts(**arrays)
-
-
-# --- vectorized collectives (mirror suanli.estimate.comm) ------------------------------------
-
-
-def _pick(
-    net: Network, group: Array, stride: Array, *, gather: bool = False
-) -> tuple[Array, Array, Array]:
-    """Effective bandwidth, per-step latency and per-collective base latency of the bottleneck
-    link per element; with ``gather``, the bandwidth all-gathers and reduce-scatters reach
-    (:attr:`suanli.estimate.comm.Link.gather_share`)."""
-    bw, lat = net.bottleneck(group, stride, where=np.where, minimum=np.minimum, maximum=np.maximum)
-    if gather:
-        bw = bw * net.gather_share(group, stride, where=np.where)
-    return bw, lat, net.base_latency(group, stride, where=np.where)
-
-
-def _nvls(net: Network, nbytes: Array, group: Array, stride: Array) -> Array:
-    """The in-switch NVLS all-reduce's seconds per element where the group is inside a node
-    whose link has it and large enough (:func:`suanli.estimate.comm.all_reduce_s`), else inf."""
-    nvls = net.intra.nvls
-    if nvls is None:
-        return np.full(np.shape(group), np.inf)
-    usable = (group * stride <= net.gpus_per_node) & (group >= nvls.min_ranks)
-    return np.where(usable, nvls.seconds(nbytes), np.inf)
-
-
-def _ring_or_tree(nbytes: Array, n_f: Array, bw: Array, lat: Array) -> Array:
-    ring = 2 * (n_f - 1) / n_f * nbytes / bw + 2 * (n_f - 1) * lat
-    tree = 2 * nbytes / bw + 2 * np.log2(np.maximum(n_f, 1)) * lat
-    return np.minimum(ring, tree)
-
-
-def _all_reduce(net: Network, nbytes: Array, n: Array, stride: Array) -> Array:
-    """:func:`suanli.estimate.comm.all_reduce_s` per element for groups of ``n`` ranks spaced
-    ``stride`` GPUs apart: ring or tree on the bottleneck link, both protocols where the
-    intra-node link was measured with two, NVLS where the switch has it."""
-    bw, lat, base = _pick(net, n, stride)
-    n_f = n.astype(np.float64)
-    bulk = _ring_or_tree(nbytes, n_f, bw, lat)
-    nccl = bulk + base
-    intra = net.intra
-    if intra.small_efficiency > 0:
-        inside = (n * stride <= net.gpus_per_node) | (n <= 1)
-        group_bw = intra.group_bytes_per_s(n, minimum=np.minimum, maximum=np.maximum)
-        small_bw = group_bw * intra.small_efficiency
-        small = _ring_or_tree(nbytes, n_f, small_bw, lat) + base
-        nccl = np.where(inside, np.minimum(small, bulk + intra.bulk_base_latency_s), nccl)
-    nccl = np.minimum(nccl, _nvls(net, nbytes, n, stride))
-    return np.where((n <= 1) | (nbytes <= 0), 0.0, nccl)
-
-
-def _tp_all_reduce(nbytes: Array, n: Array, net: Network) -> Array:
-    """:func:`suanli.estimate.comm.tp_all_reduce_s` per element: NCCL, or the serving engines'
-    one-shot kernel inside a node whose link has one, where it is faster."""
-    nccl = _all_reduce(net, nbytes, n, np.ones_like(n))
-    shot = net.intra.oneshot
-    if shot is None:
-        return nccl
-    n_f = np.maximum(n.astype(np.float64), 1.0)
-    inside = (n <= net.gpus_per_node) & shot.covers(n)
-    usable = inside & (n > 1) & (nbytes > 0) & (nbytes <= shot.max_bytes)
-    return np.where(usable, np.minimum(nccl, shot.seconds(nbytes, n_f, log2=np.log2)), nccl)
-
-
-def _reduce_scatter(nbytes: Array, n: Array, bw: Array, lat: Array, base: Array) -> Array:
-    n_f = n.astype(np.float64)
-    t = (n_f - 1) / n_f * nbytes / bw + (n_f - 1) * lat + base
-    return np.where((n <= 1) | (nbytes <= 0), 0.0, t)
 
 
 # --- parameters --------------------------------------------------------------------------------
@@ -416,13 +347,13 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     net = device.network
     h = spec.hidden_size
     comm = np.zeros(len(tp))
-    bw, lat, base = _pick(net, tp, np.ones_like(tp), gather=True)
+    bw, lat, base = pick(net, tp, np.ones_like(tp), gather=True)
     volume = tokens * h * tb
     per_layer_coll = 4 + (2 if work.recompute == "full" else 0)
     one_coll = np.where(
         lay.sp > 0,
-        2 * _reduce_scatter(volume, tp, bw, lat, base),
-        _all_reduce(net, volume, tp, np.ones_like(tp)),
+        2 * reduce_scatter(volume, tp, bw, lat, base),
+        all_reduce(net, volume, tp, np.ones_like(tp)),
     )
     comm += np.where(tp > 1, per_layer_coll * stage_layers * one_coll * m, 0.0)
     ep, schedule = work.parallel.ep, work.parallel.pp_schedule
@@ -448,16 +379,16 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     bubble = np.where(pp > 1, pipeline_bubble_s(schedule, pp, vpp, per_micro, p2p, shares), 0.0)
     grad_bytes = trainable * (4 if work.is_lora else tb)
     group = np.where(zero >= 1, _zero_group(work, dp), dp)
-    bw, lat, base = _pick(net, group, tp * pp, gather=True)
+    bw, lat, base = pick(net, group, tp * pp, gather=True)
     busy = compute_s + memory_total
     # What FSDP gathers and CPU offload copies: QLoRA's base in NF4.
     weight_bytes = base_weight_bytes(work, split["layer_linear"], split["other"])
-    scatter = _reduce_scatter(grad_bytes, group, bw, lat, base)
+    scatter = reduce_scatter(grad_bytes, group, bw, lat, base)
     # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
     replicas = dp // group
     replica = np.where(
         replicas > 1,
-        _all_reduce(net, grad_bytes / group, replicas, tp * pp * group),
+        all_reduce(net, grad_bytes / group, replicas, tp * pp * group),
         0.0,
     )
     # Sharded gradients are reduced after every micro-batch, once a step with a pipeline
@@ -466,7 +397,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     # The root unit's gathers and gradient reduction, which nothing hides
     # (data_parallel.fsdp_root_s).
     root_bytes = split["other"] * tb
-    root = _reduce_scatter(root_bytes, group, bw, lat, base)
+    root = reduce_scatter(root_bytes, group, bw, lat, base)
     # Twice a micro-batch, or once a step with a pipeline (data_parallel.fsdp_root_s).
     gathers = np.where(pp == 1, 2 * m, 1)
     root_s = gathers * root + (0.0 if work.is_lora else syncs * root)
@@ -502,7 +433,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         np.where(
             zero >= 2,
             2 * scatter,
-            _all_reduce(net, grad_bytes, group, tp * pp),
+            all_reduce(net, grad_bytes, group, tp * pp),
         )
         + replica
     )
@@ -580,7 +511,7 @@ def infer_speed(
     h = spec.hidden_size
     prefill_comm = np.where(
         tp > 1,
-        2 * layers * _tp_all_reduce(batch * prompt * h * b, tp, device.network),
+        2 * layers * tp_all_reduce(batch * prompt * h * b, tp, device.network),
         0.0,
     )
     kv_eff = None
@@ -613,7 +544,7 @@ def infer_speed(
     decode_compute = decode_per_token * batch / tp / device.matmul_flops
     decode_memory = (active + kv) / device.bandwidth
     decode_comm = np.where(
-        tp > 1, 2 * layers * _tp_all_reduce(batch * h * b, tp, device.network), 0.0
+        tp > 1, 2 * layers * tp_all_reduce(batch * h * b, tp, device.network), 0.0
     )
     tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s) + decode_comm
     return {
