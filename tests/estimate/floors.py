@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -174,3 +175,20 @@ def tensor_parallel_floor_s(case: Case) -> float:
     activations = work.batch * work.seq * case.spec.hidden_size * work.tensor_bytes
     one = wire_floor_s(case.device.network, activations, par.tp, 1)
     return 4 * layers * work.grad_accum * one
+
+
+def one_layout(case: Case) -> Any:
+    """The vectorized planner's :class:`~suanli.estimate.vector.Layouts` holding the case's one
+    layout (numpy imported here, as the planner does)."""
+    from suanli.estimate import vector
+
+    par = case.work.parallel
+    return vector.Layouts.of(
+        tp=[par.tp],
+        pp=[par.pp],
+        dp=[par.dp],
+        zero=[par.zero],
+        batch=[case.work.batch],
+        grad_accum=[case.work.grad_accum],
+        sp=[int(par.sp)],
+    )

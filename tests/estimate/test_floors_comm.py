@@ -20,6 +20,7 @@ from tests.estimate.floors import (
     Case,
     cases,
     data_parallel_floor_s,
+    one_layout,
     tensor_parallel_floor_s,
     wire_floor_s,
 )
@@ -133,15 +134,7 @@ def test_vector_planner_equals_scalar_on_random_layouts(drawn: list[Case]) -> No
     (networks, HSDP groups and node sizes test_vector.py does not vary)."""
     case = drawn[0]
     par = case.work.parallel
-    lay = vector.Layouts.of(
-        tp=[par.tp],
-        pp=[par.pp],
-        dp=[par.dp],
-        zero=[par.zero],
-        batch=[case.work.batch],
-        grad_accum=[case.work.grad_accum],
-        sp=[int(par.sp)],
-    )
+    lay = one_layout(case)
     base = replace(case.work, parallel=Parallelism(shard=par.shard, ep=par.ep))
     speed = vector.train_speed(case.spec, base, lay, case.device)
     scalar = training_perf(case.spec, case.work, case.device)

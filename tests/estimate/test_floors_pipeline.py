@@ -16,7 +16,7 @@ from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.pipeline import pass_shares
 from suanli.estimate.workload import PP_SCHEDULES, Parallelism, TrainWork
-from tests.estimate.floors import FLOORS, NETWORKS, Case, cases, device, preset
+from tests.estimate.floors import FLOORS, NETWORKS, Case, cases, device, one_layout, preset
 
 np = pytest.importorskip("numpy")
 vector = pytest.importorskip("suanli.estimate.vector")
@@ -118,15 +118,7 @@ def test_vector_planner_equals_scalar_with_the_schedule_drawn(case: Case, schedu
         _pipelined(case)
     case = _with(case, schedule)
     par = case.work.parallel
-    lay = vector.Layouts.of(
-        tp=[par.tp],
-        pp=[par.pp],
-        dp=[par.dp],
-        zero=[par.zero],
-        batch=[case.work.batch],
-        grad_accum=[case.work.grad_accum],
-        sp=[int(par.sp)],
-    )
+    lay = one_layout(case)
     base = replace(
         case.work,
         parallel=Parallelism(shard=par.shard, ep=par.ep, pp=par.pp, pp_schedule=schedule),
