@@ -16,7 +16,7 @@ from suanli.catalog.network import get_link, links
 from suanli.estimate.comm import Network, all_reduce_s, tp_all_reduce_s
 from suanli.estimate.device import device_for
 from suanli.estimate.links import link_of
-from suanli.estimate.vector import _all_reduce
+from suanli.estimate.vector_comm import all_reduce
 
 from ..catalog_patch import link_row_changed
 from ..scripts import load_script
@@ -120,7 +120,7 @@ def test_vectorized_equals_scalar(gpu: str) -> None:
     group = np.array([2, 4, 5, 8, 8, 8, 16, 8])
     stride = np.array([1, 1, 1, 1, 1, 1, 1, 2])
     nbytes = np.array([2**30, 2**30, 2**30, 2**30, 16384, 64 * 2**20, 2**30, 2**30], dtype=float)
-    vector = _all_reduce(net, nbytes, group, stride)
+    vector = all_reduce(net, nbytes, group, stride)
     for i in range(len(group)):
         link = net.link_for(int(group[i]), int(stride[i]))
         assert vector[i] == pytest.approx(all_reduce_s(float(nbytes[i]), int(group[i]), link))
