@@ -122,13 +122,15 @@ def declared_option(option: Option, *names: str) -> Callable[[Any], Any]:
         "metavar": option.metavar,
     }
     if option.flag:
-        kwargs.update(is_flag=True, default=option.default)
-    else:
-        kwargs.update(
-            type=click_type(option),
-            default=option.default,
-            show_default=option.default is not None,
-        )
+        # "--x/--no-x": a framework preset may turn a switch on (deepspeed: --blocking-grad-reduce)
+        # and the user must be able to say it is off for their run.
+        kwargs.update(default=option.default)
+        return click.option(f"{option.cli_name}/--no-{option.cli_name[2:]}", *names, **kwargs)
+    kwargs.update(
+        type=click_type(option),
+        default=option.default,
+        show_default=option.default is not None,
+    )
     return click.option(option.cli_name, *names, **kwargs)
 
 
