@@ -69,7 +69,13 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     attention one fused softmax over the scores (``2b·n_q·s``). Every fused term is at most its
     eager counterpart. A complex rotary under torch.compile keeps its eager ``10bw``
     (``work.rope_kernels``): ``x.float()`` ``6bw``, the complex multiply ``8bw``, the cast back
-    ``6bw`` with ``b = 2``."""
+    ``6bw`` with ``b = 2``.
+
+    Dropout (``dropout``, where the job's dropout is above 0; docs/speed.md, "Dropout
+    kernels"): ``aten::native_dropout`` reads the input and writes the output and a mask of
+    ``m`` bytes (1 on CUDA), ``(2b + m)`` an element, for the two residual dropouts (width
+    ``h``; fused bias-dropout-add only the mask, ``m·h``) and, with eager attention, the
+    probabilities (``n_q·s``; fused attention kernels drop inside)."""
     h, b = spec.hidden_size, work.tensor_bytes
     att = spec.attention
     width = spec.mlp.intermediate_size if spec.mlp else 0
@@ -86,13 +92,23 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     # A complex rotary under torch.compile runs as eager kernels (work.rope_kernels): upcast,
     # complex multiply, cast back, the 10·b·w bytes of the real one's five ops.
     rope = (2 if fused and work.rope_kernels == work.kernels else 10) * b * rope_width
+    drop = dropout_probability(spec, work)
+    mask = 1 if work.device == "cuda" else b
+    residual_drop = (mask if fused else 2 * b + mask) * h
+    probs_drop = (2 * b + mask) * att.num_heads * work.seq if softmax else 0
     return {
+        "dropout": float(2 * residual_drop + probs_drop) if drop > 0 else 0.0,
         "norm": float(spec.norm.per_layer * norm),
         "rope": float(rope),
         "activation": float(act),
         "add": float(6 * b * h),
         "scores": float(scores * att.num_heads * work.seq if softmax else 0),
     }
+
+
+def dropout_probability(spec: ModelSpec, work: TrainWork) -> float:
+    """The job's dropout: the workload's, else the model config's (0 for most LLMs)."""
+    return work.dropout if work.dropout is not None else spec.dropout
 
 
 def eager_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
@@ -123,9 +139,14 @@ def elementwise_kernels_per_layer(spec: ModelSpec, work: TrainWork) -> int:
         rope = 1
     else:
         rope = 6 if work.rope == "complex" else 10
+    # One aten::native_dropout a site: two residual dropouts (fused into bias-dropout-add in
+    # fused code) and, with eager attention, the probabilities.
+    drops = (2 + (1 if softmax else 0)) if dropout_probability(spec, work) > 0 else 0
     if not work.fused_kernels:
-        return spec.norm.per_layer * 6 + rope + (2 if gated else 1) + 2 + (4 if softmax else 0)
-    return spec.norm.per_layer + rope + 1 + 2 + (1 if softmax else 0)
+        return (
+            spec.norm.per_layer * 6 + rope + (2 if gated else 1) + 2 + (4 if softmax else 0)
+        ) + drops
+    return spec.norm.per_layer + rope + 1 + 2 + (1 if softmax else 0) + (drops - 2 if drops else 0)
 
 
 def elementwise_seconds(
@@ -154,7 +175,10 @@ def elementwise_seconds(
     for kind, nbytes in training_op_bytes(spec, work, fused=fused).items():
         kernel_class = work.rope_kernels if kind == "rope" else work.kernels
         forward, backward = model.training_elementwise.of(kind, kernel_class)
-        weighted += nbytes * (forward * (1 + rerun) + 2 * backward)
+        # A dropout's backward moves what its forward did (gradient and mask in, gradient out);
+        # the other ops' backward reads their saved inputs and the gradient: twice.
+        passes = 1 if kind == "dropout" else 2
+        weighted += nbytes * (forward * (1 + rerun) + passes * backward)
     traffic_s = weighted * layers * tokens / tp / bandwidth_bytes_per_s
     kernels = elementwise_kernels_per_layer(spec, work) * (3 + rerun) * layers
     return maximum(traffic_s, kernels * model.small_op_s)
