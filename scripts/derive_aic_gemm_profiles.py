@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from aiconfigurator import CATALOG_IDS, read_table, run, write_fixture  # noqa: E402
-from derive_kernel_profiles import BLEND, BUCKETS, fit  # noqa: E402
+from derive_kernel_profiles import BLEND, BUCKETS, fit, fitted_model  # noqa: E402
 
 #: aiconfigurator card folder -> (TensorRT-LLM collection, bf16 fitted here). The A100 and H100
 #: keep their Vidur fits (the tables check them).
@@ -94,7 +94,7 @@ def _report(what: str, label: str, m: Any, rel: Any) -> None:
 
 def _fit_card(gpu: Any, rows: list[tuple[str, int, int, int, float]]) -> None:
     """Fit one card's bf16 rows; print the hold-out check, the fit and its ``[[gemm]]`` row."""
-    from suanli.estimate.kernels import GemmModel, gemm_seconds
+    from suanli.estimate.kernels import gemm_seconds
 
     peak, bw = gpu.peak_flops("bf16") or 0.0, gpu.memory_bandwidth_bytes_per_s
 
@@ -106,26 +106,12 @@ def _fit_card(gpu: Any, rows: list[tuple[str, int, int, int, float]]) -> None:
     half = set(pairs[::2])
     ce, me, launch, _ = fit(*_arrays([r for r in rows if (r[2], r[3]) in half]), peak, bw, BLEND)
     m, n, k, s = _arrays([r for r in rows if (r[2], r[3]) not in half])
-    model = GemmModel(
-        compute_efficiency=ce,
-        memory_efficiency=me,
-        launch_s=launch,
-        tile=128,
-        source="fit",
-        blend=BLEND,
-    )
+    model = fitted_model(ce, me, launch, BLEND)
     label = "hold-out (fitted on the other half of the (N, K) pairs)"
     _report(gpu.id, label, m, errors(model, m, n, k, s))
     m, n, k, s = _arrays(rows)
     ce, me, launch, _ = fit(m, n, k, s, peak, bw, BLEND)
-    model = GemmModel(
-        compute_efficiency=ce,
-        memory_efficiency=me,
-        launch_s=launch,
-        tile=128,
-        source="fit",
-        blend=BLEND,
-    )
+    model = fitted_model(ce, me, launch, BLEND)
     rel = errors(model, m, n, k, s)
     _report(gpu.id, "all rows", m, rel)
     ranked = np.sort(np.abs(rel))

@@ -73,10 +73,24 @@ BUCKETS = (
 )
 
 
+def fitted_model(ce: float, me: float, launch: float, blend: float) -> Any:
+    """The kernel model of one grid point (128 tiles), as the fit and its reports build it."""
+    from suanli.estimate.kernels import GemmModel
+
+    return GemmModel(
+        compute_efficiency=ce,
+        memory_efficiency=me,
+        launch_s=launch,
+        tile=128,
+        source="fit",
+        blend=blend,
+    )
+
+
 def fit(m: Any, n: Any, k: Any, s: Any, peak: float, bw: float, p: float) -> tuple[float, ...]:
     """(e_c, e_m, launch, score): the grid point minimising the median ``|log error|`` of the
     kernel model with blend ``p`` over the measured GEMMs ``(m, n, k) -> s`` (numpy arrays)."""
-    from suanli.estimate.kernels import GemmModel, gemm_seconds
+    from suanli.estimate.kernels import gemm_seconds
 
     best = (math.inf, 0.0, 0.0, 0.0)
     for ce, me, launch in itertools.product(
@@ -84,14 +98,7 @@ def fit(m: Any, n: Any, k: Any, s: Any, peak: float, bw: float, p: float) -> tup
         [x / 100 for x in range(55, 99)],  # streaming efficiency of the operands
         [x * 1e-6 for x in (1, 2, 3, 4, 5, 6, 7, 8, 10, 12)],  # launch and tail
     ):
-        model = GemmModel(
-            compute_efficiency=ce,
-            memory_efficiency=me,
-            launch_s=launch,
-            tile=128,
-            source="fit",
-            blend=p,
-        )
+        model = fitted_model(ce, me, launch, p)
         t = gemm_seconds(m, n, k, 2, peak, bw, model, maximum=np.maximum, ceil=np.ceil)
         score = float(np.median(np.abs(np.log(t / s))))
         if score < best[0]:
@@ -101,7 +108,7 @@ def fit(m: Any, n: Any, k: Any, s: Any, peak: float, bw: float, p: float) -> tup
 
 def main(folder: str) -> int:
     from suanli.catalog import find_gpu, load_catalog
-    from suanli.estimate.kernels import GemmModel, gemm_seconds
+    from suanli.estimate.kernels import gemm_seconds
 
     catalog = load_catalog()
     fixture = []
@@ -121,14 +128,7 @@ def main(folder: str) -> int:
         m, n, k, s = (np.array([r[i] for r in rows], dtype=float) for i in (2, 3, 4, 5))
         for p in BLENDS:
             ce, me, launch, _ = fit(m, n, k, s, peak, bw, p)
-            model = GemmModel(
-                compute_efficiency=ce,
-                memory_efficiency=me,
-                launch_s=launch,
-                tile=128,
-                source="fit",
-                blend=p,
-            )
+            model = fitted_model(ce, me, launch, p)
             t = gemm_seconds(m, n, k, 2, peak, bw, model, maximum=np.maximum, ceil=np.ceil)
             rel = t / s - 1
             errors = np.sort(np.abs(rel))
