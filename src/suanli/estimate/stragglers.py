@@ -27,7 +27,6 @@ wait is charged on the busy time (compute and memory), not on communication or t
 from __future__ import annotations
 
 from functools import cache
-from statistics import NormalDist
 from typing import Any
 
 #: Average performance variation between GPUs of one SKU across five clusters (Sinha et al.,
@@ -49,6 +48,9 @@ def slowest_share(gpus: int) -> float:
     the busy time (0 for one GPU, at most :data:`CAP`)."""
     if gpus <= 1:
         return 0.0
+    # statistics pulls in decimal, fractions and random: not at the planning commands' start-up.
+    from statistics import NormalDist
+
     z = NormalDist().inv_cdf((gpus - 0.375) / (gpus + 0.25))
     return min(CAP, SIGMA * z)
 
