@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from suanli.estimate.expert_parallel import moe_kernels_per_layer, moe_op_bytes
 from suanli.estimate.kernels import GemmModel, ServingOpBytes
 from suanli.estimate.workload import TrainWork
 from suanli.models.spec import ModelSpec
@@ -75,7 +76,11 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     kernels"): ``aten::native_dropout`` reads the input and writes the output and a mask of
     ``m`` bytes (1 on CUDA), ``(2b + m)`` an element, for the two residual dropouts (width
     ``h``; fused bias-dropout-add only the mask, ``m·h``) and, with eager attention, the
-    probabilities (``n_q·s``; fused attention kernels drop inside)."""
+    probabilities (``n_q·s``; fused attention kernels drop inside).
+
+    MoE layers add their routing (``router``) and the copies of the routed tokens
+    (``moe_permute``, one pass in backward like dropout's):
+    :func:`suanli.estimate.expert_parallel.moe_op_bytes`."""
     h, b = spec.hidden_size, work.tensor_bytes
     att = spec.attention
     width = spec.mlp.intermediate_size if spec.mlp else 0
@@ -97,6 +102,7 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     residual_drop = (mask if fused else 2 * b + mask) * h
     probs_drop = (2 * b + mask) * att.num_heads * work.seq if softmax else 0
     return {
+        **moe_op_bytes(spec, work, fused=fused),
         "dropout": float(2 * residual_drop + probs_drop) if drop > 0 else 0.0,
         "norm": float(spec.norm.per_layer * norm),
         "rope": float(rope),
@@ -175,12 +181,14 @@ def elementwise_seconds(
     for kind, nbytes in training_op_bytes(spec, work, fused=fused).items():
         kernel_class = work.rope_kernels if kind == "rope" else work.kernels
         forward, backward = model.training_elementwise.of(kind, kernel_class)
-        # A dropout's backward moves what its forward did (gradient and mask in, gradient out);
-        # the other ops' backward reads their saved inputs and the gradient: twice.
-        passes = 1 if kind == "dropout" else 2
+        # A dropout's backward moves what its forward did (gradient and mask in, gradient out),
+        # as does a pure copy's (token permutation: the reverse copy); the other ops' backward
+        # reads their saved inputs and the gradient: twice.
+        passes = 1 if kind in ("dropout", "moe_permute") else 2
         weighted += nbytes * (forward * (1 + rerun) + passes * backward)
     traffic_s = weighted * layers * tokens / tp / bandwidth_bytes_per_s
-    kernels = elementwise_kernels_per_layer(spec, work) * (3 + rerun) * layers
+    per_layer = elementwise_kernels_per_layer(spec, work) + moe_kernels_per_layer(spec, work)
+    kernels = per_layer * (3 + rerun) * layers
     return maximum(traffic_s, kernels * model.small_op_s)
 
 

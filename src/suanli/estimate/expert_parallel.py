@@ -24,6 +24,7 @@ from typing import Any
 
 from suanli.estimate.comm import Network
 from suanli.estimate.shapes import LinearShape
+from suanli.estimate.workload import TrainWork
 from suanli.models.spec import ModelSpec
 
 #: The busiest expert-parallel rank's tokens over the mean, in training. Wang et al. 2024,
@@ -150,3 +151,51 @@ def expert_all_to_all_s(
     across_s = across + (ep - 1) * net.inter.latency_s
     base = net.base_latency(ep, tp, where=where)
     return where(inside, inside_s, across_s) + base
+
+
+def moe_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[str, float]:
+    """Forward bytes per token of one layer's MoE routing and permutation kernels, averaged over
+    the layers by the share that are MoE (docs/speed.md, "Routing and token permutation"):
+    ``moe_permute`` the copies of the ``k`` routed rows of width ``h`` (permute 1 and unpermute
+    always; permute 2 and its unsort where the all-to-all dispatcher meets ``ep > 1`` and more
+    than one local expert), ``router`` the fp32 softmax/top-k side over ``E`` logits. Fused
+    (Transformer Engine's ``moe_permute``, Megatron's fused router) or eager (``index_select``,
+    ``mul``, ``zeros``, ``scatter_add_``); every fused count is at most its eager one. Zeros for
+    a dense model."""
+    moe = spec.moe
+    if moe is None or not spec.moe_layers:
+        return {"moe_permute": 0.0, "router": 0.0}
+    share = len(spec.moe_layers) / spec.num_layers
+    h, b, k, e = spec.hidden_size, work.tensor_bytes, moe.experts_per_token, moe.num_experts
+    row = h * b
+    if fused:
+        permute, unpermute, router = (k + 1) * row, (k + 1) * row, 5 * e + 12 * k
+    else:
+        permute, unpermute, router = 2 * k * row, (3 * k + 2) * row, 16 * e + 12 * k
+    ep = work.parallel.ep
+    # Permute 2 (sort_chunks_by_idxs) and its unsort run on the rows the busiest rank received.
+    regroup = _sorts_chunks(spec, work) * 2 * 2 * k * row * LOAD_IMBALANCE if ep > 1 else 0.0
+    return {
+        "moe_permute": float(share * (permute + unpermute + regroup)),
+        "router": float(share * router),
+    }
+
+
+def _sorts_chunks(spec: ModelSpec, work: TrainWork) -> bool:
+    """Megatron's all-to-all dispatcher regroups the received rows by local expert (permute 2)
+    where ``ep > 1`` and a GPU holds more than one expert; DeepEP sorts inside its kernels."""
+    moe = spec.moe
+    held = local_experts(moe.num_experts, work.parallel.ep) if moe is not None else 0
+    return work.parallel.ep > 1 and held > 1 and work.ep_dispatcher == "alltoall"
+
+
+def moe_kernels_per_layer(spec: ModelSpec, work: TrainWork) -> float:
+    """Routing and permutation kernels of one layer's forward, averaged over the layers: fused,
+    permute and unpermute, permute 2 and unsort (:func:`moe_op_bytes`) and one router kernel;
+    eager, ``index_select``, the router's four passes and unpermute's ``mul``, ``zeros``,
+    ``scatter_add_`` and cast, and the two chunk sorts."""
+    if spec.moe is None or not spec.moe_layers:
+        return 0.0
+    share = len(spec.moe_layers) / spec.num_layers
+    sorts = 2 if _sorts_chunks(spec, work) else 0
+    return share * ((2 + 1 + sorts) if work.fused_kernels else (1 + 4 + 4 + sorts))
