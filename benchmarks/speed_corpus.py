@@ -69,6 +69,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "vpp": int,
     "sp": lambda v: v.lower() in ("1", "true", "yes"),
     "ep": int,
+    "etp": int,
     "ep_dispatcher": str,
     "precision": str,
     "optimizer": str,

@@ -76,6 +76,13 @@ SHAPES = [
         TrainWork(task="pretrain", seq=2048, dtype="fp16", kernels="fused", attention="eager"),
     ),
     ("llama-3.1-8b", TrainWork(task="lora", seq=1024, dtype="fp16", precision="pure")),
+    # Expert tensor parallelism below TP: whole experts (ETP 1), or split 2 ways (the common
+    # divisor with each drawn TP).
+    (
+        "qwen3-30b-a3b",
+        TrainWork(task="pretrain", seq=2048, dtype="fp8", parallel=Parallelism(ep=8, etp=1)),
+    ),
+    ("mixtral-8x7b", TrainWork(task="pretrain", seq=2048, parallel=Parallelism(ep=4, etp=2))),
 ]
 
 
@@ -118,6 +125,7 @@ def test_vector_equals_scalar(model: str, base: TrainWork, gpu: str) -> None:
             zero=r["zero"],
             sp=bool(r["sp"]),
             ep=base.parallel.ep,
+            etp=base.parallel.etp,
             shard=base.parallel.shard,
         )
         work = TrainWork(

@@ -385,6 +385,21 @@ OPTIONS: tuple[Option, ...] = (
         layout=True,
     ),
     _degree("ep", N_("Expert parallel degree (MoE).")),
+    Option(
+        name="etp",
+        kind=int,
+        default=0,
+        help=N_(
+            "Expert tensor parallel degree (MoE; Megatron's --expert-tensor-parallel-size): "
+            "each routed expert split over this many GPUs, a divisor of --tp; 1 keeps experts "
+            "whole and the expert-parallel ranks adjacent; 0: as --tp."
+        ),
+        unit="GPUs",
+        minimum=0,
+        maximum=MAX_DEGREE,
+        tasks=TRAIN_TASKS,
+        layout=True,
+    ),
     _choice(
         "ep_dispatcher",
         "alltoall",

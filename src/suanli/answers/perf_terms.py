@@ -195,7 +195,7 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
         "tensor_parallel": (par.tp, 1),
         "data_parallel": (par.dp, par.tp * par.pp),
         "pipeline_p2p": (par.pp, par.tp),
-        "expert_all_to_all": (par.ep, par.tp),
+        "expert_all_to_all": (par.ep, par.expert_tp),
     }
     # Which terms run all-reduces (estimate/perf.py): tensor parallelism without sequence
     # parallelism, and data parallelism below ZeRO 2 (reduce-scatter and all-gather above).

@@ -58,6 +58,7 @@ class WorkRequest:
     pp_schedule: str = declared("pp_schedule")
     dp: int | None = declared("dp")
     ep: int = declared("ep")
+    etp: int = declared("etp")
     sp: bool = declared("sp")
     shard_group: int = declared("shard_group")
     gpus: int | None = declared("gpus")
@@ -288,6 +289,12 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             kernels=req.kernels,
         )
     tp, pp = req.tp, req.pp
+    if req.etp and tp % req.etp:
+        raise ValueError(
+            N_("--etp {etp} does not divide --tp {tp}; use 1 (whole experts) or --tp").format(
+                etp=req.etp, tp=tp
+            )
+        )
     dp = req.dp
     if dp is None:
         if gpus is not None and gpus % (tp * pp):
@@ -335,6 +342,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             pp_schedule=req.pp_schedule,
             sp=req.sp,
             ep=req.ep,
+            etp=req.etp,
             zero=req.zero,
             shard=req.shard_group,
         ),

@@ -62,6 +62,20 @@ def expert_rows_share(spec: ModelSpec, ep: int, imbalance: float | None = None) 
     return share * ep * (LOAD_IMBALANCE if imbalance is None else imbalance)
 
 
+def expert_tp(tp: Any, etp: int) -> Any:
+    """GPUs each routed expert is split over, for tensor degree ``tp`` (an int or a numpy array
+    of them) and expert tensor degree ``etp``: None where ``etp`` is 0 (the experts follow
+    ``tp``), else the largest common divisor of the two (``etp`` itself where it divides
+    ``tp``)."""
+    if not etp:
+        return None
+    if hasattr(tp, "dtype"):
+        import numpy as np
+
+        return np.gcd(tp.astype(np.int64), etp)
+    return math.gcd(int(tp), etp)
+
+
 def local_expert_shapes(shapes: tuple[LinearShape, ...], spec: ModelSpec, ep: int) -> Any:
     """``shapes`` (:func:`suanli.estimate.shapes.linear_shapes`) with the expert projections
     counted on one GPU of ``ep``: ``ceil(E / ep)`` experts per MoE layer instead of ``E``."""

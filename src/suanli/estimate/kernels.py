@@ -244,10 +244,12 @@ def gemm_time_fn(
 ROW_PARALLEL = ("o", "down")
 
 
-def shard_dims(s: Any, hidden: int, tp: Any) -> tuple[Any, Any]:
+def shard_dims(s: Any, hidden: int, tp: Any, expert_tp: Any = None) -> tuple[Any, Any]:
     """``(n_in, n_out)`` of one linear shape on one GPU of ``tp``: Megatron splits ``n_out`` of
     column-parallel layers and ``n_in`` of the row-parallel ``o``, ``down`` and the experts'
-    down projections back to ``hidden``."""
+    down projections back to ``hidden``; routed experts over ``expert_tp`` where given."""
+    if expert_tp is not None and s.kind == "experts":
+        tp = expert_tp
     down = s.kind in ROW_PARALLEL or (
         s.kind in ("experts", "shared") and s.n_out == hidden and s.n_in != hidden
     )
@@ -281,21 +283,22 @@ def layer_gemms(
     expert_share: float = 1.0,
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
+    expert_tp: Any = None,
 ) -> LayerGemms:
     """The linear layers of one average layer (``shapes``: :func:`suanli.estimate.shapes.
     linear_shapes`) as GEMMs: forward ``(tokens x n_in) @ (n_in x n_out)``, backward the input
     gradient ``(tokens x n_out) @ (n_out x n_in)`` and, for trained weights, the weight gradient
     ``(n_in x tokens) @ (tokens x n_out)``. Tensor parallelism splits ``n_out`` (``n_in`` for the
     row-parallel ``o``, ``down`` and the experts' down projections back to ``hidden``). Experts
-    see ``tokens x expert_share`` tokens each
-    (``top_k / experts``). LoRA adds two rank-``r`` GEMMs per adapted weight, all trained.
+    see ``tokens x expert_share`` tokens each (``top_k / experts``), split over ``expert_tp``
+    GPUs where given (else ``tp``). LoRA adds two rank-``r`` GEMMs per adapted weight, all trained.
 
     The last answers are kept (arrays included, compared by value): a layout search asks the
     same of every recomputation setting of a card, and half the start-up of ``suanli plan`` was
     these GEMMs. The arrays of a kept answer are shared: read them, never write."""
     args = (
         shapes, num_layers, hidden, tokens, tp, dtype_bytes, peak_flops, bandwidth_bytes_per_s,
-        model, frozen, lora_rank, lora_targets, expert_share, maximum, ceil,
+        model, frozen, lora_rank, lora_targets, expert_share, maximum, ceil, expert_tp,
     )  # fmt: skip
     return _kept_layer_gemms(_GemmsQuestion(key=tuple(map(_by_value, args)), args=args))
 
@@ -336,6 +339,7 @@ def _layer_gemms(
     expert_share: float,
     maximum: Callable[[Any, Any], Any],
     ceil: Callable[[Any], Any],
+    expert_tp: Any = None,
 ) -> LayerGemms:
     t = gemm_time_fn(dtype_bytes, peak_flops, bandwidth_bytes_per_s, model, maximum, ceil)
     forward: Any = 0.0
@@ -344,7 +348,7 @@ def _layer_gemms(
     for s in shapes:
         per_layer = s.count / num_layers
         rows = tokens * expert_share if s.kind in ("experts",) else tokens
-        n_in, n_out = shard_dims(s, hidden, tp)
+        n_in, n_out = shard_dims(s, hidden, tp, expert_tp)
         forward = forward + per_layer * t(rows, n_out, n_in)
         backward = backward + per_layer * t(rows, n_in, n_out)
         kernels += per_layer * 2
@@ -540,6 +544,7 @@ def fp8_cast_seconds(
     scaling: str = "delayed",
     weight_casts: Any = 1.0,
     maximum: Callable[[Any, Any], Any] = max,
+    expert_tp: Any = None,
 ) -> Any:
     """Casting every linear GEMM's operands to fp8, per average layer and micro-batch.
 
@@ -559,7 +564,7 @@ def fp8_cast_seconds(
     for s in shapes:
         per_layer = s.count / num_layers
         rows = tokens * expert_share if s.kind == "experts" else tokens
-        k, n = shard_dims(s, hidden, tp)
+        k, n = shard_dims(s, hidden, tp, expert_tp)
         elements = 2 * rows * k + rows * n + 2 * k * n * weight_casts
         total = total + per_layer * maximum(
             FP8_CAST_BYTES[scaling] * elements / memory_bw,

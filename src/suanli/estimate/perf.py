@@ -40,6 +40,7 @@ from suanli.estimate.expert_parallel import (
     dispatch_bytes,
     expert_all_to_all_s,
     expert_rows_share,
+    expert_tp,
     local_expert_shapes,
 )
 from suanli.estimate.flops import forward_flops_per_token, model_step_flops, step_flops
@@ -207,8 +208,12 @@ def train_matmul_seconds(
     b = work.dtype_bytes
     peak, bw = device.peak_flops, device.memory_bytes_per_s
     moe = spec.moe
-    # Expert parallelism: E/ep local experts, each on the tokens the group routed to it.
+    # Expert parallelism: E/ep local experts, each on the tokens the group routed to it; with
+    # expert tensor parallelism e < tp, the rows of a sequence-parallel slice gathered over e.
     share = expert_rows_share(spec, work.parallel.ep)
+    e_tp = expert_tp(tp, work.parallel.etp)
+    if e_tp is not None:
+        share = share * e_tp / tp
     shapes = local_expert_shapes(linear_shapes(spec), spec, work.parallel.ep)
     g = layer_gemms(
         shapes,
@@ -226,6 +231,7 @@ def train_matmul_seconds(
         expert_share=share,
         maximum=maximum,
         ceil=ceil,
+        expert_tp=e_tp,
     )
 
     def t(m: Any, n: Any, k: Any) -> Any:
@@ -266,6 +272,7 @@ def train_matmul_seconds(
             scaling=work.fp8_scaling,
             weight_casts=1 / micro_batches if work.fp8_weight_cache else 1.0,
             maximum=maximum,
+            expert_tp=e_tp,
         )
     if work.task == "qlora":
         dequant = nf4_dequant_seconds(
@@ -403,7 +410,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
     if par.ep > 1 and spec.moe is not None and spec.moe_layers:
         a2a_bytes = dispatch_bytes(tokens, spec, tb, par.tp)
         one_a2a = expert_all_to_all_s(
-            net, a2a_bytes, par.ep, par.tp, spec=spec, dispatcher=work.ep_dispatcher
+            net, a2a_bytes, par.ep, par.expert_tp, spec=spec, dispatcher=work.ep_dispatcher
         )
         moe_layers = math.ceil(len(spec.moe_layers) / par.pp)
         # Dispatch and combine in forward, and again in backward.

@@ -24,7 +24,7 @@ from suanli.estimate.data_parallel import (
     grad_reduce_overlap,
 )
 from suanli.estimate.elementwise import elementwise_seconds, loss_bytes, optimizer_step_bytes
-from suanli.estimate.expert_parallel import dispatch_bytes, expert_all_to_all_s
+from suanli.estimate.expert_parallel import dispatch_bytes, expert_all_to_all_s, expert_tp
 from suanli.estimate.flops import step_flops
 from suanli.estimate.loss_scaling import loss_scaling_s
 from suanli.estimate.memory import adafactor_state_elements, optimizer_bytes_per_param
@@ -359,8 +359,9 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     ep, schedule = work.parallel.ep, work.parallel.pp_schedule
     a2a = 0.0 * tp
     if ep > 1 and spec.moe is not None and spec.moe_layers:
+        e_tp = expert_tp(tp, work.parallel.etp)
         one_a2a = expert_all_to_all_s(
-            net, dispatch_bytes(tokens, spec, tb, tp), ep, tp,
+            net, dispatch_bytes(tokens, spec, tb, tp), ep, tp if e_tp is None else e_tp,
             where=np.where, minimum=np.minimum, maximum=np.maximum,
             spec=spec, dispatcher=work.ep_dispatcher,
         )  # fmt: skip

@@ -6,6 +6,7 @@ sentence that says what to change (the CLI turns it into exit code 2).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from suanli.i18n import N_
@@ -116,6 +117,9 @@ class Parallelism:
     """Sequence parallelism: shards norm and dropout activations over the TP group."""
     ep: int = 1
     """Expert-parallel degree for MoE layers (experts split over this many GPUs)."""
+    etp: int = 0
+    """Expert tensor parallelism: each expert split over this many GPUs (Megatron's
+    ``--expert-tensor-parallel-size``), the expert-parallel ranks that far apart; 0: ``tp``."""
     zero: int = 0
     """ZeRO stage 0-3 over ``dp`` (3 is FSDP full sharding)."""
     shard: int = 0
@@ -126,6 +130,7 @@ class Parallelism:
         for name in ("dp", "tp", "pp", "vpp", "ep"):
             _positive(name, getattr(self, name))
         _positive("shard", self.shard, minimum=0)
+        _positive("etp", self.etp, minimum=0)
         if self.shard and self.dp > self.shard and self.dp % self.shard:
             raise ValueError(
                 N_("--shard-group {shard} does not divide the {dp} data-parallel ranks").format(
@@ -163,6 +168,12 @@ class Parallelism:
     def gpus(self) -> int:
         """GPUs in the whole job."""
         return self.dp * self.tp * self.pp
+
+    @property
+    def expert_tp(self) -> int:
+        """GPUs each expert is split over: ``etp`` where it divides ``tp`` (a layout search
+        tries tensor degrees ``etp`` does not divide: their common divisor), else ``tp``."""
+        return math.gcd(self.tp, self.etp) if self.etp else self.tp
 
     @property
     def zero_group(self) -> int:

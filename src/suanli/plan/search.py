@@ -280,6 +280,7 @@ def brute_force_train(
                 zero=r["zero"],
                 sp=bool(r["sp"]),
                 ep=base.parallel.ep,
+                etp=base.parallel.etp,
                 vpp=base.parallel.vpp,
             )
             work = replace(
