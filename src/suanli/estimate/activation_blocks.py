@@ -286,3 +286,34 @@ def gated_mlp_terms(width: int, h: int, st: ActivationSettings, name: str) -> li
             )
         )
     return terms
+
+
+def routed_copies_term(
+    spec: ModelSpec, st: ActivationSettings, copies: int, act_tensors: int
+) -> Term:
+    """What each routed copy of a token saves in the experts. transformers: the gathered input,
+    the gate/up output, the activation, the down input and the down output (which the routing
+    weight multiplies). Megatron-Core's TEGroupedMLP with a gated SiLU expert
+    (``--saved-tensors megatron``): the fc1 input (TE's grouped linear), the fc1 output and the
+    fp32 routing probability (``WeightedSwiGLUFunction``, which folds the probability into the
+    activation) and the fc2 input; the unpermute then carries no probabilities and saves
+    nothing token-sized (megatron/core/transformer/moe/experts.py, token_dispatcher.py and
+    fusions/fused_bias_swiglu.py at d98e8a64). Under fp8 the grouped linears keep their inputs
+    in fp8 (Transformer Engine's GroupedLinear, as its Linear)."""
+    moe = spec.moe
+    assert moe is not None
+    h, b, k = spec.hidden_size, st.dtype_bytes, moe.experts_per_token
+    width = moe.expert.intermediate_size
+    if st.saved_tensors == "megatron" and moe.expert.gated and copies == k:
+        # Under fp8 the grouped linears keep their inputs (fc1's h, fc2's I) in fp8.
+        li = 1 if st.fp8_inputs else b
+        return Term(
+            name=N_("experts: per routed copy (fc1 input, fc1 output, probability, fc2 input)"),
+            bytes_per_token=k * (li * (h + width) + b * 2 * width + FP32),
+            formula="k·(h + I + 2·b·I + 4) (fp8 inputs)" if st.fp8_inputs else "k·(b·(h + 3I) + 4)",
+        )
+    return Term(
+        name=N_("experts: per routed copy (input, gate/up, act, down in/out)"),
+        bytes_per_token=b * copies * (act_tensors * width + 2 * h),
+        formula=f"k·b·({act_tensors}I + 2h)" if copies == k else N_("E·b·(4I + 2h) (every expert)"),
+    )

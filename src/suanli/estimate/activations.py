@@ -27,6 +27,7 @@ from suanli.estimate.activation_blocks import (
     norm_terms,
     plain_mlp_terms,
     rms_norm_terms,
+    routed_copies_term,
     trainable,
 )
 from suanli.estimate.saved_terms import FP32, INDEX, ActivationSettings, Term
@@ -70,7 +71,12 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
     else:
         if att.qk_norm:
             for part, heads in (("q", nh), ("k", nkv)):
-                if spec.norm.kind == "layernorm-fp32":  # Cohere's per-head LayerNorm
+                if st.saved_tensors == "megatron":
+                    # Megatron's q/k layernorm is the backend's norm (TENorm): its input and the
+                    # fp32 rstd (gpt_layer_specs.py, q_layernorm/k_layernorm, at d98e8a64).
+                    width = b * heads * d + FP32 * heads
+                    formula = "b·n·d + 4·n"
+                elif spec.norm.kind == "layernorm-fp32":  # Cohere's per-head LayerNorm
                     kept = 3 if st.train_weights else 2
                     width = kept * FP32 * heads * d + FP32 * heads
                     formula = "3·4·n·d + 4·n"
@@ -83,9 +89,14 @@ def _decoder_layer(spec: ModelSpec, st: ActivationSettings, moe_layer: bool) -> 
                         FP32 * heads * d + FP32 * heads + (b * heads * d if st.train_weights else 0)
                     )
                     formula = "4·n·d + 4·n + b·n·d"
+                label = (
+                    N_("{name}: input and rstd (fused kernel)").format(name=f"{part}_norm")
+                    if st.saved_tensors == "megatron"
+                    else N_("{part}_norm: fp32 input, rsqrt, normalised").format(part=part)
+                )
                 terms.append(
                     Term(
-                        name=N_("{part}_norm: fp32 input, rsqrt, normalised").format(part=part),
+                        name=label,
                         bytes_per_token=width,
                         formula=formula,
                     )
@@ -179,7 +190,6 @@ def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     moe = spec.moe
     assert moe is not None
     h, b, k, e = spec.hidden_size, st.dtype_bytes, moe.experts_per_token, moe.num_experts
-    width = moe.expert.intermediate_size
     # transformers' Llama 4 runs every expert on every token (inputs scaled by the router's
     # sigmoid scores) and keeps E copies, not k.
     copies = e if spec.architecture == "llama4_text" else k
@@ -200,13 +210,7 @@ def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
             formula="4E + 40k + 4",
             shardable="none",
         ),
-        Term(
-            name=N_("experts: per routed copy (input, gate/up, act, down in/out)"),
-            bytes_per_token=b * copies * (act_tensors * width + 2 * h),
-            formula=f"k·b·({act_tensors}I + 2h)"
-            if copies == k
-            else N_("E·b·(4I + 2h) (every expert)"),
-        ),
+        routed_copies_term(spec, st, copies, act_tensors),
     ]
     if moe.shared_expert is not None:
         terms += gated_mlp_terms(moe.shared_expert.intermediate_size, h, st, N_("shared expert"))

@@ -15,6 +15,13 @@ recomputation drops the 5as (§5, Eq. 6). The terms below are those, generalised
 attention (K and V as wide as the KV heads), gated MLPs (Megatron's fused SwiGLU keeps the fc1
 output, 2I, and the fc2 input, I) and fused attention kernels (FlashAttention keeps its fp32
 log-sum-exp instead of the a·s softmax), and without dropout masks when the model has no dropout.
+
+Under fp8 (Transformer Engine's linears) the inputs kept only for a weight gradient are fp8, one
+byte an element: the QKV and fc1 inputs (the LayerNormLinear's normalised output) and the fc2
+input; the output projection's input is the attention output, which the attention kernel keeps
+in bf16 for its own backward, so the linear's fp8 copy comes on top (TransformerEngine
+``transformer_engine/pytorch/module/linear.py`` and ``layernorm_linear.py``: the input
+quantizer with column-wise usage, the row-wise data dropped before ``save_for_backward``).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
     v_dim = att.num_kv_heads * att.v_head_dim
     out_dim = att.num_heads * att.v_head_dim
     mask = st.mask_bytes if st.dropout > 0 else 0
+    li = 1 if st.fp8_inputs else b  # a linear's input kept for its weight gradient
     terms = [
         Term(
             name=N_("layer norms: inputs (2 norms)"),
@@ -42,7 +50,12 @@ def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
             formula="2·2h",
             shardable="sp",
         ),
-        Term(name=N_("QKV projection input"), bytes_per_token=b * h, formula="2h", shardable="sp"),
+        Term(
+            name=N_("QKV projection input"),
+            bytes_per_token=li * h,
+            formula="h (fp8)" if st.fp8_inputs else "2h",
+            shardable="sp",
+        ),
         Term(
             name=N_("attention: Q and K"),
             bytes_per_token=b * (q_dim + kv_dim),
@@ -73,7 +86,9 @@ def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
         )
     terms.append(
         Term(
-            name=N_("attention: output projection input"), bytes_per_token=b * out_dim, formula="2h"
+            name=N_("attention: output projection input"),
+            bytes_per_token=(b + 1) * out_dim if st.fp8_inputs else b * out_dim,
+            formula="2h + h (fp8 copy)" if st.fp8_inputs else "2h",
         )
     )
     if mask:
@@ -86,7 +101,12 @@ def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
             )
         )
     terms.append(
-        Term(name=N_("MLP: fc1 input"), bytes_per_token=b * h, formula="2h", shardable="sp")
+        Term(
+            name=N_("MLP: fc1 input"),
+            bytes_per_token=li * h,
+            formula="h (fp8)" if st.fp8_inputs else "2h",
+            shardable="sp",
+        )
     )
     if spec.mlp is not None and spec.mlp.gated:
         width = spec.mlp.intermediate_size
@@ -98,7 +118,11 @@ def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
             )
         )
         terms.append(
-            Term(name=N_("MLP: fc2 input (SwiGLU output)"), bytes_per_token=b * width, formula="2I")
+            Term(
+                name=N_("MLP: fc2 input (SwiGLU output)"),
+                bytes_per_token=li * width,
+                formula="I (fp8)" if st.fp8_inputs else "2I",
+            )
         )
     else:
         width = spec.mlp.intermediate_size if spec.mlp is not None else 4 * h
@@ -112,8 +136,8 @@ def megatron_layer_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
         terms.append(
             Term(
                 name=N_("MLP: fc2 input (GeLU output)"),
-                bytes_per_token=b * width,
-                formula="8h (2I)",
+                bytes_per_token=li * width,
+                formula="4h (I, fp8)" if st.fp8_inputs else "8h (2I)",
             )
         )
     if mask:

@@ -396,7 +396,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         )
     if (par.zero >= 3 or work.offload_params) and not work.is_lora:
         unit = max(s.weights * s.count for s in linear_shapes(spec)) / max(spec.num_layers, 1)
-        gather = 2 * layer_params(spec) * b / par.tp
+        gather = 2 * layer_params(spec, par.ep) * b / par.tp
         lines.append(
             Line(
                 key="weights",
@@ -478,6 +478,12 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     if work.dtype == "fp8":
         assumptions.append(
             N_(
+                "fp8 training under Transformer Engine: the linear layers keep their inputs for "
+                "the weight gradient in fp8; weights, gradients and the other saved activations "
+                "are held in bf16"
+            )
+            if activation_settings(spec, work).fp8_inputs
+            else N_(
                 "fp8 training casts only the linear layers' operands to fp8: weights, gradients "
                 "and saved activations are held in bf16 (an upper bound for the activations, "
                 "as Transformer Engine saves some linear inputs in fp8)"
@@ -506,7 +512,7 @@ def _second_copy(spec: ModelSpec, work: TrainWork, lines: list[Line]) -> list[Li
     }
     held = {key: sum(ln.bytes for ln in lines if ln.key == key) for key in labels}
     if work.is_lora and (par.zero >= 3 or work.offload_params):
-        held["weights"] -= 2 * layer_params(spec) * work.tensor_bytes / par.tp
+        held["weights"] -= 2 * layer_params(spec, par.ep) * work.tensor_bytes / par.tp
     return [
         Line(
             key=key,
@@ -574,7 +580,7 @@ def _lora_params(
         )
     )
     if shard > 1 or offload:
-        gather = 2 * layer_params(spec) * work.tensor_bytes / par.tp
+        gather = 2 * layer_params(spec, par.ep) * work.tensor_bytes / par.tp
         lines.append(
             Line(
                 key="weights",

@@ -46,6 +46,9 @@ class ActivationSettings:
     """Micro-batch: with one sequence some head views need no copy (GPT-2 eager)."""
     saved_tensors: str = "hf"
     """``hf``: transformers' modules; ``megatron``: Megatron's fused kernels."""
+    fp8_inputs: bool = False
+    """Transformer Engine's fp8 linears (fp8 training under Megatron's saved tensors) keep the
+    input they need for the weight gradient in fp8, one byte an element."""
     fused: bool = False
     """Fused norm and activation kernels (``--kernels fused``: torch.compile, Liger): they keep
     fewer tensors than transformers' eager modules."""

@@ -161,11 +161,15 @@ def largest_tensor_params(spec: ModelSpec, work: TrainWork) -> float:
     return float(max(linear, spec.vocab_size * spec.hidden_size))
 
 
-def layer_params(spec: ModelSpec) -> float:
-    """Parameters of one transformer layer on average (attention, MLP, experts, router)."""
+def layer_params(spec: ModelSpec, ep: int = 1) -> float:
+    """Parameters of one transformer layer on average (attention, MLP, experts, router) as one
+    GPU holds them gathered: the routed experts over ``ep`` expert-parallel ranks, since
+    FSDP/ZeRO-3 gathers a layer over its data-parallel group and each expert-parallel rank
+    gathers only its own experts (torchtitan and NeMo Automodel shard the experts' FSDP over
+    the expert-data-parallel mesh; DeepSpeed-MoE's expert groups)."""
     counts = count_params(spec).by_component
-    layer = sum(counts[k] for k in ("attention", "mlp", "experts", "shared_experts", "router"))
-    return layer / spec.num_layers
+    layer = sum(counts[k] for k in ("attention", "mlp", "shared_experts", "router"))
+    return (layer + counts["experts"] / ep) / spec.num_layers
 
 
 def lora_adapter_params(spec: ModelSpec, work: TrainWork) -> float:

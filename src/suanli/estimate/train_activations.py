@@ -59,6 +59,7 @@ def activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
         logits_fp32=work.logits_fp32,
         batch=work.batch,
         saved_tensors=work.saved_tensors,
+        fp8_inputs=work.dtype == "fp8" and work.saved_tensors == "megatron",
         fused=work.fused_kernels,
     )
 

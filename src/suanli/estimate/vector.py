@@ -226,6 +226,7 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
     group = _zero_group(work, dp)
     w3 = np.where(zero >= 3, group, 1)
     total = np.zeros(len(lay.tp))
+    layer_bytes = 2 * layer_params(spec, work.parallel.ep) * b / lay.tp  # gathered (ZeRO-3)
     if work.is_lora:
         base = base_weight_bytes(work, split["layer_linear"], split["other"])
         stage = split["layers"] / spec.num_layers
@@ -233,13 +234,13 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
         if not work.offload_params:
             total += base / w3 + trainable * (4 if mixed else b) / w3
         gathered = (w3 > 1) | work.offload_params
-        total += np.where(gathered, 2 * layer_params(spec) * b / lay.tp, 0.0)
+        total += np.where(gathered, layer_bytes, 0.0)
     else:
         trainable = split["total"]
         if not work.offload_params:
             total += split["total"] * b / w3
         gathered = (zero >= 3) | work.offload_params
-        total += np.where(gathered, 2 * layer_params(spec) * b / lay.tp, 0.0)
+        total += np.where(gathered, layer_bytes, 0.0)
     total += split["layer_linear"] * work.fp8_weight_cache_bytes_per_param
     trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
     grads = trainable * trainable_bytes / np.where(zero >= 2, group, 1)
@@ -260,7 +261,7 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
         if mixed and not work.is_lora:
             total += trainable * 4 / opt_shard
     if work.parallel.pp_schedule == "dualpipe":  # a second stage (memory._second_copy)
-        total = 2 * total - np.where(gathered, 2 * layer_params(spec) * b / lay.tp, 0.0)
+        total = 2 * total - np.where(gathered, layer_bytes, 0.0)
     if work.zero_buckets == "deepspeed":
         factor = np.where(zero >= 3, DS_OVERLAP_FACTOR, 1.0)
         buckets = 2 * np.minimum(DS_BUCKET_ELEMENTS, split["total"]) * b * factor

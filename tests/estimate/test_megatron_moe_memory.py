@@ -1,0 +1,118 @@
+"""Training memory of MoE layers at scale (issue 41): what Megatron-Core's grouped experts save
+for backward, and the one layer FSDP/ZeRO-3 gathers when the experts are split over an
+expert-parallel group (docs/memory.md, "MoE under Megatron-Core and expert parallelism")."""
+
+from __future__ import annotations
+
+import pytest
+
+from suanli.estimate.activations import layer_terms
+from suanli.estimate.memory import training_memory
+from suanli.estimate.sizes import layer_params
+from suanli.estimate.train_activations import activation_settings
+from suanli.estimate.workload import Parallelism, TrainWork
+from suanli.models.params import count_params
+from suanli.models.resolve import load_model
+
+np = pytest.importorskip("numpy")
+vector = pytest.importorskip("suanli.estimate.vector")
+
+
+def _experts_term(model: str, saved_tensors: str) -> float:
+    spec = load_model(model).spec
+    work = TrainWork(task="pretrain", batch=1, seq=4096, saved_tensors=saved_tensors)
+    terms = layer_terms(spec, activation_settings(spec, work), spec.moe_layers[0])
+    (term,) = [t for t in terms if t.name.startswith("experts: per routed copy")]
+    return term.bytes_per_token
+
+
+@pytest.mark.parametrize("model", ["qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b"])
+def test_megatron_routed_copy_keeps_fc1_in_out_probability_and_fc2_input(model: str) -> None:
+    """TEGroupedMLP with the weighted SwiGLU: k·(b·(h + 3I) + 4) per token; transformers keeps
+    the activation output and the down output besides: k·b·(4I + 2h)."""
+    spec = load_model(model).spec
+    assert spec.moe is not None
+    k, h, width = spec.moe.experts_per_token, spec.hidden_size, spec.moe.expert.intermediate_size
+    assert _experts_term(model, "megatron") == k * (2 * (h + 3 * width) + 4)
+    assert _experts_term(model, "hf") == k * 2 * (4 * width + 2 * h)
+    assert _experts_term(model, "megatron") < _experts_term(model, "hf")
+
+
+def test_megatron_qk_norm_keeps_input_and_rstd() -> None:
+    """Qwen3's q/k norms under Megatron (TENorm): b·n·d + 4·n each, not transformers' fp32
+    input, rsqrt and normalised copy."""
+    spec = load_model("qwen3-235b-a22b").spec
+    att = spec.attention
+    work = TrainWork(task="pretrain", batch=1, seq=4096, saved_tensors="megatron")
+    terms = {t.name: t for t in layer_terms(spec, activation_settings(spec, work), 0)}
+    q = terms["q_norm: input and rstd (fused kernel)"]
+    assert q.bytes_per_token == 2 * att.num_heads * att.head_dim + 4 * att.num_heads
+
+
+@pytest.mark.parametrize("model", ["qwen3-30b-a3b", "deepseek-v3"])
+@pytest.mark.parametrize("ep", [1, 8, 64])
+def test_zero3_gathers_only_the_local_experts(model: str, ep: int) -> None:
+    """Under ZeRO-3 with expert parallelism a GPU gathers its own E/ep experts of a layer, not
+    all E: the gathered-layer line is 2·b·(dense + experts/ep)/L, and the vectorized planner
+    gives the scalar path's total."""
+    spec = load_model(model).spec
+    counts = count_params(spec).by_component
+    dense = sum(counts[k] for k in ("attention", "mlp", "shared_experts", "router"))
+    assert layer_params(spec, ep) == pytest.approx(
+        (dense + counts["experts"] / ep) / spec.num_layers
+    )
+    par = Parallelism(dp=64, ep=ep, zero=3)
+    work = TrainWork(task="pretrain", batch=1, seq=4096, recompute="full", parallel=par)
+    mem = training_memory(spec, work)
+    (gathered,) = [ln for ln in mem.lines if ln.label.startswith("ZeRO-3 all-gathered layer")]
+    assert gathered.bytes == pytest.approx(2 * 2 * layer_params(spec, ep))
+    if ep > 1:
+        assert gathered.bytes < 2 * 2 * layer_params(spec, 1) / 2
+    lay = vector.Layouts.of(tp=[1], pp=[1], dp=[64], zero=[3], batch=[1], grad_accum=[1], sp=[0])
+    assert float(vector.train_memory(spec, work, lay)[0]) == pytest.approx(
+        mem.total_bytes, rel=1e-9
+    )
+
+
+def _layer_bytes(model: str, dtype: str, layer: int = 0) -> float:
+    spec = load_model(model).spec
+    work = TrainWork(task="pretrain", batch=1, seq=8192, dtype=dtype, saved_tensors="megatron")
+    return sum(t.bytes_per_token for t in layer_terms(spec, activation_settings(spec, work), layer))
+
+
+def test_fp8_linears_keep_their_inputs_in_fp8() -> None:
+    """Transformer Engine's fp8 linears keep the QKV, fc1 and fc2 inputs in one byte instead of
+    two; the output projection keeps an fp8 copy beside the attention output (bf16)."""
+    spec = load_model("llama-3.1-70b").spec
+    h, width = spec.hidden_size, spec.mlp.intermediate_size if spec.mlp else 0
+    out = spec.attention.num_heads * spec.attention.v_head_dim
+    saved = _layer_bytes("llama-3.1-70b", "bf16") - _layer_bytes("llama-3.1-70b", "fp8")
+    assert saved == h + h + width - out
+    assert saved > 0
+
+
+def test_fp8_routed_copies_keep_fc1_and_fc2_inputs_in_fp8() -> None:
+    spec = load_model("qwen3-30b-a3b").spec
+    assert spec.moe is not None
+    k, h, width = spec.moe.experts_per_token, spec.hidden_size, spec.moe.expert.intermediate_size
+    layer = spec.moe_layers[0]
+    terms = {}
+    for dtype in ("bf16", "fp8"):
+        work = TrainWork(task="pretrain", batch=1, seq=4096, dtype=dtype, saved_tensors="megatron")
+        (term,) = [
+            t
+            for t in layer_terms(spec, activation_settings(spec, work), layer)
+            if t.name.startswith("experts: per routed copy")
+        ]
+        terms[dtype] = term.bytes_per_token
+    assert terms["bf16"] - terms["fp8"] == k * (h + width)
+
+
+def test_fp8_inputs_only_under_transformer_engine() -> None:
+    """transformers' modules (torchao's fp8) keep the bf16 count."""
+    spec = load_model("llama-3.1-8b").spec
+    for dtype in ("bf16", "fp8"):
+        work = TrainWork(task="pretrain", batch=1, seq=4096, dtype=dtype)
+        assert not activation_settings(spec, work).fp8_inputs
+    work = TrainWork(task="pretrain", batch=1, seq=4096, dtype="fp8", saved_tensors="megatron")
+    assert activation_settings(spec, work).fp8_inputs
