@@ -143,7 +143,8 @@ def expert_all_to_all_s(
     a ring, an all-to-all cannot stripe one GPU's bytes over the other GPUs' NICs: every GPU of
     the node sends its own at once (DeepSeek-V3 report §3.2.2: cross-node all-to-all at the IB
     rate, 50 GB/s per GPU, 3.2x less than NVLink's 160 GB/s). The per-peer latency ``(ep−1)α`` and
-    the collective's base latency as :func:`suanli.estimate.comm.all_to_all_s`."""
+    the collective's base latency as :func:`suanli.estimate.comm.all_to_all_s`, the larger of
+    the two links' across nodes however many ranks share a node."""
     if ep <= 1:
         return 0.0 * tp
     inside = ep * tp <= net.gpus_per_node
@@ -163,7 +164,10 @@ def expert_all_to_all_s(
     across = maximum(remote / nic_bw, local / node_bw)
     inside_s = (ep - 1) / ep * nbytes / intra_bw + (ep - 1) * net.intra.latency_s
     across_s = across + (ep - 1) * net.inter.latency_s
-    base = net.base_latency(ep, tp, where=where)
+    # One NCCL kernel of point-to-point sends whatever the ranks' placement: across nodes it
+    # pays the larger base even with one rank a node (a ring's intra-node phase is not the
+    # reason here), so spreading the ranks out never looks cheaper than keeping them adjacent.
+    base = where(inside, net.intra.base_latency_s, net.spanning_base_latency(ep, 1))
     return where(inside, inside_s, across_s) + base
 
 
