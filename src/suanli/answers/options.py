@@ -249,8 +249,9 @@ OPTIONS: tuple[Option, ...] = (
         "full",
         LOSSES,
         N_(
-            "Cross-entropy: full (fp32 logits at once), chunked (torchtune, 8 chunks) or fused "
-            "with the LM head (Liger, Unsloth)."
+            "Cross-entropy: full (fp32 logits at once), chunked (torchtune, 8 chunks), fused "
+            "with the LM head (Liger, Unsloth) or kernel (one kernel over the logits in their "
+            "dtype: flash-attn's, llm-foundry's default)."
         ),
         tasks=TRAIN_TASKS,
     ),

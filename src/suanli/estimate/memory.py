@@ -29,8 +29,8 @@ from suanli.estimate.sizes import (
 )
 from suanli.estimate.train_activations import (
     DROP_SELECTIVE,
-    SRC_CHUNKED,
     SRC_FUSED,
+    SRC_KERNEL_CE,
     SRC_OFFLOAD,
     activation_settings,
     backward_transient_bytes_per_token,
@@ -40,6 +40,7 @@ from suanli.estimate.train_activations import (
     fused_loss_extra_bytes_per_token,
     layers_saved,
     logits_bytes_per_token,
+    logits_text,
     offload_split,
 )
 from suanli.estimate.workload import TrainWork
@@ -241,10 +242,16 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
             key="activations",
             label=N_("embeddings, final norm, log-softmax of the loss"),
             bytes=edge,
-            formula=N_("token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)")
-            if work.loss != "fused"
-            else N_("token ids, rotary tables, final norm, the hidden-state gradient (b·h)"),
-            source=SRC_AUTOGRAD if work.loss != "fused" else SRC_FUSED,
+            formula={
+                "fused": N_(
+                    "token ids, rotary tables, final norm, the hidden-state gradient (b·h)"
+                ),
+                "kernel": N_("token ids, rotary tables, final norm, fp32 log-sum-exp and loss"),
+            }.get(
+                work.loss,
+                N_("token ids, rotary tables, final norm, fp32 log-softmax (4·V per token)"),
+            ),
+            source={"fused": SRC_FUSED, "kernel": SRC_KERNEL_CE}.get(work.loss, SRC_AUTOGRAD),
         )
     )
     return lines, tuple(first_layer), on_cpu
@@ -395,7 +402,6 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
             N_("paged optimizer: states can spill to CPU under pressure (bitsandbytes)")
         )
     if (par.zero >= 3 or work.offload_params) and not work.is_lora:
-        unit = max(s.weights * s.count for s in linear_shapes(spec)) / max(spec.num_layers, 1)
         gather = 2 * layer_params(spec, par.ep) * b / par.tp
         lines.append(
             Line(
@@ -406,7 +412,6 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
                 source=SRC_ZERO,
             )
         )
-        del unit
 
     buckets = zero_bucket_bytes(work, split.total)
     if buckets:
@@ -428,22 +433,12 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     lines += act_lines
     tokens = work.batch * work.seq
     if spec.is_decoder:
-        logits = tokens * logits_bytes_per_token(spec, work) / par.tp
-        formula, source = {
-            "full": ("tokens x V x (b + 4)", "transformers ForCausalLMLoss"),
-            "chunked": (
-                N_("tokens x V x (b + b / 8): compiled")
-                if work.fused_kernels
-                else "tokens x V x (b + 4 / 8)",
-                SRC_CHUNKED,
-            ),
-            "fused": (N_("none: computed block by block, never stored"), SRC_FUSED),
-        }[work.loss]
+        label, formula, source = logits_text(work)
         lines.append(
             Line(
                 key="logits",
-                label=N_("logits (dtype) and their fp32 gradient at backward start"),
-                bytes=logits,
+                label=label,
+                bytes=tokens * logits_bytes_per_token(spec, work) / par.tp,
                 formula=formula,
                 source=source,
             )

@@ -35,6 +35,18 @@ SRC_CHUNKED = N_(
     "torchtune CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py): the "
     "output projection in {chunks} chunks, each upcast to fp32 only inside the loss"
 ).format(chunks=LOSS_CHUNKS)
+SRC_KERNEL_CE = (
+    "Dao-AILab/flash-attention flash_attn/ops/triton/cross_entropy.py at 058ad35a "
+    "(CrossEntropyLoss: save_for_backward(logits, lse, labels); dlogits = "
+    "torch.empty_like(logits)); mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py at "
+    "5e85bd62 (loss_fn defaults to fused_crossentropy)"
+)
+SRC_MEGATRON_CE = (
+    "NVIDIA/Megatron-LM megatron/core/tensor_parallel/cross_entropy.py (calculate_logits_max: "
+    "logits.float(); save_for_backward(exp_logits, ...); the gradient computed in place in the "
+    "saved softmax) and fusions/fused_cross_entropy.py (grad_input.to(torch.bfloat16)) at "
+    "d98e8a64"
+)
 SRC_FUSED = N_(
     "fused linear cross-entropy (Apple's Cut Cross-Entropy, Wijmans et al. 2024, "
     "arXiv:2411.09009, used by Unsloth; Liger Kernel's LigerFusedLinearCrossEntropyLoss): the "
@@ -121,6 +133,15 @@ def logits_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
     if work.loss == "chunked":
         # The dtype logits of every chunk stay; the fp32 upcast and gradient of one chunk.
         return vocab * (b + 4 / LOSS_CHUNKS)
+    if work.loss == "full" and work.saved_tensors == "megatron":
+        # Megatron's vocab-parallel cross-entropy upcasts the logits and keeps the fp32 softmax
+        # (the model-level 4·V term), computes the gradient in place in it and hands back a
+        # dtype copy; the dtype logits are not saved (SRC_MEGATRON_CE).
+        return vocab * b
+    if work.loss == "kernel":
+        # One kernel over the whole logits (flash-attn's CrossEntropyLoss): it keeps them in
+        # the dtype and writes their gradient in the dtype; no fp32 copy (SRC_KERNEL_CE).
+        return vocab * 2 * b
     if work.loss == "fused":
         # Logits are computed block by block in on-chip memory and never stored (Cut Cross
         # Entropy, Liger's chunked fused linear-cross-entropy keeps a small chunk).
@@ -128,11 +149,36 @@ def logits_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
     return vocab * (b + 4)
 
 
+def logits_text(work: TrainWork) -> tuple[str, str, str]:
+    """Label, formula and source of the logits line, by how the loss is computed."""
+    if work.loss == "full" and work.saved_tensors == "megatron":
+        return (
+            N_("the logits' gradient in the dtype at backward start"),
+            N_("tokens x V x b (beside the fp32 softmax, counted with the activations)"),
+            SRC_MEGATRON_CE,
+        )
+    if work.loss == "kernel":
+        return (
+            N_("logits and their gradient, both in the dtype, at backward start"),
+            "tokens x V x (b + b)",
+            SRC_KERNEL_CE,
+        )
+    label = N_("logits (dtype) and their fp32 gradient at backward start")
+    if work.loss == "chunked":
+        compiled = N_("tokens x V x (b + b / 8): compiled")
+        return label, compiled if work.fused_kernels else "tokens x V x (b + 4 / 8)", SRC_CHUNKED
+    if work.loss == "fused":
+        return label, N_("none: computed block by block, never stored"), SRC_FUSED
+    return label, "tokens x V x (b + 4)", "transformers ForCausalLMLoss"
+
+
 def fused_loss_extra_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
     """What a fused loss keeps instead of the fp32 log-softmax: a fused linear-cross-entropy
     the hidden state's gradient; a compiled chunked loss one fp32 log-sum-exp per token."""
     if work.loss == "fused":
         return float(spec.hidden_size * work.tensor_bytes)
+    if work.loss == "kernel":
+        return 8.0  # the kernel's fp32 log-sum-exp and per-token loss
     if _compiled_chunked(work):
         return 4.0
     return 0.0
@@ -140,7 +186,8 @@ def fused_loss_extra_bytes_per_token(spec: ModelSpec, work: TrainWork) -> float:
 
 def edge_drop(work: TrainWork) -> tuple[str, ...]:
     """Model-level terms (outside the layers) that the loss implementation does not keep."""
-    return DROP_FUSED_LOSS if work.loss == "fused" or _compiled_chunked(work) else ()
+    dropped = work.loss in ("fused", "kernel") or _compiled_chunked(work)
+    return DROP_FUSED_LOSS if dropped else ()
 
 
 def _compiled_chunked(work: TrainWork) -> bool:

@@ -30,7 +30,7 @@ EP_DISPATCHERS = ("alltoall", "deepep")
 RECOMPUTE = ("none", "selective", "op", "full")
 #: How the loss meets the vocabulary: every token's fp32 logits at once (transformers), the fp32
 #: upcast one chunk at a time (torchtune), or fused with the LM head (Liger, Unsloth).
-LOSSES = ("full", "chunked", "fused")
+LOSSES = ("full", "chunked", "fused", "kernel")
 #: Chunks of torchtune's CEWithChunkedOutputLoss (num_output_chunks).
 LOSS_CHUNKS = 8
 #: Whose kernels' saved tensors count: transformers' modules or Megatron-LM's fused kernels.

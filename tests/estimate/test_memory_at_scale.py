@@ -1,4 +1,4 @@
-"""Training memory of MoE layers at scale (issue 41): what Megatron-Core's grouped experts save
+"""Training memory at scale (issue 41): what Megatron-Core's grouped experts save
 for backward, and the one layer FSDP/ZeRO-3 gathers when the experts are split over an
 expert-parallel group (docs/memory.md, "MoE under Megatron-Core and expert parallelism")."""
 
@@ -116,3 +116,45 @@ def test_fp8_inputs_only_under_transformer_engine() -> None:
         assert not activation_settings(spec, work).fp8_inputs
     work = TrainWork(task="pretrain", batch=1, seq=4096, dtype="fp8", saved_tensors="megatron")
     assert activation_settings(spec, work).fp8_inputs
+
+
+def test_kernel_loss_keeps_logits_and_gradient_in_the_dtype() -> None:
+    """flash-attn's cross-entropy kernel (llm-foundry's default): the bf16 logits it saves and
+    the bf16 gradient it writes, 2·b·V per token, an fp32 log-sum-exp and loss beside; no fp32
+    log-softmax (transformers' full loss keeps (b + 4)·V and 4·V). The vectorized planner
+    agrees."""
+    spec = load_model("mpt-7b").spec
+    tokens = 8192
+    par = Parallelism(dp=8, zero=3)
+    full = TrainWork(task="pretrain", batch=1, seq=tokens, recompute="full", parallel=par)
+    kernel = TrainWork(
+        task="pretrain", batch=1, seq=tokens, recompute="full", parallel=par, loss="kernel"
+    )
+    lines = {w.loss: training_memory(spec, w) for w in (full, kernel)}
+    (logits,) = [ln for ln in lines["kernel"].lines if ln.key == "logits"]
+    assert logits.bytes == tokens * spec.vocab_size * 4
+    saved = lines["full"].total_bytes - lines["kernel"].total_bytes
+    # (b + 4 + 4 - 2b)·V per token less, minus 8 bytes of log-sum-exp and loss, plus the 10%
+    # allocator reserve on it.
+    assert saved == pytest.approx(1.1 * tokens * (6 * spec.vocab_size - 8), rel=1e-3)
+    lay = vector.Layouts.of(tp=[1], pp=[1], dp=[8], zero=[3], batch=[1], grad_accum=[1], sp=[0])
+    assert float(vector.train_memory(spec, kernel, lay)[0]) == pytest.approx(
+        lines["kernel"].total_bytes, rel=1e-9
+    )
+
+
+def test_megatron_cross_entropy_keeps_the_fp32_softmax_and_a_dtype_gradient() -> None:
+    """Megatron's vocab-parallel cross-entropy keeps only its fp32 softmax (4·V, with the
+    activations) and, at backward start, the gradient's dtype copy (b·V): 6·V per token over
+    the tensor-parallel group, where transformers' loss keeps 10·V."""
+    spec = load_model("llama-3.1-8b").spec
+    par = Parallelism(tp=2, dp=4, zero=1, sp=True)
+    tokens = 8192
+    totals = {}
+    for saved in ("hf", "megatron"):
+        work = TrainWork(task="pretrain", batch=1, seq=tokens, saved_tensors=saved, parallel=par)
+        mem = training_memory(spec, work)
+        (logits,) = [ln for ln in mem.lines if ln.key == "logits"]
+        totals[saved] = logits.bytes
+    assert totals["megatron"] == tokens * spec.vocab_size * 2 / 2
+    assert totals["hf"] == tokens * spec.vocab_size * 6 / 2
