@@ -4,11 +4,13 @@ expert-parallel group (docs/memory.md, "MoE under Megatron-Core and expert paral
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from suanli.estimate.activations import layer_terms
 from suanli.estimate.memory import training_memory
-from suanli.estimate.sizes import layer_params
+from suanli.estimate.sizes import layer_params, param_split
 from suanli.estimate.train_activations import activation_settings
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.models.params import count_params
@@ -158,3 +160,58 @@ def test_megatron_cross_entropy_keeps_the_fp32_softmax_and_a_dtype_gradient() ->
         totals[saved] = logits.bytes
     assert totals["megatron"] == tokens * spec.vocab_size * 2 / 2
     assert totals["hf"] == tokens * spec.vocab_size * 6 / 2
+
+
+def _dense_and_experts(model: str, pp: int) -> tuple[float, float]:
+    """Parameters of the first pipeline stage at tp 1, without and with the routed experts'."""
+    spec = load_model(model).spec
+    counts = count_params(spec).by_component
+    frac = -(-spec.num_layers // pp) / spec.num_layers
+    total = param_split(spec, 1, pp, 1).total
+    return total - counts["experts"] * frac, counts["experts"] * frac
+
+
+def test_fsdp_shards_the_experts_over_dp_over_ep() -> None:
+    """FSDP 256 with EP 64 (NeMo Automodel's DeepSeek-V3): the experts' weights shard over the
+    4 ranks that hold the same experts, not over all 256."""
+    spec = load_model("deepseek-v3").spec
+    dense, experts = _dense_and_experts("deepseek-v3", 4)
+    par = Parallelism(pp=4, dp=256, ep=64, zero=3)
+    work = TrainWork(task="pretrain", batch=1, seq=4096, recompute="full", parallel=par)
+    (weights,) = [ln for ln in training_memory(spec, work).lines if ln.label == "weights (bf16)"]
+    assert weights.bytes == pytest.approx(2 * (dense / 256 + experts / 64 / 4))
+
+
+@pytest.mark.parametrize("etp", [0, 1])
+def test_distributed_optimizer_shards_expert_states_over_the_expert_data_parallel_group(
+    etp: int,
+) -> None:
+    """Megatron: edp = dp·tp/(ep·etp). TP 2, DP 16, EP 32: edp 1 whether ETP is 2 or 1, so the
+    experts' fp32 master weights are whole on every GPU; with ETP 1 each GPU holds its experts
+    unsplit."""
+    spec = load_model("qwen3-235b-a22b").spec
+    par = Parallelism(tp=2, pp=8, dp=16, ep=32, etp=etp, zero=1, sp=True)
+    work = TrainWork(task="pretrain", batch=1, seq=4096, parallel=par, saved_tensors="megatron")
+    counts = count_params(spec).by_component
+    frac = -(-spec.num_layers // 8) / spec.num_layers
+    experts = counts["experts"] * frac / 32
+    dense = param_split(spec, 2, 8, 32).total - experts / 2
+    e_tp = 2 if etp == 0 else 1
+    (master,) = [ln for ln in training_memory(spec, work).lines if ln.key == "master_weights"]
+    assert master.bytes == pytest.approx(4 * (dense / 16 + experts / e_tp))
+
+
+@pytest.mark.parametrize("etp", [0, 1, 2])
+def test_expert_sharding_vector_equals_scalar(etp: int) -> None:
+    spec = load_model("qwen3-30b-a3b").spec
+    tps, dps, zeros = [1, 2, 4, 2, 1], [64, 32, 16, 8, 8], [1, 3, 2, 0, 3]
+    lay = vector.Layouts.of(
+        tp=tps, pp=[2] * 5, dp=dps, zero=zeros, batch=[1] * 5, grad_accum=[4] * 5, sp=[0] * 5
+    )
+    base = Parallelism(pp=2, ep=8, etp=etp)
+    work = TrainWork(task="pretrain", batch=1, seq=4096, grad_accum=4, parallel=base)
+    got = vector.train_memory(spec, work, lay)
+    for i, (tp, dp, zero) in enumerate(zip(tps, dps, zeros, strict=True)):
+        par = Parallelism(tp=tp, pp=2, dp=dp, ep=8, etp=etp, zero=zero)
+        want = training_memory(spec, replace(work, parallel=par)).total_bytes
+        assert float(got[i]) == pytest.approx(want, rel=1e-9)

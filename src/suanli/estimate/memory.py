@@ -25,6 +25,7 @@ from suanli.estimate.sizes import (
     layer_params,
     lora_adapter_params,
     param_split,
+    sharded_params,
     zero_bucket_bytes,
 )
 from suanli.estimate.train_activations import (
@@ -268,6 +269,12 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     mixed = work.precision == "mixed" and not work.fp32_storage
     state_bytes = 4 if (mixed or work.fp32_storage) else b
     params_cpu = 0.0
+    stage_frac = split.layers_on_stage / spec.num_layers
+
+    def kept(stage: int) -> float:  # dense over the ZeRO group, routed experts over edp
+        return float(
+            sharded_params(spec, work, split.total, stage_frac, par.tp, par.dp, par.zero, stage)
+        )
 
     if work.is_lora:
         trainable, adapter_lines, params_cpu = _lora_params(spec, work, split)
@@ -275,7 +282,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
     else:
         trainable = split.total
         shard = par.zero_group if par.zero >= 3 else 1
-        weights_bytes = split.total * b / shard
+        weights_bytes = kept(3) * b
         lines.append(
             Line(
                 key="weights",
@@ -323,7 +330,7 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         )
     # Gradients shard with ZeRO-2 and up; adapters' gradients shard with FSDP too.
     grad_shard = par.zero_group if par.zero >= 2 else 1
-    grad_bytes = trainable * trainable_bytes / grad_shard
+    grad_bytes = (trainable / grad_shard if work.is_lora else kept(2)) * trainable_bytes
     grad_formula = N_("P_train x {formula}").format(
         formula=f"{trainable_bytes} B" + (f" / {grad_shard} (ZeRO-2)" if grad_shard > 1 else "")
     )
@@ -354,6 +361,8 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         params_cpu += grad_bytes
         grad_bytes = 0.0
     opt_shard = par.zero_group if par.zero >= 1 else 1
+    # The states' parameters before the ZeRO-1 division below (the experts' own group applied).
+    states = trainable if work.is_lora else kept(1) * opt_shard
     per_param, formula, source = optimizer_bytes_per_param(work.optimizer, state_bytes)
     if work.optimizer == "adafactor":
         frac = trainable / max(split.total, 1)
@@ -361,8 +370,8 @@ def training_memory(spec: ModelSpec, work: TrainWork) -> MemoryBreakdown:
         opt = elems * 4
         formula = N_("(rows + cols) per matrix x 4 B")
     else:
-        opt = trainable * per_param
-    master = trainable * 4 if (mixed and not work.is_lora) else 0.0
+        opt = states * per_param
+    master = states * 4 if (mixed and not work.is_lora) else 0.0
     on_cpu = work.offload_optimizer
     where = "CPU" if on_cpu else "GPU"
     if master:

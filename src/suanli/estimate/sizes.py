@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from suanli.catalog.formats import get_format
+from suanli.estimate.expert_parallel import expert_tp
 from suanli.estimate.shapes import linear_shapes
 from suanli.estimate.workload import TrainWork, check_tensor_parallel
 from suanli.models.params import count_params
@@ -59,6 +60,39 @@ def param_split(spec: ModelSpec, tp: int = 1, pp: int = 1, ep: int = 1) -> Param
         other=other,
         layers_on_stage=layers_on_stage,
     )
+
+
+def sharded_params(
+    spec: ModelSpec,
+    work: TrainWork,
+    total: Any,
+    stage_fraction: Any,
+    tp: Any,
+    dp: Any,
+    zero: Any,
+    stage: int,
+    *,
+    maximum: Callable[[Any, Any], Any] = max,
+    minimum: Callable[[Any, Any], Any] = min,
+) -> Any:
+    """Parameters one GPU keeps of :func:`param_split`'s ``total`` once ZeRO stage ``stage``
+    shards them (weights: 3, gradients: 2, optimizer states: 1): the dense ones over the ZeRO
+    group (``dp``, or the HSDP group), the routed experts over the expert-data-parallel group
+    ``dp·tp/(ep·etp)`` (at most the HSDP group), which is what is left of the data-parallel
+    ranks once the expert-parallel group is carved out of them (Megatron-Core's
+    ``expert_data_parallel_size``; FSDP2's ``dp/ep`` expert mesh); the experts split over the
+    expert tensor degree, not ``tp``. Floats or numpy arrays (``tp``, ``dp``, ``zero``,
+    ``total``, ``stage_fraction``)."""
+    par = work.parallel
+    experts = count_params(spec).by_component["experts"] * stage_fraction / par.ep
+    e_tp = tp if not par.etp else expert_tp(tp, par.etp)
+    group = minimum(dp, par.shard) if par.shard else dp
+    expert_group = maximum(1, (dp * tp) // (par.ep * e_tp))
+    if par.shard:
+        expert_group = minimum(expert_group, par.shard)
+    on = zero >= stage
+    dense = total - experts / tp
+    return dense / (1 + (group - 1) * on) + experts / e_tp / (1 + (expert_group - 1) * on)
 
 
 @lru_cache(maxsize=256)

@@ -47,6 +47,7 @@ from suanli.estimate.sizes import (
     layer_matrices,
     layer_params,
     lora_adapter_params,
+    sharded_params,
     zero3_gathers_per_unit,
 )
 from suanli.estimate.stragglers import straggler_wait_s
@@ -227,6 +228,22 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
     w3 = np.where(zero >= 3, group, 1)
     total = np.zeros(len(lay.tp))
     layer_bytes = 2 * layer_params(spec, work.parallel.ep) * b / lay.tp  # gathered (ZeRO-3)
+    frac = split["layers"] / spec.num_layers
+
+    def kept(stage: int) -> Array:  # memory.training_memory's: experts over their own group
+        return sharded_params(
+            spec,
+            work,
+            split["total"],
+            frac,
+            lay.tp,
+            dp,
+            zero,
+            stage,
+            maximum=np.maximum,
+            minimum=np.minimum,
+        )
+
     if work.is_lora:
         base = base_weight_bytes(work, split["layer_linear"], split["other"])
         stage = split["layers"] / spec.num_layers
@@ -238,28 +255,28 @@ def train_memory(spec: ModelSpec, work: TrainWork, lay: Layouts) -> Array:
     else:
         trainable = split["total"]
         if not work.offload_params:
-            total += split["total"] * b / w3
+            total += kept(3) * b
         gathered = (zero >= 3) | work.offload_params
         total += np.where(gathered, layer_bytes, 0.0)
     total += split["layer_linear"] * work.fp8_weight_cache_bytes_per_param
     trainable_bytes = 4 if (work.is_lora and mixed) or work.main_grads_fp32 else b
-    grads = trainable * trainable_bytes / np.where(zero >= 2, group, 1)
+    grads = trainable / np.where(zero >= 2, group, 1) if work.is_lora else kept(2)
+    grads = grads * trainable_bytes
     if work.optimizer_in_backward:
         grads = np.minimum(grads, largest_tensor_params(spec, work) * trainable_bytes / lay.tp)
     if work.offload_params:
         grads = 0.0 * grads
     total += grads
     opt_shard = np.where(zero >= 1, group, 1)
+    states = trainable / opt_shard if work.is_lora else kept(1)  # on this GPU
     if not work.offload_optimizer:
         if work.optimizer == "adafactor":
             frac = trainable / np.maximum(split["total"], 1)
             total += adafactor_state_elements(spec, 1.0) * frac / (lay.tp * lay.pp) * 4 / opt_shard
         else:
-            total += (
-                trainable * optimizer_bytes_per_param(work.optimizer, state_bytes)[0] / opt_shard
-            )
+            total += states * optimizer_bytes_per_param(work.optimizer, state_bytes)[0]
         if mixed and not work.is_lora:
-            total += trainable * 4 / opt_shard
+            total += states * 4
     if work.parallel.pp_schedule == "dualpipe":  # a second stage (memory._second_copy)
         total = 2 * total - np.where(gathered, layer_bytes, 0.0)
     if work.zero_buckets == "deepspeed":
