@@ -22,12 +22,14 @@ def cli_json(*args: str) -> dict[str, Any]:
 
 
 def test_cli_infer_json_equals_the_answer() -> None:
+    # An engine's launches (under transformers' Python dispatch a 0.5B model is host-bound).
     args = ("qwen2.5-0.5b", "--task", "infer", "--devices", "h100,rtx4090,a100-sxm-80gb")
+    args = (*args, "--dispatch", "engine")
     doc = cli_json(*args, "--prompt", "128", "--output", "16")
     answer = compare(
         CompareRequest(
             "qwen2.5-0.5b",
-            WorkRequest(task="infer"),
+            WorkRequest(task="infer", dispatch="engine", explicit=("task", "dispatch")),
             devices=("h100", "rtx4090", "a100-sxm-80gb"),
             prompt=128,
             output=16,

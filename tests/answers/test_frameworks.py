@@ -10,6 +10,7 @@ import pytest
 
 from suanli.answers.frameworks import framework_list
 from suanli.answers.memory import MemoryRequest, memory
+from suanli.answers.options import WORK_OPTIONS
 from suanli.answers.request import WorkRequest, apply_framework, build_work
 from suanli.catalog.frameworks import frameworks, get_framework
 from suanli.estimate.workload import InferWork, TrainWork
@@ -29,16 +30,17 @@ def test_every_default_is_an_option_with_a_source(fw) -> None:  # type: ignore[n
 
 @pytest.mark.parametrize("fw", frameworks(), ids=lambda f: f.id)
 def test_every_framework_builds_a_valid_workload(fw) -> None:  # type: ignore[no-untyped-def]
-    task = "infer" if fw.kind == "serve" else "full"
-    work = build_work(WorkRequest(task=task, framework=fw.id, gpus=2))
-    assert isinstance(work, InferWork if task == "infer" else TrainWork)
-    applied = apply_framework(WorkRequest(task=task, framework=fw.id, gpus=2))
-    for d in fw.defaults:
-        if d.value != "gpus" and (task == "infer") == (
-            d.option
-            in {"quant", "kv_dtype", "prefill_chunk", "gpu_memory_utilization", "context", "batch"}
-        ):
-            assert getattr(applied, d.option) == d.value
+    """Each task the framework runs (transformers trains and generates) builds, with every
+    default that task takes applied: the inference ones only for inference."""
+    tasks = ["infer"] if fw.kind == "serve" else ["full", "infer"] if fw.serves() else ["full"]
+    for task in tasks:
+        work = build_work(WorkRequest(task=task, framework=fw.id, gpus=2))
+        assert isinstance(work, InferWork if task == "infer" else TrainWork)
+        applied = apply_framework(WorkRequest(task=task, framework=fw.id, gpus=2))
+        for d in fw.defaults:
+            option = WORK_OPTIONS[d.option]
+            if d.value != "gpus" and (task in option.tasks):
+                assert getattr(applied, d.option) == d.value, (task, d.option)
 
 
 def test_aliases_and_case() -> None:

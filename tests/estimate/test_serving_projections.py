@@ -104,7 +104,11 @@ def test_llama_cpp_framework_launches_one_gemm_per_weight() -> None:
     gemm = next(t for t in answer.terms if t.term.startswith("decode: GEMMs"))
     assert "one GEMM per weight" in gemm.formula
     fused = perf(
-        PerfRequest("llama-3.1-8b", WorkRequest(task="infer", quant="gguf-q4_k_m"), gpu="rtx-4090")
+        PerfRequest(
+            "llama-3.1-8b",
+            WorkRequest(task="infer", quant="gguf-q4_k_m", framework="vllm"),
+            gpu="rtx-4090",
+        )
     )
     assert isinstance(fused, InferPerfAnswer)
     assert fused.tpot_s < answer.tpot_s

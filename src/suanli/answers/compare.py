@@ -110,6 +110,11 @@ class CompareAnswer(Answer):
 
 def reason(bound: str, device: Device, other: Device) -> str:
     """Why ``device`` beats ``other`` for work with this ``bound``, in one line."""
+    if bound == "host":
+        return N_(
+            "host-bound: Python's dispatch of every op sets the pace on this card "
+            "(--dispatch engine for a serving engine's)"
+        )
     if bound == "memory":
         return N_("bandwidth-bound: {this:,.0f} GB/s vs {other:,.0f} GB/s achievable").format(
             this=device.bandwidth / 1e9, other=other.bandwidth / 1e9

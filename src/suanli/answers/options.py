@@ -26,6 +26,7 @@ from suanli.answers.option_type import (
 )
 from suanli.estimate.workload import (
     ATTENTION,
+    DISPATCHES,
     DTYPES,
     EP_DISPATCHERS,
     FP8_SCALING,
@@ -498,6 +499,17 @@ OPTIONS: tuple[Option, ...] = (
             "Inference: how the serving engine launches each layer's input projections: fused "
             "(one QKV and one gate/up GEMM: vLLM, SGLang, TensorRT-LLM), qkv (gate and up apart: "
             "gpt-fast) or separate (one GEMM per weight: transformers, llama.cpp)."
+        ),
+        tasks=INFER,
+    ),
+    _choice(
+        "dispatch",
+        "engine",
+        DISPATCHES,
+        N_(
+            "Inference: who launches each step's kernels: engine (CUDA graphs or a C++ runtime: "
+            "vLLM, SGLang, TensorRT-LLM, llama.cpp) or python (eager PyTorch op by op: "
+            "transformers' generate(), where the CPU can set the pace)."
         ),
         tasks=INFER,
     ),

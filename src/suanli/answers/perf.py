@@ -71,7 +71,10 @@ INFER_EXPLAIN = {
         "runs in waves of the largest batch that fits, as serving engines queue what they "
         "cannot hold (an engine that preempts and recomputes is slower still)"
     ),
-    "bound": N_("decode is memory-bound while the bytes a step reads take longer than its FLOPs"),
+    "bound": N_(
+        "decode is memory-bound while the bytes a step reads take longer than its FLOPs; "
+        "host-bound while Python takes longer to launch the step than the GPU to run it"
+    ),
     "compute_bound_batch": N_(
         "the batch from which a decode step's FLOPs take longer than "
         "reading the weights and KV cache"

@@ -418,4 +418,36 @@ def infer_terms(
                 formula=join(parts, N_("; ")),
             )
         )
+    if b.get("host_dispatch"):
+        terms.append(_host_term(b["host_dispatch"]))
     return tuple(terms)
+
+
+def _host_term(seconds: float) -> TimeTerm:
+    """The host's floor under each forward pass where Python dispatches every op."""
+    from suanli.estimate import host_dispatch as hd
+
+    return TimeTerm(
+        term=N_("host: Python dispatch per forward pass (a floor under TTFT and TPOT)"),
+        seconds=seconds,
+        efficiency=None,
+        source=N_(
+            "ops counted in transformers' own code; {kernel:.0f} us per op that launches a kernel "
+            "(Torch-FL PR #27, A100 server, 2026-07-28), {view:.0f} us per view (PyTorch issue "
+            "#41383)"
+        ).format(kernel=hd.KERNEL_OP_HOST_S * 1e6, view=hd.VIEW_OP_HOST_S * 1e6),
+        formula=N_(
+            "(kernel ops x {kernel:.0f} us + view ops x {view:.0f} us) / (1 - {python:.0%} Python "
+            "between ops) per pass: {layer} kernel ops and {views} views per layer (8 more per "
+            "extra norm), {step} and {step_views} outside the layers; each step takes max(GPU "
+            "time, this)"
+        ).format(
+            python=hd.PYTHON_SHARE,
+            kernel=hd.KERNEL_OP_HOST_S * 1e6,
+            view=hd.VIEW_OP_HOST_S * 1e6,
+            layer=hd.LAYER_KERNEL_OPS,
+            views=hd.LAYER_VIEW_OPS,
+            step=hd.STEP_KERNEL_OPS,
+            step_views=hd.STEP_VIEW_OPS,
+        ),
+    )

@@ -322,6 +322,7 @@ def serve_rows(
             formats=formats,
             projections=work.projections,
             kernels=work.kernels,
+            dispatch=work.dispatch,
             price_per_gpu_hour=usd_of(rent[gpu.id]),
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}

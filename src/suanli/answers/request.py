@@ -70,6 +70,7 @@ class WorkRequest:
     quant: str = declared("quant")
     kv_dtype: str = declared("kv_dtype")
     projections: str = declared("projections")
+    dispatch: str = declared("dispatch")
     prefill_chunk: int | None = declared("prefill_chunk")
     gpu_layers: int | None = declared("gpu_layers")
     gpu_memory_utilization: float | None = declared("gpu_memory_utilization")
@@ -287,6 +288,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             overheads=overheads,
             projections=req.projections,
             kernels=req.kernels,
+            dispatch=req.dispatch,
         )
     tp, pp = req.tp, req.pp
     if req.etp and tp % req.etp:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 #: The bounds and the step-time parts of an answer (English in the JSON), shown translated.
-BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"))
+BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"), N_("host"))
 
 
 @click.command(

@@ -17,6 +17,7 @@ from typing import Any
 from suanli.estimate.comm import p2p_s, tp_all_reduce_s
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
+from suanli.estimate.host_dispatch import host_step_s
 from suanli.estimate.inference_memory import kv_bytes_per_token
 from suanli.estimate.kernels import ServeKernels, serve_forward
 from suanli.estimate.perf import Device
@@ -37,7 +38,7 @@ class InferPerf:
     tpot_s: float
     tokens_per_s: float
     bound: str
-    """What limits decode: ``compute`` or ``memory``."""
+    """What limits decode: ``compute``, ``memory`` or ``host`` (Python dispatch)."""
     decode_bytes_per_step: float
     compute_bound_batch: int
     """The batch from which a decode step is limited by compute rather than memory."""
@@ -217,8 +218,13 @@ def inference_perf(
         kernels=work.kernels,
     )
     # Kernel by kernel (GEMMs by shape, attention, element-wise floors), never faster than the
-    # roofline of the whole pass.
-    ttft = max(prefill_compute, prefill_memory, prefill_k.total_s) + tp_comm
+    # roofline of the whole pass, nor than the host can launch it (Python dispatch).
+    host = host_step_s(spec, work.dispatch)
+    # A GPU runs kernels while the host launches the next (a floor); a CPU runs each op on the
+    # thread that dispatched it (the two add).
+    synchronous = device.gemm is None
+    ttft = max(prefill_compute, prefill_memory, prefill_k.total_s, 0 if synchronous else host)
+    ttft += tp_comm + (host if synchronous else 0)
     # Decode: one token per sequence per step, attending to the average context.
     decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
     decode_flops = decode_per_token * work.batch
@@ -231,8 +237,11 @@ def inference_perf(
         if tp > 1
         else 0.0
     ) + pp_decode
-    tpot = max(decode_compute, decode_memory, decode_k.total_s) + decode_comm
+    tpot = max(decode_compute, decode_memory, decode_k.total_s, 0 if synchronous else host)
+    tpot += decode_comm + (host if synchronous else 0)
     bound = "compute" if decode_compute >= decode_memory else "memory"
+    if host > max(decode_compute, decode_memory, decode_k.total_s) and not synchronous:
+        bound = "host"  # Python's dispatch, not the GPU, sets the pace
     # Smallest batch where compute time per step reaches memory time.
     per_seq_flops = decode_per_token / tp / device.matmul_flops
     per_seq_mem = per_seq_kv / device.bandwidth
@@ -264,6 +273,7 @@ def inference_perf(
             "decode_gemms": decode_k.gemm_s,
             "decode_attention": decode_k.attention_s,
             "decode_small_ops": decode_k.small_ops_s,
+            "host_dispatch": host,
         },
         request_s=request_s,
         batch_tokens_per_s=work.batch * output / request_s,

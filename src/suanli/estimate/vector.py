@@ -52,7 +52,6 @@ from suanli.estimate.sizes import (
 )
 from suanli.estimate.stragglers import straggler_wait_s
 from suanli.estimate.train_activations import (
-    DROP_SELECTIVE,
     activation_settings,
     backward_transient_bytes_per_token,
     checkpoint_bytes_per_token,
@@ -62,6 +61,7 @@ from suanli.estimate.train_activations import (
     layers_saved,
     logits_bytes_per_token,
     offload_split,
+    selective_drop,
 )
 from suanli.estimate.vector_comm import all_reduce, pick, reduce_scatter, tp_all_reduce
 from suanli.estimate.workload import Overheads, Parallelism, TrainWork
@@ -152,7 +152,7 @@ def _activations(
     """Vector form of :func:`suanli.estimate.memory.activation_bytes` (summed): the bytes on the
     GPU and the bytes offloaded to the CPU."""
     tokens = lay.batch * work.seq
-    drop = DROP_SELECTIVE if work.recompute == "selective" else ()
+    drop = selective_drop(work)
     kinds = [(first_dense_layer(spec), False)]
     if spec.moe_layers:
         kinds.append((spec.moe_layers[0], True))
@@ -499,10 +499,12 @@ def infer_speed(
     device: Device,
     projections: str = "fused",
     kernels: str = "eager",
+    dispatch: str = "engine",
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
-    (batch, tp); ``projections`` and ``kernels`` as ``InferWork``'s."""
+    (batch, tp); ``projections``, ``kernels`` and ``dispatch`` as ``InferWork``'s."""
     from suanli.estimate.flops import forward_flops_per_token
+    from suanli.estimate.host_dispatch import host_step_s
     from suanli.estimate.inference import active_weight_bytes, serve_kernels, weight_bytes
     from suanli.estimate.inference_memory import kv_bytes_per_token
     from suanli.estimate.workload import InferWork
@@ -558,14 +560,16 @@ def infer_speed(
         ceil=np.ceil,
     )
     ttft = np.maximum(prefill_flops / tp / device.matmul_flops, weights / device.bandwidth)
-    ttft = np.maximum(ttft, prefill_k.total_s) + prefill_comm
+    host = host_step_s(spec, dispatch)
+    ttft = np.maximum(np.maximum(ttft, prefill_k.total_s), host) + prefill_comm
     kv = kv_tok * context * batch
     decode_compute = decode_per_token * batch / tp / device.matmul_flops
     decode_memory = (active + kv) / device.bandwidth
     decode_comm = np.where(
         tp > 1, 2 * layers * tp_all_reduce(batch * h * b, tp, device.network), 0.0
     )
-    tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s) + decode_comm
+    tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s)
+    tpot = np.maximum(tpot, host) + decode_comm
     return {
         "ttft_s": ttft,
         "tpot_s": tpot,

@@ -64,6 +64,11 @@ KV_DTYPES = ("fp16", "bf16", "fp8", "int8", "fp32")
 #: apart: gpt-fast, TensorRT-LLM engines built without ``--use_fused_mlp``), ``separate`` (one GEMM
 #: per weight: transformers, llama.cpp).
 PROJECTIONS = ("fused", "qkv", "separate")
+#: Who launches a serving step's kernels: ``python`` (eager PyTorch dispatching op by op from
+#: Python each step: Hugging Face ``generate()``; the CPU can set the pace,
+#: :mod:`suanli.estimate.host_dispatch`) or ``engine`` (CUDA graphs or a C++ runtime: vLLM,
+#: SGLang, TensorRT-LLM, llama.cpp, gpt-fast).
+DISPATCHES = ("engine", "python")
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 
 
@@ -421,6 +426,9 @@ class InferWork:
     """The element-wise kernels (:data:`KERNELS`): ``eager`` runs each norm and residual add as
     its own kernel; ``fused`` (vLLM, SGLang) and ``compiled`` (torch.compile, gpt-fast) run each
     residual add inside the next norm."""
+    dispatch: str = "engine"
+    """Who launches each step's kernels (:data:`DISPATCHES`): ``python`` puts a floor of the
+    host's dispatch time under every forward pass."""
 
     def __post_init__(self) -> None:
         _positive("batch", self.batch)
@@ -430,6 +438,7 @@ class InferWork:
         check_choice("kv_dtype", self.kv_dtype, KV_DTYPES)
         check_choice("projections", self.projections, PROJECTIONS)
         check_choice("kernels", self.kernels, KERNELS)
+        check_choice("dispatch", self.dispatch, DISPATCHES)
         if self.prefill_chunk is not None:
             _positive("prefill_chunk", self.prefill_chunk)
         if self.gpu_layers is not None:

@@ -505,11 +505,12 @@ def search_serve(
     projections: str = "fused",
     kernels: str = "eager",
     price_per_gpu_hour: float | None = None,
+    dispatch: str = "engine",
 ) -> tuple[ServeCandidate | None, int, str]:
     """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
-    (``projections`` and ``kernels``: how the engine launches the input projections and the
-    element-wise kernels, ``InferWork``'s; ``price_per_gpu_hour``: the user's rent, else the
-    one every view shows, :func:`suanli.catalog.prices.rent_price`).
+    (``projections``, ``kernels`` and ``dispatch``: how the engine launches the input
+    projections, the element-wise kernels and the step, ``InferWork``'s; ``price_per_gpu_hour``:
+    the user's rent, else the one every view shows, :func:`suanli.catalog.prices.rent_price`).
 
     Memory is linear in the batch (weights and the prefill peak fixed, KV cache and last-token
     logits per sequence), so two exact estimates per format and TP degree give every batch.
@@ -566,6 +567,7 @@ def search_serve(
                     device,
                     projections,
                     kernels,
+                    dispatch,
                 )
                 req = batches / (speed["ttft_s"] + output * speed["tpot_s"])
                 replicas = np.ones(len(batches)) if rps is None else np.ceil(rps / req)

@@ -300,6 +300,7 @@ PAGE_WORDS = (
     N_("compute"),
     N_("communication"),
     N_("bubble"),
+    N_("host"),
     N_("prefill"),
     N_("cost"),
     N_("cost-per-token"),

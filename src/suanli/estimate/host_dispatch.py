@@ -1,0 +1,96 @@
+"""The CPU's share of a decode step when Python dispatches every op (docs/speed.md, "When the
+CPU sets the pace").
+
+Hugging Face ``generate()`` runs the model eagerly: each step, Python calls every module, and
+each call goes through PyTorch's dispatcher to one kernel launch (or to a view, which launches
+nothing). The GPU cannot run ahead of the launches, so a step takes at least the host's time to
+issue them, however small the kernels are. Serving engines (vLLM, SGLang, TensorRT-LLM,
+llama.cpp, gpt-fast under ``torch.compile``) replay the step as CUDA graphs or launch it from
+C++, and are not limited this way (``dispatch = "engine"``).
+
+Model (first principles on counted ops and a measured per-op cost, nothing fitted to an
+end-to-end run):
+
+- the ops one step dispatches are counted from transformers' own code: a tiny model of the
+  architecture runs ``generate()`` on the CPU under a ``TorchDispatchMode`` that counts every
+  ATen op (tests/estimate/test_host_dispatch.py recounts them; transformers 5.25): a pre-norm
+  decoder layer with RMSNorm, RoPE and a gated MLP (Llama, Mistral, Qwen 2) dispatches 40 ops
+  that launch a kernel (RMSNorm alone is 8: two casts, pow, mean, add, rsqrt, two muls) and 36
+  views; each further RMSNorm in a layer (Qwen 3's query and key norms, Gemma's extra two) 8 more
+  kernels; outside the layers, the embedding, final norm, LM head, rotary tables, the causal
+  mask and ``generate()``'s own bookkeeping (argmax, stopping criteria, cache positions) 50
+  kernels and 15 views per step;
+- an op that launches a kernel costs the host 8 us: Python call, dispatcher and
+  ``cudaLaunchKernel`` of an element-wise add on an A100 server, measured by submitting ops back
+  to back with one synchronisation at the end (flagos-ai/Torch-FL pull request #27,
+  2026-07-28, "cuda_sub" of ``add[512^2]``); a view launches nothing and costs about 2 us
+  (pytorch/pytorch issue #41383, 2020-07-14: a simple op without autograd about 2 us, half of it
+  Python);
+- the step takes ``max(GPU time, host time)``: the host issues launches while earlier kernels
+  run, and ``generate()`` synchronises once per token.
+
+- Python between the ops (module calls, the cache object's bookkeeping) is the rest of the
+  host's time: ``benchmarks/host_dispatch.py`` times ``generate()`` of the real code on a CPU
+  against a bare replay of the same ops and finds 13% to 20% of the time outside the ops
+  (three runs, 2026-12-07); :data:`PYTHON_SHARE` takes 17%.
+
+What is not counted: the extra ops of older transformers releases (4.46 dispatches 42 kernels
+and 41 views per layer); the per-expert loop of Hugging Face MoE layers; quantized linear
+layers' own wrappers (AWQ, GPTQ, bitsandbytes); a slower host CPU.
+"""
+
+from __future__ import annotations
+
+from suanli.models.spec import ModelSpec
+
+#: Host seconds to dispatch one ATen op that launches a CUDA kernel from Python (Torch-FL PR #27,
+#: 2026-07-28: 8 us per ``add`` submitted back to back on an A100 server, the stock CUDA path).
+KERNEL_OP_HOST_S = 8e-6
+#: Host seconds of one view op (no kernel): pytorch/pytorch issue #41383 (2020-07-14), a simple
+#: op without autograd about 2 us.
+VIEW_OP_HOST_S = 2e-6
+#: Kernel-launching ops of one pre-norm decoder layer with two RMSNorms, RoPE and a gated MLP,
+#: per decode step (counted from transformers 5.25's Llama, Mistral and Qwen 2 code).
+LAYER_KERNEL_OPS = 40
+#: View ops of that layer per step (counted likewise).
+LAYER_VIEW_OPS = 36
+#: Kernel-launching ops of one RMSNorm in bf16 (cast up, pow, mean, add eps, rsqrt, mul, cast
+#: back, mul by the weight).
+NORM_KERNEL_OPS = 8
+#: Kernel-launching and view ops outside the layers per step: embedding, final norm, LM head,
+#: rotary tables, causal mask and generate()'s bookkeeping (Llama and Mistral; Qwen 2 counts 35).
+STEP_KERNEL_OPS = 50
+STEP_VIEW_OPS = 15
+#: Share of generate()'s host time spent in Python between the ops (benchmarks/host_dispatch.py:
+#: 13% to 20% over three runs on this project's CPU, 2026-12-07).
+PYTHON_SHARE = 0.17
+
+
+def layer_ops(spec: ModelSpec) -> tuple[int, int]:
+    """(kernel-launching ops, view ops) one layer dispatches per decode step in transformers'
+    eager code: the counted pre-norm layer, with :data:`NORM_KERNEL_OPS` more for each norm
+    beyond two (Gemma 2/3's four) and for query and key norms."""
+    extra_norms = max(spec.norm.per_layer - 2, 0) + (2 if spec.attention.qk_norm else 0)
+    return LAYER_KERNEL_OPS + NORM_KERNEL_OPS * extra_norms, LAYER_VIEW_OPS
+
+
+def step_ops(spec: ModelSpec) -> tuple[int, int]:
+    """(kernel-launching ops, view ops) of one whole decode step: every layer and the rest."""
+    kernels, views = layer_ops(spec)
+    return (
+        kernels * spec.num_layers + STEP_KERNEL_OPS,
+        views * spec.num_layers + STEP_VIEW_OPS,
+    )
+
+
+def python_step_s(spec: ModelSpec) -> float:
+    """Host seconds Python needs to dispatch one forward pass (a decode step, or the prefill's
+    single pass): ops x their measured host cost, and the Python between them."""
+    kernels, views = step_ops(spec)
+    return (kernels * KERNEL_OP_HOST_S + views * VIEW_OP_HOST_S) / (1 - PYTHON_SHARE)
+
+
+def host_step_s(spec: ModelSpec, dispatch: str) -> float:
+    """The host's floor under one forward pass: :func:`python_step_s` where Python dispatches
+    each op (``dispatch == "python"``), nothing where an engine launches the step."""
+    return python_step_s(spec) if dispatch == "python" else 0.0
