@@ -101,12 +101,14 @@ CALIBRATIONS = CORPUS.parent / "calibration"
 #: (AIPerf, genai-perf), reads the closed-loop steady state.
 LOADS = ("decode", "static", "closed")
 #: Options that describe an inference row rather than set a WorkRequest field.
-INFER_ONLY = frozenset({"kv_dtype", "load", "projections"})
+INFER_ONLY = frozenset({"kv_dtype", "load", "projections", "dispatch"})
 #: Options of the request, not of the work.
 REQUEST_ONLY = frozenset({"calibration"})
 
-#: Prompt length used for an inference row whose source does not state it (suanli's default).
+#: Prompt and output lengths used for an inference row whose source does not state them
+#: (suanli's defaults, what a user who states nothing gets).
 DEFAULT_PROMPT = PerfRequest().prompt
+DEFAULT_OUTPUT = PerfRequest().output
 
 _EXTRAS = re.compile(r"\{([^{}]*)\}")
 
@@ -278,14 +280,22 @@ def request(row: Row) -> PerfRequest:
             "projections": extras.get("projections", "fused"),
             "kernels": row.kernels or "eager",
         }
+        if "dispatch" in extras:
+            stated["dispatch"] = extras["dispatch"]
+        preset = _preset(row, stated)
+        if not preset:
+            # An engine the catalog does not know (TGI, LMDeploy, RTP-LLM...): the options the row
+            # states and suanli's own defaults, not the default framework's (transformers').
+            stated.setdefault("dispatch", "engine")
+            preset = {"explicit": tuple(sorted(stated))}
         return PerfRequest(
             model=row.model,
-            work=WorkRequest(**stated, **_preset(row, stated)),
+            work=WorkRequest(**stated, **preset),
             gpu=row.gpu,
             gpus_per_node=row.gpus_per_node,
             inter_node=row.inter_node,
             prompt=row.prompt or DEFAULT_PROMPT,
-            output=row.output or 1,
+            output=row.output or DEFAULT_OUTPUT,
             ignore_fit=True,
             calibration=calibration,
         )

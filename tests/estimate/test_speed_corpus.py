@@ -88,10 +88,31 @@ def test_signed_error_is_positive_when_the_estimate_promises_more_speed() -> Non
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
-def test_every_row_gets_a_finite_positive_estimate(row: Any) -> None:
-    est = sc.estimate(row)
+def test_every_row_gets_a_finite_positive_estimate_or_one_sentence(row: Any) -> None:
+    """A row's layout suanli cannot express (DeepSeek-V3 served with data-parallel attention
+    over 72 or 144 GPUs) is refused in one sentence, as a user would be, and counts as a miss
+    in benchmarks/accuracy_speed.py; every other row gets a finite positive estimate."""
+    try:
+        est = sc.estimate(row)
+    except ValueError as refusal:
+        message = str(refusal)
+        assert "\n" not in message and message.startswith("--"), message
+        assert row.id in REFUSED, (row.id, message)
+        return
     assert math.isfinite(est.value) and est.value > 0
     assert isinstance(est.fits, bool) and isinstance(est.supported, bool)
+
+
+#: Rows whose layout suanli refuses (data-parallel attention with wide expert parallelism is not
+#: modelled): a new refusal fails the test above until it is understood.
+REFUSED = frozenset(
+    {
+        "sglang-ep72-h100x72-dsv3-decode-2k",
+        "deepseek-infra-h800x144-v3-decode",
+        "rtpllm-h800x144-dsv3-decode-tokens",
+        "rtpllm-h800x144-dsv3-decode-tpot",
+    }
+)
 
 
 def test_a_named_calibration_file_exists_and_reaches_the_request() -> None:
