@@ -116,9 +116,7 @@ def test_the_hf_framework_dispatches_from_python_and_says_so() -> None:
     any --dispatch given; in the API the options named in ``explicit``)."""
 
     def answer(**options: str) -> InferPerfAnswer:
-        result = perf(
-            PerfRequest("qwen2.5-0.5b", WorkRequest(task="infer", **options), gpu="a100")
-        )
+        result = perf(PerfRequest("qwen2.5-0.5b", WorkRequest(task="infer", **options), gpu="a100"))
         assert isinstance(result, InferPerfAnswer)
         return result
 
