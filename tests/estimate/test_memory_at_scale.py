@@ -24,8 +24,7 @@ def _experts_term(model: str, saved_tensors: str) -> float:
     spec = load_model(model).spec
     work = TrainWork(task="pretrain", batch=1, seq=4096, saved_tensors=saved_tensors)
     terms = layer_terms(spec, activation_settings(spec, work), spec.moe_layers[0])
-    (term,) = [t for t in terms if t.name.startswith("experts: per routed copy")]
-    return term.bytes_per_token
+    return sum(t.bytes_per_token for t in terms if t.name.startswith("experts:"))
 
 
 @pytest.mark.parametrize("model", ["qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b"])
@@ -101,12 +100,11 @@ def test_fp8_routed_copies_keep_fc1_and_fc2_inputs_in_fp8() -> None:
     terms = {}
     for dtype in ("bf16", "fp8"):
         work = TrainWork(task="pretrain", batch=1, seq=4096, dtype=dtype, saved_tensors="megatron")
-        (term,) = [
-            t
+        terms[dtype] = sum(
+            t.bytes_per_token
             for t in layer_terms(spec, activation_settings(spec, work), layer)
-            if t.name.startswith("experts: per routed copy")
-        ]
-        terms[dtype] = term.bytes_per_token
+            if t.name.startswith("experts:")
+        )
     assert terms["bf16"] - terms["fp8"] == k * (h + width)
 
 
@@ -215,3 +213,57 @@ def test_expert_sharding_vector_equals_scalar(etp: int) -> None:
         par = Parallelism(tp=tp, pp=2, dp=dp, ep=8, etp=etp, zero=zero)
         want = training_memory(spec, replace(work, parallel=par)).total_bytes
         assert float(got[i]) == pytest.approx(want, rel=1e-9)
+
+
+def _saved(modules: tuple[str, ...], recompute: str = "selective") -> float:
+    spec = load_model("qwen3-235b-a22b").spec
+    par = Parallelism(tp=2, pp=8, dp=16, ep=32, etp=1, zero=1, sp=True)
+    work = TrainWork(
+        task="pretrain",
+        batch=1,
+        seq=4096,
+        grad_accum=128,
+        parallel=par,
+        saved_tensors="megatron",
+        recompute=recompute,
+        recompute_modules=modules,
+    )
+    mem = training_memory(spec, work)
+    (layers,) = [ln for ln in mem.lines if ln.label == "saved by the layers"]
+    lay = vector.Layouts.of(tp=[2], pp=[8], dp=[16], zero=[1], batch=[1], grad_accum=[128], sp=[1])
+    assert float(vector.train_memory(spec, work, lay)[0]) == pytest.approx(
+        mem.total_bytes, rel=1e-9
+    )
+    return layers.bytes
+
+
+def test_recompute_modules_moe_act_and_layernorm() -> None:
+    """Megatron's --recompute-modules: moe_act drops each routed copy's fc2 input (k·b·I a
+    token), layernorm the pre-MLP norm's output the router keeps (b·h, split by sequence
+    parallelism); core_attn alone is the default selective recomputation."""
+    spec = load_model("qwen3-235b-a22b").spec
+    assert spec.moe is not None
+    k, h, width = spec.moe.experts_per_token, spec.hidden_size, spec.moe.expert.intermediate_size
+    base = _saved(("core_attn",))
+    # With flash attention the attention core keeps no scores: nothing for core_attn to drop,
+    # and the router's fp32 softmax is not the attention's.
+    assert base == _saved(("core_attn",), recompute="none")
+    act = base - _saved(("core_attn", "moe_act"))
+    norm = base - _saved(("core_attn", "layernorm"))
+    both = base - _saved(("moe_act", "layernorm"))
+    # Per token and layer: k·b·I / tp (the experts' rows split over TP with SP) and b·h / tp.
+    assert act / norm == pytest.approx((k * 2 * width / 2) / (2 * h / 2))
+    assert both == pytest.approx(act + norm)
+    assert act > 0 and norm > 0
+
+
+def test_recompute_modules_option_reaches_the_work() -> None:
+    from suanli.answers.request import WorkRequest, build_work
+
+    work = build_work(
+        WorkRequest(task="pretrain", recompute="selective", recompute_modules="moe_act, layernorm")
+    )
+    assert isinstance(work, TrainWork)
+    assert work.recompute_modules == ("moe_act", "layernorm")
+    with pytest.raises(ValueError, match="recompute-modules"):
+        TrainWork(task="pretrain", recompute="selective", recompute_modules=("mlp",))

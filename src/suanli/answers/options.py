@@ -40,6 +40,7 @@ from suanli.estimate.workload import (
     PRECISIONS,
     PROJECTIONS,
     RECOMPUTE,
+    RECOMPUTE_MODULES,
     ROPE,
     SAVED_TENSORS,
     TASKS,
@@ -225,6 +226,19 @@ OPTIONS: tuple[Option, ...] = (
         ),
         tasks=TRAIN_TASKS,
         layout=True,
+    ),
+    Option(
+        name="recompute_modules",
+        kind=str,
+        default="core_attn",
+        help=N_(
+            "With --recompute selective: what is recomputed, comma-separated (Megatron-Core's "
+            "--recompute-modules): {modules}."
+        ),
+        max_length=100,
+        tasks=TRAIN_TASKS,
+        layout=True,
+        help_values=lambda: {"modules": ",".join(RECOMPUTE_MODULES)},
     ),
     Option(
         name="recompute_every",

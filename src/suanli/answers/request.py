@@ -78,6 +78,7 @@ class WorkRequest:
     fragmentation: float | None = declared("fragmentation")
     nccl: float | None = declared("nccl")
     recompute_every: int = declared("recompute_every")
+    recompute_modules: str = declared("recompute_modules")
     activation_offload: bool = declared("activation_offload")
     loss: str = declared("loss")
     saved_tensors: str = declared("saved_tensors")
@@ -358,6 +359,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
         fp8_scaling=req.fp8_scaling,
         rope=req.rope,
         recompute_every=req.recompute_every,
+        recompute_modules=tuple(m.strip() for m in req.recompute_modules.split(",") if m.strip()),
         activation_offload=req.activation_offload,
         loss=req.loss,
         main_grads_fp32=req.main_grads_fp32,

@@ -290,7 +290,7 @@ def gated_mlp_terms(width: int, h: int, st: ActivationSettings, name: str) -> li
 
 def routed_copies_term(
     spec: ModelSpec, st: ActivationSettings, copies: int, act_tensors: int
-) -> Term:
+) -> list[Term]:
     """What each routed copy of a token saves in the experts. transformers: the gathered input,
     the gate/up output, the activation, the down input and the down output (which the routing
     weight multiplies). Megatron-Core's TEGroupedMLP with a gated SiLU expert
@@ -307,13 +307,24 @@ def routed_copies_term(
     if st.saved_tensors == "megatron" and moe.expert.gated and copies == k:
         # Under fp8 the grouped linears keep their inputs (fc1's h, fc2's I) in fp8.
         li = 1 if st.fp8_inputs else b
-        return Term(
-            name=N_("experts: per routed copy (fc1 input, fc1 output, probability, fc2 input)"),
-            bytes_per_token=k * (li * (h + width) + b * 2 * width + FP32),
-            formula="k·(h + I + 2·b·I + 4) (fp8 inputs)" if st.fp8_inputs else "k·(b·(h + 3I) + 4)",
+        return [
+            Term(
+                name=N_("experts: per routed copy (fc1 input, fc1 output, probability)"),
+                bytes_per_token=k * (li * h + b * 2 * width + FP32),
+                formula="k·(h + 2·b·I + 4) (fp8 input)" if st.fp8_inputs else "k·(b·(h + 2I) + 4)",
+            ),
+            Term(
+                name=N_("experts: fc2 input per routed copy (the activation's output)"),
+                bytes_per_token=k * li * width,
+                formula="k·I (fp8)" if st.fp8_inputs else "k·b·I",
+            ),
+        ]
+    return [
+        Term(
+            name=N_("experts: per routed copy (input, gate/up, act, down in/out)"),
+            bytes_per_token=b * copies * (act_tensors * width + 2 * h),
+            formula=f"k·b·({act_tensors}I + 2h)"
+            if copies == k
+            else N_("E·b·(4I + 2h) (every expert)"),
         )
-    return Term(
-        name=N_("experts: per routed copy (input, gate/up, act, down in/out)"),
-        bytes_per_token=b * copies * (act_tensors * width + 2 * h),
-        formula=f"k·b·({act_tensors}I + 2h)" if copies == k else N_("E·b·(4I + 2h) (every expert)"),
-    )
+    ]

@@ -210,7 +210,7 @@ def _moe_terms(spec: ModelSpec, st: ActivationSettings) -> list[Term]:
             formula="4E + 40k + 4",
             shardable="none",
         ),
-        routed_copies_term(spec, st, copies, act_tensors),
+        *routed_copies_term(spec, st, copies, act_tensors),
     ]
     if moe.shared_expert is not None:
         terms += gated_mlp_terms(moe.shared_expert.intermediate_size, h, st, N_("shared expert"))

@@ -29,7 +29,6 @@ from suanli.estimate.sizes import (
     zero_bucket_bytes,
 )
 from suanli.estimate.train_activations import (
-    DROP_SELECTIVE,
     SRC_FUSED,
     SRC_KERNEL_CE,
     SRC_OFFLOAD,
@@ -43,6 +42,7 @@ from suanli.estimate.train_activations import (
     logits_bytes_per_token,
     logits_text,
     offload_split,
+    selective_drop,
 )
 from suanli.estimate.workload import TrainWork
 from suanli.i18n import N_
@@ -144,7 +144,7 @@ def _activations(spec: ModelSpec, work: TrainWork) -> tuple[list[Line], tuple[Te
         (layers - n_moe, first_dense_layer(spec)),
         (n_moe, spec.moe_layers[0] if n_moe else -1),
     ]
-    drop = DROP_SELECTIVE if work.recompute == "selective" else ()
+    drop = selective_drop(work)
     full_total = kept_total = recompute_peak = 0.0
     for count, index in kinds:
         if not count:

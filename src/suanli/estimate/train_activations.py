@@ -21,7 +21,19 @@ from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 
 #: Terms the attention-core ("selective") recomputation drops (Korthikanti et al. 2022).
-DROP_SELECTIVE = ("softmax", "soft-cap", "dropped probabilities")
+#: Named by their "attention: " prefix: the MoE router's fp32 softmax is not the attention core's.
+DROP_SELECTIVE = ("attention: softmax", "attention: tanh soft-cap", "dropped probabilities")
+#: What each of Megatron-Core's ``--recompute-modules`` stops a layer keeping: the attention core
+#: (above); the routed experts' activation function, whose output (the fc2 input) is dropped and
+#: recomputed from the fc1 output (``moe_act``: experts.py ``activation_recompute``); the norms
+#: not fused into a linear, in a MoE layer the pre-MLP norm whose output the router keeps
+#: (``layernorm``: transformer_layer.py ``recompute_pre_mlp_layernorm``; the attention's input
+#: norm is fused into Transformer Engine's LayerNormLinear and not recomputed).
+DROP_MODULES = {
+    "core_attn": DROP_SELECTIVE,
+    "moe_act": ("experts: fc2 input",),
+    "layernorm": ("router: input",),
+}
 #: The loss term a fused linear-cross-entropy never materializes.
 DROP_FUSED_LOSS = ("loss: log-softmax",)
 #: Layers whose activations an offloading hook keeps on the GPU at once: the one being
@@ -74,6 +86,14 @@ def activation_settings(spec: ModelSpec, work: TrainWork) -> ActivationSettings:
         fp8_inputs=work.dtype == "fp8" and work.saved_tensors == "megatron",
         fused=work.fused_kernels,
     )
+
+
+def selective_drop(work: TrainWork) -> tuple[str, ...]:
+    """Names of the per-layer terms that ``--recompute selective`` does not keep: those of the
+    work's ``recompute_modules`` (:data:`DROP_MODULES`)."""
+    if work.recompute != "selective":
+        return ()
+    return tuple(name for module in work.recompute_modules for name in DROP_MODULES[module])
 
 
 def first_dense_layer(spec: ModelSpec) -> int:

@@ -70,6 +70,10 @@ PROJECTIONS = ("fused", "qkv", "separate")
 #: SGLang, TensorRT-LLM, llama.cpp, gpt-fast).
 DISPATCHES = ("engine", "python")
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+#: Megatron-Core's ``--recompute-modules`` that suanli models (with ``--recompute selective``):
+#: the attention core, the routed experts' activation function, the norms not fused into a
+#: linear (transformer_config.py, ``recompute_modules``).
+RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm")
 
 
 def check_tensor_parallel(num_heads: int, tp: int, model_name: str) -> None:
@@ -241,6 +245,9 @@ class TrainWork:
     recompute: str = "none"
     """Activation recomputation: none, selective (attention core), op (torchtitan's per-op
     selective checkpointing: every other matmul output kept), full (layer inputs only)."""
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    """With ``selective``: what is recomputed (:data:`RECOMPUTE_MODULES`; Megatron-Core's
+    ``--recompute-modules``, default ``core_attn``)."""
     recompute_every: int = 1
     """With ``op`` or ``full``: checkpoint every K-th layer only; the others keep everything
     (torchtitan's layer SAC, ``selective_ac_option = "K"``)."""
@@ -311,6 +318,8 @@ class TrainWork:
         _positive("recompute_every", self.recompute_every)
         if self.recompute_every > 1 and self.recompute not in ("op", "full"):
             raise ValueError(N_("--recompute-every needs --recompute op or full"))
+        for module in self.recompute_modules:
+            check_choice("recompute_modules", module, RECOMPUTE_MODULES)
         check_choice("loss", self.loss, LOSSES)
         check_choice("saved_tensors", self.saved_tensors, SAVED_TENSORS)
         check_choice("zero_buckets", self.zero_buckets, ZERO_BUCKETS)

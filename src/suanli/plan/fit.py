@@ -73,6 +73,8 @@ def work_options(work: TrainWork) -> str:
         parts.append("--offload-params")
     if work.recompute_every > 1:
         parts.append(f"--recompute-every {work.recompute_every}")
+    if work.recompute == "selective" and work.recompute_modules != ("core_attn",):
+        parts.append(f"--recompute-modules {','.join(work.recompute_modules)}")
     if work.loss != "full":
         parts.append(f"--loss {work.loss}")
     if work.fused_kernels:
