@@ -166,7 +166,7 @@ def test_a_training_plan_never_ranks_flash_attention_where_it_is_missing(
 
 def test_the_serving_search_recommends_only_formats_the_card_runs() -> None:
     # Every card, two models (fp8 and AWQ win on small models where allowed): about 2 s.
-    from suanli.plan.search import SERVE_FORMATS, search_serve
+    from suanli.plan.serve_search import SERVE_FORMATS, search_serve
 
     checked = 0
     for model, context in (("qwen2.5-0.5b", 2048), ("llama-2-7b", 4096)):

@@ -12,7 +12,8 @@ from suanli.estimate.memory import training_memory
 from suanli.estimate.perf import training_perf
 from suanli.estimate.workload import Parallelism, TrainWork
 from suanli.models.resolve import load_model
-from suanli.plan.search import SearchSpace, brute_force_train, rank, search_serve, search_train
+from suanli.plan.search import SearchSpace, brute_force_train, rank, search_train
+from suanli.plan.serve_search import search_serve
 
 pytest.importorskip("numpy")
 GPUS = bundled_gpus()

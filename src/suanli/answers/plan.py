@@ -304,7 +304,7 @@ def serve_rows(
 ) -> tuple[ServePlanRow, ...]:
     """The best serving layout per GPU (format, KV dtype, TP, batch, replicas), ranked;
     ``rents``: each GPU's rent (default: :func:`suanli.catalog.prices.rents_by_id`)."""
-    from suanli.plan.search import SERVE_FORMATS, search_serve
+    from suanli.plan.serve_search import SERVE_FORMATS, search_serve
 
     formats = (work.weight_format,) if fixed_format else SERVE_FORMATS
     rent = rents if rents is not None else rents_by_id(gpus)
