@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy_speed import Result, evaluate
+from accuracy_speed import Result, evaluate_all
 from speed_corpus import CORPUS, family, load_corpus
 
 from suanli import load_catalog, load_model
@@ -81,8 +81,12 @@ def band(members: Sequence[tuple[float, str]]) -> dict[str, float | int] | None:
     }
 
 
-def bands(results: list[Result]) -> tuple[dict[str, dict[str, float | int]], float, int]:
-    """The cells' bands, the leave-one-source-out coverage and how many rows had a band."""
+def bands(
+    results: list[Result], by_cell: dict[str, list[int]] | None = None
+) -> tuple[dict[str, dict[str, float | int]], float, int]:
+    """The cells' bands, the leave-one-source-out coverage and how many rows had a band; with
+    ``by_cell``, each judged row is counted there under the cell that judged it as [inside,
+    judged]."""
     groups: dict[Key, list[tuple[float, str]]] = {}
     placed = []
     for result in results:
@@ -98,7 +102,12 @@ def bands(results: list[Result]) -> tuple[dict[str, dict[str, float | int]], flo
             loso = band([m for m in groups[key] if m[1] != source])
             if loso is not None:
                 judged += 1
-                inside += loso["low"] <= r <= loso["high"]
+                hit = loso["low"] <= r <= loso["high"]
+                inside += hit
+                if by_cell is not None:
+                    counts = by_cell.setdefault(" | ".join(key), [0, 0])
+                    counts[0] += hit
+                    counts[1] += 1
                 break
     return table, inside / judged if judged else float("nan"), judged
 
@@ -131,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail when the file is stale")
     args = parser.parse_args(argv)
     load_catalog()
-    results = evaluate(load_corpus())
+    # A row suanli refuses (a layout it cannot express) has no ratio to place in a band.
+    results, _refused = evaluate_all(load_corpus())
     doc = document(results)
     if args.check:
         current = json.loads(OUT.read_text("utf-8"))
@@ -146,9 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         f"leave-one-source-out coverage: {100 * float(str(doc['coverage'])):.1f}% of "
         f"{doc['coverage_rows']} rows inside the band of their cell (target 70-90%)"
     )
+    by_cell: dict[str, list[int]] = {}
+    bands(results, by_cell)
     for name, entry in cells_.items():
+        inside, judged = by_cell.get(name, [0, 0])
+        loso = f"; leave-one-source-out {inside}/{judged} inside" if judged else ""
         print(f"{name}: {entry['low']:.2f}-{entry['high']:.2f} ({entry['rows']} rows, "
-              f"{entry['sources']} sources)")  # fmt: skip
+              f"{entry['sources']} sources{loso})")  # fmt: skip
     return 0
 
 
