@@ -112,8 +112,12 @@ def test_forward_backward_rows_agree_with_forward_and_backward() -> None:
 
 
 def test_paper_headlines_hold_in_the_table() -> None:
-    a100_fwd = [p.tflops * 1e12 / A100_PEAK for p in rows(gpu_id=A100, phase="forward")]
-    a100_bwd = [p.tflops * 1e12 / A100_PEAK for p in rows(gpu_id=A100, phase="backward")]
+    a100_fwd = [
+        p.tflops * 1e12 / A100_PEAK for p in rows(kernel="flash2", gpu_id=A100, phase="forward")
+    ]
+    a100_bwd = [
+        p.tflops * 1e12 / A100_PEAK for p in rows(kernel="flash2", gpu_id=A100, phase="backward")
+    ]
     # FlashAttention-2 abstract: "reaching 50-73% of the theoretical maximum FLOPs/s on A100";
     # Sec. 4: "up to 230 TFLOPs/s". The backward pass is slower.
     assert 0.70 <= max(a100_fwd) <= 0.74
@@ -163,19 +167,27 @@ def test_between_neighbouring_sequence_lengths() -> None:
 def test_between_neighbouring_head_dims() -> None:
     for seq in (512, 2048, 16384):
         got = eff(A100, A100_PEAK, seq_len=seq, head_dim=96, causal=False, backward=False)
-        a = row(gpu_id=A100, phase="forward", causal=False, head_dim=64, seq_len=seq).tflops
-        b = row(gpu_id=A100, phase="forward", causal=False, head_dim=128, seq_len=seq).tflops
+        a = row(
+            kernel="flash2", gpu_id=A100, phase="forward", causal=False, head_dim=64, seq_len=seq
+        ).tflops
+        b = row(
+            kernel="flash2", gpu_id=A100, phase="forward", causal=False, head_dim=128, seq_len=seq
+        ).tflops
         assert min(a, b) * 1e12 / A100_PEAK < got < max(a, b) * 1e12 / A100_PEAK
 
 
 def test_clamped_outside_the_measured_range() -> None:
-    longest = row(gpu_id=A100, phase="forward", causal=True, head_dim=128, seq_len=16384)
+    longest = row(
+        kernel="flash2", gpu_id=A100, phase="forward", causal=True, head_dim=128, seq_len=16384
+    )
     value, source = attention_efficiency(
         card(A100), A100_PEAK, seq_len=131072, head_dim=128, causal=True, backward=False
     )
     assert value == pytest.approx(longest.tflops * 1e12 / A100_PEAK)
     assert "16,384" in source
-    shortest = row(gpu_id=A100, phase="forward", causal=True, head_dim=64, seq_len=512)
+    shortest = row(
+        kernel="flash2", gpu_id=A100, phase="forward", causal=True, head_dim=64, seq_len=512
+    )
     assert eff(
         A100, A100_PEAK, seq_len=128, head_dim=32, causal=True, backward=False
     ) == pytest.approx(shortest.tflops * 1e12 / A100_PEAK)
@@ -233,7 +245,9 @@ def test_another_card_gets_the_reference_fraction_of_its_own_peak() -> None:
     assert value == pytest.approx(h100_fa2.tflops * 1e12 / H100_PEAK)
     assert "b200-sxm-180gb" in source and H100 in source and "FlashAttention-2" in source
 
-    a100_fa2 = row(gpu_id=A100, phase="forward", causal=True, head_dim=128, seq_len=4096)
+    a100_fa2 = row(
+        kernel="flash2", gpu_id=A100, phase="forward", causal=True, head_dim=128, seq_len=4096
+    )
     l40s = card("l40s-48gb")
     assert eff("l40s-48gb", l40s.peak_flops("bf16") or 0.0, **shape) == pytest.approx(
         a100_fa2.tflops * 1e12 / A100_PEAK
@@ -280,7 +294,7 @@ def test_fp8_forward_measured_and_fp8_backward_at_the_16bit_rate() -> None:
 def test_causal_backward_rule_reproduces_the_measured_a100_values() -> None:
     # The H100 has no causal backward measurement; the rule that fills it in, applied to the
     # A100 with its causal backward rows removed, must recover them.
-    measured = rows(gpu_id=A100, phase="backward", causal=True)
+    measured = rows(kernel="flash2", gpu_id=A100, phase="backward", causal=True)
     kept = [p for p in attention_points() if p not in measured]
     for p in measured:
         got, source = _efficiency(

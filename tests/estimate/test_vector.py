@@ -83,6 +83,8 @@ SHAPES = [
         TrainWork(task="pretrain", seq=2048, dtype="fp8", parallel=Parallelism(ep=8, etp=1)),
     ),
     ("mixtral-8x7b", TrainWork(task="pretrain", seq=2048, parallel=Parallelism(ep=4, etp=2))),
+    # The 2023 Triton FlashAttention kernel (llm-foundry's attn_impl triton) at a long sequence.
+    ("llama-3.1-8b", TrainWork(task="pretrain", seq=16384, attention="triton", recompute="full")),
 ]
 
 

@@ -309,7 +309,9 @@ OPTIONS: tuple[Option, ...] = (
         N_(
             "eager materialises the s x s scores; sdpa: PyTorch's scaled_dot_product_attention "
             "(FlashAttention-2 kernels); flash: the generation's fastest fused kernel "
-            "(FlashAttention-3, or cuDNN through Transformer Engine, on Hopper)."
+            "(FlashAttention-3, or cuDNN through Transformer Engine, on Hopper); triton: the 2023 "
+            "FlashAttention kernel written in Triton (llm-foundry's attn_impl triton), slower "
+            "than FlashAttention-2, above all in the backward pass."
         ),
         tasks=TRAIN_TASKS,
     ),

@@ -147,6 +147,10 @@ def train_terms(work: TrainWork, device: Device, result: TrainPerf) -> tuple[Tim
             "not the generation's fastest kernel (cuDNN attention is opt-in; "
             "pytorch/pytorch#142132)"
         ).format(formula=formula, source=device.sdpa_attention_source)
+    if work.attention == "triton" and device.triton_attention is not None:
+        formula = N_(
+            "{formula} ; attention by the 2023 FlashAttention kernel in Triton ({source})"
+        ).format(formula=formula, source=device.triton_attention_source)
     terms = [
         TimeTerm(
             term=N_("compute (GEMMs and attention)"),

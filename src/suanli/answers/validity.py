@@ -118,7 +118,13 @@ def training_lack(gpu: GPU, work: TrainWork) -> str | None:
     name (a plan row's reason); None when it can."""
     lack = precision_lack(gpu, work.dtype)
     if lack is None and attention_problem(gpu, work.attention):
-        lack = N_("no FlashAttention-2 kernels (Ampere or CDNA 2 and later); use --attention sdpa")
+        lack = (
+            N_("no Triton FlashAttention kernel (NVIDIA Ampere and later); use --attention sdpa")
+            if work.attention == "triton"
+            else N_(
+                "no FlashAttention-2 kernels (Ampere or CDNA 2 and later); use --attention sdpa"
+            )
+        )
     return lack
 
 

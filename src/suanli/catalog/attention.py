@@ -20,7 +20,9 @@ so that ``time = FLOPs / (efficiency * peak)`` with those FLOPs recovers the mea
    the H100 SXM rows; Ampere, Ada and everything else the A100 SXM rows (flagged when no card of
    that generation was measured);
 2. the kernel: FlashAttention-3 on Hopper when measured, else FlashAttention-2 (FlashAttention-3
-   runs on Hopper only), unless the caller names one;
+   runs on Hopper only), unless the caller names one (``triton``, the 2023 Triton kernel, was
+   measured on the A100 only: elsewhere it is FlashAttention-2's rate times the A100's
+   triton/flash2 ratio at the same shape, :data:`RATIO_KERNELS`);
 3. the rows of that kernel, card, precision, pass and mask, interpolated linearly in
    ``log(seq_len)`` (clamped at the shortest and longest measured sequence) and then linearly in
    ``head_dim`` (clamped; the nearest when only one head dimension was measured);
@@ -42,7 +44,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from suanli.catalog.dates import date_problem
@@ -58,7 +60,12 @@ KERNEL_NAMES = {
     "flash2": "FlashAttention-2",
     "flash3": "FlashAttention-3",
     "cudnn": "cuDNN fused attention",
+    "triton": "FlashAttention in Triton (2023)",
 }
+#: Kernel -> base kernel: where the generation's card has no rows of the kernel, the base's rate
+#: there x their ratio on a card with both (FlashAttention-2's paper measured Triton on the A100
+#: only: Fig. 4-6; Fig. 7, the H100, has none).
+RATIO_KERNELS = {"triton": "flash2"}
 #: Allowed values of ``pass`` and ``dtype``.
 PASSES = ("forward", "backward", "forward_backward")
 DTYPES = ("fp16", "bf16", "fp8")
@@ -381,8 +388,9 @@ def attention_efficiency(
     4-7 (FlashAttention-2, A100 and H100); Shah et al. 2024, arXiv:2407.08608 Figs. 5-7
     (FlashAttention-2, FlashAttention-3, cuDNN on the H100).
 
-    ``kernel`` picks the kernel (``flash2``, ``flash3``, ``cudnn``) instead of the default; a
-    kernel that the measured card has no rows for is a :class:`ValueError`.
+    ``kernel`` picks the kernel (``flash2``, ``flash3``, ``cudnn``, ``triton``) instead of the
+    default; a kernel that the measured card has no rows for is a :class:`ValueError`, except a
+    :data:`RATIO_KERNELS` one, derived from its ratio to its base kernel on a card with both.
     """
     if seq_len <= 0 or head_dim <= 0:
         raise ValueError(
@@ -427,6 +435,18 @@ def _efficiency(
     ref_id, default_kernel, matched = reference_for(gpu, points)
     chosen = kernel or default_kernel
     on_card = [p for p in points if p.gpu_id == ref_id and p.kernel == chosen]
+    if not on_card and chosen in RATIO_KERNELS:
+        return _by_ratio(
+            points,
+            gpu,
+            peak_flops,
+            seq_len=seq_len,
+            head_dim=head_dim,
+            causal=causal,
+            backward=backward,
+            kernel=chosen,
+            dtype=dtype,
+        )
     if not on_card:
         kernels = sorted({p.kernel for p in points if p.gpu_id == ref_id})
         raise ValueError(
@@ -522,3 +542,50 @@ def _efficiency(
         sources="; ".join(est.sources),
     )
     return fraction, source
+
+
+def _by_ratio(
+    points: Sequence[AttentionPoint],
+    gpu: GPU,
+    peak_flops: float,
+    *,
+    seq_len: int,
+    head_dim: int,
+    causal: bool,
+    backward: bool,
+    kernel: str,
+    dtype: str,
+) -> tuple[float, str]:
+    """A :data:`RATIO_KERNELS` kernel on a generation with no rows of it: the base kernel's rate on
+    ``gpu`` times the kernel / base ratio on a card that measured both (an assumption, stated in
+    the source: the kernel trails the base kernel by as much on this generation as on that card)."""
+    base = RATIO_KERNELS[kernel]
+    both = sorted(
+        {p.gpu_id for p in points if p.kernel == kernel}
+        & {p.gpu_id for p in points if p.kernel == base}
+    )
+    if not both:
+        raise ValueError(
+            N_("no {kernel!r} attention measurement on any card").format(kernel=kernel)
+        )
+    measured = _peaks()[both[0]]
+    peak = _reference_peak(measured, "fp16")
+    assert peak is not None  # checked on load
+    at = partial(
+        _efficiency, points, seq_len=seq_len, head_dim=head_dim, causal=causal, backward=backward
+    )
+    ratio = at(measured, peak, kernel=kernel, dtype=dtype)[0]
+    ratio /= at(measured, peak, kernel=base, dtype=dtype)[0]
+    rate, base_source = at(gpu, peak_flops, kernel=base, dtype=dtype)
+    source = N_(
+        "{kernel} not measured on this generation: {base} x the {kernel}/{base} ratio {ratio:.2f} "
+        "measured on {card} at the same pass, mask, head dim and seq (assumed to hold here); "
+        "{base_source}"
+    ).format(
+        kernel=KERNEL_NAMES.get(kernel, kernel),
+        base=KERNEL_NAMES.get(base, base),
+        ratio=ratio,
+        card=measured.id,
+        base_source=base_source,
+    )
+    return min(rate * ratio, MAX_EFFICIENCY), source

@@ -398,8 +398,15 @@ def runnable_kv(gpu: GPU, kv_dtype: str) -> str:
 
 def attention_problem(gpu: GPU, attention: str) -> str | None:
     """Why ``gpu`` cannot run the ``attention`` kernel (None: it can): ``flash``
-    (FlashAttention-2 and later) needs Ampere or CDNA 2; ``sdpa`` and ``eager`` run anywhere
-    (PyTorch's SDPA picks its memory-efficient kernel where flash is missing)."""
+    (FlashAttention-2 and later) needs Ampere or CDNA 2; ``triton`` (the 2023 Triton kernel:
+    triton.ops.flash_attention raises below compute capability 8.0, and it was measured on
+    NVIDIA only) needs NVIDIA Ampere or later; ``sdpa`` and ``eager`` run anywhere (PyTorch's
+    SDPA picks its memory-efficient kernel where flash is missing)."""
+    if attention == "triton" and (gpu.vendor != "nvidia" or _lack(gpu, ("flash-attn-2",))):
+        return N_(
+            "{gpu} ({arch}) cannot run the Triton FlashAttention kernel (NVIDIA Ampere or later "
+            "only); use --attention sdpa"
+        ).format(gpu=gpu.id, arch=_arch(gpu))
     if attention != "flash" or gpu.form_factor == "cpu":
         return None
     lack = _lack(gpu, ("flash-attn-2",))

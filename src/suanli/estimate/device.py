@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from suanli.catalog.attention import attention_efficiency, reference_for
+from suanli.catalog.attention import attention_efficiency, attention_points, reference_for
 from suanli.catalog.decode_attention import decode_attention_efficiency
 from suanli.catalog.gpu import GPU
 from suanli.catalog.loader import CatalogError
@@ -103,10 +103,13 @@ def _decode_attention_for(gpu: GPU) -> Any:
     return lru_cache(maxsize=512)(efficiency)
 
 
-def _attention_for(gpu: GPU, precision: str, kernel: str | None = None) -> tuple[Any, str]:
+def _attention_for(
+    gpu: GPU, precision: str, kernel: str | None = None, *, describe: bool = True
+) -> tuple[Any, str]:
     """The measured fused-attention efficiency of ``gpu`` (16-bit; fp8 recipes keep attention
-    in bf16), as a fraction of its 16-bit dense peak: a function of the shape, and its source.
-    ``kernel`` picks one kernel's rows (``flash2``...) instead of the generation's best."""
+    in bf16), as a fraction of its 16-bit dense peak: a function of the shape, and its source
+    (empty unless ``describe``). ``kernel`` picks one kernel's rows (``flash2``...) instead of
+    the generation's best."""
     if gpu.form_factor == "cpu" or precision not in ("bf16", "fp16", "fp8"):
         return None, ""
     dtype = "fp16" if precision == "fp16" or not gpu.peak_flops("bf16") else "bf16"
@@ -126,10 +129,27 @@ def _attention_for(gpu: GPU, precision: str, kernel: str | None = None) -> tuple
             kernel=kernel,
         )[0]
 
+    if not describe:
+        return lru_cache(maxsize=256)(efficiency), ""
     source = attention_efficiency(
         gpu, peak, seq_len=4096, head_dim=128, causal=True, backward=False, kernel=kernel
     )[1]
     return lru_cache(maxsize=256)(efficiency), source
+
+
+def _triton_source(gpu: GPU) -> str:
+    """Where ``--attention triton``'s rates come from on ``gpu`` (cheap: no rate computed)."""
+    ref = reference_for(gpu)[0]
+    if any(p.kernel == "triton" and p.gpu_id == ref for p in attention_points()):
+        return N_(
+            "FlashAttention in Triton (2023) as measured on {ref} (Dao 2023, arXiv:2307.08691, "
+            "Fig. 4-6)"
+        ).format(ref=ref)
+    return N_(
+        "FlashAttention in Triton (2023), not measured on this generation: FlashAttention-2's "
+        "rate on {ref} x the triton/flash2 ratio measured on the A100 at the same pass, mask, "
+        "head dim and seq (assumed to hold here; Dao 2023, arXiv:2307.08691, Fig. 4-6)"
+    ).format(ref=ref)
 
 
 def _sdpa_attention_for(gpu: GPU, precision: str) -> tuple[Any, str]:
@@ -204,6 +224,7 @@ def device_for(
     )
     attention, attention_source = _attention_for(gpu, precision)
     sdpa_attention, sdpa_source = _sdpa_attention_for(gpu, precision)
+    triton_attention = _attention_for(gpu, precision, kernel="triton", describe=False)[0]
     return Device(
         name=gpu.id,
         peak_flops=peak,
@@ -220,6 +241,8 @@ def device_for(
         attention_source=attention_source,
         sdpa_attention=sdpa_attention,
         sdpa_attention_source=sdpa_source,
+        triton_attention=triton_attention,
+        triton_attention_source=_triton_source(gpu) if triton_attention else "",
         decode_attention=None if gpu.form_factor == "cpu" else _decode_attention_for(gpu),
         precision=precision,
         host_bytes_per_s=0.0 if gpu.form_factor == "cpu" else host_copy_bytes_per_s(gpu),

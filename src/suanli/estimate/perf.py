@@ -98,6 +98,9 @@ class Device:
     its flash backend is FlashAttention-2 on every card and its cuDNN backend is opt-in, so on
     Hopper it runs at FlashAttention-2's rates, not FlashAttention-3's (None: as ``attention``)."""
     sdpa_attention_source: str = ""
+    triton_attention: Callable[[int, int, bool, bool], float] | None = None
+    """The 2023 FlashAttention kernel in Triton (``--attention triton``; None: as ``attention``)."""
+    triton_attention_source: str = ""
     decode_attention: Callable[[int, int, float], float] | None = None
     """Measured paged decode-attention bandwidth utilization by ``(batch, context, token bytes)``
     (the KV bytes a token adds per layer on one GPU; :func:`suanli.catalog.decode_attention.
@@ -114,13 +117,15 @@ class Device:
         self, seq: int, head_dim: int, causal: bool, backward: bool, kernel: str = "flash"
     ) -> float:
         """The attention core's efficiency (of the 16-bit peak) for one pass; ``kernel`` is the
-        work's attention option: ``sdpa`` (PyTorch's own kernels) or ``flash`` (the
+        work's attention option: ``sdpa`` (PyTorch's own kernels), ``flash`` (the
         generation's fastest fused kernel: FlashAttention-3 or cuDNN through Transformer Engine
-        on Hopper)."""
+        on Hopper) or ``triton`` (the 2023 FlashAttention kernel in Triton)."""
         if self.attention is None:
             return self.gemm_model.compute_efficiency
         if kernel == "sdpa" and self.sdpa_attention is not None:
             return self.sdpa_attention(seq, head_dim, causal, backward)
+        if kernel == "triton" and self.triton_attention is not None:
+            return self.triton_attention(seq, head_dim, causal, backward)
         return self.attention(seq, head_dim, causal, backward)
 
     @property
