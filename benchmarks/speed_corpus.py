@@ -274,7 +274,7 @@ def request(row: Row) -> PerfRequest:
             "gpus": row.gpus,
             "tp": row.tp,
             "pp": row.pp,
-            "dtype": row.dtype,
+            # A serving row's precision is its weight format (--dtype is a training option).
             "quant": row.quant or row.dtype,
             "kv_dtype": extras.get("kv_dtype", "bf16"),
             "projections": extras.get("projections", "fused"),

@@ -30,7 +30,7 @@ def test_an_apple_inference_estimate_is_memory_bound_and_below_the_bandwidth_flo
     answer = perf(
         PerfRequest(
             model="llama-3.2-3b",
-            work=WorkRequest(task="infer", batch=1, dtype="fp16", quant="fp16"),
+            work=WorkRequest(task="infer", batch=1, quant="fp16"),
             gpu="m2-max-96gb",
         )
     )

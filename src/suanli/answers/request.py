@@ -143,6 +143,7 @@ def apply_framework(req: WorkRequest) -> WorkRequest:
         explicit = set(req.explicit)
     else:
         explicit = {f.name for f in fields(req) if getattr(req, f.name) != f.default}
+    check_task_options(req, explicit)
     relevant = {d.option: d.value for d in fw.defaults if d.option not in explicit}
     if relevant.get("pp") == "gpus":
         # Layer split: one pipeline stage per GPU (llama.cpp, Ollama).
@@ -154,6 +155,24 @@ def apply_framework(req: WorkRequest) -> WorkRequest:
     return replace(
         req, framework=fw.id, explicit=tuple(sorted(explicit | set(relevant))), **relevant
     )
+
+
+def check_task_options(req: WorkRequest, given: set[str]) -> None:
+    """An option the user set away from its default that the task never reads is a ValueError
+    (``--quant int8`` with ``--task pretrain`` would otherwise answer for bf16 without a word);
+    one left at its default is harmless (the page sends every field)."""
+    for name in sorted(given):
+        option = WORK_OPTIONS.get(name)
+        if option is None or req.task in option.tasks:
+            continue
+        if getattr(req, name) == option.default:
+            continue
+        tasks = "infer" if option.tasks == ("infer",) else ", ".join(option.tasks)
+        raise ValueError(
+            N_(
+                "--{option} applies to --task {tasks}, not {task}; drop it or change the task"
+            ).format(option=option.name.replace("_", "-"), tasks=tasks, task=req.task)
+        )
 
 
 def framework_assumptions(req: WorkRequest) -> tuple[str, ...]:
