@@ -88,6 +88,8 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "calibration": str,
     "rope": str,
     "pp_schedule": str,
+    "recompute_modules": str,
+    "dispatch": str,
 }
 
 #: Calibration files a row can name (``{calibration=NAME}``): the measured ceilings of a card
