@@ -112,6 +112,18 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     }
 
 
+def replicated_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[str, float]:
+    """The part of :func:`training_op_bytes` on whole hidden vectors (norms, residual adds, the
+    residual dropouts), which every tensor-parallel rank repeats unless sequence parallelism
+    splits it (Korthikanti et al. 2022, arXiv:2205.05198, §4.2.2)."""
+    found = training_op_bytes(spec, work, fused=fused)
+    b, h = work.tensor_bytes, spec.hidden_size
+    mask = 1 if work.device == "cuda" else b
+    residual = (mask if fused else 2 * b + mask) * h
+    dropout = 2.0 * residual if dropout_probability(spec, work) > 0 else 0.0
+    return {"norm": found["norm"], "add": found["add"], "dropout": dropout}
+
+
 def dropout_probability(spec: ModelSpec, work: TrainWork) -> float:
     """The job's dropout: the workload's, else the model config's (0 for most LLMs)."""
     return work.dropout if work.dropout is not None else spec.dropout
@@ -164,6 +176,7 @@ def elementwise_seconds(
     tokens: Any,
     tp: Any,
     *,
+    sequence_split: Any = None,
     maximum: Callable[[Any, Any], Any] = max,
 ) -> Any:
     """Seconds of the non-matmul ops of one micro-batch on one GPU (all passes): their traffic
@@ -173,11 +186,18 @@ def elementwise_seconds(
 
     Forward once, backward twice the forward's bytes (the gradient of each op reads its saved
     inputs and the incoming gradient, writes its own), the forward once more in checkpointed
-    layers."""
+    layers.
+
+    The norms, residual adds and residual dropouts (:func:`replicated_op_bytes`) are split over
+    ``sequence_split`` GPUs: ``tp`` with sequence parallelism, 1 without (every tensor-parallel
+    rank repeats them); None takes ``work``'s ``sp``. The other kinds split over ``tp``."""
     fused = work.fused_kernels
+    if sequence_split is None:
+        sequence_split = tp if work.parallel.sp else 1
     # Checkpointed layers (full or per-op) re-run their element-wise ops once in backward.
     rerun = 1 / work.recompute_every if work.checkpointed else 0
-    weighted = 0.0
+    weighted = replicated_weighted = 0.0
+    whole = replicated_op_bytes(spec, work, fused=fused)
     for kind, nbytes in training_op_bytes(spec, work, fused=fused).items():
         kernel_class = work.rope_kernels if kind == "rope" else work.kernels
         forward, backward = model.training_elementwise.of(kind, kernel_class)
@@ -185,8 +205,12 @@ def elementwise_seconds(
         # as does a pure copy's (token permutation: the reverse copy); the other ops' backward
         # reads their saved inputs and the gradient: twice.
         passes = 1 if kind in ("dropout", "moe_permute") else 2
-        weighted += nbytes * (forward * (1 + rerun) + passes * backward)
-    traffic_s = weighted * layers * tokens / tp / bandwidth_bytes_per_s
+        weight = forward * (1 + rerun) + passes * backward
+        repeated = whole.get(kind, 0.0)
+        weighted += (nbytes - repeated) * weight
+        replicated_weighted += repeated * weight
+    per_gpu = weighted / tp + replicated_weighted / sequence_split
+    traffic_s = per_gpu * layers * tokens / bandwidth_bytes_per_s
     per_layer = elementwise_kernels_per_layer(spec, work) + moe_kernels_per_layer(spec, work)
     kernels = per_layer * (3 + rerun) * layers
     return maximum(traffic_s, kernels * model.small_op_s)

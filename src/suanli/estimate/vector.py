@@ -340,6 +340,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         stage_layers,
         tokens,
         tp,
+        sequence_split=np.where(lay.sp > 0, tp, 1),
         maximum=np.maximum,
     ) + loss_bytes(spec, replace(work, parallel=replace(work.parallel, tp=1)), 1) * tokens / tp / (
         device.bandwidth
