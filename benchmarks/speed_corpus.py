@@ -90,6 +90,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "pp_schedule": str,
     "recompute_modules": str,
     "dispatch": str,
+    "nics_per_node": int,
 }
 
 #: Calibration files a row can name (``{calibration=NAME}``): the measured ceilings of a card
@@ -105,7 +106,7 @@ LOADS = ("decode", "static", "closed")
 #: Options that describe an inference row rather than set a WorkRequest field.
 INFER_ONLY = frozenset({"kv_dtype", "load", "projections", "dispatch"})
 #: Options of the request, not of the work.
-REQUEST_ONLY = frozenset({"calibration"})
+REQUEST_ONLY = frozenset({"calibration", "nics_per_node"})
 
 #: Prompt and output lengths used for an inference row whose source does not state them
 #: (suanli's defaults, what a user who states nothing gets).
@@ -296,6 +297,7 @@ def request(row: Row) -> PerfRequest:
             gpu=row.gpu,
             gpus_per_node=row.gpus_per_node,
             inter_node=row.inter_node,
+            nics_per_node=extras.get("nics_per_node"),
             prompt=row.prompt or DEFAULT_PROMPT,
             output=row.output or DEFAULT_OUTPUT,
             ignore_fit=True,
@@ -323,6 +325,7 @@ def request(row: Row) -> PerfRequest:
         gpu=row.gpu,
         gpus_per_node=row.gpus_per_node,
         inter_node=row.inter_node,
+        nics_per_node=extras.get("nics_per_node"),
         ignore_fit=True,
         calibration=calibration,
     )

@@ -94,6 +94,9 @@ class PerfRequest:
     """Default by form factor: 8 for SXM/PCIe servers."""
     inter_node: str | None = None
     """Link between nodes: ib-ndr, ib-hdr, roce-200g, eth-100g, ..."""
+    nics_per_node: int | None = None
+    """Scale-out NICs (ports of the inter-node link) per node; None: the catalog's node for the
+    card (8 on DGX/HGX, 4 on DGX-1)."""
     calibration: str | None = None
     """Measured ceilings (TOML from suanli bench) replacing the defaults."""
     tokens: float | None = None
@@ -539,6 +542,7 @@ def perf(req: PerfRequest, *, loader: Callable[[str], LoadedModel] = load_model)
         dtype,
         gpus_per_node=req.gpus_per_node,
         inter_node=req.inter_node,
+        nics_per_node=req.nics_per_node,
         calibration=calibration,
     )
     validity = check_job(req.model, spec, work, gpu)

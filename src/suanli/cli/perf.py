@@ -50,6 +50,15 @@ BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"), N
     help=N_("Link between nodes: ib-ndr, ib-hdr, roce-200g, eth-100g, ..."),
 )
 @click.option(
+    "--nics-per-node",
+    type=IntRange(min=1, max=64),
+    default=None,
+    help=N_(
+        "Scale-out NICs (ports of the --inter-node link) per node (default: the usual node of "
+        "the card: 8 on DGX/HGX, 4 on DGX-1); many clusters have 1 or 2."
+    ),
+)
+@click.option(
     "--calibration",
     type=click.Path(dir_okay=False),
     default=None,
@@ -116,6 +125,7 @@ def perf_cmd(
     gpu_name: str,
     gpus_per_node: int | None,
     inter_node: str | None,
+    nics_per_node: int | None,
     calibration: str | None,
     tokens: float | None,
     prompt: int,
@@ -152,6 +162,7 @@ def perf_cmd(
             gpu=gpu_name,
             gpus_per_node=gpus_per_node,
             inter_node=inter_node,
+            nics_per_node=nics_per_node,
             calibration=calibration,
             tokens=tokens,
             prompt=prompt,

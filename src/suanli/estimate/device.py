@@ -179,6 +179,7 @@ def device_for(
     *,
     gpus_per_node: int | None = None,
     inter_node: str | None = None,
+    nics_per_node: int | None = None,
     calibration: dict[tuple[str, str], dict[str, Any]] | None = None,
     auto_calibration: bool = True,
 ) -> Device:
@@ -231,7 +232,9 @@ def device_for(
         matmul_efficiency=matmul_fraction,
         memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s,
         memory_efficiency=memory_fraction,
-        network=network_for(gpu, gpus_per_node, inter_node, stripe_nics=True),
+        network=network_for(
+            gpu, gpus_per_node, inter_node, stripe_nics=True, nics_per_node=nics_per_node
+        ),
         tdp_watts=float(gpu.get("tdp_watts") or 0),
         usd_per_hour=rent_usd_per_hour(gpu),
         efficiency_source=source,

@@ -118,6 +118,7 @@ def network_for(
     inter: str | None = None,
     *,
     stripe_nics: bool = False,
+    nics_per_node: int | None = None,
 ) -> Network:
     """The two network tiers a job on ``gpu`` sees.
 
@@ -127,11 +128,17 @@ def network_for(
     so a group that spans nodes gets the NICs NCCL stripes it over
     (:meth:`suanli.estimate.comm.Network.inter_bandwidth`) instead of one NIC's rate. It is off
     by default until the vectorized planner mirrors it (``estimate/vector.py`` ``_pick`` must
-    call ``Network.bottleneck``)."""
+    call ``Network.bottleneck``). ``nics_per_node`` is the user's count of the node's scale-out
+    NICs (``--nics-per-node``), in place of the catalog's node row."""
     intra = intra_node_link(gpu)
     inter_spec = get_link(inter or default_inter_node(gpu))
     per_node = gpus_per_node or default_gpus_per_node(gpu)
-    nics = nics_per_gpu(gpu, inter_spec.id) * per_node if stripe_nics else 0.0
+    if nics_per_node is not None and not 1 <= nics_per_node <= 64:
+        raise ValueError(
+            N_("--nics-per-node must be 1 to 64, got {value}").format(value=nics_per_node)
+        )
+    usual = nics_per_gpu(gpu, inter_spec.id) * per_node
+    nics = float(nics_per_node or usual) if stripe_nics else 0.0
     return Network(
         intra=intra, inter=link_of(inter_spec), gpus_per_node=per_node, nics_per_node=nics
     )

@@ -182,6 +182,7 @@ class PerfRequest(Workload):
     gpu: Name = Field(description="The GPU (catalog name).")
     gpus_per_node: int | None = Field(None, ge=1, le=1024)
     inter_node: str | None = Field(None, max_length=40)
+    nics_per_node: int | None = Field(None, ge=1, le=64)
     tokens: float | None = Field(None, ge=1, le=1e18, allow_inf_nan=False)
     prompt: Tokens = PROMPT_TOKENS
     output: Tokens = OUTPUT_TOKENS
@@ -199,6 +200,7 @@ class PerfRequest(Workload):
             gpu=self.gpu,
             gpus_per_node=self.gpus_per_node,
             inter_node=self.inter_node,
+            nics_per_node=self.nics_per_node,
             tokens=self.tokens,
             prompt=self.prompt,
             output=self.output,
