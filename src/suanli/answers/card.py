@@ -197,8 +197,13 @@ def _work(job: Job, gpus: int, spec: ModelSpec, gpu: GPU) -> TrainWork | InferWo
         even = heads % gpus == 0 and (kv_heads % gpus == 0 or gpus % kv_heads == 0)
         tp, pp = (gpus, 1) if gpus == 1 or even else (1, gpus)
         kv = runnable_kv(gpu, "bf16")
+        # A serving engine's launches (vLLM, llama.cpp), as the assumption says: transformers'
+        # Python dispatch would cap every small model at the host's pace.
+        options = {"context": job.tokens, "quant": quant, "kv_dtype": kv, "tp": tp, "pp": pp}
         return build_work(
-            WorkRequest(task="infer", context=job.tokens, quant=quant, kv_dtype=kv, tp=tp, pp=pp)
+            WorkRequest(
+                task="infer", dispatch="engine", explicit=("task", "dispatch", *options), **options
+            )
         )
     # Batch 1, recomputation settled as mem and perf settle it (the lightest that fits): the
     # usual "does it fit at all" setting; over several cards the weights, gradients and
@@ -354,8 +359,10 @@ def _assumptions(req: CardRequest, gpu: GPU) -> tuple[str, ...]:
             "LoRA rank 16 on q,k,v,o; QLoRA on an NF4 base with double quantization"
         ),
         N_(
-            "inference: one stream; speed is decode tokens/s with the context filled; 4-bit is "
-            "GGUF Q4_K_M (llama.cpp / Ollama)"
+            "inference: one stream; speed is decode tokens/s with the context filled, launched by "
+            "a serving engine (CUDA graphs or C++: vLLM, llama.cpp); 4-bit is GGUF Q4_K_M "
+            "(llama.cpp / Ollama); transformers' generate() is slower on small models (suanli "
+            "perf --framework hf)"
         ),
         N_(
             "the largest model is the biggest of Qwen2.5 0.5B/1.5B/3B/7B/14B/32B/72B and Llama "
