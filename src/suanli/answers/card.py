@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from suanli.answers.base import NOT_IN_JSON, Answer
 from suanli.answers.model_source import load_model
@@ -199,7 +200,13 @@ def _work(job: Job, gpus: int, spec: ModelSpec, gpu: GPU) -> TrainWork | InferWo
         kv = runnable_kv(gpu, "bf16")
         # A serving engine's launches (vLLM, llama.cpp), as the assumption says: transformers'
         # Python dispatch would cap every small model at the host's pace.
-        options = {"context": job.tokens, "quant": quant, "kv_dtype": kv, "tp": tp, "pp": pp}
+        options: dict[str, Any] = {
+            "context": job.tokens,
+            "quant": quant,
+            "kv_dtype": kv,
+            "tp": tp,
+            "pp": pp,
+        }
         return build_work(
             WorkRequest(
                 task="infer", dispatch="engine", explicit=("task", "dispatch", *options), **options
