@@ -14,6 +14,7 @@ from suanli.estimate.device import device_for
 from suanli.estimate.elementwise import (
     eager_bytes_per_token,
     elementwise_seconds,
+    one_kernel_norm,
     training_op_bytes,
 )
 from suanli.estimate.kernel_fits import training_elementwise
@@ -73,9 +74,15 @@ def test_fused_and_compiled_kernels_are_never_slower_than_eager_ones(kernels: st
         work = TrainWork(task="full", batch=1, seq=4096)
         for slow in (training_elementwise(g) for g in GENERATIONS):
             for kind, fused_bytes in training_op_bytes(spec, work, fused=True).items():
+                if kind == "norm" and kernels == "compiled" and one_kernel_norm(spec):
+                    # Eager LayerNorm is aten's one hand-written kernel; torch.compile generates
+                    # its own, measured slower than hand-fused ones (below).
+                    continue
                 eager_bytes = training_op_bytes(spec, work, fused=False)[kind]
                 f_fwd, f_bwd = slow.of(kind, kernels)
-                e_fwd, e_bwd = slow.of(kind, "eager")
+                # An eager LayerNorm is aten's one kernel, timed as the fused norms are.
+                one = kind == "norm" and one_kernel_norm(spec)
+                e_fwd, e_bwd = slow.of(kind, "fused" if one else "eager")
                 assert fused_bytes * (f_fwd + 2 * f_bwd) <= eager_bytes * (e_fwd + 2 * e_bwd)
 
 

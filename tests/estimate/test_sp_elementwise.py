@@ -66,3 +66,23 @@ def test_a_step_without_sp_is_never_faster() -> None:
     plain = training_perf(spec, _work(8, False), H100)
     split = training_perf(spec, _work(8, True), H100)
     assert plain.breakdown_s["memory"] > split.breakdown_s["memory"]
+
+
+@pytest.mark.parametrize(
+    ("model", "one_kernel"), [("gpt2", True), ("mpt-7b", True), ("llama-3.1-8b", False)]
+)
+def test_a_layernorm_is_one_kernel_even_in_eager_code(model: str, one_kernel: bool) -> None:
+    """``aten::native_layer_norm`` reads and writes the row once and launches once; transformers'
+    RMSNorm is written op by op (docs/speed.md, "LayerNorm is one kernel in eager PyTorch")."""
+    from suanli.estimate.elementwise import elementwise_kernels_per_layer
+
+    spec = load_model(model).spec
+    eager = TrainWork(task="pretrain", kernels="eager")
+    fused = TrainWork(task="pretrain", kernels="fused")
+    eager_norm = training_op_bytes(spec, eager, fused=False)["norm"]
+    fused_norm = training_op_bytes(spec, fused, fused=True)["norm"]
+    assert (eager_norm == fused_norm) == one_kernel
+    assert eager_norm >= fused_norm
+    # The eager layer launches five more kernels a norm where the norm is written op by op.
+    extra = elementwise_kernels_per_layer(spec, eager) - elementwise_kernels_per_layer(spec, fused)
+    assert (extra >= 5 * spec.norm.per_layer) == (not one_kernel)

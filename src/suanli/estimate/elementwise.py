@@ -94,6 +94,8 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
         norm, act, scores = 2 * b * h, (3 if gated else 2) * b * width, 2 * b
     else:
         norm, act, scores = 28 * h + 4 * b * h, (5 if gated else 2) * b * width, 14
+    if one_kernel_norm(spec):
+        norm = 2 * b * h  # aten::native_layer_norm reads and writes the row once, eager or not
     # A complex rotary under torch.compile runs as eager kernels (work.rope_kernels): upcast,
     # complex multiply, cast back, the 10·b·w bytes of the real one's five ops.
     rope = (2 if fused and work.rope_kernels == work.kernels else 10) * b * rope_width
@@ -122,6 +124,17 @@ def replicated_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dic
     residual = (mask if fused else 2 * b + mask) * h
     dropout = 2.0 * residual if dropout_probability(spec, work) > 0 else 0.0
     return {"norm": found["norm"], "add": found["add"], "dropout": dropout}
+
+
+#: Norm kinds PyTorch runs as one kernel even in eager code (``torch.nn.LayerNorm`` and
+#: ``F.layer_norm`` call ``aten::native_layer_norm``); transformers' RMSNorm and Cohere's fp32
+#: LayerNorm are written op by op in Python.
+ONE_KERNEL_NORMS = ("layernorm", "layernorm-nobias")
+
+
+def one_kernel_norm(spec: ModelSpec) -> bool:
+    """The model's norm is a LayerNorm PyTorch runs as one kernel (:data:`ONE_KERNEL_NORMS`)."""
+    return spec.norm.kind in ONE_KERNEL_NORMS
 
 
 def dropout_probability(spec: ModelSpec, work: TrainWork) -> float:
@@ -161,8 +174,13 @@ def elementwise_kernels_per_layer(spec: ModelSpec, work: TrainWork) -> int:
     # fused code) and, with eager attention, the probabilities.
     drops = (2 + (1 if softmax else 0)) if dropout_probability(spec, work) > 0 else 0
     if not work.fused_kernels:
+        norm_kernels = 1 if one_kernel_norm(spec) else 6
         return (
-            spec.norm.per_layer * 6 + rope + (2 if gated else 1) + 2 + (4 if softmax else 0)
+            spec.norm.per_layer * norm_kernels
+            + rope
+            + (2 if gated else 1)
+            + 2
+            + (4 if softmax else 0)
         ) + drops
     return spec.norm.per_layer + rope + 1 + 2 + (1 if softmax else 0) + (drops - 2 if drops else 0)
 
@@ -200,6 +218,9 @@ def elementwise_seconds(
     whole = replicated_op_bytes(spec, work, fused=fused)
     for kind, nbytes in training_op_bytes(spec, work, fused=fused).items():
         kernel_class = work.rope_kernels if kind == "rope" else work.kernels
+        if kind == "norm" and kernel_class == "eager" and one_kernel_norm(spec):
+            # aten::native_layer_norm is one hand-written kernel: measured as fused norms are.
+            kernel_class = "fused"
         forward, backward = model.training_elementwise.of(kind, kernel_class)
         # A dropout's backward moves what its forward did (gradient and mask in, gradient out),
         # as does a pure copy's (token permutation: the reverse copy); the other ops' backward
