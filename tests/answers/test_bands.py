@@ -113,6 +113,11 @@ def test_perf_answers_carry_the_band_or_say_unvalidated() -> None:
     doc = infer.to_json()
     assert set(doc["band"]) == {"tokens_per_s", "ttft_s", "tpot_s"}
     assert doc["band_basis"]["rows"] >= 5 and math.isfinite(doc["band_basis"]["coverage"])
-    lora = perf(PerfRequest(model="llama-3.1-8b", work=WorkRequest(task="lora"), gpu="4090"))
+    # No published run fine-tunes a MoE model on one GPU: that regime has no band.
+    lora = perf(
+        PerfRequest(
+            model="qwen3-30b-a3b", work=WorkRequest(task="qlora"), gpu="h100", ignore_fit=True
+        )
+    )
     assert lora.band is None and lora.to_json()["band"] is None
     assert any("unvalidated" in line for line in lora.assumptions)
