@@ -58,6 +58,25 @@ TINY = {
     "mistral": {"num_key_value_heads": 2},
     "qwen2": {"num_key_value_heads": 2},
     "qwen3": {"num_key_value_heads": 2, "head_dim": 16},
+    "mixtral": {"num_key_value_heads": 2, "num_local_experts": 8, "num_experts_per_tok": 2},
+    "qwen3_moe": {
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "moe_intermediate_size": 32,
+        "num_experts": 8,
+        "num_experts_per_tok": 2,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+    },
+    "qwen2_moe": {
+        "num_key_value_heads": 2,
+        "moe_intermediate_size": 32,
+        "shared_expert_intermediate_size": 64,
+        "num_experts": 8,
+        "num_experts_per_tok": 2,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+    },
 }
 
 

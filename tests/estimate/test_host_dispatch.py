@@ -48,6 +48,26 @@ def test_the_counts_are_what_transformers_dispatches(arch: str, model: str) -> N
         )
 
 
+@pytest.mark.parametrize(
+    ("arch", "model"),
+    [
+        ("qwen3_moe", "qwen3-30b-a3b"),
+        ("mixtral", "mixtral-8x7b"),
+        ("qwen2_moe", "qwen1.5-moe-a2.7b"),
+    ],
+)
+def test_a_moe_layer_adds_its_routing_and_grouped_experts(arch: str, model: str) -> None:
+    """Counted in transformers' own MoE layers (grouped expert GEMMs: the count does not grow with
+    the experts a token picks); the constant is the mean of Qwen3-MoE's and Mixtral's, so within
+    one kernel of each."""
+    counted = bench.count_step_ops(arch)
+    spec = load_model(model).spec
+    kernels, views = hd.layer_ops(spec)
+    moe_kernels, moe_views = hd.moe_layer_ops(spec)
+    assert abs(counted["layer_kernels"] - (kernels + moe_kernels)) <= 1
+    assert counted["layer_views"] == views + moe_views
+
+
 def test_the_host_floor_grows_with_the_layers_and_the_norms() -> None:
     spec = load_model("qwen2.5-7b").spec
     deeper = replace(spec, num_layers=spec.num_layers * 2)

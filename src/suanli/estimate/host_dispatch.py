@@ -34,9 +34,13 @@ end-to-end run):
   against a bare replay of the same ops and finds 13% to 20% of the time outside the ops
   (three runs, 2026-12-07); :data:`PYTHON_SHARE` takes 17%.
 
+- a MoE layer adds its routing and grouped expert GEMMs (18 kernels, 2 views; a shared expert
+  8 and 4 more), counted likewise: transformers 5 runs the experts as one grouped GEMM, so the
+  count does not grow with the experts a token picks.
+
 What is not counted: the extra ops of older transformers releases (4.46 dispatches 42 kernels
-and 41 views per layer); the per-expert loop of Hugging Face MoE layers; quantized linear
-layers' own wrappers (AWQ, GPTQ, bitsandbytes); a slower host CPU.
+and 41 views per layer; before 5.0 a MoE layer looped over the experts it hit in Python);
+quantized linear layers' own wrappers (AWQ, GPTQ, bitsandbytes); a slower host CPU.
 """
 
 from __future__ import annotations
@@ -61,6 +65,14 @@ NORM_KERNEL_OPS = 8
 #: rotary tables, causal mask and generate()'s bookkeeping (Llama and Mistral; Qwen 2 counts 35).
 STEP_KERNEL_OPS = 50
 STEP_VIEW_OPS = 15
+#: More ops of a MoE layer than of its dense counterpart, per step (transformers 5.25 routes
+#: with softmax, topk, sort and index and runs the experts as ``aten::_grouped_mm``, whatever
+#: the number of experts a token picks): 17 kernels for Qwen3-MoE, 19 for Mixtral (the mean
+#: taken), 2 views; a shared expert (Qwen2-MoE) 8 kernels and 4 views more.
+MOE_KERNEL_OPS = 18
+MOE_VIEW_OPS = 2
+SHARED_EXPERT_KERNEL_OPS = 8
+SHARED_EXPERT_VIEW_OPS = 4
 #: Share of generate()'s host time spent in Python between the ops (benchmarks/host_dispatch.py:
 #: 13% to 20% over three runs on this project's CPU, 2026-12-07).
 PYTHON_SHARE = 0.17
@@ -74,12 +86,26 @@ def layer_ops(spec: ModelSpec) -> tuple[int, int]:
     return LAYER_KERNEL_OPS + NORM_KERNEL_OPS * extra_norms, LAYER_VIEW_OPS
 
 
+def moe_layer_ops(spec: ModelSpec) -> tuple[int, int]:
+    """(kernel-launching ops, view ops) a MoE layer adds to :func:`layer_ops` (0 for a dense
+    model): routing and the grouped expert GEMMs, and a shared expert where there is one."""
+    if spec.moe is None or not spec.moe_layers:
+        return 0, 0
+    shared = spec.moe.shared_expert is not None
+    return (
+        MOE_KERNEL_OPS + (SHARED_EXPERT_KERNEL_OPS if shared else 0),
+        MOE_VIEW_OPS + (SHARED_EXPERT_VIEW_OPS if shared else 0),
+    )
+
+
 def step_ops(spec: ModelSpec) -> tuple[int, int]:
     """(kernel-launching ops, view ops) of one whole decode step: every layer and the rest."""
     kernels, views = layer_ops(spec)
+    moe_kernels, moe_views = moe_layer_ops(spec)
+    moe_layers = len(spec.moe_layers) if spec.moe is not None else 0
     return (
-        kernels * spec.num_layers + STEP_KERNEL_OPS,
-        views * spec.num_layers + STEP_VIEW_OPS,
+        kernels * spec.num_layers + moe_kernels * moe_layers + STEP_KERNEL_OPS,
+        views * spec.num_layers + moe_views * moe_layers + STEP_VIEW_OPS,
     )
 
 
