@@ -43,16 +43,7 @@ def _expected(gpu_id: str, gpus: int, task: str) -> bands.Band | None:
 
 
 def _values(layout: Any) -> dict[str, float | None]:
-    names = {
-        "tokens_per_s": "tokens_per_s",
-        "mfu": "mfu",
-        "time_to_train_s": "time_s",
-        "cost_usd": "cost_usd",
-        "ttft_s": "ttft_s",
-        "tpot_s": "tpot_s",
-        "usd_per_million_tokens": "usd_per_million_tokens",
-    }
-    return {k: getattr(layout, a) for k, a in names.items() if hasattr(layout, a)}
+    return {k: getattr(layout, a) for k, a in bands.PLAN_FIGURES.items() if hasattr(layout, a)}
 
 
 def _check_rows(answer: PlanAnswer) -> int:

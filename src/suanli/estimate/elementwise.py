@@ -99,13 +99,12 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     # A complex rotary under torch.compile runs as eager kernels (work.rope_kernels): upcast,
     # complex multiply, cast back, the 10·b·w bytes of the real one's five ops.
     rope = (2 if fused and work.rope_kernels == work.kernels else 10) * b * rope_width
-    drop = dropout_probability(spec, work)
     mask = 1 if work.device == "cuda" else b
-    residual_drop = (mask if fused else 2 * b + mask) * h
     probs_drop = (2 * b + mask) * att.num_heads * work.seq if softmax else 0
+    residual_drops = residual_dropout_bytes(spec, work, fused=fused)
     return {
         **moe_op_bytes(spec, work, fused=fused),
-        "dropout": float(2 * residual_drop + probs_drop) if drop > 0 else 0.0,
+        "dropout": residual_drops + probs_drop if residual_drops else 0.0,
         "norm": float(spec.norm.per_layer * norm),
         "rope": float(rope),
         "activation": float(act),
@@ -114,16 +113,33 @@ def training_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[
     }
 
 
-def replicated_op_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> dict[str, float]:
-    """The part of :func:`training_op_bytes` on whole hidden vectors (norms, residual adds, the
-    residual dropouts), which every tensor-parallel rank repeats unless sequence parallelism
-    splits it (Korthikanti et al. 2022, arXiv:2205.05198, §4.2.2)."""
-    found = training_op_bytes(spec, work, fused=fused)
-    b, h = work.tensor_bytes, spec.hidden_size
+def residual_dropout_bytes(spec: ModelSpec, work: TrainWork, *, fused: bool) -> float:
+    """Forward bytes a token moves through a layer's two residual dropouts (0 without dropout):
+    ``aten::native_dropout`` ``(2b + m)·h`` each, fused bias-dropout-add the mask ``m·h``."""
+    if dropout_probability(spec, work) <= 0:
+        return 0.0
+    b = work.tensor_bytes
     mask = 1 if work.device == "cuda" else b
-    residual = (mask if fused else 2 * b + mask) * h
-    dropout = 2.0 * residual if dropout_probability(spec, work) > 0 else 0.0
-    return {"norm": found["norm"], "add": found["add"], "dropout": dropout}
+    return float(2 * (mask if fused else 2 * b + mask) * spec.hidden_size)
+
+
+def replicated_op_bytes(
+    spec: ModelSpec,
+    work: TrainWork,
+    *,
+    fused: bool,
+    op_bytes: dict[str, float] | None = None,
+) -> dict[str, float]:
+    """The part of :func:`training_op_bytes` (``op_bytes`` when already computed) on whole
+    hidden vectors (norms, residual adds, the residual dropouts), which every tensor-parallel
+    rank repeats unless sequence parallelism splits it (Korthikanti et al. 2022,
+    arXiv:2205.05198, §4.2.2)."""
+    found = op_bytes if op_bytes is not None else training_op_bytes(spec, work, fused=fused)
+    return {
+        "norm": found["norm"],
+        "add": found["add"],
+        "dropout": residual_dropout_bytes(spec, work, fused=fused),
+    }
 
 
 #: Norm kinds PyTorch runs as one kernel even in eager code (``torch.nn.LayerNorm`` and
@@ -215,8 +231,9 @@ def elementwise_seconds(
     # Checkpointed layers (full or per-op) re-run their element-wise ops once in backward.
     rerun = 1 / work.recompute_every if work.checkpointed else 0
     weighted = replicated_weighted = 0.0
-    whole = replicated_op_bytes(spec, work, fused=fused)
-    for kind, nbytes in training_op_bytes(spec, work, fused=fused).items():
+    op_bytes = training_op_bytes(spec, work, fused=fused)
+    whole = replicated_op_bytes(spec, work, fused=fused, op_bytes=op_bytes)
+    for kind, nbytes in op_bytes.items():
         kernel_class = work.rope_kernels if kind == "rope" else work.kernels
         if kind == "norm" and kernel_class == "eager" and one_kernel_norm(spec):
             # aten::native_layer_norm is one hand-written kernel: measured as fused norms are.

@@ -101,8 +101,8 @@ def moe_layer_ops(spec: ModelSpec) -> tuple[int, int]:
 def step_ops(spec: ModelSpec) -> tuple[int, int]:
     """(kernel-launching ops, view ops) of one whole decode step: every layer and the rest."""
     kernels, views = layer_ops(spec)
-    moe_kernels, moe_views = moe_layer_ops(spec)
-    moe_layers = len(spec.moe_layers) if spec.moe is not None else 0
+    moe_kernels, moe_views = moe_layer_ops(spec)  # (0, 0) for a dense model
+    moe_layers = len(spec.moe_layers)
     return (
         kernels * spec.num_layers + moe_kernels * moe_layers + STEP_KERNEL_OPS,
         views * spec.num_layers + moe_views * moe_layers + STEP_VIEW_OPS,
