@@ -115,7 +115,7 @@ def compare_cmd(
         print_line(line)
     for r in rows:
         if r.reason:
-            click.echo(
+            print_line(
                 _("{device} is {ratio}x faster than {slowest}: {reason}").format(
                     device=r.device,
                     ratio=f"{r.speedup_vs_slowest:,.0f}",
