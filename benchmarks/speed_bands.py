@@ -4,8 +4,9 @@ the open speed corpus, and print their coverage.
 For each corpus row: the ratio of measured to estimated speed (durations inverted, so above 1
 means the run was faster than suanli said). For each cell (scale x framework family x GPU
 generation x dense/MoE x task) and each coarser cell (scale x dense/MoE x task) with at least 5
-rows from 2 sources: the prediction interval of those ratios meant to hold 80% of new rows
-(order statistics, ``suanli.answers.bands.prediction_interval``). Nothing in the model is
+rows from 2 sources: the prediction interval of those ratios meant to hold 80% of the rows of
+a new source (order statistics with the source as the unit of sampling, each source weighing
+the same: ``suanli.answers.bands.prediction_interval``). Nothing in the model is
 fitted: the bands only say how far the model's answers were from published runs of the regime.
 
 Coverage, leave one source out: for each row, the band its cell (else its coarser cell) gets
@@ -72,7 +73,9 @@ def band(members: Sequence[tuple[float, str]]) -> dict[str, float | int] | None:
     sources = {s for _, s in members}
     if len(members) < MIN_ROWS or len(sources) < MIN_SOURCES:
         return None
-    low, high = prediction_interval([r for r, _ in members], HIGH_QUANTILE - LOW_QUANTILE)
+    low, high = prediction_interval(
+        [r for r, _ in members], HIGH_QUANTILE - LOW_QUANTILE, [s for _, s in members]
+    )
     return {
         "low": round(low, 4),
         "high": round(high, 4),
@@ -123,7 +126,7 @@ def document(results: list[Result]) -> dict[str, object]:
     ).stdout.strip()
     return {
         "about": "Error bands of suanli's speed answers: the 80% prediction interval (order "
-        "statistics) of measured / estimated speed of the published rows of each cell "
+        "statistics over sources) of measured / estimated speed of the published rows of each cell "
         "(benchmarks/speed_bands.py).",
         "corpus": f"tests/fixtures/speed-corpus.csv at {commit or 'the working tree'}",
         "date": datetime.date.today().isoformat(),

@@ -2,9 +2,10 @@
 
 A speed answer's regime is its cell: scale (GPUs) x framework family x GPU generation x dense or
 MoE x task. The band of a cell is the prediction interval, meant to hold 80% of new runs (the
-order statistics of :func:`prediction_interval`), of measured / estimated speed over the
-published rows in that cell (``tests/fixtures/speed-corpus.csv``, whole sources
-only; nothing in the model is fitted to them). It is computed by ``benchmarks/speed_bands.py``
+order statistics of :func:`prediction_interval`, with the source as the unit of sampling), of
+measured / estimated speed over the published rows in that cell
+(``tests/fixtures/speed-corpus.csv``, whole sources only; nothing in the model is fitted to
+them). It is computed by ``benchmarks/speed_bands.py``
 and shipped as ``catalog/data/speed_bands.json`` with its date and the corpus it was read
 from. A cell with fewer than :data:`MIN_ROWS` rows or :data:`MIN_SOURCES` sources falls back to
 its coarser cell (scale x dense/MoE x task); when that is thin too, the answer has no band and
@@ -97,15 +98,46 @@ def cells(
     return fine, (scale, kind, work)
 
 
-def prediction_interval(values: list[float], share: float) -> tuple[float, float]:
+def prediction_interval(
+    values: list[float], share: float, groups: Sequence[str] | None = None
+) -> tuple[float, float]:
     """The distribution-free prediction interval of ``values``: the j-th smallest and j-th
     largest, which hold one more exchangeable value with probability ``(n + 1 - 2j)/(n + 1)``
     (Wilks 1941); j is the largest that keeps at least ``share``, and at least 1 (the extremes,
-    for samples too small to reach ``share``)."""
-    ordered = sorted(values)
-    n = len(ordered)
-    j = max(1, math.floor((n + 1) * (1 - share) / 2 + 1e-9))
-    return ordered[j - 1], ordered[n - j]
+    for samples too small to reach ``share``).
+
+    With ``groups`` (each value's source), the unit of sampling is the group, not the value:
+    rows of one published source share its stack, hardware and harness, so they are not
+    independent draws, and a new answer is a draw from a source not yet seen. Then n is the
+    number of groups, each group weighs the same whatever its rows, and the bounds are the
+    weighted quantiles at j/(n + 1) and 1 - j/(n + 1); below the groups needed for j = 1 the
+    interval is every value's extremes."""
+    if groups is None:
+        ordered = sorted(values)
+        n = len(ordered)
+        j = max(1, math.floor((n + 1) * (1 - share) / 2 + 1e-9))
+        return ordered[j - 1], ordered[n - j]
+    sizes: dict[str, int] = {}
+    for group in groups:
+        sizes[group] = sizes.get(group, 0) + 1
+    k = len(sizes)
+    j = math.floor((k + 1) * (1 - share) / 2 + 1e-9)
+    weighted = sorted(zip(values, (1.0 / (k * sizes[g]) for g in groups), strict=True))
+    if j < 1:
+        return weighted[0][0], weighted[-1][0]
+    tail = j / (k + 1)
+    return _weighted_bound(weighted, tail), _weighted_bound(weighted[::-1], tail)
+
+
+def _weighted_bound(weighted: Sequence[tuple[float, float]], tail: float) -> float:
+    """The first value of (value, weight) pairs, in the order given, at which the running
+    weight reaches ``tail``."""
+    running = 0.0
+    for value, weight in weighted:
+        running += weight
+        if running >= tail - 1e-12:
+            return value
+    return weighted[-1][0]
 
 
 @dataclass(frozen=True, kw_only=True)
