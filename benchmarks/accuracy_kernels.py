@@ -39,7 +39,7 @@ from suanli.catalog.network import ceiling_for
 from suanli.estimate.comm import all_gather_s, all_reduce_s, reduce_scatter_s
 from suanli.estimate.device import device_for
 from suanli.estimate.kernel_fits import kernel_model
-from suanli.estimate.kernels import FP8_CAST_BYTES, gemm_seconds
+from suanli.estimate.kernels import FP8_CAST_BYTES, activation_cast_seconds, gemm_seconds
 from suanli.units import DTYPE_BYTES as ELEMENT_BYTES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
@@ -262,8 +262,7 @@ def aic_errors(gpu_id: str, dtype: str) -> list[tuple[int, float]]:
             m, n, k = int(rec["m"]), int(rec["n"]), int(rec["k"])
             t = gemm_seconds(m, n, k, DTYPE_BYTES[dtype], peak, bw, model)
             if dtype == "fp8":
-                cast = FP8_CAST_BYTES["dynamic"] * m * k / (bw * model.memory_efficiency)
-                t += max(cast, 2 * model.small_op_s)
+                t += activation_cast_seconds(m * k, FP8_CAST_BYTES["dynamic"], bw, model)
             out.append((m, float(rec["seconds"]) / t - 1))
     return out
 

@@ -19,7 +19,7 @@ from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.host_dispatch import host_step_s
 from suanli.estimate.inference_memory import kv_bytes_per_token
-from suanli.estimate.kernels import ServeKernels, serve_forward
+from suanli.estimate.kernels import FP8_CAST_BYTES, ServeKernels, serve_forward
 from suanli.estimate.perf import Device
 from suanli.estimate.shapes import serving_shapes
 from suanli.estimate.sizes import param_split
@@ -130,6 +130,8 @@ def serve_kernels(
         "op_bytes": serving_op_bytes(spec, tp, kernels=kernels),
         "expert_share": share,
         "num_experts": moe.num_experts if moe is not None else 1,
+        # fp8 W8A8: the engine quantizes each linear layer's input before its GEMM.
+        "activation_cast_bytes": FP8_CAST_BYTES["dynamic"] if fmt.gemm_dtype == "fp8" else 0.0,
         "maximum": maximum,
         "ceil": ceil,
     }
