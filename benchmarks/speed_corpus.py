@@ -91,6 +91,7 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "recompute_modules": str,
     "dispatch": str,
     "nics_per_node": int,
+    "blocking_grad_reduce": lambda v: v.lower() in ("1", "true", "yes"),
 }
 
 #: Calibration files a row can name (``{calibration=NAME}``): the measured ceilings of a card

@@ -17,6 +17,21 @@ from suanli.estimate.workload import TrainWork
 DP_OVERLAP = 0.9
 
 
+def dp_bytes(work: TrainWork, trainable: Any, param_bytes: float) -> tuple[Any, Any, Any]:
+    """(gradient bytes, bytes reduced, bytes gathered back) of one data-parallel sync, for
+    ``trainable`` parameters stored in ``param_bytes`` each.
+
+    The gradients are the parameters' bytes (4 for LoRA's adapters). With ``main_grads_fp32``
+    (Megatron reduces bf16 training's gradients in its fp32 main-grad buffer:
+    ``accumulate_allreduce_grads_in_fp32``) full-weight gradients are reduced in 4 bytes, and a
+    distributed optimizer gathers the updated parameters back in their own bytes; otherwise
+    both collectives move the gradients' bytes."""
+    grads = trainable * (4 if work.is_lora else param_bytes)
+    if work.main_grads_fp32 and not work.is_lora:
+        return grads, trainable * 4, trainable * param_bytes
+    return grads, grads, grads
+
+
 def grad_reduce_overlap(work: TrainWork) -> float:
     """The share of the last micro-batch's backward a ZeRO 0-2 gradient reduction hides behind:
     :data:`DP_OVERLAP`, or 0 when it blocks (``work.blocking_grad_reduce``)."""

@@ -25,6 +25,7 @@ from suanli.estimate.comm import (
 )
 from suanli.estimate.data_parallel import (
     DP_OVERLAP,
+    dp_bytes,
     fsdp_backward_gathers,
     fsdp_exposed_s,
     fsdp_root_s,
@@ -440,7 +441,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
             comm["expert_all_to_all"] = a2a_s
         # Fill and drain: each a chunk's compute and a transfer (estimate/pipeline.py).
         bubble_s = pipeline_bubble_s(par.pp_schedule, par.pp, par.vpp, per_micro_s, hop_s, shares)
-    grad_bytes = trainable * (4 if work.is_lora else tb)
+    grad_bytes, reduce_bytes, gather_bytes = dp_bytes(work, trainable, tb)
     # What FSDP gathers and CPU offload copies: QLoRA's base in NF4.
     weight_bytes = base_weight_bytes(work, split.layer_linear, split.other)
     if par.dp > 1:
@@ -450,7 +451,7 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
         replicas = par.dp // group
         replica_s = (
             all_reduce_s(
-                grad_bytes / group, replicas, net.link_for(replicas, par.tp * par.pp * group)
+                reduce_bytes / group, replicas, net.link_for(replicas, par.tp * par.pp * group)
             )
             if replicas > 1
             else 0.0
@@ -481,12 +482,19 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
                 ),
             )
         else:
+            # ZeRO 1 as one all-reduce of the mean of the reduced and gathered bytes: a ring
+            # all-reduce's reduce-scatter and all-gather halves (data_parallel.dp_bytes).
             dp_s = (
-                reduce_scatter_s(grad_bytes, group, link)
-                + all_gather_s(grad_bytes, group, link)
+                reduce_scatter_s(reduce_bytes, group, link)
+                + all_gather_s(gather_bytes, group, link)
                 + replica_s
                 if par.zero >= 2
-                else all_reduce_s(grad_bytes, group, link) + replica_s
+                else all_reduce_s(
+                    reduce_bytes if par.zero == 0 else (reduce_bytes + gather_bytes) / 2,
+                    group,
+                    link,
+                )
+                + replica_s
             )
             # Buckets reduce while the last micro-batch's backward (2/3 of it) runs, unless
             # the framework reduces on the compute stream (DeepSpeed below ZeRO 3).

@@ -19,6 +19,7 @@ import numpy as np
 from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.data_parallel import (
+    dp_bytes,
     fsdp_backward_gathers,
     fsdp_exposed_s,
     grad_reduce_overlap,
@@ -397,18 +398,17 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
     exposed = sum(pipeline_exposed_s(schedule, a2a, p2p, per_micro, vpp, shares, m))
     comm += np.where(pp > 1, exposed, a2a * m)
     bubble = np.where(pp > 1, pipeline_bubble_s(schedule, pp, vpp, per_micro, p2p, shares), 0.0)
-    grad_bytes = trainable * (4 if work.is_lora else tb)
+    grad_bytes, reduce_bytes, gather_bytes = dp_bytes(work, trainable, tb)
     group = np.where(zero >= 1, _zero_group(work, dp), dp)
     bw, lat, base = pick(net, group, tp * pp, gather=True)
     busy = compute_s + memory_total
     # What FSDP gathers and CPU offload copies: QLoRA's base in NF4.
     weight_bytes = base_weight_bytes(work, split["layer_linear"], split["other"])
-    scatter = reduce_scatter(grad_bytes, group, bw, lat, base)
     # HSDP: the shard groups' gradient shards are all-reduced across the replicas.
     replicas = dp // group
     replica = np.where(
         replicas > 1,
-        all_reduce(net, grad_bytes / group, replicas, tp * pp * group),
+        all_reduce(net, reduce_bytes / group, replicas, tp * pp * group),
         0.0,
     )
     # Sharded gradients are reduced after every micro-batch, once a step with a pipeline
@@ -449,11 +449,19 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         ),
         maximum=np.maximum,
     )
+    # ZeRO 2: reduce-scatter the reduced bytes, gather the gathered ones (the same time per
+    # byte); ZeRO 1 one all-reduce of their mean, ZeRO 0 of the reduced (perf.training_perf).
     ddp_s = (
         np.where(
             zero >= 2,
-            2 * scatter,
-            all_reduce(net, grad_bytes, group, tp * pp),
+            reduce_scatter(reduce_bytes, group, bw, lat, base)
+            + reduce_scatter(gather_bytes, group, bw, lat, base),
+            all_reduce(
+                net,
+                np.where(zero == 0, reduce_bytes, (reduce_bytes + gather_bytes) / 2),
+                group,
+                tp * pp,
+            ),
         )
         + replica
     )
