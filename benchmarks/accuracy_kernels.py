@@ -36,10 +36,11 @@ from pathlib import Path
 
 from suanli import find_gpu, load_catalog
 from suanli.catalog.network import ceiling_for
+from suanli.estimate.casts import FP8_CAST_BYTES
 from suanli.estimate.comm import all_gather_s, all_reduce_s, reduce_scatter_s
 from suanli.estimate.device import device_for
 from suanli.estimate.kernel_fits import kernel_model
-from suanli.estimate.kernels import FP8_CAST_BYTES, activation_cast_seconds, gemm_seconds
+from suanli.estimate.kernels import activation_cast_seconds, gemm_seconds
 from suanli.units import DTYPE_BYTES as ELEMENT_BYTES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"

@@ -7,10 +7,11 @@ import pytest
 
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.estimate import vector
+from suanli.estimate.casts import FP8_CAST_BYTES
 from suanli.estimate.device import device_for
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.inference import inference_perf
-from suanli.estimate.kernels import FP8_CAST_BYTES, serve_forward
+from suanli.estimate.kernels import serve_forward
 from suanli.estimate.shapes import serving_shapes
 from suanli.estimate.workload import InferWork
 from suanli.models.resolve import load_model

@@ -53,7 +53,7 @@ def test_collectives_carry_bf16_under_fp8() -> None:
 
 
 def test_transformer_engine_casts_the_weights_once_a_step() -> None:
-    from suanli.estimate.kernels import fp8_cast_seconds
+    from suanli.estimate.casts import fp8_cast_seconds
     from suanli.estimate.perf import train_matmul_seconds
     from suanli.estimate.shapes import linear_shapes
 

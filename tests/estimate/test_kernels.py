@@ -164,8 +164,8 @@ def test_cards_take_the_profile_of_their_generation(
 
 def _linear_fwd_bwd_s(m: int, k: int, n: int, dtype: str, scaling: str = "delayed") -> float:
     """One linear layer's forward and backward (3 GEMMs) on an H100, with fp8 casts for fp8."""
+    from suanli.estimate.casts import fp8_cast_seconds
     from suanli.estimate.device import device_for
-    from suanli.estimate.kernels import fp8_cast_seconds
     from suanli.estimate.shapes import LinearShape
 
     device = device_for(find_gpu("h100", CATALOG), dtype, auto_calibration=False)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from suanli.catalog.formats import get_format
+from suanli.estimate.casts import FP8_CAST_BYTES
 from suanli.estimate.comm import OneShot
 from suanli.estimate.inference import InferPerf
-from suanli.estimate.kernels import FP8_CAST_BYTES
 from suanli.estimate.perf import Device, TrainPerf
 from suanli.estimate.pipeline import DUALPIPE_HIDDEN, bubble_formula
 from suanli.estimate.workload import InferWork, TrainWork

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from suanli.estimate.casts import FP8_CAST_BYTES
 from suanli.estimate.comm import p2p_s, tp_all_reduce_s
 from suanli.estimate.elementwise import serving_op_bytes
 from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.host_dispatch import host_step_s
 from suanli.estimate.inference_memory import kv_bytes_per_token
-from suanli.estimate.kernels import FP8_CAST_BYTES, ServeKernels, serve_forward
+from suanli.estimate.kernels import ServeKernels, serve_forward
 from suanli.estimate.perf import Device
 from suanli.estimate.shapes import serving_shapes
 from suanli.estimate.sizes import param_split

@@ -482,8 +482,9 @@ def serve_forward(
     sequence, as serving engines do. The element-wise kernels move ``op_bytes`` per token each
     (:func:`serving_ops_seconds`).
 
-    ``activation_cast_bytes`` (fp8 W8A8: :data:`FP8_CAST_BYTES` ``dynamic``) quantizes each
-    linear layer's input on the fly before its GEMM, as the engines' fp8 Linear layers do: an
+    ``activation_cast_bytes`` (fp8 W8A8: ``FP8_CAST_BYTES["dynamic"]`` of
+    :mod:`suanli.estimate.casts`) quantizes each linear layer's input on the fly before its
+    GEMM, as the engines' fp8 Linear layers do: an
     amax pass and a cast over rows x K, two kernels, each at least one element-wise floor
     (:func:`activation_cast_seconds`); the 16-bit LM head casts nothing."""
     b = 2.0
@@ -537,13 +538,6 @@ def serve_forward(
     return ServeKernels(gemm_s=gemm, attention_s=attention, small_ops_s=small)
 
 
-#: Bytes moved per element cast from bf16 to fp8, by scaling recipe: read 2 and write 1 with a
-#: delayed scale; dynamic scaling first reads the tensor for its amax (2 more). With 5 bytes the
-#: model gives torchao's measured float8 linear speedup on H100 at M, K, N = 4096, 8192, 16384
-#: (fwd + bwd, compiled: 1.39x; torchao/float8/README.md, "Performance").
-FP8_CAST_BYTES = {"delayed": 3.0, "dynamic": 5.0}
-
-
 def activation_cast_seconds(
     elements: Any,
     cast_bytes: float,
@@ -552,82 +546,10 @@ def activation_cast_seconds(
     maximum: Callable[[Any, Any], Any] = max,
 ) -> Any:
     """Quantizing one GEMM input of ``elements`` to fp8 on the fly: ``cast_bytes`` per element
-    (:data:`FP8_CAST_BYTES`) at the GEMMs' streaming efficiency, never below two element-wise
-    floors (the amax pass and the cast). The same cost benchmarks/accuracy_kernels.py adds to
-    the model when it scores aiconfigurator's fp8 Linear layers, which time the quantization
-    with the GEMM (median error at 1-16 rows: +0.2% on the H100, -3.0% on the H200)."""
+    (``FP8_CAST_BYTES`` of :mod:`suanli.estimate.casts`) at the GEMMs' streaming efficiency,
+    never below two element-wise floors (the amax pass and the cast). The same cost
+    benchmarks/accuracy_kernels.py adds to the model when it scores aiconfigurator's fp8 Linear
+    layers, which time the quantization with the GEMM (median error at 1-16 rows: +0.2% on the
+    H100, -3.0% on the H200)."""
     streaming = cast_bytes * elements / (bandwidth_bytes_per_s * model.memory_efficiency)
     return maximum(streaming, 2 * model.small_op_s)
-
-
-#: Bytes moved per weight dequantized from NF4 to bf16: read 4 bits and the double-quantized
-#: scales (4.127 bits in all, catalog/data/quant.toml nf4-dq), write 2 bytes.
-NF4_DEQUANT_BYTES = 4.127 / 8 + 2.0
-
-
-def fp8_cast_seconds(
-    shapes: Any,
-    num_layers: int,
-    hidden: int,
-    tokens: Any,
-    tp: Any,
-    bandwidth_bytes_per_s: float,
-    model: GemmModel,
-    *,
-    expert_share: float = 1.0,
-    scaling: str = "delayed",
-    weight_casts: Any = 1.0,
-    maximum: Callable[[Any, Any], Any] = max,
-    expert_tp: Any = None,
-) -> Any:
-    """Casting every linear GEMM's operands to fp8, per average layer and micro-batch.
-
-    With dynamic scaling (Transformer Engine, torchao float8) each GEMM casts its input and its
-    weight for the forward pass, the output gradient for the backward, and the transposed copies
-    of weight and input for the two backward GEMMs: ``3 bytes x (2·M·K + M·N + 2·K·N)`` (read bf16,
-    write fp8) with delayed scaling, 5 bytes with dynamic ``scaling`` (an amax pass first; see
-    :data:`FP8_CAST_BYTES`), five cast kernels, each at least one element-wise floor. This is why
-    fp8 training is 1.3-1.5x bf16 end to end, not 2x (Micikevicius et al. 2022, "FP8 formats for
-    deep learning", and the torchao float8 README's per-shape speedup tables).
-
-    ``weight_casts``: the share of micro-batches that cast the weights (their two casts of the
-    five): 1, or ``1 / grad_accum`` where the recipe keeps them for the step
-    (:attr:`suanli.estimate.workload.TrainWork.fp8_weight_cache`)."""
-    memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
-    total: Any = 0.0
-    for s in shapes:
-        per_layer = s.count / num_layers
-        rows = tokens * expert_share if s.kind == "experts" else tokens
-        k, n = shard_dims(s, hidden, tp, expert_tp)
-        elements = 2 * rows * k + rows * n + 2 * k * n * weight_casts
-        total = total + per_layer * maximum(
-            FP8_CAST_BYTES[scaling] * elements / memory_bw,
-            (3 + 2 * weight_casts) * model.small_op_s,
-        )
-    return total
-
-
-def nf4_dequant_seconds(
-    shapes: Any,
-    num_layers: int,
-    hidden: int,
-    tp: Any,
-    bandwidth_bytes_per_s: float,
-    model: GemmModel,
-    *,
-    maximum: Callable[[Any, Any], Any] = max,
-) -> Any:
-    """Dequantizing every frozen NF4 weight of one average layer to bf16, once.
-
-    QLoRA (Dettmers et al. 2023, §3: "we dequantize the storage data type to the computation
-    data type to perform the forward and backward pass") runs a dequantize kernel before each
-    GEMM that uses a frozen weight: forward, the backward's input gradient, and the recomputed
-    forward. Each reads the packed weight and writes it in bf16 (``NF4_DEQUANT_BYTES`` a weight)."""
-    memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
-    total: Any = 0.0
-    for s in shapes:
-        k, n = shard_dims(s, hidden, tp)
-        total = total + s.count / num_layers * maximum(
-            NF4_DEQUANT_BYTES * k * n / memory_bw, model.small_op_s
-        )
-    return total

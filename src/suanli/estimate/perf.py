@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from suanli.estimate.casts import fp8_cast_seconds, nf4_dequant_seconds
 from suanli.estimate.checkpointing import op_recompute_share
 from suanli.estimate.comm import (
     Network,
@@ -47,11 +48,9 @@ from suanli.estimate.expert_parallel import (
 from suanli.estimate.flops import forward_flops_per_token, model_step_flops, step_flops
 from suanli.estimate.kernels import (
     GemmModel,
-    fp8_cast_seconds,
     gemm_seconds,
     gemm_time_fn,
     layer_gemms,
-    nf4_dequant_seconds,
 )
 from suanli.estimate.loss_scaling import loss_scaling_s
 from suanli.estimate.memory import offloaded_activation_bytes
