@@ -18,27 +18,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from suanli.answers.option_kinds import (
+    ADAPTERS,
+    INFER,
+    MAX_DEGREE,
+    MAX_SEQUENCES,
+    RECOMPUTE_AUTO,
+    choice,
+    degree,
+    fraction,
+    lora_targets,
+    switch,
+    tokens,
+)
 from suanli.answers.option_type import (
     ALL_TASKS,
     Option,
     framework_ids,
-    weight_format_ids,
 )
+from suanli.answers.options_serving import SERVING_OPTIONS
 from suanli.estimate.workload import (
     ATTENTION,
-    DISPATCHES,
     DTYPES,
     EP_DISPATCHERS,
     FP8_SCALING,
     KERNELS,
-    KV_DTYPES,
-    LORA_TARGETS,
     LOSSES,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
     PP_SCHEDULES,
     PRECISIONS,
-    PROJECTIONS,
     RECOMPUTE,
     RECOMPUTE_MODULES,
     ROPE,
@@ -48,84 +57,7 @@ from suanli.estimate.workload import (
     ZERO_BUCKETS,
 )
 from suanli.i18n import N_
-from suanli.limits import MAX_GPUS, MAX_LAYERS, MAX_TOKENS
-
-#: Tasks an option applies to besides every one (ALL_TASKS): serving only, adapters only.
-INFER = ("infer",)
-ADAPTERS = ("lora", "qlora")
-#: ``--recompute auto``: the lightest recomputation that fits the card (answers/recompute.py).
-RECOMPUTE_AUTO = "auto"
-#: Sequences in one micro-batch, global batch or accumulation (the web's bound since its start).
-MAX_SEQUENCES = 65_536
-#: Tensor, pipeline and expert degrees, and layers per checkpoint.
-MAX_DEGREE = 1024
-
-
-def _lora_targets() -> dict[str, str]:
-    return {"targets": ",".join(LORA_TARGETS)}
-
-
-def _tokens(name: str, default: int | None, help: str, tasks: tuple[str, ...]) -> Option:
-    return Option(
-        name=name,
-        kind=int,
-        default=default,
-        help=help,
-        unit="tokens",
-        minimum=1,
-        maximum=MAX_TOKENS,
-        tasks=tasks,
-    )
-
-
-def _gib(name: str, help: str) -> Option:
-    return Option(
-        name=name,
-        kind=float,
-        default=None,
-        help=help,
-        unit="GiB",
-        minimum=0,
-        maximum=1024,
-        metavar="GIB",
-    )
-
-
-def _fraction(name: str, help: str, *, tasks: tuple[str, ...] = ALL_TASKS, **kw: Any) -> Option:
-    return Option(
-        name=name,
-        kind=float,
-        default=None,
-        help=help,
-        unit="fraction",
-        minimum=0,
-        maximum=1,
-        tasks=tasks,
-        **kw,
-    )
-
-
-def _choice(name: str, default: str, choices: tuple[str, ...], help: str, **kw: Any) -> Option:
-    return Option(name=name, kind=str, default=default, help=help, choices=choices, **kw)
-
-
-def _switch(name: str, help: str, *, tasks: tuple[str, ...] = TRAIN_TASKS, **kw: Any) -> Option:
-    return Option(name=name, kind=bool, default=False, help=help, tasks=tasks, **kw)
-
-
-def _degree(name: str, help: str, tasks: tuple[str, ...] = TRAIN_TASKS) -> Option:
-    return Option(
-        name=name,
-        kind=int,
-        default=1,
-        help=help,
-        unit="GPUs",
-        minimum=1,
-        maximum=MAX_DEGREE,
-        tasks=tasks,
-        layout=True,
-    )
-
+from suanli.limits import MAX_GPUS
 
 #: The workload options, in the order ``--help`` lists them.
 OPTIONS: tuple[Option, ...] = (
@@ -140,7 +72,7 @@ OPTIONS: tuple[Option, ...] = (
         max_length=40,
         help_values=framework_ids,
     ),
-    _choice(
+    choice(
         "task",
         "lora",
         TASKS,
@@ -185,24 +117,24 @@ OPTIONS: tuple[Option, ...] = (
         tasks=TRAIN_TASKS,
         layout=True,
     ),
-    _tokens("seq", 2048, N_("Training sequence length in tokens."), TRAIN_TASKS),
-    _tokens("context", 4096, N_("Inference: tokens per sequence held in the KV cache."), INFER),
-    _choice("dtype", "bf16", DTYPES, N_("Compute and weight dtype."), tasks=TRAIN_TASKS),
-    _choice(
+    tokens("seq", 2048, N_("Training sequence length in tokens."), TRAIN_TASKS),
+    tokens("context", 4096, N_("Inference: tokens per sequence held in the KV cache."), INFER),
+    choice("dtype", "bf16", DTYPES, N_("Compute and weight dtype."), tasks=TRAIN_TASKS),
+    choice(
         "precision",
         "mixed",
         PRECISIONS,
         N_("mixed: fp32 master weights and states; pure: all in --dtype (bf16 under fp8)."),
         tasks=TRAIN_TASKS,
     ),
-    _choice(
+    choice(
         "optimizer",
         "adamw",
         OPTIMIZERS,
         N_("Optimizer; its states take memory for every trainable parameter."),
         tasks=TRAIN_TASKS,
     ),
-    _choice(
+    choice(
         "optimizer_impl",
         "fused",
         OPTIMIZER_IMPLS,
@@ -216,7 +148,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     # A task-aware default (--recompute auto, answers/recompute.py) is set here and only here,
     # with "auto" among the choices; TrainWork keeps "none" (ESTIMATOR_OWN in the test).
-    _choice(
+    choice(
         "recompute",
         RECOMPUTE_AUTO,
         (RECOMPUTE_AUTO, *RECOMPUTE),
@@ -252,14 +184,14 @@ OPTIONS: tuple[Option, ...] = (
         layout=True,
         metavar="K",
     ),
-    _switch(
+    switch(
         "activation_offload",
         N_(
             "Saved activations wait in CPU memory between forward and backward "
             "(torchtune, Unsloth); costs PCIe time when the copies outlast the matmuls."
         ),
     ),
-    _choice(
+    choice(
         "loss",
         "full",
         LOSSES,
@@ -270,7 +202,7 @@ OPTIONS: tuple[Option, ...] = (
         ),
         tasks=TRAIN_TASKS,
     ),
-    _choice(
+    choice(
         "saved_tensors",
         "hf",
         SAVED_TENSORS,
@@ -280,7 +212,7 @@ OPTIONS: tuple[Option, ...] = (
         ),
         tasks=TRAIN_TASKS,
     ),
-    _choice(
+    choice(
         "zero_buckets",
         "none",
         ZERO_BUCKETS,
@@ -290,19 +222,19 @@ OPTIONS: tuple[Option, ...] = (
         ),
         tasks=TRAIN_TASKS,
     ),
-    _switch("main_grads_fp32", N_("Gradients accumulate in an fp32 buffer (Megatron).")),
-    _switch(
+    switch("main_grads_fp32", N_("Gradients accumulate in an fp32 buffer (Megatron).")),
+    switch(
         "blocking_grad_reduce",
         N_(
             "The data-parallel gradient reduction blocks the backward pass instead of "
             "overlapping it (DeepSpeed below ZeRO 3: overlap_comm is off by default)."
         ),
     ),
-    _switch(
+    switch(
         "optimizer_in_backward",
         N_("Step each parameter in the backward pass and free its gradient (torchtune)."),
     ),
-    _choice(
+    choice(
         "attention",
         "sdpa",
         ATTENTION,
@@ -315,7 +247,7 @@ OPTIONS: tuple[Option, ...] = (
         ),
         tasks=TRAIN_TASKS,
     ),
-    _choice(
+    choice(
         "kernels",
         "eager",
         KERNELS,
@@ -326,7 +258,7 @@ OPTIONS: tuple[Option, ...] = (
             "compiled (gpt-fast) run each residual add inside the next norm."
         ),
     ),
-    _choice(
+    choice(
         "fp8_scaling",
         "delayed",
         FP8_SCALING,
@@ -337,7 +269,7 @@ OPTIONS: tuple[Option, ...] = (
         ),
         tasks=TRAIN_TASKS,
     ),
-    _choice(
+    choice(
         "rope",
         "real",
         ROPE,
@@ -359,8 +291,8 @@ OPTIONS: tuple[Option, ...] = (
         tasks=TRAIN_TASKS,
         layout=True,
     ),
-    _degree("tp", N_("Tensor parallel degree."), ALL_TASKS),
-    _degree(
+    degree("tp", N_("Tensor parallel degree."), ALL_TASKS),
+    degree(
         "pp",
         N_(
             "Pipeline stages (training: 1F1B; inference: layers split over GPUs that run "
@@ -379,7 +311,7 @@ OPTIONS: tuple[Option, ...] = (
         tasks=TRAIN_TASKS,
         layout=True,
     ),
-    _choice(
+    choice(
         "pp_schedule",
         "1f1b",
         PP_SCHEDULES,
@@ -402,7 +334,7 @@ OPTIONS: tuple[Option, ...] = (
         tasks=TRAIN_TASKS,
         layout=True,
     ),
-    _degree("ep", N_("Expert parallel degree (MoE).")),
+    degree("ep", N_("Expert parallel degree (MoE).")),
     Option(
         name="etp",
         kind=int,
@@ -418,7 +350,7 @@ OPTIONS: tuple[Option, ...] = (
         tasks=TRAIN_TASKS,
         layout=True,
     ),
-    _choice(
+    choice(
         "ep_dispatcher",
         "alltoall",
         EP_DISPATCHERS,
@@ -429,7 +361,7 @@ OPTIONS: tuple[Option, ...] = (
         ),
         tasks=TRAIN_TASKS,
     ),
-    _switch("sp", N_("Sequence parallelism (needs --tp > 1)."), layout=True),
+    switch("sp", N_("Sequence parallelism (needs --tp > 1)."), layout=True),
     Option(
         name="shard_group",
         kind=int,
@@ -458,12 +390,12 @@ OPTIONS: tuple[Option, ...] = (
         maximum=MAX_GPUS,
         layout=True,
     ),
-    _switch(
+    switch(
         "offload_optimizer",
         N_("Optimizer states and master weights in CPU memory."),
         layout=True,
     ),
-    _switch(
+    switch(
         "offload_params",
         N_(
             "Parameters and gradients in CPU memory, one layer on the GPU at a time "
@@ -489,110 +421,15 @@ OPTIONS: tuple[Option, ...] = (
         help=N_("Comma-separated modules with adapters: {targets}."),
         max_length=100,
         tasks=ADAPTERS,
-        help_values=_lora_targets,
+        help_values=lora_targets,
     ),
-    _fraction(
+    fraction(
         "dropout",
         N_("Dropout probability (default: the model config's, 0 for most LLMs)."),
         tasks=TRAIN_TASKS,
         max_open=True,
     ),
-    Option(
-        name="quant",
-        kind=str,
-        default="bf16",
-        help=N_("Inference weight format: {formats} (catalog/data/quant.toml)."),
-        max_length=40,
-        tasks=INFER,
-        help_values=weight_format_ids,
-    ),
-    _choice("kv_dtype", "bf16", KV_DTYPES, N_("Inference: dtype of the KV cache."), tasks=INFER),
-    _choice(
-        "projections",
-        "fused",
-        PROJECTIONS,
-        N_(
-            "Inference: how the serving engine launches each layer's input projections: fused "
-            "(one QKV and one gate/up GEMM: vLLM, SGLang, TensorRT-LLM), qkv (gate and up apart: "
-            "gpt-fast) or separate (one GEMM per weight: transformers, llama.cpp)."
-        ),
-        tasks=INFER,
-    ),
-    _choice(
-        "dispatch",
-        "engine",
-        DISPATCHES,
-        N_(
-            "Inference: who launches each step's kernels: engine (CUDA graphs or a C++ runtime: "
-            "vLLM, SGLang, TensorRT-LLM, llama.cpp) or python (eager PyTorch op by op: "
-            "transformers' generate(), where the CPU can set the pace)."
-        ),
-        tasks=INFER,
-    ),
-    Option(
-        name="prefill_chunk",
-        kind=int,
-        default=None,
-        help=N_("Chunked prefill: tokens per forward pass."),
-        unit="tokens",
-        minimum=1,
-        maximum=MAX_TOKENS,
-        tasks=INFER,
-        layout=True,
-    ),
-    Option(
-        name="images",
-        kind=int,
-        default=0,
-        help=N_(
-            "Images per sequence for a vision-language model (LLaVA-style): each adds its "
-            "image tokens to the context and the vision tower's work to the prefill."
-        ),
-        unit="images",
-        minimum=0,
-        maximum=1024,
-    ),
-    Option(
-        name="image_size",
-        kind=str,
-        default=None,
-        help=N_(
-            "Pixels of each image for towers at native resolution (Qwen2.5-VL: one token per "
-            "28x28 pixels); LLaVA-style towers resize to their own size."
-        ),
-        unit="pixels",
-        max_length=16,
-        metavar="WxH",
-    ),
-    Option(
-        name="gpu_layers",
-        kind=int,
-        default=None,
-        help=N_(
-            "Inference: N layers on the GPU, the rest on the CPU from system memory "
-            "(llama.cpp --n-gpu-layers, Ollama num_gpu)."
-        ),
-        unit="layers",
-        minimum=0,
-        maximum=MAX_LAYERS,
-        tasks=INFER,
-        layout=True,
-        metavar="N",
-    ),
-    _fraction(
-        "gpu_memory_utilization",
-        N_("A serving engine's share of GPU memory (vLLM: 0.92)."),
-        tasks=INFER,
-        min_open=True,
-        layout=True,
-    ),
-    _gib("cuda_context", N_("CUDA context per process in GiB (default 0.5).")),
-    _fraction(
-        "fragmentation",
-        N_("Allocator reserve as a fraction of tensors (default 0.10)."),
-        max_open=True,
-    ),
-    _gib("nccl", N_("NCCL buffers per GPU in GiB when GPUs > 1 (default 1).")),
+    *SERVING_OPTIONS,
 )
 
 #: Every workload option by name (WorkRequest's fields but ``explicit``).

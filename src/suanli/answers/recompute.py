@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from suanli.answers.options import RECOMPUTE_AUTO
+from suanli.answers.option_kinds import RECOMPUTE_AUTO
 from suanli.answers.request import WorkRequest, apply_framework, build_work
 from suanli.estimate.memory import training_memory
 from suanli.estimate.workload import InferWork, TrainWork

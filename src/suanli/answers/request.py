@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from suanli.answers.option_kinds import RECOMPUTE_AUTO
 from suanli.answers.options import (
     INFER_ONLY_OPTIONS,
     INFER_OPTIONS,
     LAYOUT_FIELDS,
     PUE,
-    RECOMPUTE_AUTO,
     WORK_OPTIONS,
     declared,
 )
