@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from suanli import InferPerfAnswer, PerfRequest, WorkRequest, perf
 from suanli.catalog import bundled_gpus, find_gpu
 from suanli.estimate import vector
 from suanli.estimate.casts import FP8_CAST_BYTES
@@ -70,3 +71,20 @@ def test_vectorized_planner_equals_the_scalar_path_with_fp8() -> None:
         scalar = inference_perf(spec, work, device, 1024, 128)
         assert result["tpot_s"][i] == pytest.approx(scalar.tpot_s, rel=1e-9)
         assert result["ttft_s"][i] == pytest.approx(scalar.ttft_s, rel=1e-9)
+
+
+def test_the_explanation_names_the_cast_only_for_fp8() -> None:
+    def formula(quant: str) -> str:
+        answer = perf(
+            PerfRequest(
+                model="llama-3.1-8b",
+                work=WorkRequest(task="infer", quant=quant, framework="vllm"),
+                gpu="h100",
+            )
+        )
+        assert isinstance(answer, InferPerfAnswer)
+        (term,) = [t for t in answer.terms if str(t.term) == "decode: GEMMs (weights streamed)"]
+        return str(term.formula)
+
+    assert "quantizes its input" in formula("fp8")
+    assert "quantizes its input" not in formula("bf16")

@@ -299,6 +299,27 @@ def _prefill_formula(device: Device) -> str:
     )
 
 
+def _decode_gemm_formula(work: InferWork, device: Device) -> str:
+    """The decode GEMMs' formula, with the activation cast of fp8 (W8A8) weights."""
+    gemm = device.gemm_model
+    formula = N_(
+        "per GEMM the engine launches ({projections}): (t_c^p + t_m^p)^(1/p) + launch, "
+        "t_m = weight bytes in {weights} / (bandwidth x e_m), p = {p}; MoE: the experts "
+        "the batch touches"
+    ).format(
+        projections=PROJECTION_NAMES[work.projections],
+        weights=work.weight_format,
+        p=f"{gemm.blend:g}" if gemm.blend > 0 else "inf",
+    )
+    if get_format(work.weight_format).gemm_dtype != "fp8":
+        return formula
+    return N_(
+        "{formula}; fp8 (W8A8): each GEMM first quantizes its input, an amax pass and a cast of "
+        "{cast:g} bytes an element, at least two element-wise kernels (the cost the kernel "
+        "benchmark adds to score measured fp8 Linear layers)"
+    ).format(formula=formula, cast=FP8_CAST_BYTES["dynamic"])
+
+
 def infer_terms(
     work: InferWork, device: Device, result: InferPerf, average_context: int
 ) -> tuple[TimeTerm, ...]:
@@ -329,15 +350,7 @@ def infer_terms(
             seconds=b.get("decode_gemms", 0.0),
             efficiency=gemm.memory_efficiency,
             source=gemm.source or device.efficiency_source,
-            formula=N_(
-                "per GEMM the engine launches ({projections}): (t_c^p + t_m^p)^(1/p) + launch, "
-                "t_m = weight bytes in {weights} / (bandwidth x e_m), p = {p}; MoE: the experts "
-                "the batch touches"
-            ).format(
-                projections=PROJECTION_NAMES[work.projections],
-                weights=work.weight_format,
-                p=f"{gemm.blend:g}" if gemm.blend > 0 else "inf",
-            ),
+            formula=_decode_gemm_formula(work, device),
         ),
         TimeTerm(
             term=N_("decode: attention (KV cache read)"),
