@@ -28,6 +28,11 @@ _FORMAT_KINDS = ("float", "int", "nf", "gguf")
 FEATURES = ("bf16", "fp8", "sm75", "flash-attn-2")
 
 
+#: Bits per weight of Q6_K, the type llama.cpp's quantizer gives a GGUF file's ``output.weight``
+#: below Q8_0 (ggml-common.h: 256 weights in 210 bytes).
+GGUF_OUTPUT_BITS = 6.5625
+
+
 @dataclass(frozen=True)
 class WeightFormat:
     """How weights are stored: effective bits per weight including scales and zeros."""
@@ -55,6 +60,17 @@ class WeightFormat:
     """A card that lacks ``needs`` still runs it, converted on load to ``instead`` (same bytes,
     same speed): a bf16 checkpoint on Turing runs in fp16. Views name ``instead``; a job that
     asks for it is not refused."""
+
+    @property
+    def lm_head_bytes(self) -> float:
+        """Bytes per weight of the LM head as a decode step reads it: 16 bits beside quantized
+        linear layers (serving engines keep ``lm_head`` unquantized); in a GGUF file Q6_K
+        (6.5625 bits) below Q8_0 and the file's own type from Q8_0 up (llama.cpp
+        ``src/llama-quant.cpp`` ``llama_tensor_get_type``: ``output.weight`` becomes
+        ``GGML_TYPE_Q6_K`` unless it is Q8_0 already)."""
+        if self.kind == "gguf":
+            return (GGUF_OUTPUT_BITS if self.bits_per_weight < 8 else self.bits_per_weight) / 8
+        return 2.0
 
     @property
     def gemm_dtype(self) -> str:

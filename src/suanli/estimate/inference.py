@@ -133,6 +133,7 @@ def serve_kernels(
         "num_experts": moe.num_experts if moe is not None else 1,
         # fp8 W8A8: the engine quantizes each linear layer's input before its GEMM.
         "activation_cast_bytes": FP8_CAST_BYTES["dynamic"] if fmt.gemm_dtype == "fp8" else 0.0,
+        "head_bytes": fmt.lm_head_bytes,
         "maximum": maximum,
         "ceil": ceil,
     }

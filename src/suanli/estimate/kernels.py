@@ -464,6 +464,7 @@ def serve_forward(
     expert_share: float = 1.0,
     num_experts: int = 1,
     activation_cast_bytes: float = 0.0,
+    head_bytes: float = 2.0,
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> ServeKernels:
@@ -479,7 +480,8 @@ def serve_forward(
     experts the tokens touch (a ``touched_share`` of them, ``rows x expert_share`` tokens each on
     average), as one grouped kernel per projection and layer (vLLM's fused_moe, llama.cpp's
     mul_mat_id): one launch per group, not per expert. The LM head runs on the last token of each
-    sequence, as serving engines do. The element-wise kernels move ``op_bytes`` per token each
+    sequence, as serving engines do, its weights in ``head_bytes`` each (16 bits; a GGUF file's
+    Q6_K: ``WeightFormat.lm_head_bytes``). The element-wise kernels move ``op_bytes`` per token each
     (:func:`serving_ops_seconds`).
 
     ``activation_cast_bytes`` (fp8 W8A8: ``FP8_CAST_BYTES["dynamic"]`` of
@@ -522,7 +524,7 @@ def serve_forward(
             gemm = gemm + s.count * activation_cast_seconds(
                 rows * n_in, activation_cast_bytes, bandwidth_bytes_per_s, model, maximum
             )
-    gemm = gemm + t(sequences, vocab / tp, hidden, b)
+    gemm = gemm + t(sequences, vocab / tp, hidden, head_bytes)
     memory_bw = bandwidth_bytes_per_s * model.memory_efficiency
     attention_rate = attention_flops_per_s or peak_flops * model.compute_efficiency
     floor = model.launch_s if attention_floor_s is None else attention_floor_s
