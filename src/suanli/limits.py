@@ -23,6 +23,8 @@ MAX_GRID_CELLS = 10**15
 #: Decoder layers, experts and other per-layer expansions a config may ask for.
 MAX_LAYERS = 100_000
 MAX_EXPERTS = 1 << 16
+#: Scale-out NICs of one node (``--nics-per-node``): the largest nodes carry 8 to 16.
+MAX_NICS_PER_NODE = 64
 #: Width of a hidden state, MLP or vocabulary a config may state.
 MAX_WIDTH = 1 << 24
 #: Bytes of a name that may be looked up as a path (POSIX NAME_MAX is 255 per component).
@@ -51,6 +53,7 @@ BY_NAME: dict[str, float] = {
     "exact_gpus": MAX_GPUS,
     "max_gpus": MAX_GPUS,
     "gpus_per_node": 1024,
+    "nics_per_node": MAX_NICS_PER_NODE,
     "tp": 1 << 16,
     "pp": 1 << 16,
     "vpp": 1024,

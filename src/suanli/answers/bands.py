@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -117,9 +118,7 @@ def prediction_interval(
         n = len(ordered)
         j = max(1, math.floor((n + 1) * (1 - share) / 2 + 1e-9))
         return ordered[j - 1], ordered[n - j]
-    sizes: dict[str, int] = {}
-    for group in groups:
-        sizes[group] = sizes.get(group, 0) + 1
+    sizes = Counter(groups)
     k = len(sizes)
     j = math.floor((k + 1) * (1 - share) / 2 + 1e-9)
     weighted = sorted(zip(values, (1.0 / (k * sizes[g]) for g in groups), strict=True))

@@ -15,6 +15,7 @@ from suanli.cli.options import declared_option, work_request, workload_options
 from suanli.cli.render import print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_, _, sentence
+from suanli.limits import MAX_NICS_PER_NODE
 
 if TYPE_CHECKING:
     from suanli.answers.perf import InferPerfAnswer, TrainPerfAnswer
@@ -51,7 +52,7 @@ BOUND_WORDS = (N_("compute"), N_("memory"), N_("communication"), N_("bubble"), N
 )
 @click.option(
     "--nics-per-node",
-    type=IntRange(min=1, max=64),
+    type=IntRange(min=1, max=MAX_NICS_PER_NODE),
     default=None,
     help=N_(
         "Scale-out NICs (ports of the --inter-node link) per node (default: the usual node of "

@@ -28,6 +28,7 @@ from suanli.catalog.network import (
 )
 from suanli.estimate.comm import Link, Network, Nvls, OneShot
 from suanli.i18n import N_
+from suanli.limits import MAX_NICS_PER_NODE
 
 
 @lru_cache(maxsize=64)
@@ -133,9 +134,11 @@ def network_for(
     intra = intra_node_link(gpu)
     inter_spec = get_link(inter or default_inter_node(gpu))
     per_node = gpus_per_node or default_gpus_per_node(gpu)
-    if nics_per_node is not None and not 1 <= nics_per_node <= 64:
+    if nics_per_node is not None and not 1 <= nics_per_node <= MAX_NICS_PER_NODE:
         raise ValueError(
-            N_("--nics-per-node must be 1 to 64, got {value}").format(value=nics_per_node)
+            N_("--nics-per-node must be 1 to {most}, got {value}").format(
+                most=MAX_NICS_PER_NODE, value=nics_per_node
+            )
         )
     usual = nics_per_gpu(gpu, inter_spec.id) * per_node
     nics = float(nics_per_node or usual) if stripe_nics else 0.0

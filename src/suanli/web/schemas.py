@@ -21,7 +21,7 @@ from suanli.answers.request import WorkRequest
 from suanli.answers.serving_load import OUTPUT_TOKENS, PROMPT_TOKENS
 from suanli.catalog.gpu import FORM_FACTORS, VENDORS
 from suanli.i18n import N_, message_of
-from suanli.limits import MAX_TOKENS  # the CLI and the web share the bound
+from suanli.limits import MAX_NICS_PER_NODE, MAX_TOKENS  # the CLI and the web share the bounds
 from suanli.models.presets import DEFAULT_MODEL
 from suanli.plan.scenarios import SCENARIOS
 from suanli.web.security import ApiError
@@ -182,7 +182,7 @@ class PerfRequest(Workload):
     gpu: Name = Field(description="The GPU (catalog name).")
     gpus_per_node: int | None = Field(None, ge=1, le=1024)
     inter_node: str | None = Field(None, max_length=40)
-    nics_per_node: int | None = Field(None, ge=1, le=64)
+    nics_per_node: int | None = Field(None, ge=1, le=MAX_NICS_PER_NODE)
     tokens: float | None = Field(None, ge=1, le=1e18, allow_inf_nan=False)
     prompt: Tokens = PROMPT_TOKENS
     output: Tokens = OUTPUT_TOKENS
