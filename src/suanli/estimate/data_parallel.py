@@ -32,6 +32,20 @@ def dp_bytes(work: TrainWork, trainable: Any, param_bytes: float) -> tuple[Any, 
     return grads, grads, grads
 
 
+def all_reduce_bytes(
+    zero: Any,
+    reduce_bytes: Any,
+    gather_bytes: Any,
+    *,
+    where: Callable[[Any, Any, Any], Any] = lambda c, a, b: a if c else b,
+) -> Any:
+    """Bytes of the one all-reduce ZeRO 0 and 1 run (:func:`dp_bytes`' reduced and gathered
+    bytes): the reduced bytes at ZeRO 0; at ZeRO 1 their mean, so a ring all-reduce's
+    reduce-scatter and all-gather halves move what the distributed optimizer's two collectives
+    do. ``where`` is numpy's for arrays."""
+    return where(zero == 0, reduce_bytes, (reduce_bytes + gather_bytes) / 2)
+
+
 def grad_reduce_overlap(work: TrainWork) -> float:
     """The share of the last micro-batch's backward a ZeRO 0-2 gradient reduction hides behind:
     :data:`DP_OVERLAP`, or 0 when it blocks (``work.blocking_grad_reduce``)."""

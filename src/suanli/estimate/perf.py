@@ -26,6 +26,7 @@ from suanli.estimate.comm import (
 )
 from suanli.estimate.data_parallel import (
     DP_OVERLAP,
+    all_reduce_bytes,
     dp_bytes,
     fsdp_backward_gathers,
     fsdp_exposed_s,
@@ -481,17 +482,13 @@ def training_perf(spec: ModelSpec, work: TrainWork, device: Device) -> TrainPerf
                 ),
             )
         else:
-            # ZeRO 1 as one all-reduce of the mean of the reduced and gathered bytes: a ring
-            # all-reduce's reduce-scatter and all-gather halves (data_parallel.dp_bytes).
             dp_s = (
                 reduce_scatter_s(reduce_bytes, group, link)
                 + all_gather_s(gather_bytes, group, link)
                 + replica_s
                 if par.zero >= 2
                 else all_reduce_s(
-                    reduce_bytes if par.zero == 0 else (reduce_bytes + gather_bytes) / 2,
-                    group,
-                    link,
+                    all_reduce_bytes(par.zero, reduce_bytes, gather_bytes), group, link
                 )
                 + replica_s
             )

@@ -19,6 +19,7 @@ import numpy as np
 from suanli.catalog.formats import overhead_bytes, overhead_fraction
 from suanli.estimate.activations import Term, layer_terms, model_terms
 from suanli.estimate.data_parallel import (
+    all_reduce_bytes,
     dp_bytes,
     fsdp_backward_gathers,
     fsdp_exposed_s,
@@ -450,7 +451,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
         maximum=np.maximum,
     )
     # ZeRO 2: reduce-scatter the reduced bytes, gather the gathered ones (the same time per
-    # byte); ZeRO 1 one all-reduce of their mean, ZeRO 0 of the reduced (perf.training_perf).
+    # byte); ZeRO 0 and 1 one all-reduce (data_parallel.all_reduce_bytes).
     ddp_s = (
         np.where(
             zero >= 2,
@@ -458,7 +459,7 @@ def train_speed(spec: ModelSpec, work: TrainWork, lay: Layouts, device: Device) 
             + reduce_scatter(gather_bytes, group, bw, lat, base),
             all_reduce(
                 net,
-                np.where(zero == 0, reduce_bytes, (reduce_bytes + gather_bytes) / 2),
+                all_reduce_bytes(zero, reduce_bytes, gather_bytes, where=np.where),
                 group,
                 tp * pp,
             ),
