@@ -486,9 +486,9 @@ def serve_forward(
 
     ``activation_cast_bytes`` (fp8 W8A8: ``FP8_CAST_BYTES["dynamic"]`` of
     :mod:`suanli.estimate.casts`) quantizes each linear layer's input on the fly before its
-    GEMM, as the engines' fp8 Linear layers do: an
-    amax pass and a cast over rows x K, two kernels, each at least one element-wise floor
-    (:func:`activation_cast_seconds`); the 16-bit LM head casts nothing."""
+    GEMM, as the engines' fp8 Linear layers do: an amax pass and a cast over rows x K, two
+    kernels, each at least one element-wise floor (:func:`activation_cast_seconds`); the LM
+    head casts nothing."""
     b = 2.0
     timers: dict[float, Callable[[Any, Any, Any], Any]] = {}
 
