@@ -149,50 +149,164 @@ def count_step_ops(arch: str) -> dict[str, float]:
     }
 
 
-def python_share(repeats: int = 7) -> tuple[float, float]:
-    """(host seconds per layer and token of ``generate()``, share of it that is Python between
-    the ops) for a tiny fp32 Qwen 2 on this CPU: the real code against a bare replay of its ops."""
+def cpu_path(trials: int = 5, repeats: int = 30) -> dict[str, float]:
+    """The host's time of transformers' real decode step on this CPU (bf16, tiny tensors, one
+    thread), with no CUDA launch in it: the medians over ``trials`` of
+
+    - ``layer_s``: one decoder layer's forward at decode (a 10-layer model against a 2-layer one,
+      each the best of ``repeats`` timings of 5 steps from a fresh 8-token cache);
+    - ``outside_s``: the rest of the forward (embedding, rotary tables, mask, final norm, head);
+    - ``generate_s``: what ``generate()`` adds per token around the forward (its bookkeeping,
+      argmax, stopping criteria, the next step's inputs);
+    - ``add_s``: one tiny ``torch.add`` called from Python (the CPU path of a kernel op).
+
+    Timing the real forward, not a replay of its recorded ATen ops: replaying through
+    ``OpOverload`` objects costs about 5 us an op in Python itself, three times what the same op
+    costs through torch's own bindings, and so hid most of the Python around the ops.
+    """
+    import statistics
+
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     torch.set_num_threads(1)
+    ids = torch.arange(1, 9).reshape(1, 8)  # no pad token (0): no padding mask
+
+    def decode_s(model: Any) -> float:
+        best = float("inf")
+        for _ in range(repeats):
+            cache = model(ids, use_cache=True).past_key_values
+            start = time.perf_counter()
+            for _ in range(5):
+                model(ids[:, -1:], past_key_values=cache, use_cache=True)
+            best = min(best, (time.perf_counter() - start) / 5)
+        return best
+
+    def generate_s(model: Any, tokens: int) -> float:
+        best = float("inf")
+        for _ in range(max(repeats // 3, 3)):
+            start = time.perf_counter()
+            _generate(model, tokens)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    a, b = torch.ones(16), torch.ones(16)
+
+    def add_s() -> float:
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(1000):
+                torch.add(a, b)
+            best = min(best, (time.perf_counter() - start) / 1000)
+        return best
+
+    runs: dict[str, list[float]] = collections.defaultdict(list)
+    with torch.no_grad():
+        small, large = _model("qwen2", 2, torch.bfloat16), _model("qwen2", 10, torch.bfloat16)
+        for _ in range(trials):
+            two, ten = decode_s(small), decode_s(large)
+            layer = (ten - two) / 8
+            per_token = (generate_s(small, 36) - generate_s(small, 4)) / 32
+            runs["layer_s"].append(layer)
+            runs["outside_s"].append(two - 2 * layer)
+            runs["generate_s"].append(per_token - two)
+            runs["add_s"].append(add_s())
+    return {key: statistics.median(values) for key, values in runs.items()}
+
+
+def measure_host(device: str = "cpu", repeats: int = 7) -> dict[str, Any]:
+    """What the host pays on ``device`` (``"cpu"`` or ``"cuda"``), measured, for the estimate's
+    per-op constants to be checked against (docs/speed.md, "When the CPU sets the pace"):
+
+    - ``add_op_s``: one tiny ``add`` submitted back to back, one synchronisation at the end (on
+      CUDA the same quantity as :data:`~suanli.estimate.host_dispatch.KERNEL_OP_HOST_S`'s source);
+    - ``view_op_s``: one ``view`` likewise (no kernel on any device);
+    - ``generate_layer_s``: ``generate()`` of a tiny Qwen 2 (bf16 on CUDA, fp32 on the CPU) per
+      layer and token, from 10 layers against 2: on a GPU its kernels take microseconds, so this
+      is the host's time per layer, the quantity ``--dispatch python`` charges;
+    - ``model_layer_s``: what suanli charges per layer and token (``(kernels x 8 us + views x 2 us)
+      / (1 - 17%)``), for the ratio.
+    """
+    import torch
+
+    from suanli.estimate import host_dispatch as hd
+
+    def sync() -> None:
+        if device == "cuda":
+            torch.cuda.synchronize()
 
     def best(fn: Any) -> float:
+        fn()  # warm up: lazy initialisation, allocator
+        sync()
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
             fn()
+            sync()
             times.append(time.perf_counter() - start)
         return min(times)
 
+    ops = 1000
+    a = torch.ones(16, device=device)
+    b = torch.ones(16, device=device)
+
+    def adds() -> None:
+        for _ in range(ops):
+            torch.add(a, b)
+
+    def views() -> None:
+        for _ in range(ops):
+            a.view(4, 4)
+
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    per_token = {}
     with torch.no_grad():
-        small, large = _model("qwen2", 2, torch.float32), _model("qwen2", 10, torch.float32)
-        per_token = {}
-        for layers, model in ((2, small), (10, large)):
-            _generate(model, 4)
-            long = best(lambda m=model: _generate(m, 20))
-            short = best(lambda m=model: _generate(m, 4))
+        for layers in (2, 10):
+            model = _model("qwen2", layers, dtype).to(device)
+            ids = torch.arange(1, 9, device=device).reshape(1, 8)
+
+            def run(n: int, m: Any = model, i: Any = ids) -> None:
+                m.generate(
+                    i, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0
+                )
+
+            long = best(lambda: run(20))
+            short = best(lambda: run(4))
             per_token[layers] = (long - short) / 16
-        per_layer = (per_token[10] - per_token[2]) / 8
-        ids = torch.arange(1, 9).reshape(1, 8)  # no pad token (0): no padding mask
-        cache = large(ids, use_cache=True).past_key_values
-        calls: list[tuple[Any, Any, Any]] = []
+    kernels, views_per_layer = hd.layer_ops(_spec_like_qwen2())
+    layer_s = (per_token[10] - per_token[2]) / 8
+    return {
+        "device": device if device == "cpu" else torch.cuda.get_device_name(0),
+        "add_op_s": best(adds) / ops,
+        "view_op_s": best(views) / ops,
+        "generate_layer_s": layer_s,
+        "generate_outside_s": per_token[2] - 2 * layer_s,
+        "model_layer_s": (kernels * hd.KERNEL_OP_HOST_S + views_per_layer * hd.VIEW_OP_HOST_S)
+        / (1 - hd.PYTHON_SHARE),
+    }
 
-        class Record(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-                calls.append((func, args, kwargs or {}))
-                return func(*args, **(kwargs or {}))
 
-        with Record():
-            large(ids[:, -1:], past_key_values=cache, use_cache=True)
+def _spec_like_qwen2() -> Any:
+    """Qwen 2's layer as the estimate sees it (the op counts do not depend on the sizes)."""
+    from suanli.models.resolve import load_model
 
-        def replay() -> None:
-            for func, args, kwargs in calls:
-                func(*args, **kwargs)
+    return load_model("qwen2.5-0.5b").spec
 
-        bare_per_op = best(replay) / len(calls)
-    ops_per_layer = sum(count_step_ops("qwen2")[k] for k in ("layer_kernels", "layer_views"))
-    return per_layer, 1 - ops_per_layer * bare_per_op / per_layer
+
+def host_markdown(measured: dict[str, Any]) -> str:
+    """The host measurement as a short table (microseconds)."""
+    ratio = measured["generate_layer_s"] / measured["model_layer_s"]
+    return "\n".join(
+        [
+            f"Host dispatch on {measured['device']} (tiny tensors; microseconds):",
+            "",
+            "| add op | view op | generate() per layer and token | suanli's per layer | ratio |",
+            "|---:|---:|---:|---:|---:|",
+            f"| {measured['add_op_s'] * 1e6:.1f} | {measured['view_op_s'] * 1e6:.1f} | "
+            f"{measured['generate_layer_s'] * 1e6:.0f} | {measured['model_layer_s'] * 1e6:.0f} | "
+            f"{ratio:.2f} |",
+        ]
+    )
 
 
 def main() -> None:
@@ -216,11 +330,17 @@ def main() -> None:
             f"| {arch} | {c['layer_kernels']:g} | {c['layer_views']:g} | "
             f"{c['step_kernels']:g} | {c['step_views']:g} |"
         )
-    per_layer, share = python_share()
+    cpu = cpu_path()
     print(
-        f"\ngenerate() on this CPU (fp32, tiny tensors): {per_layer * 1e6:.0f} us per layer and "
-        f"token; Python between the ops: {share:.0%} of it"
+        "\ntransformers' decode step on this CPU (bf16, tiny tensors, medians of 5 runs): "
+        f"{cpu['layer_s'] * 1e6:.0f} us a layer, {cpu['outside_s'] * 1e6:.0f} us outside the "
+        f"layers, {cpu['generate_s'] * 1e6:.0f} us of generate() around the forward; "
+        f"torch.add from Python {cpu['add_s'] * 1e6:.1f} us"
     )
+    import torch
+
+    print()
+    print(host_markdown(measure_host("cuda" if torch.cuda.is_available() else "cpu")))
 
 
 if __name__ == "__main__":

@@ -20,27 +20,35 @@ end-to-end run):
   kernels; outside the layers, the embedding, final norm, LM head, rotary tables, the causal
   mask and ``generate()``'s own bookkeeping (argmax, stopping criteria, cache positions) 50
   kernels and 15 views per step;
-- an op that launches a kernel costs the host 8 us: Python call, dispatcher and
-  ``cudaLaunchKernel`` of an element-wise add on an A100 server, measured by submitting ops back
-  to back with one synchronisation at the end (flagos-ai/Torch-FL pull request #27,
-  2026-07-28, "cuda_sub" of ``add[512^2]``); a view launches nothing and costs about 2 us
-  (pytorch/pytorch issue #41383, 2020-07-14: a simple op without autograd about 2 us, half of it
-  Python);
+- the host's time of the real code on a CPU, with no CUDA launch in it, is measured:
+  ``benchmarks/host_dispatch.py`` times transformers' decode step of a tiny bf16 Qwen 2 on this
+  project's CPU (an AMD EPYC server core, one thread; medians of five runs, 2026-12-07): about
+  490 us a decoder layer (a 10-layer model against a 2-layer one), 400 us for the rest of the
+  forward, and 220 us that ``generate()`` adds per token around it. Most of it is Python around
+  the ops (module calls, the attention interface, the cache's bookkeeping): the layer's 76 ops
+  cost about 1.6 us each through torch's bindings (``torch.add``, same CPU);
+- on a GPU each op that launches a kernel pays the CUDA path instead of the CPU's: 8 us for an
+  ``add`` submitted back to back on an A100 server with one synchronisation at the end
+  (flagos-ai/Torch-FL pull request #27, 2026-07-28, "cuda_sub" of ``add[512^2]``), against
+  1.6 us for the CPU path measured above, so 6.4 us more per kernel; a view launches nothing
+  and costs the same on either device;
 - the step takes ``max(GPU time, host time)``: the host issues launches while earlier kernels
   run, and ``generate()`` synchronises once per token.
-
-- Python between the ops (module calls, the cache object's bookkeeping) is the rest of the
-  host's time: ``benchmarks/host_dispatch.py`` times ``generate()`` of the real code on a CPU
-  against a bare replay of the same ops and finds 13% to 20% of the time outside the ops
-  (three runs, 2026-12-07); :data:`PYTHON_SHARE` takes 17%.
 
 - a MoE layer adds its routing and grouped expert GEMMs (18 kernels, 2 views; a shared expert
   8 and 4 more), counted likewise: transformers 5 runs the experts as one grouped GEMM, so the
   count does not grow with the experts a token picks.
 
+Until 2026-12-07 the Python around the ops was put at 17% of the host's time, from a replay of
+the recorded ATen ops against the real code; replaying through ``OpOverload`` objects costs
+about 5 us an op in Python itself, three times an op through torch's bindings, so the replay
+hid most of that Python (docs/speed.md, "When the CPU sets the pace").
+
 What is not counted: the extra ops of older transformers releases (4.46 dispatches 42 kernels
 and 41 views per layer; before 5.0 a MoE layer looped over the experts it hit in Python);
-quantized linear layers' own wrappers (AWQ, GPTQ, bitsandbytes); a slower host CPU.
+quantized linear layers' own wrappers (AWQ, GPTQ, bitsandbytes); a host CPU slower or faster
+than the measured one (``benchmarks/validate_gpu.py`` measures ``generate()`` on a GPU host
+directly when one is lent).
 """
 
 from __future__ import annotations
@@ -50,9 +58,18 @@ from suanli.models.spec import ModelSpec
 #: Host seconds to dispatch one ATen op that launches a CUDA kernel from Python (Torch-FL PR #27,
 #: 2026-07-28: 8 us per ``add`` submitted back to back on an A100 server, the stock CUDA path).
 KERNEL_OP_HOST_S = 8e-6
-#: Host seconds of one view op (no kernel): pytorch/pytorch issue #41383 (2020-07-14), a simple
-#: op without autograd about 2 us.
-VIEW_OP_HOST_S = 2e-6
+#: Host seconds of the same ``add`` on the CPU path, from Python through torch's bindings
+#: (benchmarks/host_dispatch.py on this project's AMD EPYC core, 2026-12-07: 1.5-1.6 us).
+CPU_OP_HOST_S = 1.6e-6
+#: What launching a CUDA kernel adds to an op's host time over the CPU path.
+LAUNCH_EXTRA_S = KERNEL_OP_HOST_S - CPU_OP_HOST_S
+#: Host seconds of one decoder layer of transformers' decode step on the CPU path (Qwen 2, bf16,
+#: tiny tensors, one thread: benchmarks/host_dispatch.py, medians of five runs 482-513 us,
+#: 2026-12-07).
+LAYER_CPU_S = 490e-6
+#: Host seconds of the rest of the forward (embedding, rotary tables, mask, final norm, head:
+#: 380-420 us) and of what generate() adds per token around it (210-240 us), likewise.
+STEP_CPU_S = 620e-6
 #: Kernel-launching ops of one pre-norm decoder layer with two RMSNorms, RoPE and a gated MLP,
 #: per decode step (counted from transformers 5.25's Llama, Mistral and Qwen 2 code).
 LAYER_KERNEL_OPS = 40
@@ -73,10 +90,6 @@ MOE_KERNEL_OPS = 18
 MOE_VIEW_OPS = 2
 SHARED_EXPERT_KERNEL_OPS = 8
 SHARED_EXPERT_VIEW_OPS = 4
-#: Share of generate()'s host time spent in Python between the ops (benchmarks/host_dispatch.py:
-#: 13% to 20% over three runs on this project's CPU, 2026-12-07).
-PYTHON_SHARE = 0.17
-
 
 def layer_ops(spec: ModelSpec) -> tuple[int, int]:
     """(kernel-launching ops, view ops) one layer dispatches per decode step in transformers'
@@ -111,9 +124,22 @@ def step_ops(spec: ModelSpec) -> tuple[int, int]:
 
 def python_step_s(spec: ModelSpec) -> float:
     """Host seconds Python needs to dispatch one forward pass (a decode step, or the prefill's
-    single pass): ops x their measured host cost, and the Python between them."""
-    kernels, views = step_ops(spec)
-    return (kernels * KERNEL_OP_HOST_S + views * VIEW_OP_HOST_S) / (1 - PYTHON_SHARE)
+    single pass): the real code's measured time on the CPU path, per layer and around the
+    layers, plus what each kernel launch adds on a GPU; ops a layer has beyond the measured
+    Llama-style layer (more norms, MoE routing) cost that layer's average op each."""
+    kernels, _views = step_ops(spec)
+    layer_kernels, layer_views = layer_ops(spec)
+    moe_kernels, moe_views = moe_layer_ops(spec)  # (0, 0) for a dense model
+    measured_ops = LAYER_KERNEL_OPS + LAYER_VIEW_OPS
+    extra_ops = (layer_kernels + layer_views - measured_ops) * spec.num_layers + (
+        moe_kernels + moe_views
+    ) * len(spec.moe_layers)
+    return (
+        LAYER_CPU_S * spec.num_layers
+        + STEP_CPU_S
+        + extra_ops * LAYER_CPU_S / measured_ops
+        + kernels * LAUNCH_EXTRA_S
+    )
 
 
 def host_step_s(spec: ModelSpec, dispatch: str) -> float:
