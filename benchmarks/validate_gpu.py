@@ -7,6 +7,10 @@ error (peak allocated memory, step time; KV cache, TTFT/TPOT for inference). Wit
 no GPU) it runs a reduced matrix of shrunken configs of the same families so CI knows the script
 works before GPU time is spent.
 
+It also times the host's dispatch (benchmarks/host_dispatch.py): a tiny ``add`` and ``view``
+submitted back to back and ``generate()`` of a tiny Qwen 2 per layer and token, against what
+``--dispatch python`` charges per layer.
+
 Run: python benchmarks/validate_gpu.py [--cpu] [--out DIR]   (results: DIR/validate.md, .json)
 """
 
@@ -133,6 +137,19 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _host_dispatch() -> Any:
+    """benchmarks/host_dispatch.py, beside this script: on a GPU host it times generate() of a
+    tiny model, the host's time per layer that ``--dispatch python`` charges (docs/speed.md)."""
+    import importlib.util
+
+    path = Path(__file__).with_name("host_dispatch.py")
+    spec = importlib.util.spec_from_file_location("host_dispatch", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cpu", action="store_true", help="reduced CPU mode")
@@ -142,13 +159,16 @@ def main() -> None:
 
     cpu = args.cpu or not torch.cuda.is_available()
     rows = run(cpu)
+    host = _host_dispatch().measure_host("cpu" if cpu else "cuda", repeats=3 if cpu else 7)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     device = "cpu" if cpu else torch.cuda.get_device_name(0)
     header = f"Validation on {device}, {time.strftime('%Y-%m-%d')}\n\n"
-    (out / "validate.md").write_text(header + markdown(rows) + "\n")
-    (out / "validate.json").write_text(json.dumps({"device": device, "rows": rows}, indent=1))
-    print(header + markdown(rows))
+    table = markdown(rows) + "\n\n" + _host_dispatch().host_markdown(host)
+    (out / "validate.md").write_text(header + table + "\n")
+    doc = {"device": device, "rows": rows, "host_dispatch": host}
+    (out / "validate.json").write_text(json.dumps(doc, indent=1))
+    print(header + table)
 
 
 if __name__ == "__main__":

@@ -100,3 +100,6 @@ def test_validation_script_runs_in_cpu_mode(tmp_path: Path) -> None:
             if key in row["error"]:
                 assert abs(row["error"][key]) < 0.03, (row["model"], key)
     assert (tmp_path / "validate.md").read_text().startswith("Validation on cpu")
+    host = doc["host_dispatch"]
+    assert host["generate_layer_s"] > 0 and host["add_op_s"] > 0
+    assert "generate() per layer and token" in (tmp_path / "validate.md").read_text()

@@ -449,22 +449,24 @@ def _host_term(seconds: float) -> TimeTerm:
         seconds=seconds,
         efficiency=None,
         source=N_(
-            "ops counted in transformers' own code; {kernel:.0f} us per op that launches a kernel "
-            "(Torch-FL PR #27, A100 server, 2026-07-28), {view:.0f} us per view (PyTorch issue "
-            "#41383)"
-        ).format(kernel=hd.KERNEL_OP_HOST_S * 1e6, view=hd.VIEW_OP_HOST_S * 1e6),
-        formula=N_(
-            "(kernel ops x {kernel:.0f} us + view ops x {view:.0f} us) / (1 - {python:.0%} Python "
-            "between ops) per pass: {layer} kernel ops and {views} views per layer (8 more per "
-            "extra norm), {step} and {step_views} outside the layers; each step takes max(GPU "
-            "time, this)"
+            "transformers' decode step timed on a CPU ({layer_us:.0f} us a layer, {step_us:.0f} us "
+            "around the layers; benchmarks/host_dispatch.py, 2026-12-07) plus {launch:.1f} us per "
+            "kernel launch (Torch-FL PR #27: {kernel:.0f} us per CUDA op, A100 server)"
         ).format(
-            python=hd.PYTHON_SHARE,
+            layer_us=hd.LAYER_CPU_S * 1e6,
+            step_us=hd.STEP_CPU_S * 1e6,
+            launch=hd.LAUNCH_EXTRA_S * 1e6,
             kernel=hd.KERNEL_OP_HOST_S * 1e6,
-            view=hd.VIEW_OP_HOST_S * 1e6,
+        ),
+        formula=N_(
+            "{layer_us:.0f} us x layers + {step_us:.0f} us + kernel ops x {launch:.1f} us per pass "
+            "({layer} kernel ops a layer, 8 more per extra norm, {step} outside the layers; ops "
+            "beyond the measured layer cost its average op); each step takes max(GPU time, this)"
+        ).format(
+            layer_us=hd.LAYER_CPU_S * 1e6,
+            step_us=hd.STEP_CPU_S * 1e6,
+            launch=hd.LAUNCH_EXTRA_S * 1e6,
             layer=hd.LAYER_KERNEL_OPS,
-            views=hd.LAYER_VIEW_OPS,
             step=hd.STEP_KERNEL_OPS,
-            step_views=hd.STEP_VIEW_OPS,
         ),
     )

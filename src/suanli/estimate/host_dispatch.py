@@ -91,6 +91,7 @@ MOE_VIEW_OPS = 2
 SHARED_EXPERT_KERNEL_OPS = 8
 SHARED_EXPERT_VIEW_OPS = 4
 
+
 def layer_ops(spec: ModelSpec) -> tuple[int, int]:
     """(kernel-launching ops, view ops) one layer dispatches per decode step in transformers'
     eager code: the counted pre-norm layer, with :data:`NORM_KERNEL_OPS` more for each norm
