@@ -1,5 +1,5 @@
-"""Count the ops Hugging Face ``generate()`` dispatches per decode step, and measure how much
-Python adds between them (docs/speed.md, "When the CPU sets the pace").
+"""Count the ops Hugging Face ``generate()`` dispatches per decode step, and measure the host's
+time of the real code (docs/speed.md, "When the CPU sets the pace").
 
 Counting: a tiny model of each architecture (random weights, bf16, on the CPU) runs
 ``generate()`` under a ``TorchDispatchMode`` that counts every ATen op; two layer counts and two
@@ -7,9 +7,11 @@ generation lengths separate the ops of one layer per token from the ops outside 
 The counts are what transformers' code dispatches on any device (the kernels differ, the ops do
 not), and suanli.estimate.host_dispatch holds them; tests/estimate/test_host_dispatch.py recounts.
 
-Measuring (printed, not used by the estimate): the host time of a decode step of the real code on
-this CPU (fp32, tiny tensors, so the kernels cost almost nothing) against a bare replay of the same
-ATen ops without the Python around them: the ratio is the share of Python between ops.
+Measuring: :func:`cpu_path` times transformers' decode step on this CPU (bf16, tiny tensors, so
+the kernels cost almost nothing): a layer, the rest of the forward and what ``generate()`` adds
+per token, and one ``torch.add`` from Python; suanli.estimate.host_dispatch takes their medians
+(``LAYER_CPU_S``, ``STEP_CPU_S``, ``CPU_OP_HOST_S``). :func:`measure_host` times the same on a GPU
+(``benchmarks/validate_gpu.py`` calls it) against what the estimate charges per layer.
 
     python benchmarks/host_dispatch.py
 """
