@@ -444,6 +444,15 @@ def _host_term(seconds: float) -> TimeTerm:
     """The host's floor under each forward pass where Python dispatches every op."""
     from suanli.estimate import host_dispatch as hd
 
+    # The figures both texts quote (each text takes the ones it names).
+    figures = {
+        "layer_us": hd.LAYER_CPU_S * 1e6,
+        "step_us": hd.STEP_CPU_S * 1e6,
+        "launch": hd.LAUNCH_EXTRA_S * 1e6,
+        "kernel": hd.KERNEL_OP_HOST_S * 1e6,
+        "layer": hd.LAYER_KERNEL_OPS,
+        "step": hd.STEP_KERNEL_OPS,
+    }
     return TimeTerm(
         term=N_("host: Python dispatch per forward pass (a floor under TTFT and TPOT)"),
         seconds=seconds,
@@ -452,21 +461,10 @@ def _host_term(seconds: float) -> TimeTerm:
             "transformers' decode step timed on a CPU ({layer_us:.0f} us a layer, {step_us:.0f} us "
             "around the layers; benchmarks/host_dispatch.py, 2026-12-07) plus {launch:.1f} us per "
             "kernel launch (Torch-FL PR #27: {kernel:.0f} us per CUDA op, A100 server)"
-        ).format(
-            layer_us=hd.LAYER_CPU_S * 1e6,
-            step_us=hd.STEP_CPU_S * 1e6,
-            launch=hd.LAUNCH_EXTRA_S * 1e6,
-            kernel=hd.KERNEL_OP_HOST_S * 1e6,
-        ),
+        ).format(**figures),
         formula=N_(
             "{layer_us:.0f} us x layers + {step_us:.0f} us + kernel ops x {launch:.1f} us per pass "
             "({layer} kernel ops a layer, 8 more per extra norm, {step} outside the layers; ops "
             "beyond the measured layer cost its average op); each step takes max(GPU time, this)"
-        ).format(
-            layer_us=hd.LAYER_CPU_S * 1e6,
-            step_us=hd.STEP_CPU_S * 1e6,
-            launch=hd.LAUNCH_EXTRA_S * 1e6,
-            layer=hd.LAYER_KERNEL_OPS,
-            step=hd.STEP_KERNEL_OPS,
-        ),
+        ).format(**figures),
     )

@@ -128,13 +128,10 @@ def python_step_s(spec: ModelSpec) -> float:
     single pass): the real code's measured time on the CPU path, per layer and around the
     layers, plus what each kernel launch adds on a GPU; ops a layer has beyond the measured
     Llama-style layer (more norms, MoE routing) cost that layer's average op each."""
-    kernels, _views = step_ops(spec)
-    layer_kernels, layer_views = layer_ops(spec)
-    moe_kernels, moe_views = moe_layer_ops(spec)  # (0, 0) for a dense model
+    kernels, views = step_ops(spec)
     measured_ops = LAYER_KERNEL_OPS + LAYER_VIEW_OPS
-    extra_ops = (layer_kernels + layer_views - measured_ops) * spec.num_layers + (
-        moe_kernels + moe_views
-    ) * len(spec.moe_layers)
+    # Everything step_ops counts beyond the measured layers and the measured rest of the step.
+    extra_ops = kernels + views - measured_ops * spec.num_layers - STEP_KERNEL_OPS - STEP_VIEW_OPS
     return (
         LAYER_CPU_S * spec.num_layers
         + STEP_CPU_S
