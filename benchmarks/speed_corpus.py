@@ -90,6 +90,8 @@ EXTRA_KEYS: dict[str, Callable[[str], Any]] = {
     "pp_schedule": str,
     "recompute_modules": str,
     "dispatch": str,
+    "kv_update": str,
+    "gqa": str,
     "nics_per_node": int,
     "blocking_grad_reduce": lambda v: v.lower() in ("1", "true", "yes"),
 }
@@ -105,7 +107,7 @@ CALIBRATIONS = CORPUS.parent / "calibration"
 #: (AIPerf, genai-perf), reads the closed-loop steady state.
 LOADS = ("decode", "static", "closed")
 #: Options that describe an inference row rather than set a WorkRequest field.
-INFER_ONLY = frozenset({"kv_dtype", "load", "projections", "dispatch"})
+INFER_ONLY = frozenset({"kv_dtype", "load", "projections", "dispatch", "kv_update", "gqa"})
 #: Options of the request, not of the work.
 REQUEST_ONLY = frozenset({"calibration", "nics_per_node"})
 
@@ -284,8 +286,9 @@ def request(row: Row) -> PerfRequest:
             "projections": extras.get("projections", "fused"),
             "kernels": row.kernels or "eager",
         }
-        if "dispatch" in extras:
-            stated["dispatch"] = extras["dispatch"]
+        for key in ("dispatch", "kv_update", "gqa"):
+            if key in extras:
+                stated[key] = extras[key]
         preset = _preset(row, stated)
         if not preset:
             # An engine the catalog does not know (TGI, LMDeploy, RTP-LLM...): the options the row

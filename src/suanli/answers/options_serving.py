@@ -8,7 +8,7 @@ from __future__ import annotations
 from suanli.answers.option_kinds import INFER, fraction, gib
 from suanli.answers.option_kinds import choice as _choice
 from suanli.answers.option_type import Option, weight_format_ids
-from suanli.estimate.workload import DISPATCHES, KV_DTYPES, PROJECTIONS
+from suanli.estimate.workload import DISPATCHES, GQA_READS, KV_DTYPES, KV_UPDATES, PROJECTIONS
 from suanli.i18n import N_
 from suanli.limits import MAX_LAYERS, MAX_TOKENS
 
@@ -43,6 +43,28 @@ SERVING_OPTIONS: tuple[Option, ...] = (
             "Inference: who launches each step's kernels: engine (CUDA graphs or a C++ runtime: "
             "vLLM, SGLang, TensorRT-LLM, llama.cpp) or python (eager PyTorch op by op: "
             "transformers' generate(), where the CPU can set the pace)."
+        ),
+        tasks=INFER,
+    ),
+    _choice(
+        "kv_update",
+        "in-place",
+        KV_UPDATES,
+        N_(
+            "Inference: how each decode step adds its token to the KV cache: in-place (a paged "
+            "or static cache: serving engines) or concat (transformers' DynamicCache copies "
+            "every layer's whole cache each step)."
+        ),
+        tasks=INFER,
+    ),
+    _choice(
+        "gqa",
+        "native",
+        GQA_READS,
+        N_(
+            "Inference: how attention reads a grouped-query KV cache: native (each KV head once "
+            "for its query heads: FlashAttention, serving engines) or repeat (the code copies "
+            "each KV head per query head first: transformers before 4.48, or its eager path)."
         ),
         tasks=INFER,
     ),

@@ -435,9 +435,41 @@ def infer_terms(
                 formula=join(parts, N_("; ")),
             )
         )
+    if b.get("decode_cache_copy"):
+        terms.append(_cache_copy_term(b["decode_cache_copy"], work, ew.add))
     if b.get("host_dispatch"):
         terms.append(_host_term(b["host_dispatch"]))
     return tuple(terms)
+
+
+def _cache_copy_term(seconds: float, work: InferWork, add_share: float) -> TimeTerm:
+    """The KV cache's copies each decode step (transformers' concatenating update, repeated KV
+    heads): :mod:`suanli.estimate.kv_traffic`."""
+    parts = []
+    if work.kv_update == "concat":
+        parts.append(
+            N_("2 x the cache (torch.cat reads and rewrites every layer's keys and values)")
+        )
+    if work.gqa == "repeat":
+        parts.append(
+            N_(
+                "(1 + g) x the cache (repeat_kv copies each KV head for its g query heads; the "
+                "attention then reads g x the cache)"
+            )
+        )
+    return TimeTerm(
+        term=N_("decode: KV cache copies"),
+        seconds=seconds,
+        efficiency=add_share,
+        source=N_(
+            "transformers' code (cache_utils.py DynamicLayer.update; repeat_kv), bytes counted "
+            "in a real generate() step; streaming at the measured share of the residual add"
+        ),
+        formula=N_(
+            "{parts}, at {share:.0%} of the peak bandwidth, {kernels} kernels a layer each at "
+            "least one element-wise floor"
+        ).format(parts=join(parts, N_(" + ")), share=add_share, kernels=2 * len(parts)),
+    )
 
 
 def _host_term(seconds: float) -> TimeTerm:

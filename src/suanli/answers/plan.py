@@ -323,6 +323,8 @@ def serve_rows(
             projections=work.projections,
             kernels=work.kernels,
             dispatch=work.dispatch,
+            kv_update=work.kv_update,
+            gqa=work.gqa,
             price_per_gpu_hour=usd_of(rent[gpu.id]),
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}

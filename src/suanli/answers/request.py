@@ -71,6 +71,8 @@ class WorkRequest:
     kv_dtype: str = declared("kv_dtype")
     projections: str = declared("projections")
     dispatch: str = declared("dispatch")
+    kv_update: str = declared("kv_update")
+    gqa: str = declared("gqa")
     prefill_chunk: int | None = declared("prefill_chunk")
     gpu_layers: int | None = declared("gpu_layers")
     gpu_memory_utilization: float | None = declared("gpu_memory_utilization")
@@ -150,6 +152,10 @@ def apply_framework(req: WorkRequest) -> WorkRequest:
         relevant["pp"] = max(1, (req.gpus or 1) // max(req.tp, 1))
     if req.task == "infer":
         relevant = {k: v for k, v in relevant.items() if k in INFER_OPTIONS}
+        if relevant.get("dispatch", req.dispatch) != "python":
+            # A step the engine launches (a CUDA graph, a C++ runtime) needs fixed shapes: a
+            # static or paged cache written in place, never a cache that grows by concatenation.
+            relevant.pop("kv_update", None)
     else:
         relevant = {k: v for k, v in relevant.items() if k not in INFER_ONLY_OPTIONS}
     return replace(
@@ -309,6 +315,8 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             projections=req.projections,
             kernels=req.kernels,
             dispatch=req.dispatch,
+            kv_update=req.kv_update,
+            gqa=req.gqa,
         )
     tp, pp = req.tp, req.pp
     if req.etp and tp % req.etp:

@@ -21,6 +21,12 @@ from suanli.estimate.flops import forward_flops_per_token
 from suanli.estimate.host_dispatch import host_step_s
 from suanli.estimate.inference_memory import kv_bytes_per_token
 from suanli.estimate.kernels import ServeKernels, serve_forward
+from suanli.estimate.kv_traffic import (
+    attention_read_factor,
+    copy_factor,
+    copy_kernels,
+    copy_seconds,
+)
 from suanli.estimate.perf import Device
 from suanli.estimate.shapes import serving_shapes
 from suanli.estimate.sizes import param_split
@@ -203,7 +209,9 @@ def inference_perf(
     context = prompt + output / 2
     kv_token = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp)
     per_seq_kv = kv_token * context
-    token_bytes = kv_token / max(spec.num_layers, 1)  # per layer: what the lookup reads
+    # Repeated KV heads: the attention reads the g-times larger copy (suanli.estimate.kv_traffic).
+    read = attention_read_factor(spec, work)
+    token_bytes = kv_token * read / max(spec.num_layers, 1)  # per layer: what the lookup reads
     kv_eff = (
         device.decode_attention(work.batch, int(context), token_bytes)
         if device.decode_attention is not None
@@ -212,7 +220,7 @@ def inference_perf(
     prefill_k, decode_k = serve_kernels(
         spec,
         work.weight_format,
-        per_seq_kv,
+        per_seq_kv * read,
         work.batch,
         tp,
         prompt,
@@ -233,7 +241,17 @@ def inference_perf(
     decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
     decode_flops = decode_per_token * work.batch
     kv = per_seq_kv * work.batch
-    step_bytes = active_weight_bytes(spec, work, work.batch) + kv
+    # The cache's copies (transformers' concatenating update, repeated KV heads): serial
+    # streaming kernels after the attention's own read.
+    copy_bytes = kv * copy_factor(spec, work)
+    copy_s = copy_seconds(
+        copy_bytes,
+        copy_kernels(spec, work),
+        spec.num_layers,
+        device.memory_bytes_per_s,
+        device.gemm_model,
+    )
+    step_bytes = active_weight_bytes(spec, work, work.batch) + kv * read + copy_bytes
     decode_compute = decode_flops / tp / device.matmul_flops
     decode_memory = step_bytes / device.bandwidth
     decode_comm = (
@@ -241,14 +259,15 @@ def inference_perf(
         if tp > 1
         else 0.0
     ) + pp_decode
-    tpot = max(decode_compute, decode_memory, decode_k.total_s, 0 if synchronous else host)
+    decode_kernels = decode_k.total_s + copy_s
+    tpot = max(decode_compute, decode_memory, decode_kernels, 0 if synchronous else host)
     tpot += decode_comm + (host if synchronous else 0)
     bound = "compute" if decode_compute >= decode_memory else "memory"
-    if host > max(decode_compute, decode_memory, decode_k.total_s) and not synchronous:
+    if host > max(decode_compute, decode_memory, decode_kernels) and not synchronous:
         bound = "host"  # Python's dispatch, not the GPU, sets the pace
     # Smallest batch where compute time per step reaches memory time.
     per_seq_flops = decode_per_token / tp / device.matmul_flops
-    per_seq_mem = per_seq_kv / device.bandwidth
+    per_seq_mem = per_seq_kv * (read + copy_factor(spec, work)) / device.bandwidth
     weights_s = weights / device.bandwidth
     crossover = (
         math.inf if per_seq_flops <= per_seq_mem else weights_s / (per_seq_flops - per_seq_mem)
@@ -277,6 +296,7 @@ def inference_perf(
             "decode_gemms": decode_k.gemm_s,
             "decode_attention": decode_k.attention_s,
             "decode_small_ops": decode_k.small_ops_s,
+            "decode_cache_copy": copy_s,
             "host_dispatch": host,
         },
         request_s=request_s,

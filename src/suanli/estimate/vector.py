@@ -510,13 +510,22 @@ def infer_speed(
     projections: str = "fused",
     kernels: str = "eager",
     dispatch: str = "engine",
+    kv_update: str = "in-place",
+    gqa: str = "native",
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
-    (batch, tp); ``projections``, ``kernels`` and ``dispatch`` as ``InferWork``'s."""
+    (batch, tp); ``projections``, ``kernels``, ``dispatch``, ``kv_update`` and ``gqa`` as
+    ``InferWork``'s."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.host_dispatch import host_step_s
     from suanli.estimate.inference import active_weight_bytes, serve_kernels, weight_bytes
     from suanli.estimate.inference_memory import kv_bytes_per_token
+    from suanli.estimate.kv_traffic import (
+        attention_read_factor,
+        copy_factor,
+        copy_kernels,
+        copy_seconds,
+    )
     from suanli.estimate.workload import InferWork
 
     batch = np.asarray(batch, dtype=np.int64)
@@ -545,10 +554,12 @@ def infer_speed(
         2 * layers * tp_all_reduce(batch * prompt * h * b, tp, device.network),
         0.0,
     )
+    traffic = InferWork(kv_update=kv_update, gqa=gqa)
+    read = attention_read_factor(spec, traffic)
     kv_eff = None
     if device.decode_attention is not None:
         # Per layout: the KV bytes a token adds per layer on one GPU set the lookup (tp varies).
-        token_bytes = kv_tok / max(spec.num_layers, 1)
+        token_bytes = kv_tok * read / max(spec.num_layers, 1)
         kv_eff = np.array(
             [
                 device.decode_attention(int(b), int(context), float(t))
@@ -558,7 +569,7 @@ def infer_speed(
     prefill_k, decode_k = serve_kernels(
         spec,
         weight_format,
-        kv_tok * context,
+        kv_tok * context * read,
         batch,
         tp,
         prompt,
@@ -573,12 +584,21 @@ def infer_speed(
     host = host_step_s(spec, dispatch)
     ttft = np.maximum(np.maximum(ttft, prefill_k.total_s), host) + prefill_comm
     kv = kv_tok * context * batch
+    copy_bytes = kv * copy_factor(spec, traffic)
+    copy_s = copy_seconds(
+        copy_bytes,
+        copy_kernels(spec, traffic),
+        layers,
+        device.memory_bytes_per_s,
+        device.gemm_model,
+        maximum=np.maximum,
+    )
     decode_compute = decode_per_token * batch / tp / device.matmul_flops
-    decode_memory = (active + kv) / device.bandwidth
+    decode_memory = (active + kv * read + copy_bytes) / device.bandwidth
     decode_comm = np.where(
         tp > 1, 2 * layers * tp_all_reduce(batch * h * b, tp, device.network), 0.0
     )
-    tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s)
+    tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s + copy_s)
     tpot = np.maximum(tpot, host) + decode_comm
     return {
         "ttft_s": ttft,

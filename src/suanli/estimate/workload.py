@@ -70,6 +70,17 @@ PROJECTIONS = ("fused", "qkv", "separate")
 #: :mod:`suanli.estimate.host_dispatch`) or ``engine`` (CUDA graphs or a C++ runtime: vLLM,
 #: SGLang, TensorRT-LLM, llama.cpp, gpt-fast).
 DISPATCHES = ("engine", "python")
+#: How a decode step adds its token to the KV cache: ``in-place`` (a paged or static cache: the
+#: new token is written where it belongs; vLLM, SGLang, TensorRT-LLM, llama.cpp) or ``concat``
+#: (transformers' ``DynamicCache``: ``torch.cat`` copies each layer's whole keys and values into
+#: a new tensor every step, reading and writing the cache once more; cache_utils.py
+#: ``DynamicLayer.update``). Their costs: :mod:`suanli.estimate.kv_traffic`.
+KV_UPDATES = ("in-place", "concat")
+#: How the attention reads a grouped-query cache: ``native`` (each KV head read once for its
+#: group of query heads: FlashAttention, paged decode kernels, SDPA with ``enable_gqa``) or
+#: ``repeat`` (the model code copies each KV head once per query head before attention:
+#: ``repeat_kv`` in transformers before 4.48, and in its eager path since).
+GQA_READS = ("native", "repeat")
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 #: Megatron-Core's ``--recompute-modules`` that suanli models (with ``--recompute selective``):
 #: the attention core, the routed experts' activation function, the norms not fused into a
@@ -439,6 +450,10 @@ class InferWork:
     dispatch: str = "engine"
     """Who launches each step's kernels (:data:`DISPATCHES`): ``python`` puts a floor of the
     host's dispatch time under every forward pass."""
+    kv_update: str = "in-place"
+    """How a decode step adds its token to the KV cache (:data:`KV_UPDATES`)."""
+    gqa: str = "native"
+    """How the attention reads a grouped-query KV cache (:data:`GQA_READS`)."""
 
     def __post_init__(self) -> None:
         _positive("batch", self.batch)
@@ -449,6 +464,8 @@ class InferWork:
         check_choice("projections", self.projections, PROJECTIONS)
         check_choice("kernels", self.kernels, KERNELS)
         check_choice("dispatch", self.dispatch, DISPATCHES)
+        check_choice("kv_update", self.kv_update, KV_UPDATES)
+        check_choice("gqa", self.gqa, GQA_READS)
         if self.prefill_chunk is not None:
             _positive("prefill_chunk", self.prefill_chunk)
         if self.gpu_layers is not None:
