@@ -14,8 +14,13 @@ from the OTHER sources' rows alone; the share of rows whose ratio falls inside i
 target is 70-90% (a 10th-90th band holds about 80% of new rows when the rows of a cell are
 alike).
 
+Sealed coverage (``--sealed``, once, with the sealed part's score): the share of the sealed
+file's rows (sources the bands never saw) inside the band their answer shows, the shipped data
+file's; nothing is written.
+
 Run: python benchmarks/speed_bands.py            (writes the data file, prints the report)
      python benchmarks/speed_bands.py --check    (exit 1 when the data file is out of date)
+     python benchmarks/speed_bands.py --sealed   (the sealed rows inside their shipped bands)
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from accuracy_speed import Result, evaluate_all
-from speed_corpus import CORPUS, family, load_corpus
+from speed_corpus import CORPUS, SEALED, family, load_corpus
 
 from suanli import load_catalog, load_model
 from suanli.answers.bands import (
@@ -137,12 +142,47 @@ def document(results: list[Result]) -> dict[str, object]:
     }
 
 
+def shipped_coverage(results: list[Result]) -> tuple[int, int, int]:
+    """(rows inside the band their answer shows, rows with a band, rows without one), the
+    bands read from the shipped data file as an answer reads them."""
+    from suanli.answers.bands import speed_band
+
+    inside = judged = bare = 0
+    for result in results:
+        row = result.row
+        found = speed_band(
+            gpus=row.gpus,
+            framework=row.framework,
+            architecture=result.architecture,
+            vendor=result.vendor,
+            moe=load_model(row.model).spec.is_moe,
+            task="infer" if row.kind == "infer" else row.task,
+        )
+        if found is None:
+            bare += 1
+            continue
+        judged += 1
+        inside += found.low <= ratio(result) <= found.high
+    return inside, judged, bare
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write (or check) the bands and print their coverage."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--check", action="store_true", help="fail when the file is stale")
+    parser.add_argument(
+        "--sealed", action="store_true", help="the sealed rows inside their shipped bands (once)"
+    )
     args = parser.parse_args(argv)
     load_catalog()
+    if args.sealed:
+        inside, judged, bare = shipped_coverage(evaluate_all(load_corpus(SEALED))[0])
+        share = f"{100 * inside / judged:.1f}%" if judged else "-"
+        print(
+            f"sealed rows inside the band their answer shows: {inside} of {judged} ({share}); "
+            f"{bare} rows in regimes with no band"
+        )
+        return 0
     # A row suanli refuses (a layout it cannot express) has no ratio to place in a band.
     results, _refused = evaluate_all(load_corpus())
     doc = document(results)

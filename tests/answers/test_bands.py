@@ -169,3 +169,17 @@ def test_perf_answers_carry_the_band_or_say_unvalidated() -> None:
     )
     assert lora.band is None and lora.to_json()["band"] is None
     assert any("unvalidated" in line for line in lora.assumptions)
+
+
+def test_the_shipped_bands_hold_their_own_rows_at_least_as_often_as_unseen_ones() -> None:
+    """speed_bands.py --sealed reads each row's band as an answer shows it: over the open
+    corpus the bands were drawn from, every row is placed (judged or bandless) and at least the
+    leave-one-source-out share falls inside (in-sample bands are never the narrower test)."""
+    from tests.scripts import load_script
+
+    script = load_script("benchmarks/speed_bands.py")
+    results, _refused = script.evaluate_all(script.load_corpus())
+    inside, judged, bare = script.shipped_coverage(results)
+    assert judged + bare == len(results)
+    data = json.loads((ROOT / "src/suanli/catalog/data/speed_bands.json").read_text("utf-8"))
+    assert inside / judged >= data["coverage"]
