@@ -51,7 +51,7 @@ def test_cli_simulation_json_equals_the_answer() -> None:
     assert cli_json(*args) == doc
     # The keys of the document before the answer layer, in their order, after schema_version.
     assert list(doc)[:4] == ["schema_version", "model", "rate_requests_per_s", "all_at_once"]
-    assert list(doc)[15:24] == [
+    assert list(doc)[16:25] == [
         "slo_tpot_s",
         "gpu",
         "dispatch",

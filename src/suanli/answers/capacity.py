@@ -71,8 +71,13 @@ class CapacityRequest:
     """A preset name, a config.json path or folder, or a hub id (org/name)."""
     rate: float | None = None
     """Requests per second arriving (``math.inf``: all at once, an offline benchmark)."""
+    concurrency: int | None = None
+    """Closed loop instead of ``rate``: this many clients start together and each sends its
+    next request when its last one ends (vLLM ``benchmark_serving --max-concurrency``,
+    genai-perf ``--concurrency``)."""
     arrivals: str = "poisson"
-    """poisson, bursty (two-state modulated Poisson) or trace."""
+    """poisson, bursty (two-state modulated Poisson), even (one every 1/rate seconds) or
+    trace."""
     trace_file: str | None = None
     """CSV with arrival_s, prompt_tokens, output_tokens (header row); needs arrivals trace."""
     trace_text: str | None = None
@@ -208,8 +213,15 @@ def check_request(req: CapacityRequest) -> None:
     """Raise ``ValueError`` (one sentence) on options that do not go together."""
     if req.requests is not None and req.duration is not None:
         raise ValueError(N_("give --requests or --duration, not both"))
-    if req.arrivals != "trace" and req.rate is None:
-        raise ValueError(N_("give --rate (requests per second), or --arrivals trace --trace FILE"))
+    if req.concurrency is not None:
+        check_closed_loop(req)
+    elif req.arrivals != "trace" and req.rate is None:
+        raise ValueError(
+            N_(
+                "give --rate (requests per second), --concurrency (clients in a closed loop), "
+                "or --arrivals trace --trace FILE"
+            )
+        )
     if req.rate is not None and req.rate < MIN_RATE:
         # a gap of 1/rate seconds between arrivals would overflow the simulator's clock
         raise ValueError(
@@ -241,6 +253,36 @@ def check_request(req: CapacityRequest) -> None:
     if req.mode == "plan" and req.slo_ttft is None and req.slo_tpot is None:
         raise ValueError(
             N_("give --gpu to simulate one GPU, or --slo-ttft/--slo-tpot to plan over the catalog")
+        )
+
+
+def check_closed_loop(req: CapacityRequest) -> None:
+    """Raise ``ValueError`` (one sentence) where ``--concurrency`` meets an option it replaces."""
+    if req.rate is not None:
+        raise ValueError(N_("give --rate (open loop) or --concurrency (closed loop), not both"))
+    if req.arrivals not in ("poisson", "closed"):
+        raise ValueError(
+            N_("--concurrency sends each request when one ends; drop --arrivals {arrivals}").format(
+                arrivals=req.arrivals
+            )
+        )
+    if req.duration is not None:
+        raise ValueError(
+            N_("--concurrency runs a number of requests: give --requests, not --duration")
+        )
+    clients = req.concurrency or 0
+    if not 1 <= clients <= MAX_SIMULATED_REQUESTS:
+        raise ValueError(
+            N_("--concurrency must be in [1, {most:,}], got {value}").format(
+                most=MAX_SIMULATED_REQUESTS, value=req.concurrency
+            )
+        )
+    if req.gpu is None:
+        raise ValueError(
+            N_(
+                "--concurrency simulates one deployment: give --gpu (planning over the catalog "
+                "takes --rate)"
+            )
         )
 
 
@@ -311,13 +353,15 @@ def capacity(
         n_requests = DEFAULT_REQUESTS[mode]
     trace = load_trace(req)
     config = engine_config(req)
+    closed = req.concurrency is not None
     reqs = make_requests(
-        rate=req.rate if req.rate is not None else 1.0,
+        # A closed loop's arrivals come from its completions; its requests wait at time 0.
+        rate=math.inf if closed else req.rate if req.rate is not None else 1.0,
         prompt=Lengths(mean=req.prompt, dist=req.prompt_dist, spread=req.spread),
         output=Lengths(mean=req.output, dist=req.output_dist, spread=req.spread),
         requests=n_requests,
         duration_s=req.duration,
-        arrivals=req.arrivals,
+        arrivals="poisson" if closed else req.arrivals,
         seed=req.seed,
         trace=trace,
         burst_ratio=req.burst_ratio,
@@ -333,7 +377,8 @@ def capacity(
         model=req.model,
         rate_requests_per_s=finite_number(rate),
         all_at_once=rate is not None and math.isinf(rate),
-        arrivals=req.arrivals,
+        arrivals="closed" if closed else req.arrivals,
+        concurrency=req.concurrency,
         requests=len(reqs),
         prompt_tokens_mean=float(reqs.prompt.mean()),
         output_tokens_mean=float(reqs.output.mean()),
@@ -403,6 +448,7 @@ def simulate_deployment(
         dispatch=req.dispatch,
         usd_per_gpu_hour=float(usd) if usd is not None else None,
         progress=tick,
+        concurrency=req.concurrency,
     )
     has_slo = req.slo_ttft is not None or req.slo_tpot is not None
     series = result.queue_series

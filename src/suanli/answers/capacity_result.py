@@ -30,6 +30,10 @@ class CapacityWorkload:
     all_at_once: bool
     """All requests arrive at time 0 (an offline benchmark, ``rate`` inf)."""
     arrivals: str
+    """poisson, bursty, even, trace, or closed (a closed loop of ``concurrency`` clients)."""
+    concurrency: int | None = None
+    """Clients of a closed loop, each sending its next request when its last one ends; null
+    for arrivals at a rate or from a trace."""
     requests: int
     prompt_tokens_mean: float
     output_tokens_mean: float

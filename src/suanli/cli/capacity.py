@@ -21,6 +21,7 @@ from suanli.cli.prices import priced as price_with_source
 from suanli.cli.render import count_column, print_json, print_line, print_table
 from suanli.cli.types import FloatRange, IntRange
 from suanli.i18n import N_, _, sentence
+from suanli.limits import MAX_SIMULATED_REQUESTS
 
 if TYPE_CHECKING:
     from suanli.answers.capacity_result import (
@@ -113,6 +114,7 @@ def serving_engines() -> dict[str, str]:
         "\n"
         "Examples: suanli capacity llama-3.1-8b --rate 20 --slo-ttft 1 --slo-tpot 0.05; "
         "suanli capacity llama-3.1-8b --gpu h100 --rate 20 --policy static; "
+        "suanli capacity llama-3.1-8b --gpu h100 --concurrency 64 --requests 640; "
         "suanli capacity llama-3.1-70b --gpu h100 --tp 4 --rate 5 --arrivals bursty --json."
     ),
 )
@@ -125,11 +127,25 @@ def serving_engines() -> dict[str, str]:
     help=N_("Requests per second arriving (inf: all at once, an offline benchmark)."),
 )
 @click.option(
+    "--concurrency",
+    type=IntRange(min=1, max=MAX_SIMULATED_REQUESTS),
+    default=None,
+    metavar="CLIENTS",
+    help=N_(
+        "Closed loop instead of --rate: this many clients start together and each sends its "
+        "next request when its last one ends (vLLM benchmark_serving --max-concurrency, "
+        "genai-perf --concurrency); needs --gpu."
+    ),
+)
+@click.option(
     "--arrivals",
-    type=click.Choice(["poisson", "bursty", "trace"]),
+    type=click.Choice(["poisson", "bursty", "even", "trace"]),
     default="poisson",
     show_default=True,
-    help=N_("Poisson, bursty (two-state modulated Poisson) or a --trace file."),
+    help=N_(
+        "Poisson, bursty (two-state modulated Poisson), even (one every 1/--rate seconds) or "
+        "a --trace file."
+    ),
 )
 @click.option(
     "--trace",
@@ -305,6 +321,7 @@ def serving_engines() -> dict[str, str]:
 def capacity_cmd(
     model: str,
     rate: float | None,
+    concurrency: int | None,
     arrivals: str,
     trace_file: str | None,
     burst_ratio: float,
@@ -351,6 +368,7 @@ def capacity_cmd(
         explicit=explicit,
         model=model,
         rate=rate,
+        concurrency=concurrency,
         arrivals=arrivals,
         trace_file=trace_file,
         burst_ratio=burst_ratio,
@@ -400,6 +418,10 @@ _FIELD_OF = {"gpu_name": "gpu", "output_tokens": "output", "n_requests": "reques
 
 
 def _rate_text(w: CapacityWorkload) -> str:
+    if w.concurrency is not None:
+        return _("{clients} clients in a closed loop, {requests} requests").format(
+            clients=f"{w.concurrency:,}", requests=f"{w.requests:,}"
+        )
     if w.arrivals == "trace":
         return _("trace of {requests} requests").format(requests=f"{w.requests:,}")
     if w.all_at_once:

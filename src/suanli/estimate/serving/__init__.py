@@ -59,8 +59,14 @@ Several replicas share the arrivals by round-robin or least-loaded dispatch (few
 waiting or running when the request arrives; a replica in the middle of an iteration counts
 what that iteration completes as done).
 
+Closed-loop load (``C`` clients, each sending its next request when its last one ends, as
+serving benchmarks run it): ``simulate(..., concurrency=C)`` runs the replicas through
+:func:`~suanli.estimate.serving.closed_loop.closed_loop`, which finds the arrival times as the
+requests complete.
+
 The package's modules: :mod:`~suanli.estimate.serving.arrivals` (requests, length
-distributions, traces), :mod:`~suanli.estimate.serving.config` (the engine configuration),
+distributions, traces), :mod:`~suanli.estimate.serving.closed_loop` (closed-loop load),
+:mod:`~suanli.estimate.serving.config` (the engine configuration),
 :mod:`~suanli.estimate.serving.timing` (per-iteration roofline times),
 :mod:`~suanli.estimate.serving.engine` and :mod:`~suanli.estimate.serving.scheduler` (one
 replica's state and its scheduling policies), :mod:`~suanli.estimate.serving.simulate` (the
@@ -78,6 +84,7 @@ from suanli.estimate.serving.arrivals import (
     make_requests,
     parse_trace,
 )
+from suanli.estimate.serving.closed_loop import closed_loop
 from suanli.estimate.serving.config import KV_POLICIES, POLICIES, EngineConfig
 from suanli.estimate.serving.engine import WATERMARK
 from suanli.estimate.serving.search import (
@@ -116,6 +123,7 @@ __all__ = [
     "ReplicaCost",
     "Requests",
     "ServingResult",
+    "closed_loop",
     "device_dtype",
     "elementwise_seconds_per_token",
     "make_requests",

@@ -1,7 +1,8 @@
 """Arrivals and traces: the requests a serving simulation replays.
 
-Request generation (Poisson or bursty arrivals, all at once for an offline benchmark), token
-length distributions, and trace loading (CSV). Part of :mod:`suanli.estimate.serving`.
+Request generation (Poisson, bursty or evenly spaced arrivals, all at once for an offline
+benchmark), token length distributions, and trace loading (CSV). Part of
+:mod:`suanli.estimate.serving`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from suanli.i18n import N_
 
-ARRIVALS = ("poisson", "bursty", "trace")
+ARRIVALS = ("poisson", "bursty", "even", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "lognormal")
 #: Simulated requests above which the CLI shows a progress bar and the simulation refuses.
 MAX_REQUESTS = 5_000_000
@@ -215,6 +216,10 @@ def make_requests(
         times = np.zeros(requests)
     elif arrivals == "poisson":
         times = _poisson_times(rng, rate, requests, duration_s)
+    elif arrivals == "even":
+        # One request every 1/rate seconds (a load generator's constant rate).
+        count = requests if requests is not None else int(rate * (duration_s or 0.0))
+        times = np.arange(count) / rate
     else:
         times = _bursty_times(rng, rate, requests, duration_s, burst_ratio, burst_period_s)
     n = len(times)

@@ -151,7 +151,9 @@ class EngineState:
         if grow and self.n * -(-m // self.bs) > self.free and self.blocks_needed(j, m) > self.free:
             return self.clock + m * self.t_min  # preemptions come first: a bound only
         fixed, c0, c1, m0, m1 = self.run_terms(j)
-        return self.clock + m * fixed + sum_max(c0, c1, m0, m1, m)
+        # Added as the decode run adds it (the run's seconds, then the clock), so that running
+        # to this time stops exactly there, not one rounding short of it.
+        return self.clock + (m * fixed + sum_max(c0, c1, m0, m1, m))
 
     def run_terms(self, j: int) -> tuple[float, float, float, float, float]:
         """Decode iteration ``j + i`` takes ``fixed + max(c0 + c1 i, m0 + m1 i)`` seconds while

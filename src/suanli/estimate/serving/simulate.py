@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from suanli.estimate.serving.arrivals import Requests
+from suanli.estimate.serving.closed_loop import closed_loop
 from suanli.estimate.serving.config import EngineConfig
 from suanli.estimate.serving.engine import SharedState
 from suanli.estimate.serving.scheduler import Replica
@@ -52,6 +53,10 @@ class ServingResult:
     iterations: int
     queue_series: dict[str, list[float]] = field(default_factory=dict)
     usd_per_gpu_hour: float | None = None
+    arrival_s: Any = field(default=None, repr=False, compare=False)
+    """Each request's arrival time, seconds (a closed loop's as it ran): a numpy array."""
+    finish_s: Any = field(default=None, repr=False, compare=False)
+    """Each request's completion time (NaN if unfinished), seconds: a numpy array."""
 
     @property
     def gpus(self) -> int:
@@ -131,8 +136,11 @@ def simulate(
     usd_per_gpu_hour: float | None = None,
     samples: int = 100,
     progress: Callable[[int, int], None] | None = None,
+    concurrency: int | None = None,
 ) -> ServingResult:
-    """Simulate ``replicas`` replicas of ``cost`` serving ``requests`` under ``config``."""
+    """Simulate ``replicas`` replicas of ``cost`` serving ``requests`` under ``config``; with
+    ``concurrency``, as a closed loop of that many clients (the requests' arrival times are
+    replaced by the loop's: :func:`suanli.estimate.serving.closed_loop.closed_loop`)."""
     config = config or EngineConfig()
     if replicas < 1:
         raise ValueError(
@@ -168,6 +176,29 @@ def simulate(
                 "{longest:,}; use more memory, --tp, quantization or shorter requests"
             ).format(tokens=cost.kv_blocks * bs, gib=free_gib, longest=longest)
         )
+    if concurrency is not None:
+        # A request lasts at least its output's decode steps: the grid spans about the run.
+        rounds = n / min(concurrency, n)
+        grid = rounds * float(requests.output.mean()) * cost.weights_read(1) / cost.device.bandwidth
+        timed, ran, ran_reps = closed_loop(
+            cost,
+            requests,
+            config,
+            concurrency=concurrency,
+            replicas=replicas,
+            dispatch=dispatch,
+            grid=max(grid / samples, 1e-9),
+            progress=progress,
+        )
+        for r in ran_reps:
+            r.run(math.inf)
+        # The grid was a guess: keep about ``samples`` of the queue's samples.
+        thin = max(1, math.ceil(max(len(r.samples) for r in ran_reps) / samples))
+        for r in ran_reps:
+            r.samples = r.samples[::thin]
+        if progress is not None:
+            progress(n, n)
+        return _collect(cost, config, ran, ran_reps, timed, usd_per_gpu_hour)
     shared = SharedState(requests)
     first_t = shared.arrival[0]
     span = shared.arrival[-1] - first_t
@@ -309,6 +340,8 @@ def _collect(
         iterations=sum(r.iterations for r in reps),
         queue_series={"t_s": times, "waiting": queue},
         usd_per_gpu_hour=usd_per_gpu_hour,
+        arrival_s=arrival,
+        finish_s=finish,
     )
 
 
