@@ -90,13 +90,15 @@ def test_signed_error_is_positive_when_the_estimate_promises_more_speed() -> Non
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 def test_every_row_gets_a_finite_positive_estimate_or_one_sentence(row: Any) -> None:
     """A row's layout suanli cannot express (DeepSeek-V3 served with data-parallel attention
-    over 72 or 144 GPUs) is refused in one sentence, as a user would be, and counts as a miss
-    in benchmarks/accuracy_speed.py; every other row gets a finite positive estimate."""
+    over 72 or 144 GPUs; llama.cpp on a Pascal P40, which has no 16-bit tensor rate in the
+    catalog) is refused in one sentence, as a user would be, and counts as a miss in
+    benchmarks/accuracy_speed.py; every other row gets a finite positive estimate."""
     try:
         est = sc.estimate(row)
     except ValueError as refusal:
         message = str(refusal)
-        assert "\n" not in message and message.startswith("--"), message
+        # One sentence that says what to do instead.
+        assert "\n" not in message and ("use " in message or "pick " in message), message
         assert row.id in REFUSED, (row.id, message)
         return
     assert math.isfinite(est.value) and est.value > 0
@@ -104,13 +106,18 @@ def test_every_row_gets_a_finite_positive_estimate_or_one_sentence(row: Any) -> 
 
 
 #: Rows whose layout suanli refuses (data-parallel attention with wide expert parallelism is not
-#: modelled): a new refusal fails the test above until it is understood.
+#: modelled; the P40 rows of the spent sealed part, which joined on 2026-12-08: no 16-bit tensor
+#: rate, llama.cpp's Pascal kernels are issue 42's): a new refusal fails the test above until it
+#: is understood.
 REFUSED = frozenset(
     {
         "sglang-ep72-h100x72-dsv3-decode-2k",
         "deepseek-infra-h800x144-v3-decode",
         "rtpllm-h800x144-dsv3-decode-tokens",
         "rtpllm-h800x144-dsv3-decode-tpot",
+        "lcpp4766-p40-llama7b-q4_0-tg128",
+        "lcpp4766-p40-llama7b-q4_0-pp512",
+        "lcpp4766-p40-llama7b-q2_k-tg128",
     }
 )
 
