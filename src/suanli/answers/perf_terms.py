@@ -437,9 +437,35 @@ def infer_terms(
         )
     if b.get("decode_cache_copy"):
         terms.append(_cache_copy_term(b["decode_cache_copy"], work, ew.add))
+    if b.get("decode_kv_dequant"):
+        terms.append(_kv_dequant_term(b["decode_kv_dequant"], device.name, work))
     if b.get("host_dispatch"):
         terms.append(_host_term(b["host_dispatch"]))
     return tuple(terms)
+
+
+def _kv_dequant_term(seconds: float, gpu_id: str, work: InferWork) -> TimeTerm:
+    """The fp8 KV cache's conversion to 16 bits in the engine's decode attention."""
+    from suanli.catalog.kv_dequant import SOURCE, fp8_kv_rate
+
+    measured = fp8_kv_rate(gpu_id, work.engine)
+    assert measured is not None  # the term exists only where a rate was measured
+    return TimeTerm(
+        term=N_("decode: fp8 KV cache converted to 16 bits"),
+        seconds=seconds,
+        efficiency=None,
+        source=N_("{engine} {version} ({kernel}) on {gpu}: {source}").format(
+            engine=measured.engine,
+            version=measured.version,
+            kernel=measured.kernel,
+            gpu=gpu_id,
+            source=SOURCE,
+        ),
+        formula=N_(
+            "KV elements the step reads / {rate:.3g} elements/s (t_fp8 = t_bf16 / 2 + elements / "
+            "rate, measured kernel by kernel)"
+        ).format(rate=measured.elements_per_s),
+    )
 
 
 def _cache_copy_term(seconds: float, work: InferWork, add_share: float) -> TimeTerm:

@@ -325,6 +325,7 @@ def serve_rows(
             dispatch=work.dispatch,
             kv_update=work.kv_update,
             gqa=work.gqa,
+            engine=work.engine,
             price_per_gpu_hour=usd_of(rent[gpu.id]),
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}

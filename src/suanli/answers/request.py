@@ -163,6 +163,17 @@ def apply_framework(req: WorkRequest) -> WorkRequest:
     )
 
 
+def serving_engine(framework: str | None) -> str | None:
+    """``framework``'s catalog id where it is a serving engine (vLLM, SGLang, TensorRT-LLM...),
+    else ``None``."""
+    from suanli.catalog.frameworks import get_framework
+
+    if framework is None:
+        return None
+    fw = get_framework(framework)
+    return fw.id if fw.kind == "serve" else None
+
+
 def check_task_options(req: WorkRequest, given: set[str]) -> None:
     """An option the user set away from its default that the task never reads is a ValueError
     (``--quant int8`` with ``--task pretrain`` would otherwise answer for bf16 without a word);
@@ -317,6 +328,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             dispatch=req.dispatch,
             kv_update=req.kv_update,
             gqa=req.gqa,
+            engine=serving_engine(req.framework),
         )
     tp, pp = req.tp, req.pp
     if req.etp and tp % req.etp:

@@ -61,6 +61,7 @@ NON_GPU_DATA_FILES = frozenset(
         "attention.toml",
         "decode_attention.toml",
         "frameworks.toml",
+        "kv_dequant.toml",
     }
 )
 

@@ -95,6 +95,19 @@ def active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
     return total * (1 - experts / count_params(spec).total * (1 - touched))
 
 
+def kv_dequant_seconds(gpu_id: str, work: InferWork, kv_bytes: Any) -> Any:
+    """Seconds a decode step's attention spends converting an fp8 KV cache of ``kv_bytes`` (one
+    GPU, the whole batch) back to 16 bits: its elements at the engine's measured rate on this
+    card (:func:`suanli.catalog.kv_dequant.fp8_kv_rate`); 0 for a 16-bit cache and for a pair
+    nobody measured. Floats or numpy arrays."""
+    from suanli.catalog.kv_dequant import fp8_kv_rate
+
+    measured = fp8_kv_rate(gpu_id, work.engine) if work.kv_dtype == "fp8" else None
+    if measured is None or math.isinf(measured.elements_per_s):
+        return 0.0 * kv_bytes
+    return kv_bytes / work.kv_bytes / measured.elements_per_s
+
+
 def serve_kernels(
     spec: ModelSpec,
     weight_format: str,
@@ -252,6 +265,7 @@ def inference_perf(
         device.gemm_model,
     )
     step_bytes = active_weight_bytes(spec, work, work.batch) + kv * read + copy_bytes
+    dequant_s = kv_dequant_seconds(device.name, work, kv)
     decode_compute = decode_flops / tp / device.matmul_flops
     decode_memory = step_bytes / device.bandwidth
     decode_comm = (
@@ -259,7 +273,7 @@ def inference_perf(
         if tp > 1
         else 0.0
     ) + pp_decode
-    decode_kernels = decode_k.total_s + copy_s
+    decode_kernels = decode_k.total_s + copy_s + dequant_s
     tpot = max(decode_compute, decode_memory, decode_kernels, 0 if synchronous else host)
     tpot += decode_comm + (host if synchronous else 0)
     bound = "compute" if decode_compute >= decode_memory else "memory"
@@ -297,6 +311,7 @@ def inference_perf(
             "decode_attention": decode_k.attention_s,
             "decode_small_ops": decode_k.small_ops_s,
             "decode_cache_copy": copy_s,
+            "decode_kv_dequant": dequant_s,
             "host_dispatch": host,
         },
         request_s=request_s,

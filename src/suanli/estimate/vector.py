@@ -512,13 +512,19 @@ def infer_speed(
     dispatch: str = "engine",
     kv_update: str = "in-place",
     gqa: str = "native",
+    engine: str | None = None,
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
-    (batch, tp); ``projections``, ``kernels``, ``dispatch``, ``kv_update`` and ``gqa`` as
-    ``InferWork``'s."""
+    (batch, tp); ``projections``, ``kernels``, ``dispatch``, ``kv_update``, ``gqa`` and
+    ``engine`` as ``InferWork``'s."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.host_dispatch import host_step_s
-    from suanli.estimate.inference import active_weight_bytes, serve_kernels, weight_bytes
+    from suanli.estimate.inference import (
+        active_weight_bytes,
+        kv_dequant_seconds,
+        serve_kernels,
+        weight_bytes,
+    )
     from suanli.estimate.inference_memory import kv_bytes_per_token
     from suanli.estimate.kv_traffic import (
         attention_read_factor,
@@ -554,7 +560,9 @@ def infer_speed(
         2 * layers * tp_all_reduce(batch * prompt * h * b, tp, device.network),
         0.0,
     )
-    traffic = InferWork(kv_update=kv_update, gqa=gqa)
+    # The planner tries bf16 and fp8 caches only, so one byte is fp8.
+    kv_dtype = {1: "fp8", 2: "bf16", 4: "fp32"}.get(int(kv_bytes), "bf16")
+    traffic = InferWork(kv_update=kv_update, gqa=gqa, engine=engine, kv_dtype=kv_dtype)
     read = attention_read_factor(spec, traffic)
     kv_eff = None
     if device.decode_attention is not None:
@@ -598,7 +606,10 @@ def infer_speed(
     decode_comm = np.where(
         tp > 1, 2 * layers * tp_all_reduce(batch * h * b, tp, device.network), 0.0
     )
-    tpot = np.maximum(np.maximum(decode_compute, decode_memory), decode_k.total_s + copy_s)
+    dequant_s = kv_dequant_seconds(device.name, traffic, kv)
+    tpot = np.maximum(
+        np.maximum(decode_compute, decode_memory), decode_k.total_s + copy_s + dequant_s
+    )
     tpot = np.maximum(tpot, host) + decode_comm
     return {
         "ttft_s": ttft,

@@ -454,6 +454,10 @@ class InferWork:
     """How a decode step adds its token to the KV cache (:data:`KV_UPDATES`)."""
     gqa: str = "native"
     """How the attention reads a grouped-query KV cache (:data:`GQA_READS`)."""
+    engine: str | None = None
+    """The serving engine (a catalog framework id such as ``vllm``) whose kernels' measured
+    costs apply (an fp8 KV cache's conversion, :mod:`suanli.catalog.kv_dequant`); ``None``:
+    none of them."""
 
     def __post_init__(self) -> None:
         _positive("batch", self.batch)
