@@ -3,27 +3,13 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
-from suanli.cli.capacity import capacity_cmd
 from suanli.cli.main import cli as main
+from tests.cli.test_capacity_cmd import invoke, invoke_json
 
 CLOSED = ("llama-3.1-8b", "--gpu", "h100", "--concurrency", "32", "--requests", "320")
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(capacity_cmd, list(args), terminal_width=160)
-
-
-def invoke_json(*args: str) -> dict[str, Any]:
-    result = invoke(*args, "--json")
-    assert result.exit_code == 0, result.output
-    doc: dict[str, Any] = json.loads(result.output)
-    return doc
 
 
 def test_a_closed_loop_says_so_and_serves_every_request() -> None:
