@@ -69,6 +69,21 @@ SERVING_OPTIONS: tuple[Option, ...] = (
         tasks=INFER,
     ),
     Option(
+        name="prefix_hit",
+        kind=float,
+        default=0.0,
+        help=N_(
+            "Inference: share of each prompt already in the engine's prefix cache (vLLM "
+            "--enable-prefix-caching, SGLang's RadixAttention: a shared system prompt, earlier "
+            "turns of a chat); the prefill computes only the rest."
+        ),
+        unit="fraction",
+        minimum=0,
+        maximum=1,
+        max_open=True,
+        tasks=INFER,
+    ),
+    Option(
         name="prefill_chunk",
         kind=int,
         default=None,

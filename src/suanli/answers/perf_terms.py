@@ -435,6 +435,16 @@ def infer_terms(
                 formula=join(parts, N_("; ")),
             )
         )
+    if work.prefix_hit:
+        prefill = terms[0]  # the prefill, kernel by kernel
+        terms[0] = replace(
+            prefill,
+            formula=N_(
+                "{formula} ; prefix cache: {hit:.0%} of each prompt cached, so the linear layers "
+                "run on the rest and their attention is (p^2 - c^2) / p^2 of the whole prompt's "
+                "(c cached of p tokens; the last token always computed)"
+            ).format(formula=prefill.formula, hit=work.prefix_hit),
+        )
     if b.get("decode_cache_copy"):
         terms.append(_cache_copy_term(b["decode_cache_copy"], work, ew.add))
     if b.get("decode_kv_dequant"):

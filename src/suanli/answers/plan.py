@@ -326,6 +326,7 @@ def serve_rows(
             kv_update=work.kv_update,
             gqa=work.gqa,
             engine=work.engine,
+            prefix_hit=work.prefix_hit,
             price_per_gpu_hour=usd_of(rent[gpu.id]),
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}

@@ -73,6 +73,7 @@ class WorkRequest:
     dispatch: str = declared("dispatch")
     kv_update: str = declared("kv_update")
     gqa: str = declared("gqa")
+    prefix_hit: float = declared("prefix_hit")
     prefill_chunk: int | None = declared("prefill_chunk")
     gpu_layers: int | None = declared("gpu_layers")
     gpu_memory_utilization: float | None = declared("gpu_memory_utilization")
@@ -329,6 +330,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             kv_update=req.kv_update,
             gqa=req.gqa,
             engine=serving_engine(req.framework),
+            prefix_hit=req.prefix_hit,
         )
     tp, pp = req.tp, req.pp
     if req.etp and tp % req.etp:

@@ -95,6 +95,21 @@ def active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
     return total * (1 - experts / count_params(spec).total * (1 - touched))
 
 
+def cached_tokens(prompt: int, prefix_hit: float) -> int:
+    """Tokens of a ``prompt`` the prefix cache already holds: its ``prefix_hit`` share, but
+    never the last token, which the engine always computes for the first output's logits."""
+    return max(min(int(prompt * prefix_hit), prompt - 1), 0)
+
+
+def prefill_shares(prompt: int, cached: Any) -> tuple[Any, Any]:
+    """(share of the prompt's linear-layer work, share of its causal attention) a prefill does
+    when ``cached`` tokens of it are in the prefix cache: the new tokens run every linear layer,
+    and token ``i`` attends to ``i`` earlier ones, so the attention left is
+    ``(prompt^2 - cached^2) / prompt^2`` of the whole prompt's."""
+    new = (prompt - cached) / prompt
+    return new, 1 - (cached / prompt) ** 2
+
+
 def kv_dequant_seconds(gpu_id: str, work: InferWork, kv_bytes: Any) -> Any:
     """Seconds a decode step's attention spends converting an fp8 KV cache of ``kv_bytes`` (one
     GPU, the whole batch) back to 16 bits: its elements at the engine's measured rate on this
@@ -120,6 +135,7 @@ def serve_kernels(
     kv_efficiency: Any = None,
     projections: str = "fused",
     kernels: str = "eager",
+    cached: Any = 0,
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> tuple[ServeKernels, ServeKernels]:
@@ -127,8 +143,9 @@ def serve_kernels(
     (:func:`suanli.estimate.kernels.serve_forward`); ``kv_bytes_per_seq`` is the KV cache one
     sequence holds on one GPU at the average decode context; ``projections`` how the engine
     launches the input projections (:func:`suanli.estimate.shapes.serving_shapes`), ``kernels``
-    whether it fuses each residual add into the next norm (:func:`serving_op_bytes`). Floats or
-    numpy arrays."""
+    whether it fuses each residual add into the next norm (:func:`serving_op_bytes`); ``cached``
+    prompt tokens per sequence are in the prefix cache (:func:`prefill_shares`). Floats or numpy
+    arrays."""
     from suanli.catalog.formats import get_format
 
     fmt = get_format(weight_format)
@@ -172,10 +189,11 @@ def serve_kernels(
         # Attention stays in 16 bits with fp8 weights: half the fp8 tensor rate.
         bf16_peak = device.peak_flops / 2 if device.precision == "fp8" else device.peak_flops
         rate = bf16_peak * device.attention_efficiency(prompt, head_dim, True, False)
+    linear_share, attention_share = prefill_shares(prompt, cached)
     prefill = serve_forward(
-        rows=batch * prompt,
+        rows=batch * prompt * linear_share,
         sequences=batch,
-        attention_flops=core * prompt * batch,
+        attention_flops=core * prompt * batch * attention_share,
         attention_flops_per_s=rate,
         attention_floor_s=floor,
         **common,
@@ -198,16 +216,26 @@ def inference_perf(
     """Prefill ``prompt`` tokens, then decode ``output`` tokens, for ``work.batch`` sequences."""
     tp = work.tp
     b = 2
-    # Prefill: compute-bound matmuls over the whole prompt (causal attention).
+    # Prefill: compute-bound matmuls over the prompt's uncached tokens (causal attention).
     per_token = forward_flops_per_token(spec, prompt, causal=True)
-    prefill_flops = sum(per_token.values()) * prompt * work.batch
+    cached = cached_tokens(prompt, work.prefix_hit)
+    linear_share, attention_share = prefill_shares(prompt, cached)
+    core = per_token["attention_core"]
+    prefill_flops = (
+        ((sum(per_token.values()) - core) * linear_share + core * attention_share)
+        * prompt
+        * work.batch
+    )
+    new_tokens = prompt - cached
     prefill_compute = prefill_flops / tp / device.matmul_flops
     weights = weight_bytes(spec, work)
     prefill_memory = weights / device.bandwidth
     net = device.network
     link = net.link_for(tp)
     tp_comm = (
-        2 * spec.num_layers * tp_all_reduce_s(work.batch * prompt * spec.hidden_size * b, tp, link)
+        2
+        * spec.num_layers
+        * tp_all_reduce_s(work.batch * new_tokens * spec.hidden_size * b, tp, link)
         if tp > 1
         else 0.0
     )
@@ -216,7 +244,7 @@ def inference_perf(
     # between neighbouring stages.
     hops = work.pp - 1
     pp_link = net.point_to_point_link(work.pp, tp) if hops else link
-    pp_prefill = hops * p2p_s(work.batch * prompt * spec.hidden_size * b / tp, pp_link)
+    pp_prefill = hops * p2p_s(work.batch * new_tokens * spec.hidden_size * b / tp, pp_link)
     pp_decode = hops * p2p_s(work.batch * spec.hidden_size * b / tp, pp_link)
     tp_comm += pp_prefill
     context = prompt + output / 2
@@ -241,6 +269,7 @@ def inference_perf(
         kv_efficiency=kv_eff,
         projections=work.projections,
         kernels=work.kernels,
+        cached=cached,
     )
     # Kernel by kernel (GEMMs by shape, attention, element-wise floors), never faster than the
     # roofline of the whole pass, nor than the host can launch it (Python dispatch).

@@ -513,15 +513,18 @@ def infer_speed(
     kv_update: str = "in-place",
     gqa: str = "native",
     engine: str | None = None,
+    prefix_hit: float = 0.0,
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
-    (batch, tp); ``projections``, ``kernels``, ``dispatch``, ``kv_update``, ``gqa`` and
-    ``engine`` as ``InferWork``'s."""
+    (batch, tp); ``projections``, ``kernels``, ``dispatch``, ``kv_update``, ``gqa``, ``engine``
+    and ``prefix_hit`` as ``InferWork``'s."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.host_dispatch import host_step_s
     from suanli.estimate.inference import (
         active_weight_bytes,
+        cached_tokens,
         kv_dequant_seconds,
+        prefill_shares,
         serve_kernels,
         weight_bytes,
     )
@@ -537,8 +540,13 @@ def infer_speed(
     batch = np.asarray(batch, dtype=np.int64)
     tp = np.asarray(tp, dtype=np.int64)
     b = 2
-    prefill_per_token = sum(forward_flops_per_token(spec, prompt, causal=True).values())
-    prefill_flops = prefill_per_token * prompt * batch
+    per_token = forward_flops_per_token(spec, prompt, causal=True)
+    cached = cached_tokens(prompt, prefix_hit)
+    linear_share, attention_share = prefill_shares(prompt, cached)
+    core = per_token["attention_core"]
+    prefill_flops = (
+        ((sum(per_token.values()) - core) * linear_share + core * attention_share) * prompt * batch
+    )
     context = prompt + output / 2
     decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
     # Layout-dependent pieces that the scalar code computes per tp (few distinct values).
@@ -557,7 +565,7 @@ def infer_speed(
     h = spec.hidden_size
     prefill_comm = np.where(
         tp > 1,
-        2 * layers * tp_all_reduce(batch * prompt * h * b, tp, device.network),
+        2 * layers * tp_all_reduce(batch * (prompt - cached) * h * b, tp, device.network),
         0.0,
     )
     # The planner tries bf16 and fp8 caches only, so one byte is fp8.
@@ -585,6 +593,7 @@ def infer_speed(
         kv_efficiency=kv_eff,
         projections=projections,
         kernels=kernels,
+        cached=cached,
         maximum=np.maximum,
         ceil=np.ceil,
     )

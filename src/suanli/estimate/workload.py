@@ -458,6 +458,9 @@ class InferWork:
     """The serving engine (a catalog framework id such as ``vllm``) whose kernels' measured
     costs apply (an fp8 KV cache's conversion, :mod:`suanli.catalog.kv_dequant`); ``None``:
     none of them."""
+    prefix_hit: float = 0.0
+    """Share of each prompt already in the engine's prefix cache: the prefill computes only the
+    rest (:func:`suanli.estimate.inference.cached_tokens`)."""
 
     def __post_init__(self) -> None:
         _positive("batch", self.batch)
@@ -470,6 +473,10 @@ class InferWork:
         check_choice("dispatch", self.dispatch, DISPATCHES)
         check_choice("kv_update", self.kv_update, KV_UPDATES)
         check_choice("gqa", self.gqa, GQA_READS)
+        if not 0 <= self.prefix_hit < 1:
+            raise ValueError(
+                N_("--prefix-hit must be in [0, 1), got {value}").format(value=self.prefix_hit)
+            )
         if self.prefill_chunk is not None:
             _positive("prefill_chunk", self.prefill_chunk)
         if self.gpu_layers is not None:

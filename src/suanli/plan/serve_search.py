@@ -69,13 +69,15 @@ def search_serve(
     kv_update: str = "in-place",
     gqa: str = "native",
     engine: str | None = None,
+    prefix_hit: float = 0.0,
 ) -> tuple[ServeCandidate | None, int, str]:
     """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
     (``projections``, ``kernels`` and ``dispatch``: how the engine launches the input
     projections, the element-wise kernels and the step; ``kv_update`` and ``gqa``: how it
-    grows and reads the KV cache; ``engine``: whose measured kernel costs apply; all
-    ``InferWork``'s; ``price_per_gpu_hour``:
-    the user's rent, else the one every view shows, :func:`suanli.catalog.prices.rent_price`).
+    grows and reads the KV cache; ``engine``: whose measured kernel costs apply;
+    ``prefix_hit``: the prompt's share in the prefix cache; all ``InferWork``'s;
+    ``price_per_gpu_hour``: the user's rent, else the one every view shows,
+    :func:`suanli.catalog.prices.rent_price`).
 
     Memory is linear in the batch (weights and the prefill peak fixed, KV cache and last-token
     logits per sequence), so two exact estimates per format and TP degree give every batch.
@@ -136,6 +138,7 @@ def search_serve(
                     kv_update,
                     gqa,
                     engine,
+                    prefix_hit,
                 )
                 req = batches / (speed["ttft_s"] + output * speed["tpot_s"])
                 replicas = np.ones(len(batches)) if rps is None else np.ceil(rps / req)
