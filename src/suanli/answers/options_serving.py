@@ -8,6 +8,7 @@ from __future__ import annotations
 from suanli.answers.option_kinds import INFER, fraction, gib
 from suanli.answers.option_kinds import choice as _choice
 from suanli.answers.option_type import Option, weight_format_ids
+from suanli.estimate.speculative import MAX_SPEC_TOKENS, SPEC_METHODS
 from suanli.estimate.workload import DISPATCHES, GQA_READS, KV_DTYPES, KV_UPDATES, PROJECTIONS
 from suanli.i18n import N_
 from suanli.limits import MAX_LAYERS, MAX_TOKENS
@@ -65,6 +66,42 @@ SERVING_OPTIONS: tuple[Option, ...] = (
             "Inference: how attention reads a grouped-query KV cache: native (each KV head once "
             "for its query heads: FlashAttention, serving engines) or repeat (the code copies "
             "each KV head per query head first: transformers before 4.48, or its eager path)."
+        ),
+        tasks=INFER,
+    ),
+    Option(
+        name="spec_tokens",
+        kind=int,
+        default=0,
+        help=N_(
+            "Inference: speculative decoding, tokens a drafter proposes per sequence and step, "
+            "checked in one pass of the model (0: off); needs --spec-acceptance."
+        ),
+        unit="tokens",
+        minimum=0,
+        maximum=MAX_SPEC_TOKENS,
+        tasks=INFER,
+    ),
+    Option(
+        name="spec_acceptance",
+        kind=float,
+        default=None,
+        help=N_(
+            "Speculative decoding: the probability that a drafted token is accepted (it depends "
+            "on the drafter and the text: measure it on your traffic, engines report it)."
+        ),
+        unit="fraction",
+        minimum=0,
+        maximum=1,
+        tasks=INFER,
+    ),
+    _choice(
+        "spec_method",
+        "ngram",
+        SPEC_METHODS,
+        N_(
+            "Speculative decoding's drafter: ngram (prompt lookup on the CPU, no GPU cost) or "
+            "eagle (a one-layer head run once per drafted token)."
         ),
         tasks=INFER,
     ),

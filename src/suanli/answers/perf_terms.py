@@ -445,6 +445,8 @@ def infer_terms(
                 "(c cached of p tokens; the last token always computed)"
             ).format(formula=prefill.formula, hit=work.prefix_hit),
         )
+    if work.spec_tokens:
+        terms.append(_speculative_term(b.get("spec_draft", 0.0), work))
     if b.get("decode_cache_copy"):
         terms.append(_cache_copy_term(b["decode_cache_copy"], work, ew.add))
     if b.get("decode_kv_dequant"):
@@ -452,6 +454,34 @@ def infer_terms(
     if b.get("host_dispatch"):
         terms.append(_host_term(b["host_dispatch"]))
     return tuple(terms)
+
+
+def _speculative_term(draft_s: float, work: InferWork) -> TimeTerm:
+    """Speculative decoding: the drafter's time per pass and how many tokens a pass yields."""
+    from suanli.estimate.speculative import accepted_tokens
+
+    per_pass = accepted_tokens(work.spec_tokens, work.spec_acceptance)
+    return TimeTerm(
+        term=N_("decode: speculative drafter ({method}), per verify pass").format(
+            method=work.spec_method
+        ),
+        seconds=draft_s,
+        efficiency=None,
+        source=N_(
+            "Leviathan, Kalman and Matias, ICML 2023, eq. 1 (tokens a pass yields); EAGLE: Li "
+            "et al. 2024, arXiv:2401.15077 (a one-layer draft head); acceptance as given"
+        ),
+        formula=N_(
+            "TPOT = (one pass of {verify} tokens per sequence + the drafter) / {tokens:.2f} "
+            "tokens a pass, (1 - a^(k+1)) / (1 - a) with k = {k}, a = {a:g}; ngram drafts on "
+            "the CPU (no GPU time), eagle runs a one-layer model of this one per drafted token"
+        ).format(
+            verify=work.spec_tokens + 1,
+            tokens=per_pass,
+            k=work.spec_tokens,
+            a=work.spec_acceptance,
+        ),
+    )
 
 
 def _kv_dequant_term(seconds: float, gpu_id: str, work: InferWork) -> TimeTerm:

@@ -327,6 +327,7 @@ def serve_rows(
             gqa=work.gqa,
             engine=work.engine,
             prefix_hit=work.prefix_hit,
+            speculative=(work.spec_tokens, work.spec_acceptance, work.spec_method),
             price_per_gpu_hour=usd_of(rent[gpu.id]),
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}

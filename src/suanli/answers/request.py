@@ -74,6 +74,9 @@ class WorkRequest:
     kv_update: str = declared("kv_update")
     gqa: str = declared("gqa")
     prefix_hit: float = declared("prefix_hit")
+    spec_tokens: int = declared("spec_tokens")
+    spec_acceptance: float | None = declared("spec_acceptance")
+    spec_method: str = declared("spec_method")
     prefill_chunk: int | None = declared("prefill_chunk")
     gpu_layers: int | None = declared("gpu_layers")
     gpu_memory_utilization: float | None = declared("gpu_memory_utilization")
@@ -162,6 +165,21 @@ def apply_framework(req: WorkRequest) -> WorkRequest:
     return replace(
         req, framework=fw.id, explicit=tuple(sorted(explicit | set(relevant))), **relevant
     )
+
+
+def spec_acceptance(req: WorkRequest) -> float:
+    """The drafted tokens' acceptance rate speculative decoding needs (0 when it is off); a
+    drafter without one is a ValueError: nothing here could guess it for the user's traffic."""
+    if not req.spec_tokens:
+        return req.spec_acceptance or 0.0
+    if req.spec_acceptance is None:
+        raise ValueError(
+            N_(
+                "--spec-tokens needs --spec-acceptance, the share of drafted tokens the model "
+                "accepts (your engine reports it; e.g. 0.7)"
+            )
+        )
+    return req.spec_acceptance
 
 
 def serving_engine(framework: str | None) -> str | None:
@@ -331,6 +349,9 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             gqa=req.gqa,
             engine=serving_engine(req.framework),
             prefix_hit=req.prefix_hit,
+            spec_tokens=req.spec_tokens,
+            spec_acceptance=spec_acceptance(req),
+            spec_method=req.spec_method,
         )
     tp, pp = req.tp, req.pp
     if req.etp and tp % req.etp:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from suanli.estimate.casts import FP8_CAST_BYTES
@@ -30,6 +30,7 @@ from suanli.estimate.kv_traffic import (
 from suanli.estimate.perf import Device
 from suanli.estimate.shapes import serving_shapes
 from suanli.estimate.sizes import param_split
+from suanli.estimate.speculative import accepted_tokens, eagle_head
 from suanli.estimate.workload import InferWork
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
@@ -110,6 +111,19 @@ def prefill_shares(prompt: int, cached: Any) -> tuple[Any, Any]:
     return new, 1 - (cached / prompt) ** 2
 
 
+def draft_seconds(
+    spec: ModelSpec, work: InferWork, device: Device, prompt: int, output: int
+) -> float:
+    """Seconds a speculative decoding drafter spends per verify pass: nothing for prompt lookup
+    (``ngram``, on the CPU); for ``eagle``, ``spec_tokens`` decode steps of a one-layer model of
+    the target's shape (:func:`suanli.estimate.speculative.eagle_head`)."""
+    if work.spec_method != "eagle" or not work.spec_tokens:
+        return 0.0
+    head = replace(work, spec_tokens=0, spec_acceptance=0.0, prefix_hit=0.0)
+    step = inference_perf(eagle_head(spec), head, device, prompt, output).tpot_s
+    return work.spec_tokens * step
+
+
 def kv_dequant_seconds(gpu_id: str, work: InferWork, kv_bytes: Any) -> Any:
     """Seconds a decode step's attention spends converting an fp8 KV cache of ``kv_bytes`` (one
     GPU, the whole batch) back to 16 bits: its elements at the engine's measured rate on this
@@ -136,6 +150,7 @@ def serve_kernels(
     projections: str = "fused",
     kernels: str = "eager",
     cached: Any = 0,
+    verify: int = 1,
     maximum: Callable[[Any, Any], Any] = max,
     ceil: Callable[[Any], Any] = math.ceil,
 ) -> tuple[ServeKernels, ServeKernels]:
@@ -144,8 +159,9 @@ def serve_kernels(
     sequence holds on one GPU at the average decode context; ``projections`` how the engine
     launches the input projections (:func:`suanli.estimate.shapes.serving_shapes`), ``kernels``
     whether it fuses each residual add into the next norm (:func:`serving_op_bytes`); ``cached``
-    prompt tokens per sequence are in the prefix cache (:func:`prefill_shares`). Floats or numpy
-    arrays."""
+    prompt tokens per sequence are in the prefix cache (:func:`prefill_shares`); each decode pass
+    runs ``verify`` tokens per sequence (speculative decoding's drafts and the next token:
+    :mod:`suanli.estimate.speculative`) over the same KV cache. Floats or numpy arrays."""
     from suanli.catalog.formats import get_format
 
     fmt = get_format(weight_format)
@@ -198,10 +214,10 @@ def serve_kernels(
         attention_floor_s=floor,
         **common,
     )
-    touched = 1 - (1 - share) ** batch if moe is not None else 1.0
+    touched = 1 - (1 - share) ** (batch * verify) if moe is not None else 1.0
     decode = serve_forward(
-        rows=batch,
-        sequences=batch,
+        rows=batch * verify,
+        sequences=batch * verify,  # a verify pass takes logits at every position
         kv_bytes=kv_bytes_per_seq * batch,
         kv_efficiency=kv_efficiency,
         touched_share=touched,
@@ -245,7 +261,9 @@ def inference_perf(
     hops = work.pp - 1
     pp_link = net.point_to_point_link(work.pp, tp) if hops else link
     pp_prefill = hops * p2p_s(work.batch * new_tokens * spec.hidden_size * b / tp, pp_link)
-    pp_decode = hops * p2p_s(work.batch * spec.hidden_size * b / tp, pp_link)
+    # Speculative decoding: each decode pass runs the drafts and the next token per sequence.
+    verify = work.spec_tokens + 1
+    pp_decode = hops * p2p_s(work.batch * verify * spec.hidden_size * b / tp, pp_link)
     tp_comm += pp_prefill
     context = prompt + output / 2
     kv_token = kv_bytes_per_token(spec, work.kv_bytes, int(context), tp)
@@ -270,6 +288,7 @@ def inference_perf(
         projections=work.projections,
         kernels=work.kernels,
         cached=cached,
+        verify=verify,
     )
     # Kernel by kernel (GEMMs by shape, attention, element-wise floors), never faster than the
     # roofline of the whole pass, nor than the host can launch it (Python dispatch).
@@ -281,7 +300,7 @@ def inference_perf(
     ttft += tp_comm + (host if synchronous else 0)
     # Decode: one token per sequence per step, attending to the average context.
     decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
-    decode_flops = decode_per_token * work.batch
+    decode_flops = decode_per_token * work.batch * verify
     kv = per_seq_kv * work.batch
     # The cache's copies (transformers' concatenating update, repeated KV heads): serial
     # streaming kernels after the attention's own read.
@@ -293,18 +312,23 @@ def inference_perf(
         device.memory_bytes_per_s,
         device.gemm_model,
     )
-    step_bytes = active_weight_bytes(spec, work, work.batch) + kv * read + copy_bytes
+    step_bytes = active_weight_bytes(spec, work, work.batch * verify) + kv * read + copy_bytes
     dequant_s = kv_dequant_seconds(device.name, work, kv)
     decode_compute = decode_flops / tp / device.matmul_flops
     decode_memory = step_bytes / device.bandwidth
     decode_comm = (
-        2 * spec.num_layers * tp_all_reduce_s(work.batch * spec.hidden_size * b, tp, link)
+        2 * spec.num_layers * tp_all_reduce_s(work.batch * verify * spec.hidden_size * b, tp, link)
         if tp > 1
         else 0.0
     ) + pp_decode
     decode_kernels = decode_k.total_s + copy_s + dequant_s
     tpot = max(decode_compute, decode_memory, decode_kernels, 0 if synchronous else host)
     tpot += decode_comm + (host if synchronous else 0)
+    draft_s = 0.0
+    if work.spec_tokens:
+        # One pass yields accepted_tokens() tokens per sequence, after the drafter's work.
+        draft_s = draft_seconds(spec, work, device, prompt, output)
+        tpot = (tpot + draft_s) / accepted_tokens(work.spec_tokens, work.spec_acceptance)
     bound = "compute" if decode_compute >= decode_memory else "memory"
     if host > max(decode_compute, decode_memory, decode_kernels) and not synchronous:
         bound = "host"  # Python's dispatch, not the GPU, sets the pace
@@ -341,6 +365,7 @@ def inference_perf(
             "decode_small_ops": decode_k.small_ops_s,
             "decode_cache_copy": copy_s,
             "decode_kv_dequant": dequant_s,
+            "spec_draft": draft_s,
             "host_dispatch": host,
         },
         request_s=request_s,

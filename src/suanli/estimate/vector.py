@@ -514,10 +514,13 @@ def infer_speed(
     gqa: str = "native",
     engine: str | None = None,
     prefix_hit: float = 0.0,
+    spec_tokens: int = 0,
+    spec_acceptance: float = 0.0,
+    spec_method: str = "ngram",
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
-    (batch, tp); ``projections``, ``kernels``, ``dispatch``, ``kv_update``, ``gqa``, ``engine``
-    and ``prefix_hit`` as ``InferWork``'s."""
+    (batch, tp); ``projections``, ``kernels``, ``dispatch``, ``kv_update``, ``gqa``, ``engine``,
+    ``prefix_hit`` and the speculative decoding's ``spec_*`` as ``InferWork``'s."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.host_dispatch import host_step_s
     from suanli.estimate.inference import (
@@ -535,11 +538,13 @@ def infer_speed(
         copy_kernels,
         copy_seconds,
     )
+    from suanli.estimate.speculative import accepted_tokens, eagle_head
     from suanli.estimate.workload import InferWork
 
     batch = np.asarray(batch, dtype=np.int64)
     tp = np.asarray(tp, dtype=np.int64)
     b = 2
+    verify = spec_tokens + 1  # tokens per sequence in each decode pass
     per_token = forward_flops_per_token(spec, prompt, causal=True)
     cached = cached_tokens(prompt, prefix_hit)
     linear_share, attention_share = prefill_shares(prompt, cached)
@@ -560,7 +565,7 @@ def infer_speed(
         kv_tok[sel] = kv_bytes_per_token(spec, kv_bytes, int(context), int(value))
         for bval in np.unique(batch[sel]):
             both = sel & (batch == bval)
-            active[both] = active_weight_bytes(spec, work, int(bval))
+            active[both] = active_weight_bytes(spec, work, int(bval) * verify)
     layers = spec.num_layers
     h = spec.hidden_size
     prefill_comm = np.where(
@@ -594,6 +599,7 @@ def infer_speed(
         projections=projections,
         kernels=kernels,
         cached=cached,
+        verify=verify,
         maximum=np.maximum,
         ceil=np.ceil,
     )
@@ -610,16 +616,25 @@ def infer_speed(
         device.gemm_model,
         maximum=np.maximum,
     )
-    decode_compute = decode_per_token * batch / tp / device.matmul_flops
+    decode_compute = decode_per_token * batch * verify / tp / device.matmul_flops
     decode_memory = (active + kv * read + copy_bytes) / device.bandwidth
     decode_comm = np.where(
-        tp > 1, 2 * layers * tp_all_reduce(batch * h * b, tp, device.network), 0.0
+        tp > 1, 2 * layers * tp_all_reduce(batch * verify * h * b, tp, device.network), 0.0
     )
     dequant_s = kv_dequant_seconds(device.name, traffic, kv)
     tpot = np.maximum(
         np.maximum(decode_compute, decode_memory), decode_k.total_s + copy_s + dequant_s
     )
     tpot = np.maximum(tpot, host) + decode_comm
+    if spec_tokens:
+        draft = 0.0
+        if spec_method == "eagle":
+            head = infer_speed(
+                eagle_head(spec), weight_format, kv_bytes, batch, tp, prompt, output, device,
+                projections, kernels, dispatch, kv_update, gqa, engine,
+            )  # fmt: skip
+            draft = spec_tokens * head["tpot_s"]
+        tpot = (tpot + draft) / accepted_tokens(spec_tokens, spec_acceptance)
     return {
         "ttft_s": ttft,
         "tpot_s": tpot,

@@ -461,6 +461,13 @@ class InferWork:
     prefix_hit: float = 0.0
     """Share of each prompt already in the engine's prefix cache: the prefill computes only the
     rest (:func:`suanli.estimate.inference.cached_tokens`)."""
+    spec_tokens: int = 0
+    """Speculative decoding: tokens the drafter proposes per sequence and step (0: off;
+    :mod:`suanli.estimate.speculative`)."""
+    spec_acceptance: float = 0.0
+    """Probability that each drafted token is accepted."""
+    spec_method: str = "ngram"
+    """The drafter (:data:`suanli.estimate.speculative.SPEC_METHODS`)."""
 
     def __post_init__(self) -> None:
         _positive("batch", self.batch)
@@ -473,6 +480,22 @@ class InferWork:
         check_choice("dispatch", self.dispatch, DISPATCHES)
         check_choice("kv_update", self.kv_update, KV_UPDATES)
         check_choice("gqa", self.gqa, GQA_READS)
+        if self.spec_tokens:
+            from suanli.estimate.speculative import MAX_SPEC_TOKENS, SPEC_METHODS
+
+            check_choice("spec_method", self.spec_method, SPEC_METHODS)
+            if not 0 < self.spec_tokens <= MAX_SPEC_TOKENS:
+                raise ValueError(
+                    N_("--spec-tokens must be in [0, {most}], got {value}").format(
+                        most=MAX_SPEC_TOKENS, value=self.spec_tokens
+                    )
+                )
+            if not 0 <= self.spec_acceptance <= 1:
+                raise ValueError(
+                    N_("--spec-acceptance must be in [0, 1], got {value}").format(
+                        value=self.spec_acceptance
+                    )
+                )
         if not 0 <= self.prefix_hit < 1:
             raise ValueError(
                 N_("--prefix-hit must be in [0, 1), got {value}").format(value=self.prefix_hit)

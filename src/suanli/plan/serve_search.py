@@ -70,12 +70,14 @@ def search_serve(
     gqa: str = "native",
     engine: str | None = None,
     prefix_hit: float = 0.0,
+    speculative: tuple[int, float, str] = (0, 0.0, "ngram"),
 ) -> tuple[ServeCandidate | None, int, str]:
     """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
     (``projections``, ``kernels`` and ``dispatch``: how the engine launches the input
     projections, the element-wise kernels and the step; ``kv_update`` and ``gqa``: how it
     grows and reads the KV cache; ``engine``: whose measured kernel costs apply;
-    ``prefix_hit``: the prompt's share in the prefix cache; all ``InferWork``'s;
+    ``prefix_hit``: the prompt's share in the prefix cache; ``speculative``: the drafted tokens,
+    their acceptance and the drafter; all ``InferWork``'s;
     ``price_per_gpu_hour``: the user's rent, else the one every view shows,
     :func:`suanli.catalog.prices.rent_price`).
 
@@ -139,6 +141,7 @@ def search_serve(
                     gqa,
                     engine,
                     prefix_hit,
+                    *speculative,
                 )
                 req = batches / (speed["ttft_s"] + output * speed["tpot_s"])
                 replicas = np.ones(len(batches)) if rps is None else np.ceil(rps / req)
