@@ -460,7 +460,8 @@ def _speculative_term(draft_s: float, work: InferWork) -> TimeTerm:
     """Speculative decoding: the drafter's time per pass and how many tokens a pass yields."""
     from suanli.estimate.speculative import accepted_tokens
 
-    per_pass = accepted_tokens(work.spec_tokens, work.spec_acceptance)
+    acceptance = work.spec_acceptance or 0.0
+    per_pass = accepted_tokens(work.spec_tokens, acceptance)
     return TimeTerm(
         term=N_("decode: speculative drafter ({method}), per verify pass").format(
             method=work.spec_method
@@ -479,7 +480,7 @@ def _speculative_term(draft_s: float, work: InferWork) -> TimeTerm:
             verify=work.spec_tokens + 1,
             tokens=per_pass,
             k=work.spec_tokens,
-            a=work.spec_acceptance,
+            a=acceptance,
         ),
     )
 

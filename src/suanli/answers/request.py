@@ -167,21 +167,6 @@ def apply_framework(req: WorkRequest) -> WorkRequest:
     )
 
 
-def spec_acceptance(req: WorkRequest) -> float:
-    """The drafted tokens' acceptance rate speculative decoding needs (0 when it is off); a
-    drafter without one is a ValueError: nothing here could guess it for the user's traffic."""
-    if not req.spec_tokens:
-        return req.spec_acceptance or 0.0
-    if req.spec_acceptance is None:
-        raise ValueError(
-            N_(
-                "--spec-tokens needs --spec-acceptance, the share of drafted tokens the model "
-                "accepts (your engine reports it; e.g. 0.7)"
-            )
-        )
-    return req.spec_acceptance
-
-
 def serving_engine(framework: str | None) -> str | None:
     """``framework``'s catalog id where it is a serving engine (vLLM, SGLang, TensorRT-LLM...),
     else ``None``."""
@@ -350,7 +335,7 @@ def build_work(req: WorkRequest) -> TrainWork | InferWork:
             engine=serving_engine(req.framework),
             prefix_hit=req.prefix_hit,
             spec_tokens=req.spec_tokens,
-            spec_acceptance=spec_acceptance(req),
+            spec_acceptance=req.spec_acceptance,
             spec_method=req.spec_method,
         )
     tp, pp = req.tp, req.pp

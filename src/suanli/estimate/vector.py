@@ -515,7 +515,7 @@ def infer_speed(
     engine: str | None = None,
     prefix_hit: float = 0.0,
     spec_tokens: int = 0,
-    spec_acceptance: float = 0.0,
+    spec_acceptance: float | None = None,
     spec_method: str = "ngram",
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
@@ -634,7 +634,7 @@ def infer_speed(
                 projections, kernels, dispatch, kv_update, gqa, engine,
             )  # fmt: skip
             draft = spec_tokens * head["tpot_s"]
-        tpot = (tpot + draft) / accepted_tokens(spec_tokens, spec_acceptance)
+        tpot = (tpot + draft) / accepted_tokens(spec_tokens, spec_acceptance or 0.0)
     return {
         "ttft_s": ttft,
         "tpot_s": tpot,

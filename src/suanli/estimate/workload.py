@@ -464,8 +464,8 @@ class InferWork:
     spec_tokens: int = 0
     """Speculative decoding: tokens the drafter proposes per sequence and step (0: off;
     :mod:`suanli.estimate.speculative`)."""
-    spec_acceptance: float = 0.0
-    """Probability that each drafted token is accepted."""
+    spec_acceptance: float | None = None
+    """Probability that each drafted token is accepted (needed with ``spec_tokens``)."""
     spec_method: str = "ngram"
     """The drafter (:data:`suanli.estimate.speculative.SPEC_METHODS`)."""
 
@@ -488,6 +488,13 @@ class InferWork:
                 raise ValueError(
                     N_("--spec-tokens must be in [0, {most}], got {value}").format(
                         most=MAX_SPEC_TOKENS, value=self.spec_tokens
+                    )
+                )
+            if self.spec_acceptance is None:
+                raise ValueError(
+                    N_(
+                        "--spec-tokens needs --spec-acceptance, the share of drafted tokens the "
+                        "model accepts (your engine reports it; e.g. 0.7)"
                     )
                 )
             if not 0 <= self.spec_acceptance <= 1:

@@ -15,7 +15,7 @@ from suanli.models.spec import ModelSpec
 from suanli.plan.search import OBJECTIVES, rent_usd
 
 #: Weight formats tried for serving, highest fidelity first.
-SERVE_FORMATS = ("bf16", "fp8", "int8", "awq-4bit-g128", "gptq-4bit-g128")
+SERVE_FORMATS = ("bf16", "fp8", "int8", "nvfp4", "awq-4bit-g128", "gptq-4bit-g128")
 SERVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
@@ -70,7 +70,7 @@ def search_serve(
     gqa: str = "native",
     engine: str | None = None,
     prefix_hit: float = 0.0,
-    speculative: tuple[int, float, str] = (0, 0.0, "ngram"),
+    speculative: tuple[int, float | None, str] = (0, None, "ngram"),
 ) -> tuple[ServeCandidate | None, int, str]:
     """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
     (``projections``, ``kernels`` and ``dispatch``: how the engine launches the input
