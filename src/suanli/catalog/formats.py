@@ -25,7 +25,7 @@ else:  # pragma: no cover
 
 _FORMAT_KINDS = ("float", "int", "nf", "gguf")
 #: What a format, KV dtype or kernel can ask of a card (:func:`card_features`).
-FEATURES = ("bf16", "fp8", "sm75", "flash-attn-2")
+FEATURES = ("bf16", "fp8", "fp4", "sm75", "flash-attn-2")
 
 
 #: Bits per weight of Q6_K, the type llama.cpp's quantizer gives a GGUF file's ``output.weight``
@@ -76,8 +76,14 @@ class WeightFormat:
     def gemm_dtype(self) -> str:
         """The precision its matmuls ask for: ``fp8`` for 8-bit float weights (W8A8: vLLM and
         TensorRT-LLM quantize activations on the fly on cards with fp8 tensor cores; elsewhere
-        the device falls back to its 16-bit rate, as FP8 Marlin's W8A16 does), else ``bf16``."""
-        return "fp8" if self.kind == "float" and self.bits_per_weight == 8 else "bf16"
+        the device falls back to its 16-bit rate, as FP8 Marlin's W8A16 does), ``fp4`` for the
+        4-bit float formats (NVFP4, MXFP4: W4A4 on Blackwell's fp4 tensor cores), else
+        ``bf16``."""
+        if self.kind == "float" and self.bits_per_weight == 8:
+            return "fp8"
+        if self.kind == "float" and self.bits_per_weight < 8:
+            return "fp4"
+        return "bf16"
 
 
 @dataclass(frozen=True)
@@ -310,8 +316,8 @@ _FLASH_ATTN_2_AMD = ("CDNA 2", "CDNA 3")
 
 
 def card_features(gpu: GPU) -> frozenset[str]:
-    """What ``gpu`` has of :data:`FEATURES`, from the catalog: ``bf16``/``fp8`` where it lists
-    tensor rates in them (a CPU runs bf16 in software), ``sm75`` on NVIDIA Turing and later
+    """What ``gpu`` has of :data:`FEATURES`, from the catalog: ``bf16``/``fp8``/``fp4`` where it
+    lists tensor rates in them (a CPU runs bf16 in software), ``sm75`` on NVIDIA Turing and later
     (and on every other vendor, whose kernels have no such floor),
     ``flash-attn-2`` on NVIDIA Ampere and later and AMD CDNA 2/3 (FlashAttention-2's README:
     "Ampere, Ada, or Hopper GPUs"; Turing and Volta fall back to PyTorch's SDPA kernels)."""
@@ -320,6 +326,8 @@ def card_features(gpu: GPU) -> frozenset[str]:
         have.add("bf16")
     if gpu.peak_flops("fp8") and gpu.form_factor != "cpu":
         have.add("fp8")
+    if gpu.peak_flops("fp4") and gpu.form_factor != "cpu":
+        have.add("fp4")
     arch = str(gpu.get("architecture") or "")
     if gpu.vendor == "nvidia" and gpu.form_factor != "cpu":
         capability = NVIDIA_COMPUTE_CAPABILITY.get(arch, 0.0)

@@ -546,6 +546,12 @@ def compute_precision(gpu: GPU, dtype: str) -> str:
         return "fp16"
     if dtype == "fp8" and (gpu.peak_flops("bf16") or gpu.peak_flops("fp16")):
         return "bf16" if gpu.peak_flops("bf16") else "fp16"
+    if dtype == "fp4" and gpu.form_factor != "cpu" and not gpu.peak_flops("fp4"):
+        # Without fp4 units the next precision down the card has (the answer is then marked
+        # unsupported: catalog/formats.py format_problem names what to use instead).
+        for lower in ("fp8", "bf16", "fp16"):
+            if gpu.peak_flops(lower):
+                return lower
     if gpu.vendor == "apple" and dtype in ("bf16", "fp16", "fp8") and gpu.peak_flops("fp32"):
         # Apple GPUs publish one rate: their shader ALUs run 16-bit math at it (no tensor
         # cores; MLX and llama.cpp's Metal kernels compute fp16/bf16 matmuls on the same ALUs).

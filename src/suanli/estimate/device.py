@@ -110,7 +110,7 @@ def _attention_for(
     in bf16), as a fraction of its 16-bit dense peak: a function of the shape, and its source
     (empty unless ``describe``). ``kernel`` picks one kernel's rows (``flash2``...) instead of
     the generation's best."""
-    if gpu.form_factor == "cpu" or precision not in ("bf16", "fp16", "fp8"):
+    if gpu.form_factor == "cpu" or precision not in ("bf16", "fp16", "fp8", "fp4"):
         return None, ""
     dtype = "fp16" if precision == "fp16" or not gpu.peak_flops("bf16") else "bf16"
     peak = gpu.peak_flops(dtype)

@@ -46,6 +46,7 @@ FORMAT_LADDER = (
     "gguf-q8_0",
     "gguf-q6_k",
     "gguf-q5_k_m",
+    "nvfp4",
     "awq-4bit-g128",
     "gptq-4bit-g128",
     "gguf-q4_k_m",

@@ -34,6 +34,7 @@ from suanli.estimate.speculative import accepted_tokens, eagle_head
 from suanli.estimate.workload import InferWork
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
+from suanli.units import DTYPE_BYTES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +97,13 @@ def active_weight_bytes(spec: ModelSpec, work: InferWork, batch: int) -> float:
     return total * (1 - experts / count_params(spec).total * (1 - touched))
 
 
+def low_precision_speedup(precision: str) -> float:
+    """A precision's dense tensor rate over the 16-bit rate on the cards that have it: the
+    bytes ratio (Hopper's and Blackwell's fp8 twice bf16, Blackwell's fp4 four times); 1 for
+    16 bits and up. Attention stays in 16 bits, so its rate is the peak over this."""
+    return max(DTYPE_BYTES["bf16"] / DTYPE_BYTES.get(precision, DTYPE_BYTES["bf16"]), 1.0)
+
+
 def cached_tokens(prompt: int, prefix_hit: float) -> int:
     """Tokens of a ``prompt`` the prefix cache already holds: its ``prefix_hit`` share, but
     never the last token, which the engine always computes for the first output's logits."""
@@ -119,7 +127,7 @@ def draft_seconds(
     the target's shape (:func:`suanli.estimate.speculative.eagle_head`)."""
     if work.spec_method != "eagle" or not work.spec_tokens:
         return 0.0
-    head = replace(work, spec_tokens=0, spec_acceptance=0.0, prefix_hit=0.0)
+    head = replace(work, spec_tokens=0, spec_acceptance=None, prefix_hit=0.0)
     step = inference_perf(eagle_head(spec), head, device, prompt, output).tpot_s
     return work.spec_tokens * step
 
@@ -183,8 +191,11 @@ def serve_kernels(
         "op_bytes": serving_op_bytes(spec, tp, kernels=kernels),
         "expert_share": share,
         "num_experts": moe.num_experts if moe is not None else 1,
-        # fp8 W8A8: the engine quantizes each linear layer's input before its GEMM.
-        "activation_cast_bytes": FP8_CAST_BYTES["dynamic"] if fmt.gemm_dtype == "fp8" else 0.0,
+        # fp8 W8A8 and fp4 W4A4 quantize each linear layer's input on the fly (an amax pass and
+        # a cast: the fp4 cast writes half the bytes, a small part of the pass).
+        "activation_cast_bytes": (
+            FP8_CAST_BYTES["dynamic"] if fmt.gemm_dtype in ("fp8", "fp4") else 0.0
+        ),
         "head_bytes": fmt.lm_head_bytes,
         "maximum": maximum,
         "ceil": ceil,
@@ -203,7 +214,7 @@ def serve_kernels(
         floor = measured.floor_s
     else:
         # Attention stays in 16 bits with fp8 weights: half the fp8 tensor rate.
-        bf16_peak = device.peak_flops / 2 if device.precision == "fp8" else device.peak_flops
+        bf16_peak = device.peak_flops / low_precision_speedup(device.precision)
         rate = bf16_peak * device.attention_efficiency(prompt, head_dim, True, False)
     linear_share, attention_share = prefill_shares(prompt, cached)
     prefill = serve_forward(
@@ -328,7 +339,8 @@ def inference_perf(
     if work.spec_tokens:
         # One pass yields accepted_tokens() tokens per sequence, after the drafter's work.
         draft_s = draft_seconds(spec, work, device, prompt, output)
-        tpot = (tpot + draft_s) / accepted_tokens(work.spec_tokens, work.spec_acceptance)
+        acceptance = work.spec_acceptance or 0.0  # set whenever spec_tokens is (InferWork)
+        tpot = (tpot + draft_s) / accepted_tokens(work.spec_tokens, acceptance)
     bound = "compute" if decode_compute >= decode_memory else "memory"
     if host > max(decode_compute, decode_memory, decode_kernels) and not synchronous:
         bound = "host"  # Python's dispatch, not the GPU, sets the pace
