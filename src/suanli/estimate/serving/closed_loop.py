@@ -86,6 +86,7 @@ def closed_loop(
     for rid in range(nxt):
         send(rid, 0.0)
     found: list[tuple[float, int]] = []  # completions seen, not yet replaced (a heap)
+    seen = 0  # completions taken from shared.finished
     stall = 0.0
 
     def due(r: Replica) -> float:
@@ -112,9 +113,11 @@ def closed_loop(
         before = [r.clock for r in reps]
         for r in reps:
             r.run(until)
-        for rid in [rid for rid in in_flight if shared.finish[rid] >= 0]:
+        # Only the requests completed since the last round (no scan of every client).
+        for rid in shared.finished[seen:]:
             in_flight.discard(rid)
             heapq.heappush(found, (shared.finish[rid], rid))
+        seen = len(shared.finished)
         # A completion is replaced once no replica can still complete one before it: every
         # replica with work is at or past it.
         horizon = min((r.clock for r in reps if r.has_work()), default=math.inf)

@@ -44,6 +44,8 @@ class SharedState:
         self.pd: list[int] = [0] * n
         self.held: list[int] = [0] * n
         self.done: list[int] = [0] * n
+        self.finished: list[int] = []
+        """Requests in the order they completed (a closed loop replaces them in that order)."""
 
 
 class EngineState:
@@ -228,6 +230,7 @@ class EngineState:
         left = s.remaining[rid]
         if left <= 1:  # its only token came from the prefill
             s.finish[rid] = self.clock
+            s.finished.append(rid)
             self.completed += 1
             self.free += s.held[rid]
             s.held[rid] = 0
@@ -269,6 +272,7 @@ class EngineState:
                 end_batch = True
             elif gen[rid] == g:
                 finish[rid] = clock
+                s.finished.append(rid)
                 self.completed += 1
                 if kind == 3:
                     self._leave(rid, j)

@@ -283,6 +283,7 @@ class Replica(EngineState):
             s.first[rid] = self.clock
             if s.remaining[rid] <= 1:
                 s.finish[rid] = self.clock
+                s.finished.append(rid)
                 self.completed += 1
             else:
                 self.event(j + s.remaining[rid] - 1, rid, 1)
