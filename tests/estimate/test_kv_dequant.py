@@ -116,7 +116,7 @@ def test_vectorized_planner_equals_the_scalar_path() -> None:
     batch, tp = [1, 16, 128], [1, 2, 4]
     result = vector.infer_speed(
         spec, "bf16", 1, batch, tp, 8192, 512, device, "fused", "fused", "engine",
-        "in-place", "native", "vllm",
+        options=InferWork(engine="vllm"),
     )  # fmt: skip
     for i, (bval, tval) in enumerate(zip(batch, tp, strict=True)):
         work = InferWork(

@@ -165,8 +165,7 @@ def test_vectorized_planner_equals_the_scalar_path() -> None:
             "separate",
             "eager",
             "python",
-            update,
-            gqa,
+            options=InferWork(kv_update=update, gqa=gqa),
         )
         for i, (bval, tval) in enumerate(zip(batch, tp, strict=True)):
             work = InferWork(

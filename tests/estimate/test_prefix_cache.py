@@ -74,7 +74,7 @@ def test_vectorized_planner_equals_the_scalar_path() -> None:
     batch, tp = [1, 8, 64], [1, 2, 4]
     result = vector.infer_speed(
         spec, "bf16", 2, batch, tp, PROMPT, 256, device, "fused", "fused", "engine",
-        "in-place", "native", "vllm", 0.6,
+        options=InferWork(engine="vllm", prefix_hit=0.6),
     )  # fmt: skip
     for i, (bval, tval) in enumerate(zip(batch, tp, strict=True)):
         work = InferWork(

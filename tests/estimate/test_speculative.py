@@ -73,7 +73,9 @@ def test_vectorized_planner_equals_the_scalar_path(method: str) -> None:
     batch, tp = [1, 8, 64], [1, 2, 4]
     result = vector.infer_speed(
         spec, "bf16", 2, batch, tp, 1024, 256, device, "fused", "fused", "engine",
-        "in-place", "native", "vllm", 0.0, 4, 0.7, method,
+        options=InferWork(
+            engine="vllm", spec_tokens=4, spec_acceptance=0.7, spec_method=method
+        ),
     )  # fmt: skip
     for i, (bval, tval) in enumerate(zip(batch, tp, strict=True)):
         work = InferWork(

@@ -323,11 +323,7 @@ def serve_rows(
             projections=work.projections,
             kernels=work.kernels,
             dispatch=work.dispatch,
-            kv_update=work.kv_update,
-            gqa=work.gqa,
-            engine=work.engine,
-            prefix_hit=work.prefix_hit,
-            speculative=(work.spec_tokens, work.spec_acceptance, work.spec_method),
+            options=work,
             price_per_gpu_hour=usd_of(rent[gpu.id]),
         )
         row: dict[str, Any] = {"gpu": gpu.id, "evaluated": evaluated, "stack": software_stack(gpu)}

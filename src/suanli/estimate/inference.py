@@ -119,6 +119,16 @@ def prefill_shares(prompt: int, cached: Any) -> tuple[Any, Any]:
     return new, 1 - (cached / prompt) ** 2
 
 
+def prefill_flops_per_sequence(spec: ModelSpec, prompt: int, cached: Any) -> Any:
+    """FLOPs of one sequence's prefill of ``prompt`` tokens with ``cached`` of them in the prefix
+    cache: the linear work of the new tokens and their share of the causal attention
+    (:func:`prefill_shares`)."""
+    per_token = forward_flops_per_token(spec, prompt, causal=True)
+    core = per_token["attention_core"]
+    linear_share, attention_share = prefill_shares(prompt, cached)
+    return ((sum(per_token.values()) - core) * linear_share + core * attention_share) * prompt
+
+
 def draft_seconds(
     spec: ModelSpec, work: InferWork, device: Device, prompt: int, output: int
 ) -> float:
@@ -244,15 +254,8 @@ def inference_perf(
     tp = work.tp
     b = 2
     # Prefill: compute-bound matmuls over the prompt's uncached tokens (causal attention).
-    per_token = forward_flops_per_token(spec, prompt, causal=True)
     cached = cached_tokens(prompt, work.prefix_hit)
-    linear_share, attention_share = prefill_shares(prompt, cached)
-    core = per_token["attention_core"]
-    prefill_flops = (
-        ((sum(per_token.values()) - core) * linear_share + core * attention_share)
-        * prompt
-        * work.batch
-    )
+    prefill_flops = prefill_flops_per_sequence(spec, prompt, cached) * work.batch
     new_tokens = prompt - cached
     prefill_compute = prefill_flops / tp / device.matmul_flops
     weights = weight_bytes(spec, work)

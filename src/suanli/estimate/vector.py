@@ -66,7 +66,7 @@ from suanli.estimate.train_activations import (
     selective_drop,
 )
 from suanli.estimate.vector_comm import all_reduce, pick, reduce_scatter, tp_all_reduce
-from suanli.estimate.workload import Overheads, Parallelism, TrainWork
+from suanli.estimate.workload import InferWork, Overheads, Parallelism, TrainWork
 from suanli.models.params import count_params
 from suanli.models.spec import ModelSpec
 
@@ -510,24 +510,20 @@ def infer_speed(
     projections: str = "fused",
     kernels: str = "eager",
     dispatch: str = "engine",
-    kv_update: str = "in-place",
-    gqa: str = "native",
-    engine: str | None = None,
-    prefix_hit: float = 0.0,
-    spec_tokens: int = 0,
-    spec_acceptance: float | None = None,
-    spec_method: str = "ngram",
+    *,
+    options: InferWork | None = None,
 ) -> dict[str, Array]:
     """TTFT, TPOT and tokens/s (as :func:`suanli.estimate.inference.inference_perf`) per
-    (batch, tp); ``projections``, ``kernels``, ``dispatch``, ``kv_update``, ``gqa``, ``engine``,
-    ``prefix_hit`` and the speculative decoding's ``spec_*`` as ``InferWork``'s."""
+    (batch, tp); ``projections``, ``kernels`` and ``dispatch`` as ``InferWork``'s; ``options``:
+    the request's other serving options (its ``kv_update``, ``gqa``, ``engine``, ``prefix_hit``
+    and ``spec_*``; its batch, layout, format and cache dtype are ignored here)."""
     from suanli.estimate.flops import forward_flops_per_token
     from suanli.estimate.host_dispatch import host_step_s
     from suanli.estimate.inference import (
         active_weight_bytes,
         cached_tokens,
         kv_dequant_seconds,
-        prefill_shares,
+        prefill_flops_per_sequence,
         serve_kernels,
         weight_bytes,
     )
@@ -539,19 +535,16 @@ def infer_speed(
         copy_seconds,
     )
     from suanli.estimate.speculative import accepted_tokens, eagle_head
-    from suanli.estimate.workload import InferWork
 
     batch = np.asarray(batch, dtype=np.int64)
     tp = np.asarray(tp, dtype=np.int64)
     b = 2
-    verify = spec_tokens + 1  # tokens per sequence in each decode pass
-    per_token = forward_flops_per_token(spec, prompt, causal=True)
-    cached = cached_tokens(prompt, prefix_hit)
-    linear_share, attention_share = prefill_shares(prompt, cached)
-    core = per_token["attention_core"]
-    prefill_flops = (
-        ((sum(per_token.values()) - core) * linear_share + core * attention_share) * prompt * batch
-    )
+    # The planner tries bf16 and fp8 caches only, so one byte is fp8.
+    kv_dtype = {1: "fp8", 2: "bf16", 4: "fp32"}.get(int(kv_bytes), "bf16")
+    traffic = replace(options or InferWork(), kv_dtype=kv_dtype)
+    verify = traffic.spec_tokens + 1  # tokens per sequence in each decode pass
+    cached = cached_tokens(prompt, traffic.prefix_hit)
+    prefill_flops = prefill_flops_per_sequence(spec, prompt, cached) * batch
     context = prompt + output / 2
     decode_per_token = sum(forward_flops_per_token(spec, int(context), causal=False).values())
     # Layout-dependent pieces that the scalar code computes per tp (few distinct values).
@@ -573,9 +566,6 @@ def infer_speed(
         2 * layers * tp_all_reduce(batch * (prompt - cached) * h * b, tp, device.network),
         0.0,
     )
-    # The planner tries bf16 and fp8 caches only, so one byte is fp8.
-    kv_dtype = {1: "fp8", 2: "bf16", 4: "fp32"}.get(int(kv_bytes), "bf16")
-    traffic = InferWork(kv_update=kv_update, gqa=gqa, engine=engine, kv_dtype=kv_dtype)
     read = attention_read_factor(spec, traffic)
     kv_eff = None
     if device.decode_attention is not None:
@@ -626,15 +616,17 @@ def infer_speed(
         np.maximum(decode_compute, decode_memory), decode_k.total_s + copy_s + dequant_s
     )
     tpot = np.maximum(tpot, host) + decode_comm
-    if spec_tokens:
+    if traffic.spec_tokens:
         draft = 0.0
-        if spec_method == "eagle":
+        if traffic.spec_method == "eagle":
+            drafter = replace(traffic, spec_tokens=0, spec_acceptance=None, prefix_hit=0.0)
             head = infer_speed(
                 eagle_head(spec), weight_format, kv_bytes, batch, tp, prompt, output, device,
-                projections, kernels, dispatch, kv_update, gqa, engine,
+                projections, kernels, dispatch, options=drafter,
             )  # fmt: skip
-            draft = spec_tokens * head["tpot_s"]
-        tpot = (tpot + draft) / accepted_tokens(spec_tokens, spec_acceptance or 0.0)
+            draft = traffic.spec_tokens * head["tpot_s"]
+        acceptance = traffic.spec_acceptance or 0.0
+        tpot = (tpot + draft) / accepted_tokens(traffic.spec_tokens, acceptance)
     return {
         "ttft_s": ttft,
         "tpot_s": tpot,

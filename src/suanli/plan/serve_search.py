@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from suanli.catalog.formats import get_format, runnable_formats, runnable_kv
 from suanli.catalog.gpu import GPU
 from suanli.estimate.device import device_for
+from suanli.estimate.workload import InferWork
 from suanli.i18n import N_
 from suanli.models.spec import ModelSpec
 from suanli.plan.search import OBJECTIVES, rent_usd
@@ -66,18 +67,12 @@ def search_serve(
     kernels: str = "eager",
     price_per_gpu_hour: float | None = None,
     dispatch: str = "engine",
-    kv_update: str = "in-place",
-    gqa: str = "native",
-    engine: str | None = None,
-    prefix_hit: float = 0.0,
-    speculative: tuple[int, float | None, str] = (0, None, "ngram"),
+    options: InferWork | None = None,
 ) -> tuple[ServeCandidate | None, int, str]:
     """The best replica layout of ``gpu`` for serving, and the replicas ``rps`` needs
     (``projections``, ``kernels`` and ``dispatch``: how the engine launches the input
-    projections, the element-wise kernels and the step; ``kv_update`` and ``gqa``: how it
-    grows and reads the KV cache; ``engine``: whose measured kernel costs apply;
-    ``prefix_hit``: the prompt's share in the prefix cache; ``speculative``: the drafted tokens,
-    their acceptance and the drafter; all ``InferWork``'s;
+    projections, the element-wise kernels and the step; ``options``: the request's other serving
+    options, as :func:`suanli.estimate.vector.infer_speed` reads them; all ``InferWork``'s;
     ``price_per_gpu_hour``: the user's rent, else the one every view shows,
     :func:`suanli.catalog.prices.rent_price`).
 
@@ -88,7 +83,6 @@ def search_serve(
 
     from suanli.estimate import vector
     from suanli.estimate.inference_memory import inference_memory
-    from suanli.estimate.workload import InferWork
 
     if objective not in OBJECTIVES:
         raise ValueError(
@@ -137,11 +131,7 @@ def search_serve(
                     projections,
                     kernels,
                     dispatch,
-                    kv_update,
-                    gqa,
-                    engine,
-                    prefix_hit,
-                    *speculative,
+                    options=options,
                 )
                 req = batches / (speed["ttft_s"] + output * speed["tpot_s"])
                 replicas = np.ones(len(batches)) if rps is None else np.ceil(rps / req)
